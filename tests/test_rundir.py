@@ -1,0 +1,96 @@
+import json
+import os
+
+import pytest
+
+from tritongate.errors import IncompleteRunError, RunDirError, SchemaVersionError, UsageError
+from tritongate.rundir import RESULTS, RunWriter, load_run, new_run_dir
+from tritongate.schema import SCHEMA_VERSION, RunStatus
+
+from tests.conftest import make_row
+
+
+def _write(tmp_path, n=2, finish=True):
+    w = RunWriter(tmp_path / "run", {"backend": "cpu", "timer": "host-wall"})
+    for i in range(n):
+        w.add(make_row(case=f"n={i}"))
+    if finish:
+        w.finish()
+    return w
+
+
+def test_complete_run_round_trips(tmp_path):
+    _write(tmp_path)
+    run = load_run(tmp_path / "run")
+    assert run.complete and run.mode == "record"
+    assert [r.case for r in run.rows] == ["n=0", "n=1"]
+    assert run.identity["backend"] == "cpu" and run.identity["schema_version"] == SCHEMA_VERSION
+
+
+def test_a_run_that_died_loads_as_incomplete_never_complete(tmp_path):
+    _write(tmp_path, n=3, finish=False)  # the writer "crashed" after 3 rows
+    with pytest.raises(IncompleteRunError, match="incomplete.*3 rows.*Re-run"):
+        load_run(tmp_path / "run")
+    run = load_run(tmp_path / "run", allow_incomplete=True)
+    assert run.status is RunStatus.RUNNING and len(run.rows) == 3
+
+
+def test_failed_run_names_the_failure(tmp_path):
+    w = _write(tmp_path, finish=False)
+    w.fail("CUDA error in row softmax")
+    with pytest.raises(IncompleteRunError, match="CUDA error in row softmax"):
+        load_run(tmp_path / "run")
+
+
+def test_writes_are_atomic_and_leave_no_temp_files(tmp_path):
+    _write(tmp_path)
+    assert sorted(os.listdir(tmp_path / "run")) == ["results.json", "run_identity.json"]
+
+
+def test_refuses_to_overwrite_and_duplicate_rows(tmp_path):
+    w = _write(tmp_path, finish=False)
+    with pytest.raises(ValueError, match="duplicate"):
+        w.add(make_row(case="n=0"))
+    with pytest.raises(UsageError, match="refusing to overwrite"):
+        RunWriter(tmp_path / "run", {})
+
+
+@pytest.mark.parametrize("version,match", [(0, "older|Re-record"), (SCHEMA_VERSION + 1, "upgrade tritongate")])
+def test_other_schema_versions_are_refused_with_the_fix(tmp_path, version, match):
+    _write(tmp_path)
+    p = tmp_path / "run" / RESULTS
+    doc = json.loads(p.read_text())
+    doc["schema_version"] = version
+    p.write_text(json.dumps(doc))
+    with pytest.raises(SchemaVersionError, match=match):
+        load_run(tmp_path / "run")
+
+
+def test_missing_and_damaged_files(tmp_path):
+    with pytest.raises(RunDirError, match="not a directory"):
+        load_run(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(RunDirError, match="results.json is missing"):
+        load_run(tmp_path / "empty")
+    _write(tmp_path)
+    (tmp_path / "run" / RESULTS).write_text("{not json")
+    with pytest.raises(RunDirError, match="not valid JSON"):
+        load_run(tmp_path / "run")
+
+
+def test_invalid_row_is_named(tmp_path):
+    _write(tmp_path)
+    p = tmp_path / "run" / RESULTS
+    doc = json.loads(p.read_text())
+    doc["rows"][1]["samples"] = [1.0, "x"]
+    p.write_text(json.dumps(doc))
+    with pytest.raises(RunDirError, match="row 1 is invalid"):
+        load_run(tmp_path / "run")
+
+
+def test_new_run_dir_is_unique(tmp_path):
+    import datetime as dt
+    now = dt.datetime(2026, 11, 29, 12, 0, 0, tzinfo=dt.timezone.utc)
+    a = new_run_dir(tmp_path, "smoke", now)
+    b = new_run_dir(tmp_path, "smoke", now)
+    assert a.name == "smoke_20261129T120000Z" and b.name == "smoke_20261129T120000Z-1"

@@ -1,0 +1,35 @@
+import pytest
+
+from tritongate.schema import Correctness, Row, RowStatus, Variant
+
+from tests.conftest import make_row
+
+
+def test_row_round_trips_through_json_dict():
+    row = make_row(markers=("AUTOTUNE_REPLAY_FALLBACK reason=key_missing kernel=m.k",),
+                   correctness=Correctness(ok=True, max_abs_err=1e-6, atol=1e-5, rtol=1e-5),
+                   variants=(Variant("m.k", "BLOCK=1024 w4 s3", "src", "bin", 3),),
+                   params={"shape": [4096]}, flops=1.0, bytes=49152.0)
+    d = row.to_dict()
+    assert d["summary"]["median"] == 1.0 and d["summary"]["iqr"] == pytest.approx(0.05)
+    assert Row.from_dict(d) == row
+
+
+def test_row_validation():
+    with pytest.raises(ValueError, match="non-empty"):
+        make_row(op="")
+    with pytest.raises(ValueError, match="> 0"):
+        make_row(samples=(1.0, -1.0))
+    with pytest.raises(ValueError, match="needs samples"):
+        make_row(samples=())
+    with pytest.raises(ValueError, match="error text"):
+        make_row(samples=(), status=RowStatus.ERROR)
+    err = make_row(samples=(), status="error", error="boom")
+    assert err.summary is None
+
+
+def test_edited_summary_is_detected():
+    d = make_row().to_dict()
+    d["summary"]["median"] = 0.5
+    with pytest.raises(ValueError, match="edited"):
+        Row.from_dict(d)

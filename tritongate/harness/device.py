@@ -1,0 +1,144 @@
+"""What the measurement loop needs from a device, as a Protocol, and its CUDA implementation.
+
+The loop in ``measure.py`` only talks to ``Device``, so its logic (k selection, warm-up
+clamping, placement shift, fallback markers) is tested on the CPU with a scripted fake;
+``CudaDevice`` is the real thing and is exercised on the GPU machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from typing import Callable, Iterator, Protocol
+
+Launch = Callable[[], object]
+
+
+class Graph(Protocol):
+    def replay(self) -> None: ...
+
+
+class Device(Protocol):
+    name: str
+
+    def synchronize(self) -> None: ...
+
+    def time_events(self, fn: Launch) -> float:
+        """Seconds of device time between events recorded around ``fn()``."""
+        ...
+
+    def capture(self, fn: Launch, launches: int) -> Graph:
+        """A graph of ``launches`` back-to-back calls of ``fn``."""
+        ...
+
+    def hold_block(self, nbytes: int) -> object:
+        """Allocate ``nbytes`` and return a handle that keeps them allocated."""
+        ...
+
+    def flush_l2(self) -> None: ...
+
+
+class CudaDevice:
+    """torch.cuda behind the ``Device`` protocol."""
+
+    def __init__(self, index: int = 0) -> None:
+        import torch
+
+        if not torch.cuda.is_available():
+            from tritongate.errors import MeasurementError
+
+            raise MeasurementError(
+                "no CUDA device is visible (torch.cuda.is_available() is False); "
+                "use --backend cpu, or check CUDA_VISIBLE_DEVICES and the driver"
+            )
+        self._torch = torch
+        self.index = index
+        self.device = torch.device("cuda", index)
+        self.name = torch.cuda.get_device_name(index)
+        self._flush_buffer = None
+
+    def synchronize(self) -> None:
+        self._torch.cuda.synchronize(self.device)
+
+    def time_events(self, fn: Launch) -> float:
+        torch = self._torch
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+
+    @contextlib.contextmanager
+    def _throwaway_rng(self) -> Iterator[None]:
+        """Capture registers the default CUDA generator; a capture that fails half-way can
+        leave it "capturing" for good ("Offset increment outside graph capture" on every
+        later torch.randn). So the generator holds a stand-in state during capture and
+        gets its real state back whatever happens."""
+        gen = self._torch.cuda.default_generators[self.index]
+        if not hasattr(gen, "graphsafe_get_state"):
+            saved = self._torch.cuda.get_rng_state(self.device)
+            try:
+                yield
+            finally:
+                self._torch.cuda.set_rng_state(saved, self.device)
+            return
+        real = gen.graphsafe_get_state()
+        gen.graphsafe_set_state(gen.clone_state())
+        try:
+            yield
+        finally:
+            gen.graphsafe_set_state(real)
+
+    def capture(self, fn: Launch, launches: int) -> Graph:
+        torch = self._torch
+        graph = torch.cuda.CUDAGraph()
+        # Triton >= 3.8 unloads a module when the GC finalizes its CompiledKernel, which is
+        # illegal inside stream capture: keep the collector out of the capture window.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            with self._throwaway_rng():
+                with torch.cuda.graph(graph):
+                    for _ in range(launches):
+                        fn()
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        return graph
+
+    def hold_block(self, nbytes: int) -> object:
+        return self._torch.empty(max(1, nbytes), dtype=self._torch.uint8, device=self.device)
+
+    def flush_l2(self) -> None:
+        if self._flush_buffer is None:
+            l2 = getattr(self._torch.cuda.get_device_properties(self.index), "L2_cache_size", 0)
+            # Twice the L2 and never under the 256 MiB triton.testing uses.
+            nbytes = max(2 * int(l2), 256 << 20)
+            self._flush_buffer = self._torch.empty(nbytes, dtype=self._torch.uint8, device=self.device)
+        self._flush_buffer.zero_()
+
+
+class HostDevice:
+    """A device with no queue: the CPU backend (Triton interpreter, torch on CPU).
+
+    It has no events and no graphs, so only the host-wall timer works on it.
+    """
+
+    name = "host"
+
+    def synchronize(self) -> None:
+        pass
+
+    def time_events(self, fn: Launch) -> float:
+        raise NotImplementedError("the host device has no events; use the host-wall timer")
+
+    def capture(self, fn: Launch, launches: int) -> Graph:
+        raise NotImplementedError("the host device has no graphs; use the host-wall timer")
+
+    def hold_block(self, nbytes: int) -> object:
+        return None  # host allocations are not the bias this shift exists for
+
+    def flush_l2(self) -> None:
+        pass

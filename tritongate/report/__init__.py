@@ -1,0 +1,1 @@
+"""Renderers: pure functions from data to text. Only the CLI prints."""

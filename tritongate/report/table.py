@@ -1,0 +1,79 @@
+"""Readable results tables for terminals and logs, rendered with rich.
+
+Columns identical across every row are folded into a legend line above the table, so each
+row shows only what varies (the seed's pretty report).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from tritongate.schema import Row
+
+
+def _fmt_us(v: float) -> str:
+    return f"{v:,.2f}" if v < 1000 else f"{v:,.1f}"
+
+
+def row_cells(row: Row) -> dict[str, str]:
+    s = row.summary
+    cells = {
+        "op": row.op, "case": row.case, "dtype": row.dtype, "timer": row.timer,
+        "status": row.status.value,
+        "median µs": _fmt_us(s.median) if s else "-",
+        "IQR µs": f"{_fmt_us(s.q1)}–{_fmt_us(s.q3)}" if s else "-",
+        "rel IQR": f"{s.rel_iqr:.2%}" if s else "-",
+        "n": str(s.n) if s else "0",
+        "k": str(row.measurement.launches_per_sample) if row.measurement else "-",
+        "markers": "; ".join(row.markers) if row.markers else "",
+    }
+    if s and row.bytes:
+        cells["TB/s"] = f"{row.bytes / (s.median * 1e-6) / 1e12:.2f}"
+    if s and row.flops:
+        cells["TFLOP/s"] = f"{row.flops / (s.median * 1e-6) / 1e12:.1f}"
+    return cells
+
+
+def fold_constant_columns(records: Sequence[dict[str, str]],
+                          keep: Sequence[str] = ("op", "median µs")) -> tuple[list[str], dict[str, str]]:
+    """Split columns into those that vary (shown) and those constant across rows (legend)."""
+    columns: list[str] = []
+    for rec in records:
+        for c in rec:
+            if c not in columns:
+                columns.append(c)
+    legend: dict[str, str] = {}
+    shown = []
+    for c in columns:
+        values = {rec.get(c, "") for rec in records}
+        if len(records) > 1 and len(values) == 1 and c not in keep:
+            value = values.pop()
+            if value:
+                legend[c] = value
+        else:
+            shown.append(c)
+    return shown, legend
+
+
+def render_rows(rows: Sequence[Row], *, color: bool, width: int = 160, title: str = "") -> str:
+    records = [row_cells(r) for r in rows]
+    columns, legend = fold_constant_columns(records)
+    table = Table(title=title or None, show_lines=False, header_style="bold" if color else "")
+    for c in columns:
+        table.add_column(c, justify="right" if c in {"median µs", "IQR µs", "rel IQR", "n", "k",
+                                                     "TB/s", "TFLOP/s"} else "left",
+                         overflow="fold")
+    for rec, row in zip(records, rows):
+        style = "" if not color else ("red" if row.status.value != "ok" or row.markers else "green")
+        table.add_row(*[rec.get(c, "") for c in columns], style=style)
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=color, color_system="standard" if color else None,
+                      highlight=False, emoji=False)
+    if legend:
+        console.print("  ".join(f"{k}: {v}" for k, v in legend.items()), markup=False)
+    console.print(table)
+    return buf.getvalue()

@@ -1,0 +1,187 @@
+"""The run directory: layout, incremental atomic writes, and a validating loader.
+
+```
+<out>/<suite>_<UTC>/
+  results.json        {"schema_version", "status", "rows": [...]}  (rewritten atomically per row)
+  run_identity.json   {"schema_version", backend, device, versions, timer, GPU state ...}
+  run.log             plain text, every marker line
+```
+
+A run that died keeps ``status: running`` (or ``failed``) and loads as *incomplete*,
+never as complete: only ``RunWriter.finish()`` writes ``complete``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from tritongate import __version__
+from tritongate.atomicio import write_json_atomic
+from tritongate.errors import IncompleteRunError, RunDirError, SchemaVersionError, UsageError
+from tritongate.schema import SCHEMA_VERSION, Row, RunStatus
+
+RESULTS = "results.json"
+IDENTITY = "run_identity.json"
+LOG = "run.log"
+
+
+def utc_stamp(now: dt.datetime | None = None) -> str:
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return now.strftime("%Y%m%dT%H%M%SZ")
+
+
+def new_run_dir(out: Path, name: str, now: dt.datetime | None = None) -> Path:
+    """Create ``out/<name>_<UTC>/``; a second run in the same second gets a suffix."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    base = f"{name}_{utc_stamp(now)}"
+    for i in range(1000):
+        path = out / (base if i == 0 else f"{base}-{i}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise UsageError(f"could not create a fresh run directory under {out}")
+
+
+class RunWriter:
+    """Writes one run directory. Rows are appended and ``results.json`` rewritten
+    atomically after each one, so a crash loses at most the row in flight."""
+
+    def __init__(self, path: Path, identity: Mapping[str, Any], *, mode: str = "record") -> None:
+        self.path = Path(path)
+        if (self.path / RESULTS).exists():
+            raise UsageError(f"{self.path} already holds a run; refusing to overwrite it")
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._rows: list[Row] = []
+        self._keys: set[tuple[str, str, str]] = set()
+        self._started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        self._mode = mode
+        write_json_atomic(self.path / IDENTITY,
+                          {"schema_version": SCHEMA_VERSION, "tool_version": __version__,
+                           "mode": mode, **identity})
+        self._flush(RunStatus.RUNNING)
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        return tuple(self._rows)
+
+    def add(self, row: Row) -> None:
+        if row.key in self._keys:
+            raise ValueError(f"duplicate row key {row.key}; give true duplicates an ordinal case")
+        self._rows.append(row)
+        self._keys.add(row.key)
+        self._flush(RunStatus.RUNNING)
+
+    def finish(self) -> None:
+        self._flush(RunStatus.COMPLETE)
+
+    def fail(self, reason: str) -> None:
+        self._flush(RunStatus.FAILED, reason)
+
+    def _flush(self, status: RunStatus, reason: str = "") -> None:
+        doc: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "tool_version": __version__,
+            "status": status.value,
+            "mode": self._mode,
+            "unit": "us",
+            "started_utc": self._started,
+            "updated_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "rows": [r.to_dict() for r in self._rows],
+        }
+        if reason:
+            doc["failure"] = reason
+        write_json_atomic(self.path / RESULTS, doc)
+
+
+@dataclass(frozen=True)
+class Run:
+    path: Path
+    status: RunStatus
+    identity: Mapping[str, Any]
+    rows: tuple[Row, ...]
+    mode: str
+
+    @property
+    def complete(self) -> bool:
+        return self.status is RunStatus.COMPLETE
+
+    def row_map(self) -> dict[tuple[str, str, str], Row]:
+        return {r.key: r for r in self.rows}
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any]:
+    if not path.is_file():
+        raise RunDirError(f"{path} is missing: {path.parent} is not a tritongate run directory "
+                          f"(no {what}); pass the directory that `tritongate run` printed")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RunDirError(f"{path} is not valid JSON ({exc}); the file is damaged, re-run "
+                          "the measurement") from exc
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path} must hold a JSON object")
+    return data
+
+
+def _check_version(path: Path, data: Mapping[str, Any]) -> None:
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise SchemaVersionError(f"{path} has no integer schema_version; it was not written "
+                                 "by tritongate")
+    writer = data.get("tool_version", "unknown")
+    if version < SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path} uses schema {version} (tritongate {writer}); this tritongate "
+            f"{__version__} reads schema {SCHEMA_VERSION}. Re-record the run with this "
+            f"version, or read it with tritongate {writer}")
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path} uses schema {version} (tritongate {writer}), newer than this tritongate "
+            f"{__version__} (schema {SCHEMA_VERSION}); upgrade tritongate to read it")
+
+
+def load_run(path: Path, *, allow_incomplete: bool = False) -> Run:
+    """Load and validate a run directory.
+
+    Raises ``RunDirError`` (missing/damaged), ``SchemaVersionError`` (older or newer
+    writer) or ``IncompleteRunError`` (the writer did not finish) unless
+    ``allow_incomplete``.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise RunDirError(f"{path} is not a directory; pass a run directory printed by "
+                          "`tritongate run`")
+    results = _read_json(path / RESULTS, RESULTS)
+    _check_version(path / RESULTS, results)
+    identity = _read_json(path / IDENTITY, IDENTITY)
+    _check_version(path / IDENTITY, identity)
+    try:
+        status = RunStatus(results.get("status"))
+    except ValueError:
+        raise RunDirError(f"{path / RESULTS}: unknown status {results.get('status')!r}") from None
+    rows_data = results.get("rows")
+    if not isinstance(rows_data, list):
+        raise RunDirError(f"{path / RESULTS}: 'rows' must be a list")
+    rows = []
+    for i, rd in enumerate(rows_data):
+        try:
+            rows.append(Row.from_dict(rd))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunDirError(f"{path / RESULTS}: row {i} is invalid: {exc}") from exc
+    keys = [r.key for r in rows]
+    if len(set(keys)) != len(keys):
+        raise RunDirError(f"{path / RESULTS}: duplicate (op, case, dtype) rows")
+    if status is not RunStatus.COMPLETE and not allow_incomplete:
+        why = results.get("failure") or "its writer did not finish (crashed, killed, or still running)"
+        raise IncompleteRunError(
+            f"{path} is incomplete ({status.value}, {len(rows)} rows): {why}. Re-run the "
+            "measurement; partial results are never read as complete")
+    return Run(path=path, status=status, identity=identity, rows=tuple(rows),
+               mode=str(results.get("mode", identity.get("mode", "record"))))
