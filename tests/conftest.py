@@ -40,6 +40,7 @@ class FakeDevice:
         self.replays = 0
         self.blocks: list[int] = []
         self.flushes = 0
+        self.releases = 0
         self.fail_capture: BaseException | None = None
         self.fail_capture_at: int | None = None  # capture number (0-based) that fails
         self.fail_replay: BaseException | None = None
@@ -78,6 +79,9 @@ class FakeDevice:
 
     def flush_l2(self) -> None:
         self.flushes += 1
+
+    def release_cached(self) -> None:
+        self.releases += 1
 
 
 @pytest.fixture

@@ -30,13 +30,23 @@ def test_graph_timer_rounds_shift_placement_and_choose_k():
     assert len(m.samples_us) == 25 and m.rounds == 5
     assert m.samples_us == pytest.approx([2.0] * 25)
     assert not m.markers
-    # one trial capture for k, then one fresh graph per round, each of k launches
-    assert dev.captures == [10] + [250] * 5
+    # trial graphs to settle k (10 launches, then the first guess), then one fresh graph
+    # per round, each of k launches
+    assert dev.captures == [10, 250] + [250] * 5
+    assert dev.releases == 5  # cached segments handed back before every round
     # warm-up inputs + fresh inputs every round; a random block held before each round
     assert len(built) == 1 + 5
     assert len(dev.blocks) == 5 and len(set(dev.blocks)) == 5
     assert all(512 <= b <= 32 << 20 for b in dev.blocks)
     assert m.shift_bytes == tuple(dev.blocks)
+
+
+def test_k_estimate_corrects_for_the_graph_launch_overhead():
+    # 15 µs to launch a graph dwarfs ten 1 µs kernels; one step would pick k = 500/2.5 = 200
+    dev = FakeDevice(cost_s=1e-6, graph_overhead_s=15e-6)
+    m = measure(_make_fn(dev), device=dev, config=MeasureConfig(rounds=1))
+    assert dev.captures[:2] == [10, 200]
+    assert m.launches_per_sample == round(500 / (1 + 15 / 200))
 
 
 def test_k_passed_in_is_used_as_is_so_both_sides_match():
@@ -70,7 +80,7 @@ def test_refused_capture_falls_back_to_events_with_marker():
     dev.fail_capture = RuntimeError(
         "CUDA error: operation not permitted when stream is capturing\n"
         "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.")
-    dev.fail_capture_at = 1  # the trial capture works, the first round's capture fails
+    dev.fail_capture_at = 2  # both trial captures work, the first round's capture fails
     m = measure(_make_fn(dev), device=dev, config=MeasureConfig(rounds=3, samples_per_round=4))
     assert m.timer is TimerKind.CUDA_EVENTS
     assert m.launches_per_sample == 1

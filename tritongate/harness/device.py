@@ -37,6 +37,10 @@ class Device(Protocol):
 
     def flush_l2(self) -> None: ...
 
+    def release_cached(self) -> None:
+        """Hand memory cached by the allocator back to the driver."""
+        ...
+
 
 class CudaDevice:
     """torch.cuda behind the ``Device`` protocol."""
@@ -60,10 +64,19 @@ class CudaDevice:
     def synchronize(self) -> None:
         self._torch.cuda.synchronize(self.device)
 
+    # ~100 µs at a 2 GHz SM clock: longer than the host needs to submit a graph launch.
+    BLOCKER_CYCLES = 200_000
+
     def time_events(self, fn: Launch) -> float:
+        """Device time of ``fn`` between two events. A spin kernel is queued first, so the
+        GPU is still busy while the host submits ``fn``'s work: the start event then fires
+        with that work already queued, and host submission time (which varies with CPU
+        scheduling and, for a graph, with its size) stays out of the sample."""
         torch = self._torch
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
+        if hasattr(torch.cuda, "_sleep"):
+            torch.cuda._sleep(self.BLOCKER_CYCLES)
         start.record()
         fn()
         end.record()
@@ -111,6 +124,9 @@ class CudaDevice:
     def hold_block(self, nbytes: int) -> object:
         return self._torch.empty(max(1, nbytes), dtype=self._torch.uint8, device=self.device)
 
+    def release_cached(self) -> None:
+        self._torch.cuda.empty_cache()
+
     def flush_l2(self) -> None:
         if self._flush_buffer is None:
             l2 = getattr(self._torch.cuda.get_device_properties(self.index), "L2_cache_size", 0)
@@ -141,4 +157,7 @@ class HostDevice:
         return None  # host allocations are not the bias this shift exists for
 
     def flush_l2(self) -> None:
+        pass
+
+    def release_cached(self) -> None:
         pass

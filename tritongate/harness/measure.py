@@ -58,9 +58,14 @@ class MeasureConfig:
     trial_launches: int = 10  # graph size used to estimate the per-launch time
     l2: L2Policy = L2Policy.WARM
     shift_placement: bool = True
+    # Return cached device memory to the driver before each round, so the round's inputs
+    # get new segments (new physical pages), not the ones the last round freed.
+    fresh_segments: bool = True
     shift_min_bytes: int = 512
     shift_max_bytes: int = 32 << 20
-    seed: int = 0  # seeds the placement shift only; inputs have their own seed
+    # Seeds the placement shift only (inputs have their own seed). None draws a fresh seed,
+    # so two processes never shift in lockstep; the sizes used are recorded either way.
+    seed: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("rounds", "samples_per_round", "warmup_min", "max_launches", "trial_launches"):
@@ -143,7 +148,8 @@ class RowMeasurer:
         self._fixed_k = launches_per_sample
         self.launches_per_sample = launches_per_sample or 1
         self.warmup_calls = 0
-        self._rng = random.Random(config.seed)
+        seed = config.seed if config.seed is not None else random.SystemRandom().getrandbits(64)
+        self._rng = random.Random(seed)
         self._samples: list[float] = []
         self._shifts: list[int] = []
         self._markers: list[str] = []
@@ -184,12 +190,25 @@ class RowMeasurer:
             return self._fixed_k
         if cfg.l2 is L2Policy.FLUSH:
             return 1  # only the first launch after a flush is cold
-        trial = self._capture(fn, cfg.trial_launches, phase="warmup")
-        per_launch = min(self._replay_s(trial, phase="warmup") for _ in range(3)) / cfg.trial_launches
-        del trial
-        if per_launch <= 0:
-            return cfg.max_launches
-        return _clamp(round(cfg.target_sample_s / per_launch), 1, cfg.max_launches)
+        # Two steps: a small graph's replay time is dominated by the graph launch itself,
+        # so re-estimate with a graph of the first guess's size, then settle k.
+        k = cfg.trial_launches
+        for _ in range(2):
+            per_launch = self._graph_per_launch_s(fn, k)
+            if per_launch <= 0:
+                return cfg.max_launches
+            k_next = _clamp(round(cfg.target_sample_s / per_launch), 1, cfg.max_launches)
+            if k_next <= k:
+                return k_next
+            k = k_next
+        return k
+
+    def _graph_per_launch_s(self, fn: Launch, launches: int) -> float:
+        trial = self._capture(fn, launches, phase="warmup")
+        try:
+            return min(self._replay_s(trial, phase="warmup") for _ in range(3)) / launches
+        finally:
+            del trial
 
     # -- one round -------------------------------------------------------------------------
     def measure_round(self) -> list[float]:
@@ -198,6 +217,8 @@ class RowMeasurer:
             self.warm_up()
         cfg = self._config
         block = None
+        if cfg.fresh_segments:
+            self._device.release_cached()
         if cfg.shift_placement:
             nbytes = self._rng.randint(cfg.shift_min_bytes, cfg.shift_max_bytes)
             block = self._device.hold_block(nbytes)

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Set-up and the two everyday commands, on a fresh machine:
+#   bash scripts/dev.sh main   # install (once) and run the main job on the builtin smoke suite
+#   bash scripts/dev.sh test   # install (once) and run the test suite
+# The virtual environment lives in .venv; it is rebuilt when requirements-cpu.txt or
+# pyproject.toml change. Set TRITONGATE_PYTHON to choose the interpreter (default python3).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+venv="$root/.venv"
+stamp="$venv/.tritongate-installed"
+want="$(cat requirements-cpu.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+
+ensure_env() {
+  if [[ ! -x "$venv/bin/python" ]]; then
+    "${TRITONGATE_PYTHON:-python3}" -m venv "$venv"
+  fi
+  if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+    echo "installing tritongate and its CPU dependencies into .venv ..." >&2
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r requirements-cpu.txt
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .
+    echo "$want" > "$stamp"
+  fi
+}
+
+cmd="${1:-}"
+shift || true
+case "$cmd" in
+  main)
+    ensure_env
+    exec "$venv/bin/tritongate" run --suite smoke --backend auto --out "${TRITONGATE_OUT:-runs}" "$@"
+    ;;
+  test)
+    ensure_env
+    exec "$venv/bin/python" -m pytest "$@"
+    ;;
+  *)
+    echo "usage: bash scripts/dev.sh main|test [extra args]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,1 @@
+"""Builtin operators: Triton kernels written in this project, with references and inputs."""
