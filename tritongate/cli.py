@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from tritongate import __version__
-from tritongate.errors import ExitCode, GateError, PreflightError
+from tritongate.errors import ExitCode, GateError, PreflightError, UsageError
 
 EPILOG = """exit codes:
   0  pass
@@ -42,6 +42,100 @@ def cmd_show(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _progress_printer(color: bool):
+    """Progress on stderr: a live bar on a terminal, one line per row otherwise."""
+    from tritongate.runner import Progress
+
+    if color:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+
+        bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True)
+        task = None
+
+        def show(ev: Progress) -> None:
+            nonlocal task
+            if ev.kind == "start":
+                bar.start()
+                task = bar.add_task("starting", total=ev.total)
+            elif ev.kind == "row_start" and ev.planned is not None:
+                p = ev.planned
+                bar.update(task, description=f"{p.op} {p.case} {p.dtype}")
+            elif ev.kind == "row_done":
+                bar.advance(task)
+                if ev.row is not None and (ev.row.markers or ev.row.status.value != "ok"):
+                    bar.console.print(f"[yellow]{ev.row.op} {ev.row.case} {ev.row.dtype}: "
+                                      f"{'; '.join(ev.row.markers) or ev.row.error}[/]", markup=True,
+                                      highlight=False)
+            elif ev.kind == "finish":
+                bar.stop()
+        return show
+
+    def show_plain(ev: Progress) -> None:
+        if ev.kind == "start":
+            print(f"measuring {ev.total} rows into {ev.message}", file=sys.stderr, flush=True)
+        elif ev.kind == "row_done" and ev.row is not None:
+            r, width = ev.row, len(str(ev.total))
+            s = r.summary
+            what = f"{s.median:10.3f} us" if s else "     error"
+            flag = f"  {'; '.join(r.markers)}" if r.markers else ""
+            print(f"[{ev.index + 1:>{width}}/{ev.total}] {r.op:<18} {r.case:<18} {r.dtype:<9} {what}{flag}",
+                  file=sys.stderr, flush=True)
+    return show_plain
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from tritongate.backends import default_measure_config, resolve_backend
+    from tritongate.report.table import render_rows
+    from tritongate.runner import RunRequest, run_suite
+
+    backend = resolve_backend(args.backend)
+    config = default_measure_config(backend)
+    overrides = {k: v for k, v in (("rounds", args.rounds), ("samples_per_round", args.samples_per_round),
+                                   ("l2", args.l2)) if v is not None}
+    if overrides:
+        try:
+            config = replace(config, **overrides)
+        except ValueError as exc:
+            raise UsageError(f"bad measurement option: {exc}") from exc
+    request = RunRequest(
+        suite=args.suite, backend=backend, out=Path(args.out),
+        shape_file=Path(args.shape_file) if args.shape_file else None,
+        only_ops=tuple(_split(args.ops)), only_dtypes=tuple(_split(args.dtypes)),
+        config=config, allow_busy_gpu=args.allow_busy_gpu,
+    )
+    color = want_color(args.color, sys.stdout)
+    outcome = run_suite(request, _progress_printer(want_color(args.color, sys.stderr)))
+    print(render_rows(outcome.rows, color=color, title=f"{outcome.path.name}  ({backend.name}, "
+                                                       f"{len(outcome.rows)} rows)"), end="")
+    flagged = outcome.flagged
+    print(f"{len(outcome.rows)} rows in {outcome.wall_s:.1f} s; "
+          f"{len(flagged)} flagged (markers or errors; see run.log)")
+    print(outcome.path)
+    return ExitCode.OK
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    from tritongate.backends import prepare_environment, resolve_backend
+    from tritongate.suites import builtin_suites, ops_dir
+
+    prepare_environment(resolve_backend("auto"))
+    from tritongate.ops.builtin import REGISTRY
+
+    for name in REGISTRY.names():
+        spec = REGISTRY.get(name)
+        print(f"{name:<18} {spec.shape_doc:<34} {', '.join(spec.dtypes):<26} {spec.description}")
+    print(f"\nsuites in {ops_dir() / 'suites'}: {', '.join(builtin_suites())}")
+    return ExitCode.OK
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [v for item in values or [] for v in item.replace(",", " ").split() if v]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tritongate",
@@ -52,6 +146,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tritongate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+
+    run = sub.add_parser(
+        "run", help="measure a suite into a new run directory (record mode)",
+        description="Measure every op x shape x dtype row of a suite and write DIR/<suite>_<UTC>/. "
+                    "The run directory's path is the last line of stdout.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("--suite", required=True, metavar="NAME|PATH",
+                     help="a builtin suite name (ops/suites/NAME.yaml: smoke, pr, deep) or a suite YAML")
+    run.add_argument("--backend", default="cuda", metavar="NAME",
+                     help="cuda (default; CUDA-graph timer), cpu (Triton interpreter, host timer), "
+                          "rocm, musa, ascend (device-event timer), or auto (cuda if visible, else cpu)")
+    run.add_argument("--out", required=True, metavar="DIR", help="parent directory of the run directory")
+    run.add_argument("--shape-file", metavar="YAML", help="shapes keyed by op name; overrides the suite's")
+    run.add_argument("--ops", action="append", metavar="A,B", help="only these ops of the suite")
+    run.add_argument("--dtypes", action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
+    run.add_argument("--rounds", type=int, help="rounds per row (default 5; 2 on cpu)")
+    run.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 3 on cpu)")
+    run.add_argument("--l2", choices=["warm", "flush"], help="L2 policy (default warm)")
+    run.add_argument("--allow-busy-gpu", action="store_true",
+                     help="measure even when other processes use the GPU (rows get GPU_BUSY)")
+    run.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                     help="colour on a terminal (auto), or force it; run.log is always plain")
+    run.set_defaults(func=cmd_run)
+
+    ops = sub.add_parser("ops", help="list the builtin ops and suites")
+    ops.set_defaults(func=cmd_ops)
 
     show = sub.add_parser("show", help="validate a run directory and print its results table",
                           epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

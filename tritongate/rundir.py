@@ -62,10 +62,15 @@ class RunWriter:
         self._keys: set[tuple[str, str, str]] = set()
         self._started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         self._mode = mode
-        write_json_atomic(self.path / IDENTITY,
-                          {"schema_version": SCHEMA_VERSION, "tool_version": __version__,
-                           "mode": mode, **identity})
+        self._identity = {"schema_version": SCHEMA_VERSION, "tool_version": __version__,
+                          "mode": mode, **identity}
+        write_json_atomic(self.path / IDENTITY, self._identity)
         self._flush(RunStatus.RUNNING)
+
+    def set_identity_extra(self, extra: Mapping[str, Any]) -> None:
+        """Add what is known only at the end (GPU state after, wall time)."""
+        self._identity = {**self._identity, **extra}
+        write_json_atomic(self.path / IDENTITY, self._identity)
 
     @property
     def rows(self) -> tuple[Row, ...]:

@@ -43,26 +43,26 @@ class Device(Protocol):
 
 
 class CudaDevice:
-    """torch.cuda behind the ``Device`` protocol."""
+    """torch.cuda (or a torch.cuda-like module: torch.musa, torch.npu) behind ``Device``."""
 
-    def __init__(self, index: int = 0) -> None:
+    def __init__(self, index: int = 0, api: str = "cuda") -> None:
         import torch
 
-        if not torch.cuda.is_available():
+        module = getattr(torch, api, None)
+        if module is None or not module.is_available():
             from tritongate.errors import MeasurementError
 
-            raise MeasurementError(
-                "no CUDA device is visible (torch.cuda.is_available() is False); "
-                "use --backend cpu, or check CUDA_VISIBLE_DEVICES and the driver"
-            )
+            raise MeasurementError(f"torch.{api}.is_available() is False")
         self._torch = torch
+        self._api = module
         self.index = index
-        self.device = torch.device("cuda", index)
-        self.name = torch.cuda.get_device_name(index)
+        self.device = torch.device(api, index)
+        module.set_device(index)
+        self.name = module.get_device_name(index)
         self._flush_buffer = None
 
     def synchronize(self) -> None:
-        self._torch.cuda.synchronize(self.device)
+        self._api.synchronize(self.device)
 
     # ~100 µs at a 2 GHz SM clock: longer than the host needs to submit a graph launch.
     BLOCKER_CYCLES = 200_000
@@ -72,11 +72,11 @@ class CudaDevice:
         GPU is still busy while the host submits ``fn``'s work: the start event then fires
         with that work already queued, and host submission time (which varies with CPU
         scheduling and, for a graph, with its size) stays out of the sample."""
-        torch = self._torch
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        if hasattr(torch.cuda, "_sleep"):
-            torch.cuda._sleep(self.BLOCKER_CYCLES)
+        api = self._api
+        start = api.Event(enable_timing=True)
+        end = api.Event(enable_timing=True)
+        if hasattr(api, "_sleep"):
+            api._sleep(self.BLOCKER_CYCLES)
         start.record()
         fn()
         end.record()
@@ -125,11 +125,11 @@ class CudaDevice:
         return self._torch.empty(max(1, nbytes), dtype=self._torch.uint8, device=self.device)
 
     def release_cached(self) -> None:
-        self._torch.cuda.empty_cache()
+        self._api.empty_cache()
 
     def flush_l2(self) -> None:
         if self._flush_buffer is None:
-            l2 = getattr(self._torch.cuda.get_device_properties(self.index), "L2_cache_size", 0)
+            l2 = getattr(self._api.get_device_properties(self.index), "L2_cache_size", 0)
             # Twice the L2 and never under the 256 MiB triton.testing uses.
             nbytes = max(2 * int(l2), 256 << 20)
             self._flush_buffer = self._torch.empty(nbytes, dtype=self._torch.uint8, device=self.device)

@@ -31,9 +31,11 @@ def row_cells(row: Row) -> dict[str, str]:
         "k": str(row.measurement.launches_per_sample) if row.measurement else "-",
         "markers": "; ".join(row.markers) if row.markers else "",
     }
-    if s and row.bytes:
+    # Throughput only means something for device time, not the interpreter's wall time.
+    device_timed = row.timer != "host-wall"
+    if s and row.bytes and device_timed:
         cells["TB/s"] = f"{row.bytes / (s.median * 1e-6) / 1e12:.2f}"
-    if s and row.flops:
+    if s and row.flops and device_timed:
         cells["TFLOP/s"] = f"{row.flops / (s.median * 1e-6) / 1e12:.1f}"
     return cells
 

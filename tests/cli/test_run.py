@@ -1,0 +1,55 @@
+import pytest
+
+from tritongate.cli import main
+
+
+def test_run_prints_the_run_dir_last(tmp_path, capsys):
+    assert main(["run", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path),
+                 "--ops", "add,softmax", "--color", "never"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    (run_dir,) = list(tmp_path.iterdir())
+    assert out[-1] == str(run_dir)
+    assert run_dir.name.startswith("smoke_")
+    assert any("softmax" in line for line in out) and "3 rows" in out[-2]
+
+
+def _suite(tmp_path, suite, shapes="add: {shapes: [[16]]}\n"):
+    (tmp_path / "shapes.yaml").write_text(shapes)
+    (tmp_path / "s.yaml").write_text(suite)
+    return str(tmp_path / "s.yaml")
+
+
+@pytest.mark.parametrize("suite,shapes,check", [
+    ("shapes: shapes.yaml\nops: {nosuchop: {}}\n", "nosuchop: {shapes: [[1]]}\n", "unknown_op"),
+    ("shapes: shapes.yaml\nops: [add\n", "", "suite_file"),  # malformed YAML
+    ("shapes: shapes.yaml\nops: {}\n", "", "suite_empty"),
+    ("shapes: shapes.yaml\nops: {softmax: {}}\n", "softmax: {shapes: [[1, 2, 3, 4]]}\n", "shape_arity"),
+])
+def test_bad_input_is_a_named_preflight_failure(tmp_path, capsys, suite, shapes, check):
+    path = _suite(tmp_path, suite, shapes)
+    assert main(["run", "--suite", path, "--backend", "cpu", "--out", str(tmp_path / "runs")]) == 3
+    err = capsys.readouterr().err
+    assert f"!!! PREFLIGHT_FAILED check={check}" in err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_unknown_backend_and_unwritable_out(tmp_path, capsys):
+    assert main(["run", "--suite", "smoke", "--backend", "tpu", "--out", str(tmp_path)]) == 3
+    assert "check=backend" in capsys.readouterr().err
+    (tmp_path / "f").write_text("")
+    assert main(["run", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "f" / "x")]) == 3
+    assert "check=out_dir" in capsys.readouterr().err
+
+
+def test_cuda_backend_without_a_gpu_fails_preflight(tmp_path, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert main(["run", "--suite", "smoke", "--backend", "cuda", "--out", str(tmp_path)]) == 3
+    assert "check=device" in capsys.readouterr().err
+
+
+def test_bad_measurement_option_is_usage_error(tmp_path, capsys):
+    assert main(["run", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path), "--rounds", "0"]) == 2
+    assert "rounds must be >= 1" in capsys.readouterr().err

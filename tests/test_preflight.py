@@ -1,0 +1,57 @@
+import pytest
+
+from tritongate.backends import BACKENDS, resolve_backend
+from tritongate.errors import PreflightError
+from tritongate.ops.builtin import REGISTRY
+from tritongate.preflight import check_out_dir, plan_rows
+from tritongate.suites import load_suite
+
+CPU = BACKENDS["cpu"]
+
+
+def _suite(tmp_path, ops, shapes):
+    (tmp_path / "shapes.yaml").write_text(shapes)
+    (tmp_path / "s.yaml").write_text(f"shapes: shapes.yaml\nops: {ops}\n")
+    return load_suite(str(tmp_path / "s.yaml"))
+
+
+def test_plan_rows_expands_shapes_and_dtypes(tmp_path):
+    s = _suite(tmp_path, "{add: {dtypes: [float32, float16]}}", "add: {shapes: [[16], [4, 8]]}")
+    rows = plan_rows(s, REGISTRY, CPU)
+    assert [(r.op, r.case, r.dtype) for r in rows] == [
+        ("add", "16", "float32"), ("add", "4x8", "float32"), ("add", "16", "float16"), ("add", "4x8", "float16")]
+    assert len(plan_rows(s, REGISTRY, CPU, only_dtypes=["float16"])) == 2
+
+
+@pytest.mark.parametrize("ops,shapes,check", [
+    ("{nosuchop: {}}", "nosuchop: {shapes: [[1]]}", "unknown_op"),
+    ("{matmul: {dtypes: [float16]}}", "matmul: {shapes: [[64, 64]]}", "shape_arity"),
+    ("{add: {}}", "add: {shapes: [[0]]}", "shape_arity"),
+    ("{add: {}}", "softmax: {shapes: [[4, 4]]}", "missing_shapes"),
+    ("{matmul: {dtypes: [float32]}}", "matmul: {shapes: [[8, 8, 8]]}", "dtype"),
+    ("{add: {dtypes: [bfloat16]}}", "add: {shapes: [[8]]}", "dtype"),  # interpreter has no bf16
+])
+def test_bad_selection_names_its_check(tmp_path, ops, shapes, check):
+    s = _suite(tmp_path, ops, shapes)
+    with pytest.raises(PreflightError) as info:
+        plan_rows(s, REGISTRY, CPU)
+    assert info.value.check == check
+    assert info.value.marker == f"!!! PREFLIGHT_FAILED check={check}"
+
+
+def test_backend_names_and_aliases():
+    assert resolve_backend("nvidia").name == "cuda"
+    assert resolve_backend("AMD").name == "rocm"
+    assert resolve_backend("npu").name == "ascend"
+    assert resolve_backend("interpreter").name == "cpu"
+    with pytest.raises(PreflightError, match="unknown backend 'tpu'") as info:
+        resolve_backend("tpu")
+    assert info.value.check == "backend"
+
+
+def test_unwritable_out_dir(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(PreflightError) as info:
+        check_out_dir(blocker / "runs")
+    assert info.value.check == "out_dir"

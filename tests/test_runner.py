@@ -1,0 +1,118 @@
+"""The smoke suite, for real, under the Triton interpreter."""
+
+import json
+
+import pytest
+import torch
+import yaml
+
+from tritongate import markers
+from tritongate.backends import BACKENDS, CPU_MEASURE
+from tritongate.ops.builtin import REGISTRY
+from tritongate.ops.registry import Case, OpSpec
+from tritongate.rundir import load_run
+from tritongate.runner import RunRequest, row_seed, run_suite
+from tritongate.schema import RowStatus
+
+CPU = BACKENDS["cpu"]
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    events = []
+    outcome = run_suite(RunRequest(suite="smoke", backend=CPU, out=out), events.append)
+    return outcome, events
+
+
+def test_smoke_run_writes_a_complete_valid_run_dir(smoke_run):
+    outcome, _ = smoke_run
+    run = load_run(outcome.path)  # validates schema and completeness
+    assert run.complete and run.mode == "record"
+    ops = {r.op for r in run.rows}
+    assert ops == {"add", "silu_mul", "softmax", "rmsnorm", "matmul", "attention", "attention_causal"}
+    for row in run.rows:
+        assert row.status is RowStatus.OK, row.error
+        assert row.correctness.ok, (row.key, row.correctness)
+        assert row.timer == "host-wall" and not row.markers
+        assert len(row.samples) == CPU_MEASURE.rounds * CPU_MEASURE.samples_per_round
+        assert row.variants and all(v.launches >= 1 for v in row.variants)
+        assert row.params["seed"] == row_seed(row.op, row.case, row.dtype)
+
+
+def test_autotuned_kernels_record_the_chosen_variant(smoke_run):
+    run = load_run(smoke_run[0].path)
+    mm = next(r for r in run.rows if r.op == "matmul")
+    (variant,) = mm.variants
+    assert variant.kernel == "tritongate.ops.kernels.matmul.matmul_kernel_fixed"
+    assert "BLOCK_M=" in variant.name and " w" in f" {variant.name}"
+
+
+def test_identity_log_and_shapes(smoke_run):
+    path = smoke_run[0].path
+    ident = json.loads((path / "run_identity.json").read_text())
+    assert ident["backend"] == "cpu" and ident["timer"] == "host-wall"
+    assert ident["software"]["triton"]["version"] and ident["suite"]["name"] == "smoke"
+    assert ident["codegen_env"]["TRITON_INTERPRET"] == "1"
+    assert ident["wall_s"] > 0
+    shapes = yaml.safe_load((path / "shapes.yaml").read_text())
+    assert shapes["softmax"] == {"shapes": [[8, 256]]}
+    log = (path / "run.log").read_text()
+    assert log.startswith("tritongate run  mode=record  suite=smoke  backend=cpu")
+    assert log.count("\nSUCCESS ") == 8 and "RUN_COMPLETE rows=8 flagged=0" in log
+    assert "\x1b[" not in log
+
+
+def test_progress_events(smoke_run):
+    kinds = [e.kind for e in smoke_run[1]]
+    assert kinds[0] == "start" and kinds[-1] == "finish"
+    assert kinds.count("row_done") == 8
+
+
+def _register(monkeypatch, name, build):
+    spec = OpSpec(name, "test op", "[n]", (1,), ("float32",), build, bytes=lambda s, e: 1.0)
+    monkeypatch.setitem(REGISTRY._ops, name, spec)
+
+
+def test_wrong_results_and_failing_rows_are_kept_and_marked(tmp_path, monkeypatch):
+    def wrong(shape, dtype, device, gen):
+        x = torch.ones(shape)
+        return Case(lambda: None, lambda: x, lambda: x * 2, (x,))
+
+    def broken(shape, dtype, device, gen):
+        def launch():
+            raise RuntimeError("kernel exploded")
+        return Case(launch, lambda: None, lambda: None)
+
+    _register(monkeypatch, "t_wrong", wrong)
+    _register(monkeypatch, "t_broken", broken)
+    (tmp_path / "sh.yaml").write_text("t_wrong: {shapes: [[8]]}\nt_broken: {shapes: [[8]]}\nadd: {shapes: [[64]]}\n")
+    (tmp_path / "s.yaml").write_text("shapes: sh.yaml\ndtypes: [float32]\nops: {t_wrong: {}, t_broken: {}, add: {}}\n")
+    outcome = run_suite(RunRequest(suite=str(tmp_path / "s.yaml"), backend=CPU, out=tmp_path / "runs"))
+    run = load_run(outcome.path)
+    rows = {r.op: r for r in run.rows}
+    assert len(run.rows) == 3  # the broken row did not stop the run
+    assert markers.kinds(list(rows["t_wrong"].markers)) == {markers.CORRECTNESS_MISMATCH}
+    assert not rows["t_wrong"].correctness.ok and rows["t_wrong"].samples
+    assert rows["t_broken"].status is RowStatus.ERROR and "kernel exploded" in rows["t_broken"].error
+    assert markers.kinds(list(rows["t_broken"].markers)) == {markers.ROW_ERROR}
+    assert rows["add"].status is RowStatus.OK
+    log = (outcome.path / "run.log").read_text()
+    assert "FAILED t_broken" in log and "CORRECTNESS_MISMATCH reason=8 of 8 elements" in log
+
+
+def test_interrupted_run_loads_as_incomplete(tmp_path, monkeypatch):
+    from tritongate.errors import IncompleteRunError
+
+    def interrupt(shape, dtype, device, gen):
+        raise KeyboardInterrupt
+
+    _register(monkeypatch, "t_ctrl_c", interrupt)
+    (tmp_path / "sh.yaml").write_text("add: {shapes: [[64]]}\nt_ctrl_c: {shapes: [[8]]}\n")
+    (tmp_path / "s.yaml").write_text("shapes: sh.yaml\ndtypes: [float32]\nops: {add: {}, t_ctrl_c: {}}\n")
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(RunRequest(suite=str(tmp_path / "s.yaml"), backend=CPU, out=tmp_path / "runs"))
+    (path,) = (tmp_path / "runs").iterdir()
+    with pytest.raises(IncompleteRunError, match=r"failed, 1 rows\): KeyboardInterrupt\. Re-run"):
+        load_run(path)
+    assert "RUN_FAILED KeyboardInterrupt" in (path / "run.log").read_text()

@@ -1,0 +1,1 @@
+"""Autotune plumbing: a host-timer benchmarker for the interpreter (record/replay later)."""

@@ -1,0 +1,96 @@
+"""Device backends: names and aliases, visibility variable, timer, and how to reach the device.
+
+Unknown names fail (like the seed's ``ZL_BACKEND``); ``auto`` picks ``cuda`` when a CUDA
+device is visible and ``cpu`` otherwise. Only CUDA gets the graph timer: the others
+time directly with device events (the seed refuses graphs off CUDA).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from tritongate.errors import PreflightError
+from tritongate.harness.measure import MeasureConfig, TimerKind
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    aliases: tuple[str, ...]
+    visibility_var: str  # selects devices for this runtime
+    torch_api: str  # torch.<api> module with Event/synchronize ("" for the host)
+    torch_device: str  # torch device type the inputs live on
+    timer: TimerKind
+    extension: str = ""  # module that registers the device with torch, if any
+    interpreter: bool = False
+    unsupported_dtypes: tuple[str, ...] = ()
+
+
+BACKENDS: dict[str, Backend] = {
+    "cuda": Backend("cuda", ("nvidia", "gpu"), "CUDA_VISIBLE_DEVICES", "cuda", "cuda", TimerKind.CUDA_GRAPH),
+    "rocm": Backend("rocm", ("amd", "hip"), "HIP_VISIBLE_DEVICES", "cuda", "cuda", TimerKind.CUDA_EVENTS),
+    "musa": Backend("musa", ("mthreads", "moore"), "MUSA_VISIBLE_DEVICES", "musa", "musa",
+                    TimerKind.CUDA_EVENTS, extension="torch_musa"),
+    "ascend": Backend("ascend", ("npu", "huawei"), "ASCEND_RT_VISIBLE_DEVICES", "npu", "npu",
+                      TimerKind.CUDA_EVENTS, extension="torch_npu"),
+    # The interpreter computes on numpy, which has no bfloat16 (results come back as garbage).
+    "cpu": Backend("cpu", ("interpreter", "interpret", "host"), "", "", "cpu", TimerKind.HOST_WALL,
+                   interpreter=True, unsupported_dtypes=("bfloat16",)),
+}
+
+# The interpreter is slow: fewer, shorter rounds still exercise every code path.
+CPU_MEASURE = MeasureConfig(rounds=2, samples_per_round=3, warmup_budget_s=0.0, warmup_min=1,
+                            warmup_max=1, shift_placement=False, fresh_segments=False)
+
+
+def cuda_visible() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def resolve_backend(name: str) -> Backend:
+    key = name.strip().lower()
+    if key == "auto":
+        return BACKENDS["cuda" if cuda_visible() else "cpu"]
+    for backend in BACKENDS.values():
+        if key == backend.name or key in backend.aliases:
+            return backend
+    known = ", ".join(f"{b.name} ({'/'.join(b.aliases)})" for b in BACKENDS.values())
+    raise PreflightError("backend", f"unknown backend {name!r}; known: auto, {known}")
+
+
+def prepare_environment(backend: Backend) -> None:
+    """Set what must be set before Triton kernels are defined (decoration time)."""
+    if backend.interpreter:
+        os.environ["TRITON_INTERPRET"] = "1"
+    elif os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        raise PreflightError("interpreter", f"TRITON_INTERPRET={os.environ['TRITON_INTERPRET']} is set "
+                             f"but the backend is {backend.name}; unset it, or use --backend cpu")
+
+
+def default_measure_config(backend: Backend) -> MeasureConfig:
+    return CPU_MEASURE if backend.interpreter else MeasureConfig()
+
+
+def make_device(backend: Backend, index: int = 0):
+    """The harness device for ``backend``; raises PreflightError(check=device) if absent."""
+    from tritongate.harness.device import CudaDevice, HostDevice
+
+    if backend.interpreter:
+        return HostDevice()
+    if backend.extension:
+        try:
+            __import__(backend.extension)
+        except ImportError as exc:
+            raise PreflightError("device", f"backend {backend.name} needs the {backend.extension} "
+                                 f"package ({exc}); install it or pick another --backend") from exc
+    try:
+        return CudaDevice(index, api=backend.torch_api)
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the device is this check
+        var = backend.visibility_var
+        raise PreflightError("device", f"no {backend.name} device is visible ({exc}); check the driver "
+                             f"and {var}={os.environ.get(var, '<unset>')}, or use --backend cpu") from exc

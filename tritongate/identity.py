@@ -1,0 +1,69 @@
+"""What a run was measured on and with: the run identity (``run_identity.json``).
+
+The gate refuses to compare runs whose identities differ where it matters (GPU model,
+driver, backend, timer, code-generation settings); everything here is recorded so a
+mismatch can be named.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import platform
+import socket
+from typing import Any
+
+from tritongate import __version__
+
+# Environment that changes generated code or its numbers; recorded verbatim.
+CODEGEN_ENV = ("TRITON_DISABLE_LINE_INFO", "TRITON_DEFAULT_FP_FUSION", "TRITON_INTERPRET",
+               "TRITON_F32_DEFAULT", "TRITON_OVERRIDE_ARCH", "DISABLE_LLVM_OPT", "DISABLE_MMA_V3",
+               "DISABLE_PTXAS_OPT", "TRITON_CACHE_DIR", "CUDA_VISIBLE_DEVICES")
+
+
+def triton_build() -> dict[str, str]:
+    import triton
+
+    info = {"version": triton.__version__, "path": os.path.dirname(triton.__file__)}
+    try:
+        from triton.runtime.cache import triton_key
+
+        # triton_key hashes the frontend, compiler, backends and libtriton: one per build.
+        info["build_hash"] = hashlib.sha256(triton_key().encode()).hexdigest()[:16]
+    except Exception as exc:  # noqa: BLE001 - older layouts: record why it is missing
+        info["build_hash"] = f"unknown ({type(exc).__name__})"
+    return info
+
+
+def software() -> dict[str, Any]:
+    import torch
+
+    return {
+        "tritongate": __version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda or "",
+        "hip": getattr(torch.version, "hip", None) or "",
+        "triton": triton_build(),
+    }
+
+
+def host() -> dict[str, str]:
+    return {"hostname": socket.gethostname(), "platform": platform.platform(),
+            "machine": platform.machine()}
+
+
+def codegen_env() -> dict[str, str | None]:
+    return {k: os.environ.get(k) for k in CODEGEN_ENV}
+
+
+def compiler_ref() -> str:
+    """The compiler build under test, as CI names it (falls back to the triton version)."""
+    import triton
+
+    return os.environ.get("TRITONGATE_COMPILER_REF") or f"triton {triton.__version__}"
+
+
+def config_dict(config: Any) -> dict[str, Any]:
+    return {k: (v.value if hasattr(v, "value") else v) for k, v in dataclasses.asdict(config).items()}

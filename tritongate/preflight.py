@@ -1,0 +1,87 @@
+"""Checks before anything runs. Each failure names its check (``!!! PREFLIGHT_FAILED
+check=<name>``, exit 3): a run that starts on bad input fails later in a misleading way."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from tritongate.backends import Backend
+from tritongate.errors import PreflightError
+from tritongate.ops.registry import Registry, case_id
+from tritongate.suites import Shape, Suite
+
+CHECKS = ("backend", "interpreter", "suite_file", "shape_file", "suite_empty", "unknown_op",
+          "missing_shapes", "shape_arity", "dtype", "out_dir", "device", "replay_from")
+
+
+@dataclass(frozen=True)
+class PlannedRow:
+    op: str
+    shape: Shape
+    dtype: str
+
+    @property
+    def case(self) -> str:
+        return case_id(self.shape)
+
+
+def plan_rows(suite: Suite, registry: Registry, backend: Backend, *,
+              only_ops: Iterable[str] | None = None,
+              only_dtypes: Iterable[str] | None = None) -> list[PlannedRow]:
+    """Validate the suite against the registry and backend; return the rows to run."""
+    wanted_ops = list(only_ops) if only_ops else None
+    wanted_dtypes = set(only_dtypes) if only_dtypes else None
+    unknown = [op.name for op in suite.ops if op.name not in registry]
+    unknown += [o for o in wanted_ops or () if o not in registry]
+    if unknown:
+        raise PreflightError("unknown_op", f"unknown op(s) {sorted(set(unknown))} in {suite.path}; "
+                             f"builtin ops: {', '.join(registry.names())}")
+    if wanted_ops:
+        absent = [o for o in wanted_ops if o not in {op.name for op in suite.ops}]
+        if absent:
+            raise PreflightError("unknown_op", f"--ops asks for {absent}, which suite {suite.name} "
+                                 f"does not list ({', '.join(op.name for op in suite.ops)})")
+    rows: list[PlannedRow] = []
+    for op in suite.ops:
+        if wanted_ops and op.name not in wanted_ops:
+            continue
+        spec = registry.get(op.name)
+        shapes = suite.shapes.get(op.name)
+        if not shapes:
+            raise PreflightError("missing_shapes", f"{suite.shape_file} has no shapes for {op.name!r}; "
+                                 f"add `{op.name}: {{shapes: [{spec.shape_doc}]}}`")
+        for shape in shapes:
+            problem = spec.check_shape(shape)
+            if problem:
+                raise PreflightError("shape_arity", f"{suite.shape_file}: {problem}")
+        for dtype in op.dtypes:
+            if dtype not in spec.dtypes:
+                raise PreflightError("dtype", f"{suite.path}: {op.name} does not support {dtype!r} "
+                                     f"(supported: {', '.join(spec.dtypes)})")
+            if dtype in backend.unsupported_dtypes and (not wanted_dtypes or dtype in wanted_dtypes):
+                raise PreflightError("dtype", f"{suite.path}: backend {backend.name} cannot run {dtype} "
+                                     f"({op.name}); drop it from the suite or filter with --dtypes")
+        for dtype in op.dtypes:
+            if wanted_dtypes and dtype not in wanted_dtypes:
+                continue
+            rows += [PlannedRow(op.name, shape, dtype) for shape in shapes]
+    if not rows:
+        raise PreflightError("suite_empty", f"the selection from {suite.path} is empty "
+                             "(check --ops / --dtypes)")
+    return rows
+
+
+def check_out_dir(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".tritongate-write-check-"):
+            pass
+    except OSError as exc:
+        raise PreflightError("out_dir", f"cannot write to output directory {out}: {exc.strerror or exc}; "
+                             "pass a writable --out") from exc
+    if not os.access(out, os.W_OK):
+        raise PreflightError("out_dir", f"output directory {out} is not writable; pass a writable --out")

@@ -1,0 +1,96 @@
+"""Which kernel variants a call launched: patch the Triton launch entry points while the
+call runs once, outside any timed region.
+
+``JITFunction.run`` returns the ``CompiledKernel`` it launched (its source hash is
+build-independent, its ``hash`` build-specific); under the interpreter
+``InterpretedFunction.run`` compiles nothing, so the variant is named from its arguments.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+from collections import Counter
+from typing import Any, Callable, Iterator
+
+from tritongate.schema import Variant
+
+_OPTION_SHORT = {"num_warps": "w", "num_stages": "s", "num_ctas": "c", "maxnreg": "r"}
+_IGNORED = {"debug", "instrumentation_mode", "grid", "warmup"}
+
+
+def kernel_id(fn: Any) -> str:
+    """module.qualname of the Python function behind a JIT/interpreted kernel."""
+    py = getattr(fn, "fn", fn)
+    return f"{getattr(py, '__module__', '?')}.{getattr(py, '__qualname__', getattr(py, '__name__', '?'))}"
+
+
+def variant_name(kwargs: dict[str, Any]) -> str:
+    """Readable name from the launch's constexpr-like keyword arguments and options."""
+    consts = [f"{k}={v}" for k, v in sorted(kwargs.items())
+              if k not in _OPTION_SHORT and k not in _IGNORED and isinstance(v, (int, bool, str))]
+    opts = [f"{_OPTION_SHORT[k]}{v}" for k, v in kwargs.items() if k in _OPTION_SHORT and v is not None]
+    return " ".join(consts + sorted(opts)) or "default"
+
+
+def _source_hash(fn: Any) -> str:
+    py = getattr(fn, "fn", fn)
+    try:
+        src = inspect.getsource(py)
+    except (OSError, TypeError):
+        return ""
+    return hashlib.sha256(src.encode()).hexdigest()[:16]
+
+
+class LaunchRecorder:
+    def __init__(self) -> None:
+        self._counts: Counter[tuple[str, str, str, str]] = Counter()
+
+    def record(self, fn: Any, kwargs: dict[str, Any], compiled: Any) -> None:
+        name = variant_name(kwargs)
+        src_hash, bin_hash = _source_hash(fn), ""
+        if compiled is not None and hasattr(compiled, "hash"):
+            bin_hash = str(compiled.hash)
+            src = getattr(compiled, "src", None)
+            if src is not None and hasattr(src, "hash"):
+                src_hash = str(src.hash())
+            meta = getattr(compiled, "metadata", None)
+            if meta is not None and "w" not in name.split():
+                name = f"{name} w{getattr(meta, 'num_warps', '?')} s{getattr(meta, 'num_stages', '?')}"
+        self._counts[(kernel_id(fn), name, src_hash, bin_hash)] += 1
+
+    def variants(self) -> tuple[Variant, ...]:
+        return tuple(Variant(kernel=k, name=n, source_hash=s, binary_hash=b, launches=c)
+                     for (k, n, s, b), c in sorted(self._counts.items()))
+
+
+def _patch(cls: type, recorder: LaunchRecorder) -> Callable[[], None]:
+    original = cls.run
+
+    def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
+        result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        if not warmup:
+            recorder.record(self, dict(kwargs), result)
+        return result
+
+    cls.run = run
+
+    def restore() -> None:
+        cls.run = original
+    return restore
+
+
+@contextlib.contextmanager
+def record_launches() -> Iterator[LaunchRecorder]:
+    """Record every Triton kernel launch made inside the block (not thread-safe)."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    recorder = LaunchRecorder()
+    restores = [_patch(JITFunction, recorder), _patch(InterpretedFunction, recorder)]
+    try:
+        yield recorder
+    finally:
+        for restore in reversed(restores):
+            restore()
