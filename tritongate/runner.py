@@ -119,7 +119,7 @@ class Runner:
         planned, suite, device = self.prepare()
         req = self.request
         config = req.config or default_measure_config(req.backend)
-        gpu_before = self._gpu_state(device)
+        gpu_before = self._gpu_state(device, check_idle_now=True)
         path = new_run_dir(req.out, suite.name)
         identity = {
             "suite": {"name": suite.name, "path": str(suite.path), "shape_file": str(suite.shape_file),
@@ -147,7 +147,7 @@ class Runner:
                 log.write(f"RUN_FAILED {why}")
                 raise
             outcome.wall_s = time.perf_counter() - t0
-            writer.set_identity_extra({"gpu_state_after": self._gpu_state(device),
+            writer.set_identity_extra({"gpu_state_after": self._gpu_state(device, check_idle_now=False),
                                        "wall_s": round(outcome.wall_s, 3)})
             writer.finish()
             log.write(f"RUN_COMPLETE rows={len(outcome.rows)} flagged={len(outcome.flagged)} "
@@ -155,7 +155,9 @@ class Runner:
         self._progress(Progress("finish", total=len(planned), message=str(path)))
         return outcome
 
-    def _gpu_state(self, device: Any) -> dict[str, Any] | None:
+    def _gpu_state(self, device: Any, *, check_idle_now: bool) -> dict[str, Any] | None:
+        """nvidia-smi's view of the GPU; before measuring, a busy GPU is an error. (After
+        the run our own work shows as utilization, so then it is only recorded.)"""
         if self.request.backend.name != "cuda":
             return None
         from tritongate.harness.gpu_state import check_idle, read_gpu_state
@@ -167,7 +169,8 @@ class Runner:
             state = read_gpu_state(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
         except Exception as exc:  # noqa: BLE001 - no nvidia-smi: record that, don't fail
             return {"error": f"{type(exc).__name__}: {one_line(str(exc))}"}
-        check_idle(state, allow_busy=self.request.allow_busy_gpu)
+        if check_idle_now:
+            check_idle(state, allow_busy=self.request.allow_busy_gpu)
         return state.to_dict()
 
     # -- rows ------------------------------------------------------------------------------
