@@ -116,3 +116,28 @@ def test_interrupted_run_loads_as_incomplete(tmp_path, monkeypatch):
     with pytest.raises(IncompleteRunError, match=r"failed, 1 rows\): KeyboardInterrupt\. Re-run"):
         load_run(path)
     assert "RUN_FAILED KeyboardInterrupt" in (path / "run.log").read_text()
+
+
+def test_replay_of_the_smoke_record_tunes_nothing(smoke_run, tmp_path):
+    record = smoke_run[0].path
+    records = sorted(p.name for p in (record / "autotune_records").iterdir())
+    assert "meta.json" in records and "matmul.json" in records
+    meta = json.loads((record / "autotune_records" / "meta.json").read_text())
+    assert meta["backend"] == "cpu" and meta["triton"]["version"]
+    recorded_rows = {r.key: r for r in load_run(record).rows}
+    assert all(r.autotune["mode"] == "record" for r in recorded_rows.values())
+    assert recorded_rows[("matmul", "64x64x64", "float16")].autotune["sweep_benchmarks"] > 0
+
+    outcome = run_suite(RunRequest(suite="smoke", backend=CPU, out=tmp_path, replay_from=record))
+    replay = load_run(outcome.path)
+    assert replay.mode == "replay" and not (outcome.path / "autotune_records").exists()
+    ident = json.loads((outcome.path / "run_identity.json").read_text())
+    assert ident["mode"] == "replay" and ident["replay_from"] == str(record.resolve())
+    assert ident["tuner_cache"]["mode"] == "shared"
+    assert "mode=replay" in (outcome.path / "run.log").read_text().splitlines()[0]
+    for row in replay.rows:
+        assert row.autotune["mode"] == "replay" and row.autotune["sweep_benchmarks"] == 0
+        assert not row.markers, row.markers
+        want = {(k["kernel"], str(k["key"])): k["config"] for k in recorded_rows[row.key].autotune["kernels"]}
+        got = {(k["kernel"], str(k["key"])): k["config"] for k in row.autotune["kernels"]}
+        assert got == want and all(k["source"] == "replayed" for k in row.autotune["kernels"])

@@ -88,6 +88,7 @@ def _progress_printer(color: bool):
 def cmd_run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from tritongate.autotune.tuner_cache import isolation_requested
     from tritongate.backends import default_measure_config, resolve_backend
     from tritongate.report.table import render_rows
     from tritongate.runner import RunRequest, run_suite
@@ -106,11 +107,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         shape_file=Path(args.shape_file) if args.shape_file else None,
         only_ops=tuple(_split(args.ops)), only_dtypes=tuple(_split(args.dtypes)),
         config=config, allow_busy_gpu=args.allow_busy_gpu,
+        replay_from=Path(args.replay_from) if args.replay_from else None,
+        isolate_tuner_cache=isolation_requested(args.isolate_tuner_cache),
     )
     color = want_color(args.color, sys.stdout)
     outcome = run_suite(request, _progress_printer(want_color(args.color, sys.stderr)))
     print(render_rows(outcome.rows, color=color, title=f"{outcome.path.name}  ({backend.name}, "
-                                                       f"{len(outcome.rows)} rows)"), end="")
+                                                       f"{request.mode}, {len(outcome.rows)} rows)"), end="")
     flagged = outcome.flagged
     print(f"{len(outcome.rows)} rows in {outcome.wall_s:.1f} s; "
           f"{len(flagged)} flagged (markers or errors; see run.log)")
@@ -164,6 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--rounds", type=int, help="rounds per row (default 5; 2 on cpu)")
     run.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 3 on cpu)")
     run.add_argument("--l2", choices=["warm", "flush"], help="L2 policy (default warm)")
+    run.add_argument("--replay-from", metavar="RECORD_RUN",
+                     help="replay the autotune configs of this record run instead of tuning live "
+                          "(a key it lacks, or a config that no longer compiles, tunes live and marks "
+                          "the row AUTOTUNE_REPLAY_FALLBACK); replay runs write no records")
+    run.add_argument("--isolate-tuner-cache", action="store_true",
+                     help="give FlagGems' persistent LibTuner cache a private, per-run DB "
+                          "(also TRITONGATE_ISOLATE_TUNER_CACHE=1 or ZL_ISOLATE_TUNER_CACHE=1)")
     run.add_argument("--allow-busy-gpu", action="store_true",
                      help="measure even when other processes use the GPU (rows get GPU_BUSY)")
     run.add_argument("--color", choices=["auto", "always", "never"], default="auto",

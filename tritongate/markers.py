@@ -1,7 +1,8 @@
 """Marker lines: a row that carries one is not clean same-config evidence.
 
-A marker is ``KIND key=value ... [reason=free text]``; ``reason`` is always last and takes
-the rest of the line. Markers are written verbatim to ``run.log`` (greppable) and as
+A marker is ``KIND key=value ...``. A one-word ``reason`` keeps its place
+(``AUTOTUNE_REPLAY_FALLBACK reason=key_missing kernel=<id>``); a free-text reason goes
+last and takes the rest of the line (``... phase=capture reason=RuntimeError: ...``). Markers are written verbatim to ``run.log`` (greppable) and as
 strings in each row's ``markers`` list in ``results.json``; ``parse_marker`` gives them
 back as structured data.
 """
@@ -44,35 +45,49 @@ class Marker:
                 raise ValueError(f"marker field {key}={value!r} must be one non-empty word")
 
     def __str__(self) -> str:
+        reason = one_line(self.fields["reason"]) if "reason" in self.fields else None
+        free_text = reason is not None and (" " in reason or "=" in reason)
         parts = [self.kind]
-        parts += [f"{k}={v}" for k, v in self.fields.items() if k != "reason"]
-        if "reason" in self.fields:
-            parts.append(f"reason={one_line(self.fields['reason'])}")
+        for k, v in self.fields.items():
+            if k == "reason":
+                if not free_text:
+                    parts.append(f"reason={reason}")
+            else:
+                parts.append(f"{k}={v}")
+        if free_text:
+            parts.append(f"reason={reason}")
         return " ".join(parts)
 
 
 def make(kind: str, reason: str | None = None, **fields: str) -> str:
-    """Format a marker line; ``reason`` goes last and is folded to one bounded line."""
-    all_fields = dict(fields)
+    """Format a marker line; a free-text ``reason`` goes last, folded to one bounded line."""
+    all_fields: dict[str, str] = {}
     if reason is not None:
         all_fields["reason"] = reason
+    all_fields.update(fields)
     return str(Marker(kind, all_fields))
 
 
+_FIELD = re.compile(r"^[a-z][a-z0-9_]*=\S+$")
+
+
 def parse_marker(line: str) -> Marker:
-    text = line.strip()
-    head, sep, reason = text.partition(" reason=")
-    words = head.split()
-    if not words:
+    words = line.strip().split(" ")
+    if not words or not words[0]:
         raise ValueError("empty marker line")
     fields: dict[str, str] = {}
-    for word in words[1:]:
+    i = 1
+    while i < len(words):
+        word = words[i]
         key, eq, value = word.partition("=")
         if not eq:
             raise ValueError(f"marker field without '=': {word!r} in {line!r}")
+        rest = words[i + 1:]
+        if key == "reason" and not all(_FIELD.match(w) for w in rest):
+            fields["reason"] = " ".join([value, *rest])  # free text: the rest of the line
+            break
         fields[key] = value
-    if sep:
-        fields["reason"] = reason
+        i += 1
     return Marker(words[0], fields)
 
 

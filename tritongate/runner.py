@@ -9,6 +9,7 @@ and never prints.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
 import time
@@ -21,6 +22,9 @@ import yaml
 
 from tritongate import markers
 from tritongate.atomicio import write_text_atomic
+from tritongate.autotune.records import RecordSet, load_records, write_records
+from tritongate.autotune.session import AutotuneSession, autotune_session
+from tritongate.autotune.tuner_cache import open_tuner_cache
 from tritongate.backends import Backend, default_measure_config, make_device, prepare_environment
 from tritongate.errors import GateError, MeasurementError
 from tritongate.harness.cuda_errors import is_fatal, one_line
@@ -46,6 +50,12 @@ class RunRequest:
     config: MeasureConfig | None = None  # None: the backend's default
     allow_busy_gpu: bool = False
     device_index: int = 0
+    replay_from: Path | None = None  # a record run: replay its autotune configs
+    isolate_tuner_cache: bool = False
+
+    @property
+    def mode(self) -> str:
+        return "replay" if self.replay_from is not None else "record"
 
 
 @dataclass(frozen=True)
@@ -102,8 +112,9 @@ class Runner:
         self._progress = progress or (lambda event: None)
 
     # -- set-up ----------------------------------------------------------------------------
-    def prepare(self) -> tuple[list[PlannedRow], Any, Any]:
-        """Every preflight check, in order; returns the planned rows, suite and device."""
+    def prepare(self) -> tuple[list[PlannedRow], Any, Any, RecordSet | None]:
+        """Every preflight check, in order; returns the planned rows, suite, device and the
+        autotune records to replay (None in record mode)."""
         req = self.request
         prepare_environment(req.backend)
         from tritongate.ops.builtin import REGISTRY  # kernels are defined after the env is set
@@ -111,15 +122,24 @@ class Runner:
         suite = load_suite(req.suite, shape_file=req.shape_file)
         planned = plan_rows(suite, REGISTRY, req.backend, only_ops=req.only_ops or None,
                             only_dtypes=req.only_dtypes or None)
+        records = load_records(req.replay_from, backend=req.backend.name) if req.replay_from else None
         check_out_dir(req.out)
         device = make_device(req.backend, req.device_index)
-        return planned, suite, device
+        return planned, suite, device, records
 
     def run(self) -> RunOutcome:
-        planned, suite, device = self.prepare()
+        planned, suite, device, records = self.prepare()
         req = self.request
         config = req.config or default_measure_config(req.backend)
         gpu_before = self._gpu_state(device, check_idle_now=True)
+        tuner_cache = open_tuner_cache(req.isolate_tuner_cache)
+        try:
+            return self._run(planned, suite, device, records, config, gpu_before, tuner_cache)
+        finally:
+            tuner_cache.close()
+
+    def _run(self, planned, suite, device, records, config, gpu_before, tuner_cache) -> RunOutcome:
+        req = self.request
         path = new_run_dir(req.out, suite.name)
         identity = {
             "suite": {"name": suite.name, "path": str(suite.path), "shape_file": str(suite.shape_file),
@@ -129,18 +149,28 @@ class Runner:
             "compiler_ref": compiler_ref(), "software": software(), "host": host(),
             "codegen_env": codegen_env(), "gpu_state_before": gpu_before,
             "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "replay_from": str(records.run_dir.resolve()) if records else None,
+            "replay_record": records.meta if records else None,
+            "tuner_cache": tuner_cache.to_dict(),
         }
         write_text_atomic(path / "shapes.yaml", yaml.safe_dump(suite.shapes_document(), sort_keys=False))
-        writer = RunWriter(path, identity, mode="record")
+        writer = RunWriter(path, identity, mode=req.mode)
         outcome = RunOutcome(path=path)
+        session = AutotuneSession(req.mode, records)
         t0 = time.perf_counter()
         with RunLog(path / LOG) as log:
-            log.write(f"tritongate run  mode=record  suite={suite.name}  backend={req.backend.name}  "
+            replay = f"  replay_from={identity['replay_from']}" if records else ""
+            log.write(f"tritongate run  mode={req.mode}  suite={suite.name}  backend={req.backend.name}  "
                       f"timer={req.backend.timer.value}  device={identity['device']}  "
-                      f"rows={len(planned)}  compiler={identity['compiler_ref']}")
+                      f"rows={len(planned)}  compiler={identity['compiler_ref']}{replay}")
             self._progress(Progress("start", total=len(planned), message=str(path)))
             try:
-                self._run_rows(planned, device, config, gpu_before, writer, log, outcome)
+                with autotune_session(session):
+                    self._run_rows(planned, device, config, gpu_before, writer, log, outcome, session)
+                if req.mode == "record":
+                    write_records(path, session.records(), {
+                        "backend": req.backend.name, "device": identity["device"],
+                        "triton": identity["software"]["triton"], "run": path.name, "suite": suite.name})
             except BaseException as exc:
                 why = describe(exc)
                 writer.fail(why)
@@ -174,11 +204,15 @@ class Runner:
         return state.to_dict()
 
     # -- rows ------------------------------------------------------------------------------
-    def _run_rows(self, planned, device, config, gpu_before, writer, log, outcome) -> None:
+    def _run_rows(self, planned, device, config, gpu_before, writer, log, outcome, session) -> None:
         busy = bool(gpu_before and gpu_before.get("busy_reasons"))
         for i, item in enumerate(planned):
             self._progress(Progress("row_start", index=i, total=len(planned), planned=item))
+            session.begin_row(item.op, item.case, item.dtype)
             row = self._run_row(item, device, config)
+            tuned = session.end_row()
+            row = dataclasses.replace(row, markers=row.markers + tuple(tuned.markers),
+                                      autotune=tuned.to_dict())
             if busy:
                 row = _with_marker(row, markers.make(markers.GPU_BUSY, reason="; ".join(gpu_before["busy_reasons"])))
             writer.add(row)
@@ -246,8 +280,6 @@ def describe(exc: BaseException, limit: int = 200) -> str:
 
 
 def _with_marker(row: Row, marker: str) -> Row:
-    import dataclasses
-
     return dataclasses.replace(row, markers=row.markers + (marker,))
 
 

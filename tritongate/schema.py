@@ -6,8 +6,9 @@ other tools, and is checked against the samples on load).
 
 Schema history (bump ``SCHEMA_VERSION`` on any change a reader must know about):
   1 - first version: rows keyed by (op, case, dtype) with raw samples in µs per launch,
-      measurement settings, markers, correctness and launched variants; run status
-      running|complete|failed.
+      measurement settings, markers, correctness, launched variants and what autotune did
+      (record|replay, configs used, sweep benchmark count); run status running|complete|failed;
+      autotune_records/ in record runs.
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ class Row:
     error: str = ""
     flops: float | None = None
     bytes: float | None = None
+    autotune: Mapping[str, Any] | None = None  # {"mode", "sweep_benchmarks", "kernels": [...]}
 
     def __post_init__(self) -> None:
         for name in ("op", "case", "dtype"):
@@ -135,6 +137,7 @@ class Row:
             "correctness": self.correctness.to_dict() if self.correctness else None,
             "variants": [v.to_dict() for v in self.variants],
             "error": self.error, "flops": self.flops, "bytes": self.bytes,
+            "autotune": dict(self.autotune) if self.autotune is not None else None,
         }
 
     @classmethod
@@ -150,6 +153,7 @@ class Row:
             correctness=Correctness(**corr) if corr else None,
             variants=tuple(Variant(**v) for v in d.get("variants") or ()),
             error=d.get("error", ""), flops=d.get("flops"), bytes=d.get("bytes"),
+            autotune=d.get("autotune"),
         )
         stored = d.get("summary")
         if stored and row.summary and not math.isclose(stored["median"], row.summary.median,

@@ -1,0 +1,60 @@
+"""Autotune keys and configs as JSON, across Triton versions.
+
+Every ``Config`` field is written explicitly (the ``num_stages`` default changed in 3.3;
+3.2 has warp-specialisation fields that 3.4 removed), read from ``Config.__init__``'s
+signature of the running version. ``pre_hook`` is a callable and is never serialised: a
+replayed config is matched against the kernel's own configs, which carry it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any
+
+_NOT_FIELDS = {"self", "kwargs", "pre_hook"}
+
+
+def config_fields() -> list[str]:
+    from triton import Config
+
+    return [p for p in inspect.signature(Config.__init__).parameters if p not in _NOT_FIELDS]
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def key_text(key: Any) -> str:
+    """A canonical string of an autotune key, for matching records across processes."""
+    return json.dumps(jsonable(key), separators=(",", ":"))
+
+
+def config_to_dict(config: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"kwargs": jsonable(dict(config.kwargs))}
+    for name in config_fields():
+        data[name] = jsonable(getattr(config, name, None))
+    return data
+
+
+def same_config(recorded: dict[str, Any], config: Any) -> bool:
+    """Equal kwargs, and equal values for every field both versions know."""
+    mine = config_to_dict(config)
+    if recorded.get("kwargs") != mine["kwargs"]:
+        return False
+    return all(recorded[f] == mine[f] for f in mine if f != "kwargs" and f in recorded)
+
+
+def config_from_dict(recorded: dict[str, Any]) -> Any:
+    """A ``Config`` from a record (no pre_hook): for configs no longer in the kernel's list."""
+    from triton import Config
+
+    known = set(config_fields())
+    fields = {k: v for k, v in recorded.items() if k in known}
+    return Config(dict(recorded.get("kwargs", {})), **fields)

@@ -1,0 +1,73 @@
+"""FlagGems' persistent tuner cache (LibTuner winners in an SQLite DB that outlives runs).
+
+Shared, the side that runs first writes winners that the other side silently reuses; so a
+run can ask for a private cache (the ``ZL_ISOLATE_TUNER_CACHE`` semantics), made for the
+run and deleted after it: the chosen configs are kept in ``autotune_records/`` anyway.
+``FLAGGEMS_DB_URL`` is read when flag_gems is imported, so this must run before that.
+What was used is always written to ``run_identity.json`` as ``tuner_cache``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+ISOLATE_ENV = ("TRITONGATE_ISOLATE_TUNER_CACHE", "ZL_ISOLATE_TUNER_CACHE")
+
+
+def isolation_requested(flag: bool) -> bool:
+    return flag or any(os.environ.get(v, "0") not in ("", "0") for v in ISOLATE_ENV)
+
+
+@dataclass
+class TunerCache:
+    isolated: bool
+    db_url: str | None
+    flag_gems: str | None  # installed version, if any
+    notes: list[str] = field(default_factory=list)
+    _tmp: str | None = None
+    _previous: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": "isolated" if self.isolated else "shared", "db_url": self.db_url,
+                "flag_gems": self.flag_gems, "notes": list(self.notes)}
+
+    def close(self) -> None:
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            if self._previous is None:
+                os.environ.pop("FLAGGEMS_DB_URL", None)
+            else:
+                os.environ["FLAGGEMS_DB_URL"] = self._previous
+            self._tmp = None
+
+
+def _flag_gems_version() -> str | None:
+    for dist in ("flag_gems", "flag-gems", "flaggems_vllm"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return "unknown" if importlib.util.find_spec("flag_gems") else None
+
+
+def open_tuner_cache(isolate: bool) -> TunerCache:
+    cache = TunerCache(isolated=isolate, db_url=os.environ.get("FLAGGEMS_DB_URL"),
+                       flag_gems=_flag_gems_version())
+    if not isolate:
+        if cache.db_url is None:
+            cache.notes.append("flag_gems default: $FLAGGEMS_CACHE_DIR/config_cache (persists across runs)")
+        return cache
+    cache._previous = cache.db_url
+    cache._tmp = tempfile.mkdtemp(prefix="tritongate-tuner-cache-")
+    cache.db_url = f"sqlite:///{cache._tmp}/TunedConfig.db"
+    os.environ["FLAGGEMS_DB_URL"] = cache.db_url
+    if "flag_gems" in sys.modules:
+        cache.notes.append("flag_gems was imported before isolation: its DB URL was already read")
+    return cache
