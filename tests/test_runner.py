@@ -137,6 +137,7 @@ def test_replay_of_the_smoke_record_tunes_nothing(smoke_run, tmp_path):
     assert "mode=replay" in (outcome.path / "run.log").read_text().splitlines()[0]
     for row in replay.rows:
         assert row.autotune["mode"] == "replay" and row.autotune["sweep_benchmarks"] == 0
+        assert row.measurement.launches_per_sample == recorded_rows[row.key].measurement.launches_per_sample
         assert not row.markers, row.markers
         want = {(k["kernel"], str(k["key"])): k["config"] for k in recorded_rows[row.key].autotune["kernels"]}
         got = {(k["kernel"], str(k["key"])): k["config"] for k in row.autotune["kernels"]}

@@ -121,6 +121,60 @@ def cmd_run(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def cmd_gate(args: argparse.Namespace) -> int:
+    from tritongate.gate.output import write_verdict
+    from tritongate.gate.policy import load_policy
+    from tritongate.gate.verdict import run_gate
+    from tritongate.rundir import load_run
+
+    policy = load_policy(Path(args.policy) if args.policy else None, min_effect=args.min_effect,
+                         noise_z=args.noise_z, min_samples=args.min_samples,
+                         max_missing=args.max_missing, strict=args.strict or None)
+    base = load_run(Path(args.base))
+    cand = load_run(Path(args.cand))
+    result = run_gate(base, cand, policy, allow_mismatch=args.allow_mismatch)
+    artifact = args.artifact_url or os.environ.get("TRITONGATE_ARTIFACT_URL")
+    json_path, md_path = write_verdict(result, Path(args.out), artifact_url=artifact)
+    print(result.headline())
+    for verdict in ("REGRESSED", "IMPROVED", "REJECTED", "NOT_COMPARABLE", "MISSING"):
+        for r in (r for r in result.rows if r.verdict.value == verdict):
+            change = f" {r.timing.effect:+.2%} time" if r.timing else ""
+            print(f"  {verdict:<15} {r.op} {r.case} {r.dtype}{change}  {'; '.join(r.reasons)}")
+    print(md_path)
+    print(json_path)
+    return result.exit_code
+
+
+def cmd_loop(args: argparse.Namespace) -> int:
+    """Record the suite, replay it, gate the two: the whole loop on one machine."""
+    from tritongate.autotune.tuner_cache import isolation_requested
+    from tritongate.backends import resolve_backend
+    from tritongate.gate.output import write_verdict
+    from tritongate.gate.policy import load_policy
+    from tritongate.gate.verdict import run_gate
+    from tritongate.rundir import load_run
+    from tritongate.runner import RunRequest, run_suite
+
+    backend = resolve_backend(args.backend)
+    out = Path(args.out)
+    progress = _progress_printer(want_color(args.color, sys.stderr))
+    common = dict(suite=args.suite, backend=backend, out=out,
+                  isolate_tuner_cache=isolation_requested(False))
+    print(f"1/3 record: {args.suite} on {backend.name}", file=sys.stderr)
+    record = run_suite(RunRequest(**common), progress)
+    print(f"2/3 replay of {record.path}", file=sys.stderr)
+    replay = run_suite(RunRequest(**common, replay_from=record.path), progress)
+    print("3/3 gate", file=sys.stderr)
+    result = run_gate(load_run(record.path), load_run(replay.path), load_policy())
+    verdict_dir = replay.path / "gate"
+    _, md_path = write_verdict(result, verdict_dir)
+    print(f"record:  {record.path}")
+    print(f"replay:  {replay.path}")
+    print(f"verdict: {md_path}")
+    print(result.headline())
+    return result.exit_code
+
+
 def cmd_ops(args: argparse.Namespace) -> int:
     from tritongate.backends import prepare_environment, resolve_backend
     from tritongate.suites import builtin_suites, ops_dir
@@ -179,6 +233,38 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                      help="colour on a terminal (auto), or force it; run.log is always plain")
     run.set_defaults(func=cmd_run)
+
+    gate = sub.add_parser(
+        "gate", help="compare a candidate run with a base run and decide (verdict.json, verdict.md)",
+        description="Join the rows of two run directories on (op, case, dtype) and give each a verdict: "
+                    "REGRESSED, IMPROVED, UNCHANGED, IDENTICAL_BINARY, REJECTED, NOT_COMPARABLE, "
+                    "MISSING or NEW. Any regression fails the gate (exit 1); so does a replayed config "
+                    "that no longer compiles, and more missing rows than allowed. Rejected and "
+                    "not-comparable rows are listed as unverified and fail only under --strict.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    gate.add_argument("base", metavar="BASE_RUN")
+    gate.add_argument("cand", metavar="CAND_RUN")
+    gate.add_argument("--out", required=True, metavar="DIR", help="where verdict.json and verdict.md go")
+    gate.add_argument("--policy", metavar="YAML", help="thresholds file (default ops/gate.yaml)")
+    gate.add_argument("--min-effect", type=float, help="default minimum effect, e.g. 0.01 for 1%%")
+    gate.add_argument("--noise-z", type=float, help="standard errors an effect must clear (default 6)")
+    gate.add_argument("--min-samples", type=int, help="samples each side needs for a verdict (default 10)")
+    gate.add_argument("--max-missing", type=int, help="missing rows tolerated (default 0)")
+    gate.add_argument("--strict", action="store_true", help="rejected and not-comparable rows fail too")
+    gate.add_argument("--allow-mismatch", action="store_true",
+                      help="compare runs whose identities differ: every row becomes NOT_COMPARABLE")
+    gate.add_argument("--artifact-url", metavar="URL",
+                      help="link to the uploaded run dirs and IR diffs (or TRITONGATE_ARTIFACT_URL)")
+    gate.set_defaults(func=cmd_gate)
+
+    loop = sub.add_parser(
+        "loop", help="record a suite, replay it, gate the two (the whole loop on one machine)",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    loop.add_argument("--suite", default="smoke", metavar="NAME|PATH")
+    loop.add_argument("--backend", default="auto", metavar="NAME")
+    loop.add_argument("--out", default="runs", metavar="DIR")
+    loop.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    loop.set_defaults(func=cmd_loop)
 
     ops = sub.add_parser("ops", help="list the builtin ops and suites")
     ops.set_defaults(func=cmd_ops)

@@ -67,3 +67,8 @@ def compiler_ref() -> str:
 
 def config_dict(config: Any) -> dict[str, Any]:
     return {k: (v.value if hasattr(v, "value") else v) for k, v in dataclasses.asdict(config).items()}
+
+
+def source_commit() -> str | None:
+    """The commit of the code under test, as CI names it."""
+    return os.environ.get("TRITONGATE_COMMIT") or os.environ.get("GITHUB_SHA")

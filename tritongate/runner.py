@@ -29,7 +29,7 @@ from tritongate.backends import Backend, default_measure_config, make_device, pr
 from tritongate.errors import GateError, MeasurementError
 from tritongate.harness.cuda_errors import is_fatal, one_line
 from tritongate.harness.measure import MeasureConfig, measure
-from tritongate.identity import codegen_env, compiler_ref, config_dict, host, software
+from tritongate.identity import codegen_env, compiler_ref, config_dict, host, software, source_commit
 from tritongate.preflight import PlannedRow, check_out_dir, plan_rows
 from tritongate.rundir import LOG, RunWriter, new_run_dir
 from tritongate.runlog import RunLog
@@ -146,7 +146,7 @@ class Runner:
                       "digest": suite.digest, "description": suite.description},
             "backend": req.backend.name, "device": getattr(device, "name", "host"),
             "timer": req.backend.timer.value, "measure_config": config_dict(config),
-            "compiler_ref": compiler_ref(), "software": software(), "host": host(),
+            "compiler_ref": compiler_ref(), "commit": source_commit(), "software": software(), "host": host(),
             "codegen_env": codegen_env(), "gpu_state_before": gpu_before,
             "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "replay_from": str(records.run_dir.resolve()) if records else None,
@@ -154,6 +154,10 @@ class Runner:
             "tuner_cache": tuner_cache.to_dict(),
         }
         write_text_atomic(path / "shapes.yaml", yaml.safe_dump(suite.shapes_document(), sort_keys=False))
+        from tritongate.ops.builtin import autotuners
+
+        for tuner in autotuners():  # a record run tunes live, even in a process that tuned before
+            tuner.cache.clear()
         writer = RunWriter(path, identity, mode=req.mode)
         outcome = RunOutcome(path=path)
         session = AutotuneSession(req.mode, records)
@@ -209,7 +213,8 @@ class Runner:
         for i, item in enumerate(planned):
             self._progress(Progress("row_start", index=i, total=len(planned), planned=item))
             session.begin_row(item.op, item.case, item.dtype)
-            row = self._run_row(item, device, config)
+            k = session.replay.launches.get((item.op, item.case, item.dtype)) if session.replay else None
+            row = self._run_row(item, device, config, launches_per_sample=k)
             tuned = session.end_row()
             row = dataclasses.replace(row, markers=row.markers + tuple(tuned.markers),
                                       autotune=tuned.to_dict())
@@ -225,7 +230,8 @@ class Runner:
                 raise MeasurementError(f"fatal device error in {item.op} {item.case} {item.dtype}: "
                                        f"{row.error}; the device context is unusable, stopping the run")
 
-    def _run_row(self, item: PlannedRow, device: Any, config: MeasureConfig) -> Row:
+    def _run_row(self, item: PlannedRow, device: Any, config: MeasureConfig,
+                 launches_per_sample: int | None = None) -> Row:
         import torch
 
         from tritongate.ops.builtin import REGISTRY
@@ -257,7 +263,8 @@ class Runner:
                 device.synchronize()
                 correctness = _check(case, spec.tolerance.get(item.dtype, (1e-2, 1e-2)))
                 del case
-                m = measure(make_fn, device=device, timer=backend.timer, config=config)
+                m = measure(make_fn, device=device, timer=backend.timer, config=config,
+                            launches_per_sample=launches_per_sample)
         except GateError:
             raise
         except Exception as exc:  # noqa: BLE001 - a failing row is data, not a crash

@@ -9,7 +9,7 @@ autotune_records/meta.json   {"schema_version", backend, device, triton version 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -58,6 +58,8 @@ class RecordSet:
     run_dir: Path
     meta: dict[str, Any]
     records: dict[tuple[str, str], Record]
+    # launches per sample of each recorded row: the replay side measures with the same k
+    launches: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     def lookup(self, kernel: str, key: Any) -> Record | None:
         return self.records.get((kernel, key_text(key)))
@@ -108,4 +110,13 @@ def load_records(run_dir: Path, *, backend: str) -> RecordSet:
         raise PreflightError("replay_backend", f"{run_dir} was recorded on backend "
                              f"{meta.get('backend')!r}, this run is {backend!r}: autotune configs do not "
                              "carry across backends; record a baseline on this backend")
-    return RecordSet(run_dir=run_dir, meta=meta, records=records)
+    return RecordSet(run_dir=run_dir, meta=meta, records=records, launches=_recorded_launches(run_dir))
+
+
+def _recorded_launches(run_dir: Path) -> dict[tuple[str, str, str], int]:
+    try:
+        rows = json.loads((run_dir / "results.json").read_text())["rows"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {(r["op"], r["case"], r["dtype"]): int(r["measurement"]["launches_per_sample"])
+            for r in rows if isinstance(r, dict) and r.get("measurement")}

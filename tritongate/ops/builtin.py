@@ -105,3 +105,11 @@ for _causal in (False, True):
         flops=(lambda s: 2.0 * s[0] * s[1] * s[2] * s[2] * s[3]) if _causal
         else (lambda s: 4.0 * s[0] * s[1] * s[2] * s[2] * s[3]),
         tolerance={"float16": (2e-2, 2e-2), "bfloat16": (4e-2, 4e-2)}))
+
+
+def autotuners() -> list:
+    """Every Autotuner of the builtin kernels (to start a record run from live tuning)."""
+    from triton.runtime.autotuner import Autotuner
+
+    modules = (attn_k, elementwise, mm_k, reduction)
+    return [obj for mod in modules for obj in vars(mod).values() if isinstance(obj, Autotuner)]

@@ -1,0 +1,62 @@
+import json
+
+from tritongate.cli import main
+
+from tests.gate.helpers import pair, row
+
+
+def test_gate_pass_is_exit_0_and_prints_where_the_verdict_is(tmp_path, capsys):
+    base, cand = pair(tmp_path, [row()], [row(seed=1)])
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "v")]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith("✅ no regressions in 1 rows")
+    assert out[-2] == str(tmp_path / "v" / "verdict.md") and out[-1] == str(tmp_path / "v" / "verdict.json")
+
+
+def test_regression_is_exit_1(tmp_path, capsys):
+    base, cand = pair(tmp_path, [row()], [row(median=23, seed=1)])
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "v")]) == 1
+    out = capsys.readouterr().out
+    assert "REGRESSED" in out and "+15." in out
+    assert json.loads((tmp_path / "v" / "verdict.json").read_text())["exit_code"] == 1
+
+
+def test_min_effect_flag_and_policy_file(tmp_path, capsys):
+    base, cand = pair(tmp_path, [row()], [row(median=21, seed=1)])  # +5%
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "a"), "--min-effect", "0.1"]) == 0
+    policy = tmp_path / "gate.yaml"
+    policy.write_text("min_effect: 0.01\nops: {softmax: {min_effect: 0.2}}\n")
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "b"), "--policy", str(policy)]) == 0
+    policy.write_text("ops: [softmax]\n")
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "c"), "--policy", str(policy)]) == 2
+    assert "'ops' must map op names" in capsys.readouterr().err
+
+
+def test_incomparable_runs_are_exit_2_with_the_fix(tmp_path, capsys):
+    base, cand = pair(tmp_path, [row()], [row(seed=1)], cand_identity={"device": "NVIDIA H100"})
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "v")]) == 2
+    err = capsys.readouterr().err
+    assert "GPU model: base 'NVIDIA H200', candidate 'NVIDIA H100'" in err and "--allow-mismatch" in err
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "v"), "--allow-mismatch",
+                 "--strict"]) == 1
+
+
+def test_missing_or_incomplete_run_is_exit_2(tmp_path, capsys):
+    base, _ = pair(tmp_path, [row()], [row(seed=1)])
+    assert main(["gate", str(base.path), str(tmp_path / "nope"), "--out", str(tmp_path / "v")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    results = base.path / "results.json"
+    doc = json.loads(results.read_text())
+    doc["status"] = "running"
+    results.write_text(json.dumps(doc))
+    assert main(["gate", str(base.path), str(base.path), "--out", str(tmp_path / "v")]) == 2
+    assert "incomplete" in capsys.readouterr().err
+
+
+def test_the_whole_loop_on_the_cpu(tmp_path, capsys):
+    assert main(["loop", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path), "--color", "never"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    verdict = next(line.split(": ", 1)[1] for line in out if line.startswith("verdict:"))
+    assert out[-1].startswith("✅ no regressions in 8 rows")
+    text = open(verdict).read()
+    assert text.startswith("<!-- tritongate-verdict -->") and "replay" in text

@@ -1,0 +1,153 @@
+import pytest
+
+from tritongate import markers
+from tritongate.gate.policy import GatePolicy
+from tritongate.gate.verdict import IncomparableRunsError, Verdict, run_gate
+
+from tests.gate.helpers import binary, pair, row
+
+POLICY = GatePolicy()
+
+
+def judge(tmp_path, base_rows, cand_rows, policy=POLICY, **kw):
+    base, cand = pair(tmp_path, base_rows, cand_rows, **kw)
+    return run_gate(base, cand, policy)
+
+
+def verdicts(result):
+    return {r.key: r.verdict for r in result.rows}
+
+
+def test_regressed_improved_unchanged(tmp_path):
+    base = [row(case="a", median=20, seed=1), row(case="b", median=20, seed=2), row(case="c", median=20, seed=3)]
+    cand = [row(case="a", median=21, seed=4), row(case="b", median=19, seed=5), row(case="c", median=20, seed=6)]
+    res = judge(tmp_path, base, cand)
+    v = {r.case: r for r in res.rows}
+    assert v["a"].verdict is Verdict.REGRESSED and v["a"].timing.effect == pytest.approx(0.05, abs=0.005)
+    assert v["b"].verdict is Verdict.IMPROVED and v["b"].timing.speedup > 1
+    assert v["c"].verdict is Verdict.UNCHANGED
+    assert not res.passed and res.exit_code == 1
+    assert res.worst().case == "a"
+    assert res.headline().startswith("❌ gate failed: 1 regressed row(s); worst: softmax a float16 +5.")
+
+
+def test_every_row_says_what_it_could_have_detected(tmp_path):
+    tight = row(case="tight", median=20, seed=1, round_sd=0.001, within_sd=0.0005)
+    noisy = row(case="noisy", median=1.2, seed=2, round_sd=0.03, within_sd=0.01)
+    res = judge(tmp_path, [tight, noisy], [row(case="tight", median=20, seed=3, round_sd=0.001, within_sd=0.0005),
+                                           row(case="noisy", median=1.2, seed=4, round_sd=0.03, within_sd=0.01)])
+    d = {r.case: r.timing.detectable for r in res.rows}
+    assert d["tight"] == pytest.approx(0.01, abs=0.002)  # the 1% minimum effect
+    assert d["noisy"] > 0.05  # a launch-bound, noisy row: "unchanged" proves little
+    assert all(r.verdict is Verdict.UNCHANGED for r in res.rows)
+
+
+def test_a_slowdown_inside_the_noise_floor_is_not_called(tmp_path):
+    base = [row(median=20, seed=1, round_sd=0.02)]
+    cand = [row(median=20.6, seed=2, round_sd=0.02)]  # +3%, rounds scattered by 2%
+    (r,) = judge(tmp_path, base, cand).rows
+    assert r.verdict is Verdict.UNCHANGED and r.timing.noise_floor > 0.03
+
+
+def test_identical_binaries(tmp_path):
+    res = judge(tmp_path, [row(median=20, variants=[binary("abc")])],
+                [row(median=21, seed=9, variants=[binary("abc")])])
+    (r,) = res.rows
+    assert r.verdict is Verdict.IDENTICAL_BINARY and r.timing.change.value == "slower"
+    assert res.passed  # byte-identical kernels cannot differ: the timing difference is noise
+
+
+def test_changed_binaries_are_timed(tmp_path):
+    (r,) = judge(tmp_path, [row(variants=[binary("abc")])], [row(seed=3, variants=[binary("def")])]).rows
+    assert r.verdict is Verdict.UNCHANGED
+
+
+FALLBACK = "AUTOTUNE_REPLAY_FALLBACK reason=key_missing kernel=m.k"
+COMPILE_FAILED = "AUTOTUNE_REPLAY_FALLBACK reason=compile_failed kernel=m.k"
+NO_GRAPH = "BENCHMARK_DIRECT_NO_CUDAGRAPH phase=capture reason=RuntimeError: capture refused"
+
+
+@pytest.mark.parametrize("base_kw,cand_kw,reason", [
+    ({}, dict(markers=[FALLBACK]), "replay fallback on candidate: key_missing (m.k)"),
+    ({}, dict(markers=[NO_GRAPH], timer="cuda-events"), "timer fallback on candidate only (phase capture)"),
+    (dict(markers=[markers.make(markers.CORRECTNESS_MISMATCH, reason="3 of 9 elements")]), {},
+     "correctness mismatch on base: 3 of 9 elements"),
+    ({}, dict(markers=[markers.make(markers.GPU_BUSY, reason="pids 7")]), "GPU busy on candidate: pids 7"),
+    ({}, dict(markers=[markers.make(markers.GPU_THROTTLED, reason="hw_thermal")]), "GPU throttled on candidate"),
+    ({}, dict(status="error", error="RuntimeError: boom"), "error on candidate: RuntimeError: boom"),
+    ({}, dict(status="timeout", error="600 s"), "timeout on candidate"),
+])
+def test_rejected_rows_name_their_marker(tmp_path, base_kw, cand_kw, reason):
+    res = judge(tmp_path, [row(**base_kw)], [row(seed=1, **cand_kw)])
+    (r,) = res.rows
+    assert r.verdict is Verdict.REJECTED
+    assert any(x.startswith(reason) for x in r.reasons), r.reasons
+    assert res.passed and not r.fails_policy  # unverified, not failed (without --strict)
+
+
+def test_timer_fallback_on_both_sides_is_compared(tmp_path):
+    kw = dict(markers=[NO_GRAPH], timer="cuda-events")
+    (r,) = judge(tmp_path, [row(**kw)], [row(seed=2, **kw)]).rows
+    assert r.verdict is Verdict.UNCHANGED
+
+
+def test_compile_failed_fails_the_gate_without_strict(tmp_path):
+    res = judge(tmp_path, [row()], [row(seed=1, markers=[COMPILE_FAILED])])
+    (r,) = res.rows
+    assert r.verdict is Verdict.REJECTED and r.fails_policy
+    assert res.exit_code == 1 and "no longer compiles" in res.failures[0]
+
+
+def test_strict_fails_on_unverified_rows(tmp_path):
+    base, cand = [row()], [row(seed=1, markers=[FALLBACK])]
+    assert judge(tmp_path / "a", base, cand).exit_code == 0
+    assert judge(tmp_path / "b", base, cand, GatePolicy(strict=True)).exit_code == 1
+
+
+def test_missing_and_new_rows(tmp_path):
+    base = [row(case="a"), row(case="gone")]
+    cand = [row(case="a", seed=1), row(case="added", seed=2)]
+    res = judge(tmp_path / "x", base, cand)
+    assert verdicts(res)[("softmax", "gone", "float16")] is Verdict.MISSING
+    assert verdicts(res)[("softmax", "added", "float16")] is Verdict.NEW
+    assert res.exit_code == 1 and "1 missing row(s)" in res.failures[0]
+    assert judge(tmp_path / "y", base, cand, GatePolicy(max_missing=1)).exit_code == 0
+
+
+def test_different_k_is_not_comparable(tmp_path):
+    (r,) = judge(tmp_path, [row(k=25)], [row(k=40, seed=1)]).rows
+    assert r.verdict is Verdict.NOT_COMPARABLE and "k=25" in r.reasons[0]
+
+
+def test_too_few_samples_is_unchanged(tmp_path):
+    (r,) = judge(tmp_path, [row(per_round=1)], [row(median=30, per_round=1, seed=1)]).rows
+    assert r.verdict is Verdict.UNCHANGED and "fewer than 10 samples" in r.reasons[0]
+
+
+@pytest.mark.parametrize("field,value", [("device", "NVIDIA H100"), ("backend", "rocm"), ("timer", "cuda-events"),
+                                         ("gpu_state_before", {"driver": "570.1"}),
+                                         ("codegen_env", {"TRITON_DISABLE_LINE_INFO": "0"})])
+def test_identity_mismatch_is_refused(tmp_path, field, value):
+    base, cand = pair(tmp_path, [row()], [row(seed=1)], cand_identity={field: value})
+    with pytest.raises(IncomparableRunsError, match="not measured alike.*--allow-mismatch"):
+        run_gate(base, cand, POLICY)
+    res = run_gate(base, cand, POLICY, allow_mismatch=True)
+    assert [r.verdict for r in res.rows] == [Verdict.NOT_COMPARABLE]
+    assert res.exit_code == 0 and run_gate(base, cand, GatePolicy(strict=True), allow_mismatch=True).exit_code == 1
+
+
+def test_geomean_and_per_op_intervals(tmp_path):
+    from tritongate.gate.summary import per_op
+    base = [row(case="a", median=10), row(case="b", median=10, seed=1), row(op="add", case="c", median=10)]
+    cand = [row(case="a", median=10, seed=3), row(case="b", median=9, seed=4), row(op="add", case="c", median=11)]
+    res = judge(tmp_path, base, cand)
+    table = per_op(res).set_index("op")
+    assert table.loc["softmax", "rows"] == 2
+    assert table.loc["softmax", "max"] == pytest.approx(10 / 9, rel=0.01)
+    assert table.loc["add", "min"] == pytest.approx(10 / 11, rel=0.01)
+    assert res.geomean_speedup == pytest.approx((1 * 10 / 9 * 10 / 11) ** (1 / 3), rel=0.01)
+
+
+def test_a_non_replay_candidate_is_noted(tmp_path):
+    from tritongate.gate.comparability import notes
+    assert "not a replay run" in notes({}, {"mode": "record"})[0]

@@ -1,0 +1,1 @@
+"""The gate: compare a base run and a candidate run row by row, and decide."""

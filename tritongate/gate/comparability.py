@@ -1,0 +1,69 @@
+"""Are two runs comparable? Checked on the run identities before any statistics.
+
+Keys whose difference makes every timing meaningless (another GPU model, driver, backend,
+timer, code-generation settings that change the emitted code) are listed here; a mismatch
+is refused, or, when the caller allows it, turns every row NOT_COMPARABLE. The compiler
+itself is expected to differ: that is what is being tested.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+Identity = Mapping[str, Any]
+
+
+def _gpu_driver(ident: Identity) -> Any:
+    return (ident.get("gpu_state_before") or {}).get("driver")
+
+
+def _env(name: str) -> Callable[[Identity], Any]:
+    return lambda ident: (ident.get("codegen_env") or {}).get(name)
+
+
+COMPARABILITY_KEYS: dict[str, Callable[[Identity], Any]] = {
+    "GPU model": lambda i: i.get("device"),
+    "driver": _gpu_driver,
+    "backend": lambda i: i.get("backend"),
+    "timer": lambda i: i.get("timer"),
+    "line info (TRITON_DISABLE_LINE_INFO)": _env("TRITON_DISABLE_LINE_INFO"),
+    "fp fusion (TRITON_DEFAULT_FP_FUSION)": _env("TRITON_DEFAULT_FP_FUSION"),
+    "interpreter (TRITON_INTERPRET)": _env("TRITON_INTERPRET"),
+    "L2 policy": lambda i: (i.get("measure_config") or {}).get("l2"),
+}
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    key: str
+    base: Any
+    cand: Any
+
+    def __str__(self) -> str:
+        return f"{self.key}: base {self.base!r}, candidate {self.cand!r}"
+
+
+def identity_mismatches(base: Identity, cand: Identity) -> list[Mismatch]:
+    out = []
+    for key, get in COMPARABILITY_KEYS.items():
+        b, c = get(base), get(cand)
+        if b != c:
+            out.append(Mismatch(key, b, c))
+    return out
+
+
+def notes(base: Identity, cand: Identity) -> list[str]:
+    """Differences worth saying that do not stop a comparison."""
+    out = []
+    bs, cs = base.get("suite") or {}, cand.get("suite") or {}
+    if bs.get("digest") and bs.get("digest") != cs.get("digest"):
+        out.append(f"suite files differ (base {bs.get('name')} {str(bs.get('digest'))[:8]}, candidate "
+                   f"{cs.get('name')} {str(cs.get('digest'))[:8]}): rows only on one side are MISSING or NEW")
+    if cand.get("mode") != "replay":
+        out.append("the candidate is not a replay run: autotune may have picked other configs than the "
+                   "base, so differences can come from config flips rather than the compiler")
+    elif base.get("mode") == "record" and cand.get("replay_from") and base.get("_path") \
+            and str(cand.get("replay_from")) != str(base.get("_path")):
+        out.append(f"the candidate replayed {cand.get('replay_from')}, not this base run")
+    return out

@@ -1,0 +1,52 @@
+"""Write the gate's outputs: verdict.json (versioned) and verdict.md, atomically."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Any
+
+from tritongate import __version__
+from tritongate.atomicio import write_json_atomic, write_text_atomic
+from tritongate.gate.summary import per_op
+from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, GateResult, Verdict
+from tritongate.report.markdown import render_markdown
+
+VERDICT_JSON = "verdict.json"
+VERDICT_MD = "verdict.md"
+
+
+def _side(run) -> dict[str, Any]:
+    ident = run.identity
+    return {"path": str(run.path), "run": Path(run.path).name, "mode": run.mode,
+            "compiler_ref": ident.get("compiler_ref"), "commit": ident.get("commit"),
+            "device": ident.get("device"), "backend": ident.get("backend"), "timer": ident.get("timer"),
+            "replay_from": ident.get("replay_from")}
+
+
+def verdict_document(result: GateResult) -> dict[str, Any]:
+    return {
+        "schema_version": VERDICT_SCHEMA_VERSION, "tool_version": __version__,
+        "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "passed": result.passed, "exit_code": result.exit_code, "headline": result.headline(),
+        "failures": result.failures, "base": _side(result.base), "candidate": _side(result.cand),
+        "policy": result.policy.to_dict(), "identity_mismatches": [str(m) for m in result.mismatches],
+        "notes": result.notes, "counts": {v.value: len(result.by(v)) for v in Verdict},
+        "geomean_speedup": result.geomean_speedup,
+        "per_op": per_op(result).to_dict(orient="records"),
+        "rows": [r.to_dict() for r in result.rows],
+    }
+
+
+def write_verdict(result: GateResult, out: Path, *, artifact_url: str | None = None) -> tuple[Path, Path]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    markdown = render_markdown(result, artifact_url=artifact_url)
+    write_json_atomic(out / VERDICT_JSON, verdict_document(result))
+    write_text_atomic(out / VERDICT_MD, markdown)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as f:
+            f.write(markdown + "\n")
+    return out / VERDICT_JSON, out / VERDICT_MD

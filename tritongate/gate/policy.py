@@ -1,0 +1,73 @@
+"""Gate policy: thresholds and what fails. Per-op minimum effects live in ``ops/gate.yaml``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from tritongate.errors import UsageError
+from tritongate.suites import ops_dir
+
+
+@dataclass(frozen=True)
+class GatePolicy:
+    min_effect: float = 0.01  # |candidate/base - 1| below this is never a change
+    op_min_effect: Mapping[str, float] = field(default_factory=dict)
+    # The effect must also clear z standard errors of the median difference, estimated from
+    # the spread of per-round medians (rounds, not samples, are the independent units: each
+    # round has its own placement).
+    noise_z: float = 6.0
+    min_samples: int = 10
+    strict: bool = False  # rejected / not-comparable rows fail the gate too
+    max_missing: int = 0  # rows of the base missing from the candidate before the gate fails
+
+    def __post_init__(self) -> None:
+        if self.min_effect < 0 or any(v < 0 for v in self.op_min_effect.values()):
+            raise UsageError("minimum effects must be >= 0")
+        if self.noise_z < 0 or self.min_samples < 1 or self.max_missing < 0:
+            raise UsageError("noise_z >= 0, min_samples >= 1 and max_missing >= 0 are required")
+
+    def min_effect_for(self, op: str) -> float:
+        return self.op_min_effect.get(op, self.min_effect)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"min_effect": self.min_effect, "op_min_effect": dict(self.op_min_effect),
+                "noise_z": self.noise_z, "min_samples": self.min_samples, "strict": self.strict,
+                "max_missing": self.max_missing}
+
+
+def default_policy_file() -> Path:
+    return ops_dir() / "gate.yaml"
+
+
+def load_policy(path: Path | None = None, **overrides: Any) -> GatePolicy:
+    """Read thresholds from a YAML file (default ``ops/gate.yaml`` if present); keyword
+    overrides (from the command line) win."""
+    path = Path(path) if path is not None else default_policy_file()
+    data: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            doc = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise UsageError(f"{path} is not valid YAML: {exc}") from exc
+        if not isinstance(doc, dict):
+            raise UsageError(f"{path}: expected a mapping with min_effect / noise_z / min_samples / ops")
+        unknown = set(doc) - {"min_effect", "noise_z", "min_samples", "max_missing", "ops"}
+        if unknown:
+            raise UsageError(f"{path}: unknown keys {sorted(unknown)}")
+        data = {k: doc[k] for k in ("min_effect", "noise_z", "min_samples", "max_missing") if k in doc}
+        ops = doc.get("ops") or {}
+        if not isinstance(ops, dict) or not all(isinstance(v, dict) and set(v) <= {"min_effect"}
+                                                 for v in ops.values()):
+            raise UsageError(f"{path}: 'ops' must map op names to {{min_effect: 0.02}}")
+        data["op_min_effect"] = {str(k): float(v["min_effect"]) for k, v in ops.items() if "min_effect" in v}
+    elif path != default_policy_file():
+        raise UsageError(f"policy file {path} does not exist")
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return GatePolicy(**data)
+    except TypeError as exc:
+        raise UsageError(f"{path}: {exc}") from exc

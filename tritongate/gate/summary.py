@@ -1,0 +1,29 @@
+"""Tables over a gate result, with pandas: the row table and the per-op speedup intervals
+(the batch A/B summary)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tritongate.gate.verdict import GateResult
+
+
+def rows_frame(result: GateResult) -> pd.DataFrame:
+    return pd.DataFrame([r.to_dict() for r in result.rows])
+
+
+def per_op(result: GateResult) -> pd.DataFrame:
+    """Per op: rows compared, and the interval and geometric mean of their speedups."""
+    timed = [{"op": r.op, "speedup": r.timing.speedup} for r in result.timed()]
+    if not timed:
+        return pd.DataFrame(columns=["op", "rows", "min", "geomean", "max"])
+    frame = pd.DataFrame(timed)
+    grouped = frame.groupby("op", sort=True)["speedup"]
+    out = pd.DataFrame({
+        "rows": grouped.size(),
+        "min": grouped.min(),
+        "geomean": grouped.apply(lambda s: float(np.exp(np.log(s).mean()))),
+        "max": grouped.max(),
+    }).reset_index()
+    return out

@@ -1,0 +1,248 @@
+"""Compare two runs row by row and decide: the data behind verdict.json and verdict.md.
+
+Versioned output (bump ``VERDICT_SCHEMA_VERSION`` on any change a reader must know):
+  1 - first version: per-row verdicts with both medians/IQRs, speedup, effect, detectable
+      effect and reasons; counts, failures, geometric-mean speedup, per-op speedup intervals.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from tritongate import markers
+from tritongate.errors import GateError, ExitCode
+from tritongate.gate.comparability import Mismatch, identity_mismatches, notes
+from tritongate.gate.policy import GatePolicy
+from tritongate.gate.rule import TimingDecision, decide
+from tritongate.rundir import Run
+from tritongate.schema import Row, RowStatus
+from tritongate.stats import Change
+
+VERDICT_SCHEMA_VERSION = 1
+
+
+class IncomparableRunsError(GateError):
+    """The runs' identities differ where timings cannot be compared."""
+
+
+class Verdict(str, Enum):
+    REGRESSED = "REGRESSED"
+    IMPROVED = "IMPROVED"
+    UNCHANGED = "UNCHANGED"
+    IDENTICAL_BINARY = "IDENTICAL_BINARY"
+    REJECTED = "REJECTED"
+    NOT_COMPARABLE = "NOT_COMPARABLE"
+    MISSING = "MISSING"
+    NEW = "NEW"
+
+
+@dataclass(frozen=True)
+class RowVerdict:
+    op: str
+    case: str
+    dtype: str
+    verdict: Verdict
+    reasons: tuple[str, ...] = ()
+    timing: TimingDecision | None = None
+    min_effect: float | None = None
+    base_markers: tuple[str, ...] = ()
+    cand_markers: tuple[str, ...] = ()
+    fails_policy: bool = False  # a rejected row that fails the gate even without --strict
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.op, self.case, self.dtype)
+
+    def to_dict(self) -> dict[str, Any]:
+        t = self.timing
+        d: dict[str, Any] = {"op": self.op, "case": self.case, "dtype": self.dtype,
+                             "verdict": self.verdict.value, "reasons": list(self.reasons),
+                             "min_effect": self.min_effect, "base_markers": list(self.base_markers),
+                             "cand_markers": list(self.cand_markers), "fails_policy": self.fails_policy}
+        if t is not None:
+            d.update({"timing_change": t.change.value, "speedup": t.speedup, "effect": t.effect,
+                      "base_median_us": t.base.median, "base_q1_us": t.base.q1, "base_q3_us": t.base.q3,
+                      "cand_median_us": t.cand.median, "cand_q1_us": t.cand.q1, "cand_q3_us": t.cand.q3,
+                      "base_n": t.base.n, "cand_n": t.cand.n, "iqrs_overlap": t.iqrs_overlap,
+                      "noise_floor": t.noise_floor, "detectable_effect": t.detectable})
+        return d
+
+
+@dataclass
+class GateResult:
+    base: Run
+    cand: Run
+    policy: GatePolicy
+    rows: list[RowVerdict]
+    mismatches: list[Mismatch] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def by(self, verdict: Verdict) -> list[RowVerdict]:
+        return [r for r in self.rows if r.verdict is verdict]
+
+    @property
+    def failures(self) -> list[str]:
+        out = []
+        if reg := self.by(Verdict.REGRESSED):
+            out.append(f"{len(reg)} regressed row(s)")
+        if hard := [r for r in self.rows if r.fails_policy]:
+            out.append(f"{len(hard)} row(s) whose recorded config no longer compiles (replay compile_failed)")
+        missing = self.by(Verdict.MISSING)
+        if len(missing) > self.policy.max_missing:
+            out.append(f"{len(missing)} missing row(s), more than the {self.policy.max_missing} allowed")
+        if self.policy.strict:
+            unverified = [r for r in self.rows if r.verdict in (Verdict.REJECTED, Verdict.NOT_COMPARABLE)
+                          and not r.fails_policy]
+            if unverified:
+                out.append(f"{len(unverified)} unverified row(s) (rejected or not comparable) under --strict")
+        return out
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def exit_code(self) -> int:
+        return int(ExitCode.OK if self.passed else ExitCode.GATE_FAILED)
+
+    def timed(self) -> list[RowVerdict]:
+        return [r for r in self.rows if r.timing is not None and r.verdict in
+                (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCHANGED, Verdict.IDENTICAL_BINARY)]
+
+    @property
+    def geomean_speedup(self) -> float | None:
+        rows = self.timed()
+        if not rows:
+            return None
+        return math.exp(sum(math.log(r.timing.speedup) for r in rows) / len(rows))
+
+    def worst(self) -> RowVerdict | None:
+        reg = self.by(Verdict.REGRESSED)
+        return max(reg, key=lambda r: r.timing.effect) if reg else None
+
+    def headline(self) -> str:
+        counts = f"{len(self.rows)} rows"
+        if not self.passed:
+            worst = self.worst()
+            worst_txt = (f"; worst: {worst.op} {worst.case} {worst.dtype} {worst.timing.effect:+.1%} time"
+                         if worst else "")
+            return f"❌ gate failed: {'; '.join(self.failures)}{worst_txt} ({counts})"
+        gm = self.geomean_speedup
+        gm_txt = f", geomean speedup {gm:.3f}×" if gm else ""
+        imp = len(self.by(Verdict.IMPROVED))
+        unv = len(self.by(Verdict.REJECTED)) + len(self.by(Verdict.NOT_COMPARABLE))
+        extra = (f", {imp} improved" if imp else "") + (f", {unv} unverified" if unv else "")
+        return f"✅ no regressions in {counts}{extra}{gm_txt}"
+
+
+def _status_reasons(row: Row, side: str) -> list[str]:
+    if row.status is RowStatus.ERROR:
+        return [f"error on {side}: {row.error}"]
+    if row.status is RowStatus.TIMEOUT:
+        return [f"timeout on {side}"]
+    return []
+
+
+def _marker_reasons(base: Row, cand: Row) -> tuple[list[str], bool]:
+    """Why a row is not same-config evidence; and whether that fails the gate by itself."""
+    reasons: list[str] = []
+    hard = False
+    for side, row, other in (("base", base, cand), ("candidate", cand, base)):
+        for line in row.markers:
+            m = markers.parse_marker(line)
+            why = m.fields.get("reason", "")
+            if m.kind == markers.REPLAY_FALLBACK:
+                reasons.append(f"replay fallback on {side}: {why} ({m.fields.get('kernel', '?')})")
+                hard = hard or why == "compile_failed"
+            elif m.kind == markers.NO_CUDAGRAPH:
+                if not any(markers.parse_marker(o).kind == markers.NO_CUDAGRAPH for o in other.markers):
+                    reasons.append(f"timer fallback on {side} only (phase {m.fields.get('phase', '?')}): {why}")
+            elif m.kind == markers.CORRECTNESS_MISMATCH:
+                reasons.append(f"correctness mismatch on {side}: {why}")
+            elif m.kind in (markers.GPU_BUSY, markers.GPU_THROTTLED):
+                reasons.append(f"{'GPU busy' if m.kind == markers.GPU_BUSY else 'GPU throttled'} on {side}: {why}")
+            elif m.kind == markers.ROW_TIMEOUT:
+                reasons.append(f"timeout on {side}")
+            elif m.kind != markers.ROW_ERROR:  # errors come from the row status
+                reasons.append(f"{m.kind} on {side}: {why}")
+    return reasons, hard
+
+
+def _row_mismatch(base: Row, cand: Row) -> list[str]:
+    out = []
+    if base.timer != cand.timer:
+        out.append(f"timer differs: base {base.timer}, candidate {cand.timer}")
+    bm, cm = base.measurement, cand.measurement
+    if bm and cm:
+        if bm.launches_per_sample != cm.launches_per_sample and base.timer == "cuda-graph":
+            out.append(f"launches per sample differ (base k={bm.launches_per_sample}, candidate "
+                       f"k={cm.launches_per_sample}): per-launch time depends on k; replay from the base record")
+        if bm.l2 != cm.l2:
+            out.append(f"L2 policy differs: base {bm.l2}, candidate {cm.l2}")
+    return out
+
+
+def _identical_binaries(base: Row, cand: Row) -> bool:
+    def sig(row: Row) -> set[tuple[str, str]]:
+        return {(v.kernel, v.binary_hash) for v in row.variants}
+    return bool(base.variants) and all(v.binary_hash for v in base.variants + cand.variants) \
+        and sig(base) == sig(cand)
+
+
+def judge_row(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict:
+    common = dict(op=base.op, case=base.case, dtype=base.dtype, base_markers=base.markers,
+                  cand_markers=cand.markers, min_effect=policy.min_effect_for(base.op))
+    status = _status_reasons(base, "base") + _status_reasons(cand, "candidate")
+    marker_reasons, hard = _marker_reasons(base, cand)
+    if status or marker_reasons:
+        return RowVerdict(verdict=Verdict.REJECTED, reasons=tuple(status + marker_reasons),
+                          fails_policy=hard, **common)
+    mismatch = _row_mismatch(base, cand)
+    if mismatch:
+        return RowVerdict(verdict=Verdict.NOT_COMPARABLE, reasons=tuple(mismatch), **common)
+    timing = decide(base.samples, cand.samples,
+                    base_per_round=base.measurement.samples_per_round if base.measurement else len(base.samples),
+                    cand_per_round=cand.measurement.samples_per_round if cand.measurement else len(cand.samples),
+                    min_effect=common["min_effect"], noise_z=policy.noise_z, min_samples=policy.min_samples)
+    if _identical_binaries(base, cand):
+        return RowVerdict(verdict=Verdict.IDENTICAL_BINARY, timing=timing,
+                          reasons=("every launched kernel is byte-identical on both sides",), **common)
+    verdict = {Change.SLOWER: Verdict.REGRESSED, Change.FASTER: Verdict.IMPROVED}.get(timing.change,
+                                                                                  Verdict.UNCHANGED)
+    return RowVerdict(verdict=verdict, timing=timing, reasons=(timing.reason,), **common)
+
+
+def run_gate(base: Run, cand: Run, policy: GatePolicy, *, allow_mismatch: bool = False) -> GateResult:
+    """Compare ``cand`` against ``base``. Identity mismatches are refused
+    (``IncomparableRunsError``) unless ``allow_mismatch``, which makes every row NOT_COMPARABLE."""
+    mismatches = identity_mismatches(base.identity, cand.identity)
+    if mismatches and not allow_mismatch:
+        listing = "; ".join(map(str, mismatches))
+        raise IncomparableRunsError(
+            f"{base.path} and {cand.path} were not measured alike ({listing}). Measure both sides on "
+            "the same runner with the same settings, or pass --allow-mismatch to list every row as "
+            "NOT_COMPARABLE")
+    base_rows, cand_rows = base.row_map(), cand.row_map()
+    rows: list[RowVerdict] = []
+    for key, brow in base_rows.items():
+        crow = cand_rows.get(key)
+        if crow is None:
+            rows.append(RowVerdict(*key, verdict=Verdict.MISSING, reasons=("not in the candidate run",),
+                                   base_markers=brow.markers))
+        elif mismatches:
+            rows.append(RowVerdict(*key, verdict=Verdict.NOT_COMPARABLE,
+                                   reasons=tuple(str(m) for m in mismatches),
+                                   base_markers=brow.markers, cand_markers=crow.markers))
+        else:
+            rows.append(judge_row(brow, crow, policy))
+    for key, crow in cand_rows.items():
+        if key not in base_rows:
+            rows.append(RowVerdict(*key, verdict=Verdict.NEW, reasons=("not in the base run",),
+                                   cand_markers=crow.markers))
+    base_ident = {**base.identity, "_path": str(Path(base.path).resolve())}
+    return GateResult(base=base, cand=cand, policy=policy, rows=rows, mismatches=mismatches,
+                      notes=notes(base_ident, cand.identity))

@@ -1,0 +1,150 @@
+"""verdict.md: the gate's Markdown verdict (jinja2), escaped, sticky, and size-bounded.
+
+Every string that comes from the code under test (op, case, kernel names, error text,
+markers) passes through ``cell``: HTML-escaped and with Markdown's active characters
+turned into entities, so a hostile name can neither inject HTML nor break a table, make
+a link, or mention anyone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from tritongate.gate.summary import per_op
+from tritongate.gate.verdict import GateResult, RowVerdict, Verdict
+
+STICKY_MARKER = "<!-- tritongate-verdict -->"
+COMMENT_LIMIT = 60_000  # GitHub refuses comment bodies over 65,536 characters
+
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "|": "&#124;", "*": "&#42;", "_": "&#95;", "`": "&#96;", "[": "&#91;", "]": "&#93;",
+                "\\": "&#92;", "~": "&#126;", "@": "&#64;", "#": "&#35;", "!": "&#33;", "$": "&#36;"}
+
+
+def cell(value: Any) -> str:
+    """Safe inside a Markdown table cell, on one line."""
+    text = " ".join(str(value if value is not None else "–").split())
+    return "".join(_ENTITIES.get(ch, ch) for ch in text)  # one pass: entities are never re-escaped
+
+
+_ENV = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
+    autoescape=False,  # Markdown, not HTML: escaping is explicit via the `cell` filter
+    trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+)
+_ENV.filters["cell"] = cell
+
+
+def _us(v: float) -> str:
+    return f"{v:,.2f}" if v < 1000 else f"{v:,.1f}"
+
+
+def _timed_row(r: RowVerdict) -> dict[str, Any]:
+    t = r.timing
+    base = f"{_us(t.base.median)} ({_us(t.base.q1)}–{_us(t.base.q3)})" if t else "–"
+    cand = f"{_us(t.cand.median)} ({_us(t.cand.q1)}–{_us(t.cand.q3)})" if t else "–"
+    return {"op": r.op, "case": r.case, "dtype": r.dtype, "verdict": r.verdict.value, "base": base,
+            "cand": cand, "effect": f"{t.effect:+.2%}" if t else "–",
+            "speedup": f"{t.speedup:.3f}×" if t else "–",
+            "detectable": f"{t.detectable:.1%}" if t else "–"}
+
+
+def _reason_row(r: RowVerdict) -> dict[str, Any]:
+    return {"op": r.op, "case": r.case, "dtype": r.dtype, "reasons": "; ".join(r.reasons)}
+
+
+SECTIONS = [
+    (Verdict.REGRESSED, "🔴 Regressions", "timed"),
+    (Verdict.IMPROVED, "🟢 Improvements", "timed"),
+    (Verdict.REJECTED, "⚠️ Rejected rows (unverified)", "reasons"),
+    (Verdict.NOT_COMPARABLE, "⚠️ Not comparable", "reasons"),
+    (Verdict.MISSING, "Missing from the candidate", "reasons"),
+    (Verdict.NEW, "New in the candidate", "reasons"),
+]
+DETAIL_VERDICTS = (Verdict.UNCHANGED, Verdict.IDENTICAL_BINARY)
+
+
+@dataclass
+class _Limits:
+    section_rows: int | None = None
+    detail_rows: int | None = None
+
+
+def _side(run, ident) -> dict[str, Any]:
+    return {"run": Path(run.path).name, "compiler": ident.get("compiler_ref") or "–",
+            "commit": (ident.get("commit") or "–")[:12], "mode": run.mode}
+
+
+def _counts_line(result: GateResult) -> str:
+    parts = [f"{len(result.rows)} rows"]
+    for v in Verdict:
+        n = len(result.by(v))
+        if n:
+            parts.append(f"{v.value.lower().replace('_', ' ')} {n}")
+    return " · ".join(parts)
+
+
+def _context(result: GateResult, limits: _Limits, artifact_url: str | None) -> dict[str, Any]:
+    sections = []
+    for verdict, title, kind in SECTIONS:
+        rows = result.by(verdict)
+        if verdict is Verdict.REGRESSED:
+            rows = sorted(rows, key=lambda r: -r.timing.effect)
+        elif verdict is Verdict.IMPROVED:
+            rows = sorted(rows, key=lambda r: r.timing.effect)
+        if not rows:
+            continue
+        shown = rows if limits.section_rows is None else rows[:limits.section_rows]
+        sections.append({"title": title, "kind": kind, "total": len(rows), "cut": len(rows) - len(shown),
+                         "rows": [(_timed_row if kind == "timed" else _reason_row)(r) for r in shown]})
+    rest = [r for r in result.rows if r.verdict in DETAIL_VERDICTS]
+    details = None
+    if rest:
+        shown = rest if limits.detail_rows is None else rest[:limits.detail_rows]
+        counts = ", ".join(f"{len([r for r in rest if r.verdict is v])} {v.value.lower().replace('_', ' ')}"
+                           for v in DETAIL_VERDICTS if any(r.verdict is v for r in rest))
+        details = {"title": f"All other rows ({counts})", "rows": [_timed_row(r) for r in shown],
+                   "cut": len(rest) - len(shown)}
+    table = per_op(result)
+    per_op_rows = [{"op": p.op, "rows": int(p.rows), "min": f"{p.min:.3f}×", "geomean": f"{p.geomean:.3f}×",
+                    "max": f"{p.max:.3f}×"} for p in table.itertuples()]
+    per_op_cut = 0
+    if limits.section_rows is not None and len(per_op_rows) > limits.section_rows:
+        per_op_cut = len(per_op_rows) - limits.section_rows
+        per_op_rows = per_op_rows[:limits.section_rows]
+    pol = result.policy
+    overrides = ", ".join(f"{op} {v:.1%}" for op, v in sorted(pol.op_min_effect.items()))
+    return {
+        "sticky_marker": STICKY_MARKER, "headline": result.headline(),
+        "base": _side(result.base, result.base.identity), "cand": _side(result.cand, result.cand.identity),
+        "counts_line": _counts_line(result), "geomean": result.geomean_speedup,
+        "artifact_url": artifact_url, "sections": sections, "per_op": per_op_rows, "per_op_cut": per_op_cut,
+        "details": details,
+        "notes": result.notes, "noise_z": f"{pol.noise_z:g}",
+        "policy_line": f"{pol.min_effect:.1%}" + (f"; {overrides}" if overrides else ""),
+        "truncated": "",
+    }
+
+
+def render_markdown(result: GateResult, *, artifact_url: str | None = None,
+                    limit: int = COMMENT_LIMIT) -> str:
+    """The verdict as Markdown, under ``limit`` characters: first the unchanged rows are cut
+    from the details, then every section is shortened, each cut said in the text."""
+    limits = _Limits()
+    template = _ENV.get_template("verdict.md.j2")
+    text = template.render(**_context(result, limits, artifact_url))
+    if len(text) <= limit:
+        return text
+    total = len(result.rows)
+    for detail_rows, section_rows in [(0, None)] + [(0, n) for n in (200, 100, 50, 20, 10, 5, 1, 0)]:
+        limits = _Limits(section_rows=section_rows, detail_rows=detail_rows)
+        ctx = _context(result, limits, artifact_url)
+        ctx["truncated"] = (f"This comment was shortened to stay under {limit:,} characters "
+                            f"({total} rows in all); the artifact's verdict.json has every row.")
+        text = template.render(**ctx)
+        if len(text) <= limit:
+            return text
+    return text[: limit - 200] + "\n\n_… cut at the size limit; see verdict.json._\n"
