@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set-up and the two everyday commands, on a fresh machine:
-#   bash scripts/dev.sh main   # install (once) and run the main job on the builtin smoke suite
+#   bash scripts/dev.sh main   # install (once); record, replay and gate the builtin smoke suite
 #   bash scripts/dev.sh test   # install (once) and run the test suite
 # The virtual environment lives in .venv; it is rebuilt when requirements-cpu.txt or
 # pyproject.toml change. Set TRITONGATE_PYTHON to choose the interpreter (default python3).
@@ -28,7 +28,7 @@ shift || true
 case "$cmd" in
   main)
     ensure_env
-    exec "$venv/bin/tritongate" run --suite smoke --backend auto --out "${TRITONGATE_OUT:-runs}" "$@"
+    exec "$venv/bin/tritongate" loop --suite smoke --backend auto --out "${TRITONGATE_OUT:-runs}" "$@"
     ;;
   test)
     ensure_env

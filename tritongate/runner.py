@@ -37,6 +37,7 @@ from tritongate.schema import Correctness, MeasurementInfo, Row, RowStatus
 from tritongate.suites import load_suite
 
 BASE_SEED = 20261129
+UTILIZATION_RETRIES = 5
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,15 @@ class Runner:
             import torch
 
             uuid = str(torch.cuda.get_device_properties(self.request.device_index).uuid)
-            state = read_gpu_state(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
+            uuid = uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
+            state = read_gpu_state(uuid)
+            # Utilization is averaged over nvidia-smi's last sample period, so work this
+            # process just finished (a previous run) can still show: look again briefly.
+            for _ in range(UTILIZATION_RETRIES):
+                if not check_idle_now or state.other_pids or not state.busy_reasons:
+                    break
+                time.sleep(1.0)
+                state = read_gpu_state(uuid)
         except Exception as exc:  # noqa: BLE001 - no nvidia-smi: record that, don't fail
             return {"error": f"{type(exc).__name__}: {one_line(str(exc))}"}
         if check_idle_now:
