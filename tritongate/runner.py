@@ -219,6 +219,7 @@ class Runner:
     # -- rows ------------------------------------------------------------------------------
     def _run_rows(self, planned, device, config, gpu_before, writer, log, outcome, session) -> None:
         busy = bool(gpu_before and gpu_before.get("busy_reasons"))
+        throttled = bool(gpu_before and gpu_before.get("throttled"))
         for i, item in enumerate(planned):
             self._progress(Progress("row_start", index=i, total=len(planned), planned=item))
             session.begin_row(item.op, item.case, item.dtype)
@@ -229,6 +230,9 @@ class Runner:
                                       autotune=tuned.to_dict())
             if busy:
                 row = _with_marker(row, markers.make(markers.GPU_BUSY, reason="; ".join(gpu_before["busy_reasons"])))
+            if throttled:
+                row = _with_marker(row, markers.make(markers.GPU_THROTTLED,
+                                                     reason=" ".join(gpu_before["throttle_reasons"])))
             writer.add(row)
             outcome.rows.append(row)
             log.write(_row_line(row))

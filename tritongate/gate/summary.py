@@ -1,5 +1,4 @@
-"""Tables over a gate result, with pandas: the row table and the per-op speedup intervals
-(the batch A/B summary)."""
+"""The per-op speedup intervals over a gate result (the batch A/B summary), with pandas."""
 
 from __future__ import annotations
 
@@ -7,10 +6,6 @@ import numpy as np
 import pandas as pd
 
 from tritongate.gate.verdict import GateResult
-
-
-def rows_frame(result: GateResult) -> pd.DataFrame:
-    return pd.DataFrame([r.to_dict() for r in result.rows])
 
 
 def per_op(result: GateResult) -> pd.DataFrame:

@@ -178,10 +178,7 @@ class RowMeasurer:
 
     def _estimate_call_s(self, fn: Launch) -> float:
         if self.timer is TimerKind.HOST_WALL:
-            t0 = self._clock()
-            fn()
-            self._device.synchronize()
-            return self._clock() - t0
+            return self._host_time(fn)
         return min(self._device.time_events(fn) for _ in range(3))
 
     def _choose_k(self, fn: Launch) -> int:
@@ -256,30 +253,30 @@ class RowMeasurer:
         return samples
 
     def _events_round(self, fn: Launch) -> list[float]:
+        return self._plain_round(fn, self._device.time_events)
+
+    def _host_round(self, fn: Launch) -> list[float]:
+        return self._plain_round(fn, self._host_time)
+
+    def _plain_round(self, fn: Launch, time_one: Callable[[Launch], float]) -> list[float]:
+        """One launch per sample, timed by ``time_one`` (seconds)."""
         cfg, dev = self._config, self._device
-        fn()
+        fn()  # first touch of the fresh inputs
         dev.synchronize()
         samples = []
         for _ in range(cfg.samples_per_round):
             if cfg.l2 is L2Policy.FLUSH:
                 dev.flush_l2()
-            samples.append(dev.time_events(fn) * 1e6)
+            samples.append(time_one(fn) * 1e6)
         return samples
 
-    def _host_round(self, fn: Launch) -> list[float]:
+    def _host_time(self, fn: Launch) -> float:
         dev, clock = self._device, self._clock
+        dev.synchronize()
+        t0 = clock()
         fn()
         dev.synchronize()
-        samples = []
-        for _ in range(self._config.samples_per_round):
-            if self._config.l2 is L2Policy.FLUSH:
-                dev.flush_l2()
-            dev.synchronize()
-            t0 = clock()
-            fn()
-            dev.synchronize()
-            samples.append((clock() - t0) * 1e6)
-        return samples
+        return clock() - t0
 
     # -- graph plumbing --------------------------------------------------------------------
     def _capture(self, fn: Launch, launches: int, *, phase: str) -> object:
