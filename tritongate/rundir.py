@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from tritongate import __version__
-from tritongate.atomicio import write_json_atomic
+from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.errors import IncompleteRunError, RunDirError, SchemaVersionError, UsageError
 from tritongate.schema import SCHEMA_VERSION, Row, RunStatus
 
@@ -59,6 +59,7 @@ class RunWriter:
             raise UsageError(f"{self.path} already holds a run; refusing to overwrite it")
         self.path.mkdir(parents=True, exist_ok=True)
         self._rows: list[Row] = []
+        self._row_json: list[str] = []  # serialised once: a rewrite per row must stay cheap
         self._keys: set[tuple[str, str, str]] = set()
         self._started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         self._mode = mode
@@ -80,6 +81,7 @@ class RunWriter:
         if row.key in self._keys:
             raise ValueError(f"duplicate row key {row.key}; give true duplicates an ordinal case")
         self._rows.append(row)
+        self._row_json.append(json.dumps(row.to_dict(), allow_nan=False))
         self._keys.add(row.key)
         self._flush(RunStatus.RUNNING)
 
@@ -98,11 +100,13 @@ class RunWriter:
             "unit": "us",
             "started_utc": self._started,
             "updated_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "rows": [r.to_dict() for r in self._rows],
         }
         if reason:
             doc["failure"] = reason
-        write_json_atomic(self.path / RESULTS, doc)
+        head = json.dumps(doc, indent=1)
+        rows = ",\n  ".join(self._row_json)
+        write_text_atomic(self.path / RESULTS, f'{head[:-2]},\n "rows": [\n  {rows}\n ]\n}}\n'
+                          if rows else f'{head[:-2]},\n "rows": []\n}}\n')
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from tritongate.rundir import RunWriter, load_run
-from tritongate.schema import MeasurementInfo, Row, Variant
+from tritongate.rundir import Run, RunWriter, load_run
+from tritongate.schema import MeasurementInfo, Row, RunStatus, Variant
 
 IDENTITY = {
     "device": "NVIDIA H200", "backend": "cuda", "timer": "cuda-graph",
@@ -57,3 +57,9 @@ def pair(tmp_path: Path, base_rows, cand_rows, *, cand_identity=None):
     cand = write_run(tmp_path / "pr_20261129T121500Z", cand_rows, mode="replay",
                      identity=cand_identity, replay_from=base.path)
     return base, cand
+
+
+def run_of(rows, mode: str) -> Run:
+    """An in-memory run (no files): for tests with thousands of rows."""
+    return Run(path=Path(f"/sim/{mode}"), status=RunStatus.COMPLETE, identity=IDENTITY, rows=tuple(rows),
+               mode=mode)

@@ -10,14 +10,12 @@ round offsets carry the larger part.
 
 import math
 import random
-from pathlib import Path
 
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import Verdict, run_gate
-from tritongate.rundir import Run
-from tritongate.schema import MeasurementInfo, Row, RunStatus
+from tritongate.schema import MeasurementInfo, Row
 
-from tests.gate.helpers import IDENTITY
+from tests.gate.helpers import run_of
 
 REL_IQRS = [0.0025, 0.0049, 0.0054, 0.0060, 0.0063, 0.0074, 0.0105, 0.0139, 0.0241]
 GRAPH_TIMER_REL_IQR = 0.006  # softmax 4096², the typical graph-timer row
@@ -32,11 +30,6 @@ def draw(rng: random.Random, median: float, rel_iqr: float, rounds=5, per_round=
         offset = rng.gauss(0, round_sd)
         out += [median * (1 + offset) * (1 + rng.gauss(0, within_sd)) for _ in range(per_round)]
     return tuple(out)
-
-
-def run_of(rows, mode) -> Run:
-    return Run(path=Path(f"/sim/{mode}"), status=RunStatus.COMPLETE, identity=IDENTITY, rows=tuple(rows),
-               mode=mode)
 
 
 def simulate(seed: int, shift: float, rel_iqrs) -> dict:
