@@ -88,7 +88,9 @@ def record_launches() -> Iterator[LaunchRecorder]:
     from triton.runtime.jit import JITFunction
 
     recorder = LaunchRecorder()
-    restores = [_patch(JITFunction, recorder), _patch(InterpretedFunction, recorder)]
+    # Triton <= 3.4 gives each InterpretedFunction its own `run` closure: nothing to patch
+    # at class level there, so interpreted launches go unrecorded on those versions.
+    restores = [_patch(cls, recorder) for cls in (JITFunction, InterpretedFunction) if "run" in vars(cls)]
     try:
         yield recorder
     finally:
