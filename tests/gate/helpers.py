@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from tritongate.rundir import Run, RunWriter, load_run
-from tritongate.schema import MeasurementInfo, Row, RunStatus, Variant
+from tritongate.rundir import RunWriter, load_run
+from tritongate.schema import MeasurementInfo, Row, Variant
 
 IDENTITY = {
     "device": "NVIDIA H200", "backend": "cuda", "timer": "cuda-graph",
@@ -58,8 +58,3 @@ def pair(tmp_path: Path, base_rows, cand_rows, *, cand_identity=None):
                      identity=cand_identity, replay_from=base.path)
     return base, cand
 
-
-def run_of(rows, mode: str) -> Run:
-    """An in-memory run (no files): for tests with thousands of rows."""
-    return Run(path=Path(f"/sim/{mode}"), status=RunStatus.COMPLETE, identity=IDENTITY, rows=tuple(rows),
-               mode=mode)

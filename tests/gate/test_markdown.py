@@ -10,7 +10,9 @@ from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import run_gate
 from tritongate.report.markdown import STICKY_MARKER, cell, render_markdown
 
-from tests.gate.helpers import pair, row, run_of
+from tritongate.gate.simulate import synthetic_run
+
+from tests.gate.helpers import pair, row
 
 GOLDEN = Path(__file__).parent / "golden" / "verdict.md"
 
@@ -89,7 +91,7 @@ def test_long_verdicts_are_cut_under_the_limit_and_say_so(tmp_path):
     base = [row(op=f"op{i:04d}{long}", case=f"c{i}", seed=i) for i in range(1500)]
     cand = [row(op=f"op{i:04d}{long}", case=f"c{i}", seed=10_000 + i, median=22 if i < 400 else 20)
             for i in range(1500)]
-    result = run_gate(run_of(base, "record"), run_of(cand, "replay"), GatePolicy())
+    result = run_gate(synthetic_run(base, "record"), synthetic_run(cand, "replay"), GatePolicy())
     text = render_markdown(result)
     assert len(text) <= 60_000
     assert "shortened to stay under 60,000 characters (1500 rows in all)" in text
