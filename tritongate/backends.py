@@ -64,10 +64,14 @@ def resolve_backend(name: str) -> Backend:
 
 
 def prepare_environment(backend: Backend) -> None:
-    """Set what must be set before Triton kernels are defined (decoration time)."""
+    """Set what must be set before Triton kernels are defined or compiled."""
     if backend.interpreter:
         os.environ["TRITON_INTERPRET"] = "1"
-    elif os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        return
+    # Line info embeds source paths in the binaries; without it the same source and options
+    # give byte-identical binaries across checkouts, which IDENTICAL_BINARY relies on.
+    os.environ.setdefault("TRITON_DISABLE_LINE_INFO", "1")
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         raise PreflightError("interpreter", f"TRITON_INTERPRET={os.environ['TRITON_INTERPRET']} is set "
                              f"but the backend is {backend.name}; unset it, or use --backend cpu")
 

@@ -1,8 +1,9 @@
 """Which kernel variants a call launched: patch the Triton launch entry points while the
 call runs once, outside any timed region.
 
-``JITFunction.run`` returns the ``CompiledKernel`` it launched (its source hash is
-build-independent, its ``hash`` build-specific); under the interpreter
+``JITFunction.run`` returns the ``CompiledKernel`` it launched: its source hash is
+build-independent, and the hash of its binary (cubin) bytes tells whether two builds
+generated the same code (with line info off, see ``backends``); under the interpreter
 ``InterpretedFunction.run`` compiles nothing, so the variant is named from its arguments.
 """
 
@@ -51,7 +52,13 @@ class LaunchRecorder:
         name = variant_name(kwargs)
         src_hash, bin_hash = _source_hash(fn), ""
         if compiled is not None and hasattr(compiled, "hash"):
-            bin_hash = str(compiled.hash)
+            # The bytes of the binary, not CompiledKernel.hash: that is a cache key which
+            # includes the compiler build, so it differs across builds even when the
+            # generated code is byte-identical.
+            binary = getattr(compiled, "kernel", None)
+            if isinstance(binary, str):
+                binary = binary.encode()
+            bin_hash = hashlib.sha256(binary).hexdigest()[:16] if binary else ""
             src = getattr(compiled, "src", None)
             if src is not None and hasattr(src, "hash"):
                 src_hash = str(src.hash())

@@ -46,6 +46,7 @@ def test_cuda_backend_without_a_gpu_fails_preflight(tmp_path, capsys, monkeypatc
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("TRITON_DISABLE_LINE_INFO", raising=False)  # the GPU path sets it
     assert main(["run", "--suite", "smoke", "--backend", "cuda", "--out", str(tmp_path)]) == 3
     assert "check=device" in capsys.readouterr().err
 
