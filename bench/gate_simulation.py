@@ -12,11 +12,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import platform
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tritongate import __version__  # noqa: E402
 from tritongate.gate.policy import GatePolicy  # noqa: E402
 from tritongate.gate.simulate import H200_REL_IQRS, simulate  # noqa: E402
 from tritongate.gate.verdict import Verdict  # noqa: E402
@@ -42,10 +44,12 @@ def main() -> None:
                                 "improved": len(res.by(Verdict.IMPROVED)), "rows": args.rows})
     args.out.mkdir(parents=True, exist_ok=True)
     doc = {"date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+           "python": platform.python_version(), "tritongate": __version__, "machine": platform.machine(),
            "rows_per_cell": args.rows, "results": results}
     (args.out / "gate_simulation.json").write_text(json.dumps(doc, indent=1))
     md = ["# Gate rule on synthetic rows at H200 noise levels", "",
-          f"{doc['date_utc']} · {args.rows} rows per cell · 5 rounds × 5 samples a side · "
+          f"{doc['date_utc']} · CPU only (no GPU involved) · Python {doc['python']} · tritongate "
+          f"{doc['tritongate']} · {args.rows} rows per cell · 5 rounds × 5 samples a side · "
           "cell = rows called REGRESSED (A/A column: REGRESSED + IMPROVED)", ""]
     for label in policies:
         md += [f"## {label}", "", "| row rel. IQR | A/A false | +1 % caught | +2 % caught | +5 % caught |",
