@@ -47,3 +47,11 @@ def test_show_newer_schema_is_exit_2(tmp_path, capsys):
     p.write_text(json.dumps(doc))
     assert main(["show", str(tmp_path / "r")]) == 2
     assert "upgrade tritongate" in capsys.readouterr().err
+
+
+def test_ops_lists_builtin_ops_and_suites(capsys):
+    assert main(["ops"]) == 0
+    out = capsys.readouterr().out
+    for op in ("add", "silu_mul", "softmax", "rmsnorm", "matmul", "attention", "attention_causal"):
+        assert f"\n{op} " in f"\n{out}"
+    assert "[M, N, K]" in out and "suites in" in out and "smoke" in out
