@@ -14,10 +14,6 @@ from tritongate.errors import PreflightError
 from tritongate.ops.registry import Registry, case_id
 from tritongate.suites import Shape, Suite
 
-CHECKS = ("backend", "interpreter", "suite_file", "shape_file", "suite_empty", "unknown_op",
-          "missing_shapes", "shape_arity", "dtype", "out_dir", "device", "replay_from")
-
-
 @dataclass(frozen=True)
 class PlannedRow:
     op: str

@@ -47,3 +47,14 @@ def test_bench_rejects_bad_counts(warmup, repeats):
     c = FakeClock([1])
     with pytest.raises(ValueError):
         bench(c.work, timer=c, sync=c.sync, warmup=warmup, repeats=repeats)
+
+
+def test_bench_on_the_host_with_the_real_clock():
+    import time
+
+    from tritongate.harness import no_sync
+
+    calls = []
+    r = bench(lambda: calls.append(sum(range(1000))), timer=time.perf_counter, sync=no_sync,
+              warmup=2, repeats=4)
+    assert len(calls) == 6 and r.summary.n == 4 and all(s > 0 for s in r.samples)

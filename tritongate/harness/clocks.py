@@ -6,8 +6,7 @@ each ``work()`` advances time by the next scripted step.
 
 from __future__ import annotations
 
-import time
-from typing import Callable, Iterable, Protocol
+from typing import Iterable, Protocol
 
 
 class Timer(Protocol):
@@ -20,10 +19,6 @@ class Sync(Protocol):
 
 def no_sync() -> None:
     """The sync of a host-only workload: nothing is queued, so nothing to wait for."""
-
-
-def host_timer() -> Timer:
-    return time.perf_counter
 
 
 class FakeClock:
@@ -62,6 +57,3 @@ class FakeClock:
         if seconds < 0:
             raise ValueError("time does not run backwards")
         self.now += seconds
-
-    def make_work(self) -> Callable[[], None]:
-        return self.work
