@@ -145,21 +145,12 @@ class AutotuneSession:
         match = (kid, key_text(key))
         rec = self.replay.lookup(kid, key) if self.replay else None
         if rec is None:
-            self._mark("key_missing", kid)
-            result = original(tuner, *args, **kwargs)  # tunes live once; cached afterwards
-            self._note(kid, key, tuner.best_config, "fallback")
-            return result
+            return self._tune_live("key_missing", tuner, original, kid, key, args, kwargs)
         if match in self._failed:
-            self._mark("compile_failed", kid)
-            result = original(tuner, *args, **kwargs)
-            self._note(kid, key, tuner.best_config, "fallback")
-            return result
+            return self._tune_live("compile_failed", tuner, original, kid, key, args, kwargs)
         config = next((c for c in tuner.configs if same_config(rec.config, c)), None)
         if config is None:
-            self._mark("config_not_in_space", kid)
-            result = original(tuner, *args, **kwargs)
-            self._note(kid, key, tuner.best_config, "fallback")
-            return result
+            return self._tune_live("config_not_in_space", tuner, original, kid, key, args, kwargs)
         tuner.cache[key] = config  # unconditionally: a cached live winner must not win
         try:
             result = original(tuner, *args, **kwargs)
@@ -168,13 +159,19 @@ class AutotuneSession:
                 raise
             self._failed.add(match)
             evicted = _evict(tuner.cache, key)
-            self._mark("compile_failed" if evicted else "compile_failed_no_evict", kid)
-            result = original(tuner, *args, **kwargs)  # live tuning (or the same error, no_evict)
-            self._note(kid, key, tuner.best_config, "fallback")
-            return result
+            # live tuning; with no_evict the same bad config is read back and raises again
+            return self._tune_live("compile_failed" if evicted else "compile_failed_no_evict",
+                                   tuner, original, kid, key, args, kwargs)
         self._note(kid, key, config, "replayed")
         return result
 
+    def _tune_live(self, reason, tuner, original, kid, key, args, kwargs) -> Any:
+        """Fall back to the tuner's own choice (a sweep the first time, cached after) and
+        mark the row."""
+        self._mark(reason, kid)
+        result = original(tuner, *args, **kwargs)
+        self._note(kid, key, tuner.best_config, "fallback")
+        return result
 
 def _tuner_classes() -> list[type]:
     from triton.runtime.autotuner import Autotuner
