@@ -151,3 +151,10 @@ def test_geomean_and_per_op_intervals(tmp_path):
 def test_a_non_replay_candidate_is_noted(tmp_path):
     from tritongate.gate.comparability import notes
     assert "not a replay run" in notes({}, {"mode": "record"})[0]
+
+
+def test_a_candidate_that_replayed_another_record_is_noted():
+    from tritongate.gate.comparability import notes
+    cand = {"mode": "replay", "replay_from": "/runs/other"}
+    assert "replayed /runs/other, not this base run" in notes({"mode": "record"}, cand, "/runs/base")[0]
+    assert notes({"mode": "record"}, {**cand, "replay_from": "/runs/base"}, "/runs/base") == []

@@ -53,7 +53,7 @@ def identity_mismatches(base: Identity, cand: Identity) -> list[Mismatch]:
     return out
 
 
-def notes(base: Identity, cand: Identity) -> list[str]:
+def notes(base: Identity, cand: Identity, base_path: str | None = None) -> list[str]:
     """Differences worth saying that do not stop a comparison."""
     out = []
     bs, cs = base.get("suite") or {}, cand.get("suite") or {}
@@ -63,7 +63,7 @@ def notes(base: Identity, cand: Identity) -> list[str]:
     if cand.get("mode") != "replay":
         out.append("the candidate is not a replay run: autotune may have picked other configs than the "
                    "base, so differences can come from config flips rather than the compiler")
-    elif base.get("mode") == "record" and cand.get("replay_from") and base.get("_path") \
-            and str(cand.get("replay_from")) != str(base.get("_path")):
+    elif base.get("mode") == "record" and cand.get("replay_from") and base_path \
+            and str(cand.get("replay_from")) != base_path:
         out.append(f"the candidate replayed {cand.get('replay_from')}, not this base run")
     return out

@@ -243,6 +243,5 @@ def run_gate(base: Run, cand: Run, policy: GatePolicy, *, allow_mismatch: bool =
         if key not in base_rows:
             rows.append(RowVerdict(*key, verdict=Verdict.NEW, reasons=("not in the base run",),
                                    cand_markers=crow.markers))
-    base_ident = {**base.identity, "_path": str(Path(base.path).resolve())}
     return GateResult(base=base, cand=cand, policy=policy, rows=rows, mismatches=mismatches,
-                      notes=notes(base_ident, cand.identity))
+                      notes=notes(base.identity, cand.identity, str(Path(base.path).resolve())))

@@ -16,6 +16,7 @@ import jinja2
 
 from tritongate.gate.summary import per_op
 from tritongate.gate.verdict import GateResult, RowVerdict, Verdict
+from tritongate.report.table import format_us
 
 STICKY_MARKER = "<!-- tritongate-verdict -->"
 COMMENT_LIMIT = 60_000  # GitHub refuses comment bodies over 65,536 characters
@@ -38,14 +39,10 @@ _ENV = jinja2.Environment(
 _ENV.filters["cell"] = cell
 
 
-def _us(v: float) -> str:
-    return f"{v:,.2f}" if v < 1000 else f"{v:,.1f}"
-
-
 def _timed_row(r: RowVerdict) -> dict[str, Any]:
     t = r.timing
-    base = f"{_us(t.base.median)} ({_us(t.base.q1)}–{_us(t.base.q3)})" if t else "–"
-    cand = f"{_us(t.cand.median)} ({_us(t.cand.q1)}–{_us(t.cand.q3)})" if t else "–"
+    base = f"{format_us(t.base.median)} ({format_us(t.base.q1)}–{format_us(t.base.q3)})" if t else "–"
+    cand = f"{format_us(t.cand.median)} ({format_us(t.cand.q1)}–{format_us(t.cand.q3)})" if t else "–"
     return {"op": r.op, "case": r.case, "dtype": r.dtype, "verdict": r.verdict.value, "base": base,
             "cand": cand, "effect": f"{t.effect:+.2%}" if t else "–",
             "speedup": f"{t.speedup:.3f}×" if t else "–",

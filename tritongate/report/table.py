@@ -15,7 +15,8 @@ from rich.table import Table
 from tritongate.schema import Row
 
 
-def _fmt_us(v: float) -> str:
+def format_us(v: float) -> str:
+    """Microseconds for people: two decimals under 1 ms, one above."""
     return f"{v:,.2f}" if v < 1000 else f"{v:,.1f}"
 
 
@@ -24,8 +25,8 @@ def row_cells(row: Row) -> dict[str, str]:
     cells = {
         "op": row.op, "case": row.case, "dtype": row.dtype, "timer": row.timer,
         "status": row.status.value,
-        "median µs": _fmt_us(s.median) if s else "-",
-        "IQR µs": f"{_fmt_us(s.q1)}–{_fmt_us(s.q3)}" if s else "-",
+        "median µs": format_us(s.median) if s else "-",
+        "IQR µs": f"{format_us(s.q1)}–{format_us(s.q3)}" if s else "-",
         "rel IQR": f"{s.rel_iqr:.2%}" if s else "-",
         "n": str(s.n) if s else "0",
         "k": str(row.measurement.launches_per_sample) if row.measurement else "-",
