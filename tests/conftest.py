@@ -102,3 +102,11 @@ def make_row(op: str = "add", case: str = "n=4096", dtype: str = "float32",
     kw.setdefault("measurement", MeasurementInfo(launches_per_sample=100, samples_per_round=5,
                                                  warmup_calls=6, l2="warm"))
     return Row(op=op, case=case, dtype=dtype, timer="cuda-graph", samples=tuple(samples), **kw)
+
+
+def write_suite(folder, suite: str, shapes: str = "add: {shapes: [[16]]}\n"):
+    """A suite file ``s.yaml`` (its text as given) beside a shape file ``shapes.yaml``."""
+    (folder / "shapes.yaml").write_text(shapes)
+    path = folder / "s.yaml"
+    path.write_text(suite)
+    return path

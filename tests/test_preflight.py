@@ -6,13 +6,13 @@ from tritongate.ops.builtin import REGISTRY
 from tritongate.preflight import check_out_dir, plan_rows
 from tritongate.suites import load_suite
 
+from tests.conftest import write_suite
+
 CPU = BACKENDS["cpu"]
 
 
 def _suite(tmp_path, ops, shapes):
-    (tmp_path / "shapes.yaml").write_text(shapes)
-    (tmp_path / "s.yaml").write_text(f"shapes: shapes.yaml\nops: {ops}\n")
-    return load_suite(str(tmp_path / "s.yaml"))
+    return load_suite(str(write_suite(tmp_path, f"shapes: shapes.yaml\nops: {ops}\n", shapes)))
 
 
 def test_plan_rows_expands_shapes_and_dtypes(tmp_path):

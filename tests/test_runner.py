@@ -14,6 +14,8 @@ from tritongate.rundir import load_run
 from tritongate.runner import RunRequest, row_seed, run_suite
 from tritongate.schema import RowStatus
 
+from tests.conftest import write_suite
+
 CPU = BACKENDS["cpu"]
 
 
@@ -86,9 +88,9 @@ def test_wrong_results_and_failing_rows_are_kept_and_marked(tmp_path, monkeypatc
 
     _register(monkeypatch, "t_wrong", wrong)
     _register(monkeypatch, "t_broken", broken)
-    (tmp_path / "sh.yaml").write_text("t_wrong: {shapes: [[8]]}\nt_broken: {shapes: [[8]]}\nadd: {shapes: [[64]]}\n")
-    (tmp_path / "s.yaml").write_text("shapes: sh.yaml\ndtypes: [float32]\nops: {t_wrong: {}, t_broken: {}, add: {}}\n")
-    outcome = run_suite(RunRequest(suite=str(tmp_path / "s.yaml"), backend=CPU, out=tmp_path / "runs"))
+    suite = write_suite(tmp_path, "shapes: shapes.yaml\ndtypes: [float32]\nops: {t_wrong: {}, t_broken: {}, add: {}}\n",
+                        "t_wrong: {shapes: [[8]]}\nt_broken: {shapes: [[8]]}\nadd: {shapes: [[64]]}\n")
+    outcome = run_suite(RunRequest(suite=str(suite), backend=CPU, out=tmp_path / "runs"))
     run = load_run(outcome.path)
     rows = {r.op: r for r in run.rows}
     assert len(run.rows) == 3  # the broken row did not stop the run
@@ -108,10 +110,10 @@ def test_interrupted_run_loads_as_incomplete(tmp_path, monkeypatch):
         raise KeyboardInterrupt
 
     _register(monkeypatch, "t_ctrl_c", interrupt)
-    (tmp_path / "sh.yaml").write_text("add: {shapes: [[64]]}\nt_ctrl_c: {shapes: [[8]]}\n")
-    (tmp_path / "s.yaml").write_text("shapes: sh.yaml\ndtypes: [float32]\nops: {add: {}, t_ctrl_c: {}}\n")
+    suite = write_suite(tmp_path, "shapes: shapes.yaml\ndtypes: [float32]\nops: {add: {}, t_ctrl_c: {}}\n",
+                        "add: {shapes: [[64]]}\nt_ctrl_c: {shapes: [[8]]}\n")
     with pytest.raises(KeyboardInterrupt):
-        run_suite(RunRequest(suite=str(tmp_path / "s.yaml"), backend=CPU, out=tmp_path / "runs"))
+        run_suite(RunRequest(suite=str(suite), backend=CPU, out=tmp_path / "runs"))
     (path,) = (tmp_path / "runs").iterdir()
     with pytest.raises(IncompleteRunError, match=r"failed, 1 rows\): KeyboardInterrupt\. Re-run"):
         load_run(path)

@@ -3,6 +3,8 @@ import pytest
 from tritongate.errors import PreflightError
 from tritongate.suites import builtin_suites, load_suite
 
+from tests.conftest import write_suite
+
 
 def test_builtin_suites_load():
     assert {"smoke", "pr", "deep"} <= set(builtin_suites())
@@ -11,13 +13,6 @@ def test_builtin_suites_load():
     rows = sum(len(pr.shapes[op.name]) * len(op.dtypes) for op in pr.ops)
     assert rows >= 30
     assert {op.name for op in pr.ops} >= {"add", "silu_mul", "softmax", "rmsnorm", "matmul", "attention"}
-
-
-def _write(tmp_path, suite, shapes="add: {shapes: [[16]]}\n"):
-    (tmp_path / "shapes.yaml").write_text(shapes)
-    p = tmp_path / "s.yaml"
-    p.write_text(suite)
-    return p
 
 
 @pytest.mark.parametrize("suite,check,msg", [
@@ -32,13 +27,13 @@ def _write(tmp_path, suite, shapes="add: {shapes: [[16]]}\n"):
 ])
 def test_bad_suites_name_their_check(tmp_path, suite, check, msg):
     with pytest.raises(PreflightError, match=msg) as info:
-        load_suite(str(_write(tmp_path, suite)))
+        load_suite(str(write_suite(tmp_path, suite)))
     assert info.value.check == check
 
 
 def test_bad_shape_file(tmp_path):
     with pytest.raises(PreflightError, match="shapes:") as info:
-        load_suite(str(_write(tmp_path, "shapes: shapes.yaml\nops: {add: {}}\n", "add: [16]\n")))
+        load_suite(str(write_suite(tmp_path, "shapes: shapes.yaml\nops: {add: {}}\n", "add: [16]\n")))
     assert info.value.check == "shape_file"
 
 

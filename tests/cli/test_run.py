@@ -2,6 +2,8 @@ import pytest
 
 from tritongate.cli import main
 
+from tests.conftest import write_suite
+
 
 def test_run_prints_the_run_dir_last(tmp_path, capsys):
     assert main(["run", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path),
@@ -13,12 +15,6 @@ def test_run_prints_the_run_dir_last(tmp_path, capsys):
     assert any("softmax" in line for line in out) and "3 rows" in out[-2]
 
 
-def _suite(tmp_path, suite, shapes="add: {shapes: [[16]]}\n"):
-    (tmp_path / "shapes.yaml").write_text(shapes)
-    (tmp_path / "s.yaml").write_text(suite)
-    return str(tmp_path / "s.yaml")
-
-
 @pytest.mark.parametrize("suite,shapes,check", [
     ("shapes: shapes.yaml\nops: {nosuchop: {}}\n", "nosuchop: {shapes: [[1]]}\n", "unknown_op"),
     ("shapes: shapes.yaml\nops: [add\n", "", "suite_file"),  # malformed YAML
@@ -26,7 +22,7 @@ def _suite(tmp_path, suite, shapes="add: {shapes: [[16]]}\n"):
     ("shapes: shapes.yaml\nops: {softmax: {}}\n", "softmax: {shapes: [[1, 2, 3, 4]]}\n", "shape_arity"),
 ])
 def test_bad_input_is_a_named_preflight_failure(tmp_path, capsys, suite, shapes, check):
-    path = _suite(tmp_path, suite, shapes)
+    path = str(write_suite(tmp_path, suite, shapes))
     assert main(["run", "--suite", path, "--backend", "cpu", "--out", str(tmp_path / "runs")]) == 3
     err = capsys.readouterr().err
     assert f"!!! PREFLIGHT_FAILED check={check}" in err
