@@ -87,11 +87,15 @@ class AutotuneSession:
         self._row: RowAutotune = RowAutotune(mode)
         self._row_label: tuple[str, str] = ("", "")  # (op, "case/dtype")
         self._inside: set[int] = set()  # tuners mid-call: a subclass's run calling super().run
+        # (tuner, key) pairs already handled in this row -> the config to inject (replay) or
+        # None: the row's thousands of timed launches then skip matching and recording.
+        self._settled: dict[tuple[int, tuple], Any] = {}
 
     # -- rows --------------------------------------------------------------------------------
     def begin_row(self, op: str, case: str, dtype: str) -> None:
         self._row = RowAutotune(self.mode)
         self._row_label = (op, f"{case}/{dtype}")
+        self._settled.clear()
 
     def end_row(self) -> RowAutotune:
         row, self._row = self._row, RowAutotune(self.mode)
@@ -117,13 +121,23 @@ class AutotuneSession:
         # single-config tuners never tune; a nested call is the same call seen twice
         if self.mode == OFF or len(tuner.configs) <= 1 or id(tuner) in self._inside:
             return original(tuner, *args, **kwargs)
-        kid, key = tuner_kernel_id(tuner), autotune_key(tuner, args, kwargs)
+        key = autotune_key(tuner, args, kwargs)
+        settled = (id(tuner), key)
+        if settled in self._settled:
+            config = self._settled[settled]
+            if config is not None:
+                tuner.cache[key] = config
+            return original(tuner, *args, **kwargs)
+        kid = tuner_kernel_id(tuner)
         self._inside.add(id(tuner))
         try:
             if self.mode == REPLAY:
-                return self._replay(tuner, original, kid, key, args, kwargs)
-            result = original(tuner, *args, **kwargs)
-            self._record(tuner, kid, key)
+                result, injected = self._replay(tuner, original, kid, key, args, kwargs)
+                self._settled[settled] = injected
+            else:
+                result = original(tuner, *args, **kwargs)
+                self._record(tuner, kid, key)
+                self._settled[settled] = None
             return result
         finally:
             self._inside.discard(id(tuner))
@@ -141,16 +155,18 @@ class AutotuneSession:
         self._records[match] = Record(op=old.op if old else op, kernel=kid, tuner=type(tuner).__name__,
                                       key=jsonable(key), config=config_to_dict(config), cases=cases)
 
-    def _replay(self, tuner, original, kid, key, args, kwargs) -> Any:
+    def _replay(self, tuner, original, kid, key, args, kwargs) -> tuple[Any, Any]:
+        """Run one call under replay; return its result and the config injected (None when
+        it fell back to live tuning)."""
         match = (kid, key_text(key))
         rec = self.replay.lookup(kid, key) if self.replay else None
         if rec is None:
-            return self._tune_live("key_missing", tuner, original, kid, key, args, kwargs)
+            return self._tune_live("key_missing", tuner, original, kid, key, args, kwargs), None
         if match in self._failed:
-            return self._tune_live("compile_failed", tuner, original, kid, key, args, kwargs)
+            return self._tune_live("compile_failed", tuner, original, kid, key, args, kwargs), None
         config = next((c for c in tuner.configs if same_config(rec.config, c)), None)
         if config is None:
-            return self._tune_live("config_not_in_space", tuner, original, kid, key, args, kwargs)
+            return self._tune_live("config_not_in_space", tuner, original, kid, key, args, kwargs), None
         tuner.cache[key] = config  # unconditionally: a cached live winner must not win
         try:
             result = original(tuner, *args, **kwargs)
@@ -160,10 +176,10 @@ class AutotuneSession:
             self._failed.add(match)
             evicted = _evict(tuner.cache, key)
             # live tuning; with no_evict the same bad config is read back and raises again
-            return self._tune_live("compile_failed" if evicted else "compile_failed_no_evict",
-                                   tuner, original, kid, key, args, kwargs)
+            reason = "compile_failed" if evicted else "compile_failed_no_evict"
+            return self._tune_live(reason, tuner, original, kid, key, args, kwargs), None
         self._note(kid, key, config, "replayed")
-        return result
+        return result, config
 
     def _tune_live(self, reason, tuner, original, kid, key, args, kwargs) -> Any:
         """Fall back to the tuner's own choice (a sweep the first time, cached after) and
