@@ -11,7 +11,8 @@ from tritongate.backends import BACKENDS, CPU_MEASURE
 from tritongate.ops.builtin import REGISTRY
 from tritongate.ops.registry import Case, OpSpec
 from tritongate.rundir import load_run
-from tritongate.runner import RunRequest, row_seed, run_suite
+from tritongate.rowcase import row_seed
+from tritongate.runner import RunRequest, run_suite
 from tritongate.schema import RowStatus
 
 from tests.conftest import write_suite

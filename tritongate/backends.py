@@ -39,8 +39,9 @@ BACKENDS: dict[str, Backend] = {
                    interpreter=True, unsupported_dtypes=("bfloat16",)),
 }
 
-# The interpreter is slow: fewer, shorter rounds still exercise every code path.
-CPU_MEASURE = MeasureConfig(rounds=2, samples_per_round=3, warmup_budget_s=0.0, warmup_min=1,
+# The interpreter is slow: shorter rounds, but 4 x 3 samples still give each side the
+# gate's minimum of 10, so a paired CPU run can call a change.
+CPU_MEASURE = MeasureConfig(rounds=4, samples_per_round=3, warmup_budget_s=0.0, warmup_min=1,
                             warmup_max=1, shift_placement=False, fresh_segments=False)
 
 

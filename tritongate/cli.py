@@ -44,7 +44,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def _progress_printer(color: bool):
     """Progress on stderr: a live bar on a terminal, one line per row otherwise."""
-    from tritongate.runner import Progress
+    from tritongate.progress import Progress
 
     if color:
         from rich.console import Console
@@ -145,34 +145,147 @@ def cmd_gate(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def cmd_loop(args: argparse.Namespace) -> int:
-    """Record the suite, replay it, gate the two: the whole loop on one machine."""
-    from tritongate.autotune.tuner_cache import isolation_requested
-    from tritongate.backends import resolve_backend
-    from tritongate.gate.output import write_verdict
-    from tritongate.gate.policy import load_policy
-    from tritongate.gate.verdict import run_gate
-    from tritongate.rundir import load_run
-    from tritongate.runner import RunRequest, run_suite
+def _pair_progress(color: bool):
+    """Paired-run progress on stderr: a bar on a terminal, one line per row otherwise."""
+    from tritongate.progress import Progress
 
-    backend = resolve_backend(args.backend)
-    out = Path(args.out)
-    progress = _progress_printer(want_color(args.color, sys.stderr))
-    common = dict(suite=args.suite, backend=backend, out=out,
-                  isolate_tuner_cache=isolation_requested(False))
-    print(f"1/3 record: {args.suite} on {backend.name}", file=sys.stderr)
-    record = run_suite(RunRequest(**common), progress)
-    print(f"2/3 replay of {record.path}", file=sys.stderr)
-    replay = run_suite(RunRequest(**common, replay_from=record.path), progress)
-    print("3/3 gate", file=sys.stderr)
-    result = run_gate(load_run(record.path), load_run(replay.path), load_policy())
-    verdict_dir = replay.path / "gate"
-    _, md_path = write_verdict(result, verdict_dir)
-    print(f"record:  {record.path}")
-    print(f"replay:  {replay.path}")
-    print(f"verdict: {md_path}")
+    if color:
+        from rich.console import Console
+        from rich.markup import escape
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        bar = Bar(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+        task = None
+
+        def show(ev: Progress) -> None:
+            nonlocal task
+            if ev.kind == "start":
+                bar.start()
+                task = bar.add_task("starting", total=ev.total)
+            elif ev.kind == "row_start" and ev.planned is not None:
+                p = ev.planned
+                bar.update(task, description=f"{p.op} {p.case} {p.dtype}")
+            elif ev.kind == "row_done":
+                bar.advance(task)
+                r = ev.row
+                if r is not None:
+                    bar.console.print(escape(f"{r.op} {r.case} {r.dtype}: {ev.message}"), highlight=False)
+            elif ev.kind == "finish":
+                bar.stop()
+        return show
+
+    def show_plain(ev: Progress) -> None:
+        if ev.kind == "start":
+            print(f"pairing {ev.total} rows into {ev.message}", file=sys.stderr, flush=True)
+        elif ev.kind == "row_done" and ev.row is not None:
+            r, width = ev.row, len(str(ev.total))
+            print(f"[{ev.index + 1:>{width}}/{ev.total}] {r.op:<18} {r.case:<18} {r.dtype:<9} {ev.message}",
+                  file=sys.stderr, flush=True)
+    return show_plain
+
+
+def _pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy):
+    from tritongate.autotune.tuner_cache import isolation_requested
+    from tritongate.pair.orchestrator import PairRequest, parse_builds
+    from tritongate.pair.schedule import PairSchedule
+
+    base, cand = parse_builds(args.base_python, args.cand_python, args.base_env, args.cand_env)
+    overrides = {k: v for k, v in (("rounds", args.rounds), ("samples_per_round", args.samples_per_round),
+                                   ("l2", args.l2)) if v is not None}
+    schedule = None
+    if args.max_rounds is not None or args.row_budget is not None or args.run_budget is not None:
+        rounds = args.rounds or (4 if args.backend == "cpu" else 5)
+        try:
+            schedule = PairSchedule(min_rounds=rounds, max_rounds=args.max_rounds or max(rounds, 20),
+                                    row_budget_s=30.0 if args.row_budget is None else args.row_budget,
+                                    run_budget_s=600.0 if args.run_budget is None else args.run_budget)
+        except ValueError as exc:
+            raise UsageError(f"bad schedule option: {exc}") from exc
+    if args.row_timeout <= 0:
+        raise UsageError(f"--row-timeout must be > 0 seconds, got {args.row_timeout}")
+    return PairRequest(
+        baseline=baseline, suite=args.suite, out=out, base=base, cand=cand, backend=args.backend,
+        shape_file=Path(args.shape_file) if args.shape_file else None,
+        only_ops=tuple(_split(args.ops)), only_dtypes=tuple(_split(args.dtypes)),
+        config_overrides=overrides, schedule=schedule, time_identical=args.time_identical,
+        row_timeout_s=args.row_timeout, allow_busy_gpu=args.allow_busy_gpu,
+        isolate_tuner_cache=isolation_requested(args.isolate_tuner_cache), policy=policy,
+        artifact_url=args.artifact_url or os.environ.get("TRITONGATE_ARTIFACT_URL"))
+
+
+def _run_pair(request, color: bool) -> int:
+    import signal
+
+    from tritongate.pair.orchestrator import run_pair
+
+    # CI cancels a job with SIGTERM: stop the workers and leave incomplete run dirs, like Ctrl-C.
+    def _term(signum, frame):  # noqa: ARG001
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, _term)
+    try:
+        outcome = run_pair(request, _pair_progress(color))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    result = outcome.result
+    for verdict in ("REGRESSED", "IMPROVED", "REJECTED", "NOT_COMPARABLE", "MISSING"):
+        for r in (r for r in result.rows if r.verdict.value == verdict):
+            change = f" {r.timing.effect:+.2%} time" if r.timing else ""
+            print(f"  {verdict:<15} {r.op} {r.case} {r.dtype}{change}  {'; '.join(r.reasons)}")
+    timed = sum(1 for b, c in outcome.rows if c.samples)
+    print(f"{len(outcome.rows)} rows ({timed} timed) in {outcome.wall_s:.1f} s "
+          f"({outcome.timed_s:.1f} s warming up and timing)"
+          + (f"; worker restarts: {outcome.restarts}" if any(outcome.restarts.values()) else ""))
     print(result.headline())
+    print(f"base:      {outcome.base_path}")
+    print(f"candidate: {outcome.cand_path}")
+    print(f"verdict:   {outcome.verdict_md}")
     return result.exit_code
+
+
+def _gate_policy(args: argparse.Namespace):
+    from tritongate.gate.policy import load_policy
+
+    return load_policy(Path(args.policy) if args.policy else None, min_effect=args.min_effect,
+                       noise_z=args.noise_z, min_samples=args.min_samples,
+                       max_missing=args.max_missing, strict=args.strict or None)
+
+
+def cmd_pair(args: argparse.Namespace) -> int:
+    request = _pair_request(args, Path(args.baseline), Path(args.out), _gate_policy(args))
+    return _run_pair(request, want_color(args.color, sys.stderr))
+
+
+def cmd_loop(args: argparse.Namespace) -> int:
+    """Record the suite, then pair the current build against itself (or against the
+    --cand-env/--cand-python build), then gate: the whole PR check on one machine."""
+    import subprocess
+
+    out = Path(args.out)
+    policy = _gate_policy(args)  # bad policy options fail before anything is measured
+    record_cmd = [sys.executable, "-m", "tritongate", "run", "--suite", args.suite, "--backend", args.backend,
+                  "--out", str(out), "--color", args.color]
+    for flag, value in (("--shape-file", args.shape_file), ("--rounds", args.rounds),
+                        ("--samples-per-round", args.samples_per_round), ("--l2", args.l2)):
+        if value is not None:
+            record_cmd += [flag, str(value)]
+    for flag, values in (("--ops", args.ops), ("--dtypes", args.dtypes)):
+        for v in values or ():
+            record_cmd += [flag, v]
+    if args.allow_busy_gpu:
+        record_cmd.append("--allow-busy-gpu")
+    print(f"1/2 record: {args.suite} ({args.backend})", file=sys.stderr, flush=True)
+    # The record runs in its own process: this one then holds no device context while the
+    # paired workers measure.
+    proc = subprocess.run(record_cmd, stdout=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        sys.stdout.write(proc.stdout)
+        return proc.returncode
+    record = Path(proc.stdout.strip().splitlines()[-1])
+    print(f"record:    {record}")
+    print(f"2/2 pair: base and candidate replay {record.name}, rounds alternating", file=sys.stderr, flush=True)
+    return _run_pair(_pair_request(args, record, out, policy), want_color(args.color, sys.stderr))
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
@@ -191,6 +304,53 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
 def _split(values: list[str] | None) -> list[str]:
     return [v for item in values or [] for v in item.replace(",", " ").split() if v]
+
+
+def _measure_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("measurement")
+    g.add_argument("--shape-file", metavar="YAML", help="shapes keyed by op name; overrides the suite's")
+    g.add_argument("--ops", action="append", metavar="A,B", help="only these ops of the suite")
+    g.add_argument("--dtypes", action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
+    g.add_argument("--rounds", type=int, help="rounds (pairs) per row (default 5; 4 on cpu)")
+    g.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 3 on cpu)")
+    g.add_argument("--l2", choices=["warm", "flush"], help="L2 policy (default warm)")
+    g.add_argument("--isolate-tuner-cache", action="store_true",
+                   help="private FlagGems LibTuner DB per worker (also TRITONGATE_ISOLATE_TUNER_CACHE=1)")
+    g.add_argument("--allow-busy-gpu", action="store_true",
+                   help="measure even when other processes use the GPU (rows get GPU_BUSY)")
+    g.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                   help="colour and a live progress bar on a terminal (auto), or force it")
+
+
+def _pair_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("compiler builds and pairing")
+    g.add_argument("--base-python", metavar="PY", help="the base build's interpreter (default: this one)")
+    g.add_argument("--cand-python", metavar="PY", help="the candidate build's interpreter (default: this one)")
+    g.add_argument("--base-env", action="append", metavar="K=V", help="environment for the base worker only")
+    g.add_argument("--cand-env", action="append", metavar="K=V",
+                   help="environment for the candidate worker only (e.g. DISABLE_MMA_V3=1)")
+    g.add_argument("--time-identical", action="store_true",
+                   help="time rows whose kernels are byte-identical on both sides too (an A/A check)")
+    g.add_argument("--row-timeout", type=float, default=600.0, metavar="S",
+                   help="a worker that does not answer within S seconds is killed and restarted; its row is "
+                        "REJECTED (default 600)")
+    g.add_argument("--max-rounds", type=int, metavar="N",
+                   help="pairs a row may grow to while short of its precision target (default 20; cpu: no growth)")
+    g.add_argument("--row-budget", type=float, metavar="S", help="wall seconds one row's timing may take (default 30)")
+    g.add_argument("--run-budget", type=float, metavar="S",
+                   help="wall seconds the run may spend on extra pairs (default 600)")
+
+
+def _gate_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("gate")
+    g.add_argument("--policy", metavar="YAML", help="thresholds file (default ops/gate.yaml)")
+    g.add_argument("--min-effect", type=float, help="default minimum effect, e.g. 0.01 for 1%%")
+    g.add_argument("--noise-z", type=float, help="standard errors an effect must clear (default 6)")
+    g.add_argument("--min-samples", type=int, help="samples each side needs for a verdict (default 10)")
+    g.add_argument("--max-missing", type=int, help="missing rows tolerated (default 0)")
+    g.add_argument("--strict", action="store_true", help="rejected and not-comparable rows fail too")
+    g.add_argument("--artifact-url", metavar="URL",
+                   help="link to the uploaded run dirs and IR diffs (or TRITONGATE_ARTIFACT_URL)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -257,13 +417,37 @@ def build_parser() -> argparse.ArgumentParser:
                       help="link to the uploaded run dirs and IR diffs (or TRITONGATE_ARTIFACT_URL)")
     gate.set_defaults(func=cmd_gate)
 
-    loop = sub.add_parser(
-        "loop", help="record a suite, replay it, gate the two (the whole loop on one machine)",
+    pair = sub.add_parser(
+        "pair", help="the PR check: base and candidate builds replay a baseline in alternating rounds",
+        description="Start one worker per compiler build (an interpreter plus environment overlays), both on "
+                    "one device, both replaying BASELINE_RECORD's autotune configs. Rows whose launched "
+                    "kernels are byte-identical on both sides are IDENTICAL_BINARY without timing; the others "
+                    "are timed in alternating rounds (A B, B A, ...) with one k for both sides, get more pairs "
+                    "while short of their precision target, and are gated on the paired log ratios. Writes "
+                    "OUT/pair-<suite>_<UTC>/{base,candidate}/ (ordinary run directories) and verdict/.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    loop.add_argument("--suite", default="smoke", metavar="NAME|PATH")
-    loop.add_argument("--backend", default="auto", metavar="NAME")
-    loop.add_argument("--out", default="runs", metavar="DIR")
-    loop.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    pair.add_argument("baseline", metavar="BASELINE_RECORD", help="a record run (tritongate run) to replay")
+    pair.add_argument("--suite", required=True, metavar="NAME|PATH", help="builtin suite name or suite YAML")
+    pair.add_argument("--out", required=True, metavar="DIR", help="parent directory of the pair directory")
+    pair.add_argument("--backend", default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
+    _measure_options(pair)
+    _pair_options(pair)
+    _gate_options(pair)
+    pair.set_defaults(func=cmd_pair)
+
+    loop = sub.add_parser(
+        "loop", help="record a suite, pair the build against itself (or --cand-env ...), gate",
+        description="The whole PR check on one machine: record the suite (live autotune), then run "
+                    "`tritongate pair` on that record with the current interpreter on both sides (or the "
+                    "--base-*/--cand-* builds), then gate. Prints the record, both run directories and "
+                    "verdict.md.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    loop.add_argument("--suite", default="smoke", metavar="NAME|PATH", help="default: smoke")
+    loop.add_argument("--backend", default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
+    loop.add_argument("--out", default="runs", metavar="DIR", help="default: runs")
+    _measure_options(loop)
+    _pair_options(loop)
+    _gate_options(loop)
     loop.set_defaults(func=cmd_loop)
 
     ops = sub.add_parser("ops", help="list the builtin ops and suites")

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from tritongate import __version__
 from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.errors import IncompleteRunError, RunDirError, SchemaVersionError, UsageError
-from tritongate.schema import SCHEMA_VERSION, Row, RunStatus
+from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, Row, RunStatus
 
 RESULTS = "results.json"
 IDENTITY = "run_identity.json"
@@ -145,10 +145,10 @@ def _check_version(path: Path, data: Mapping[str, Any]) -> None:
         raise SchemaVersionError(f"{path} has no integer schema_version; it was not written "
                                  "by tritongate")
     writer = data.get("tool_version", "unknown")
-    if version < SCHEMA_VERSION:
+    if version < MIN_READABLE_SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{path} uses schema {version} (tritongate {writer}); this tritongate "
-            f"{__version__} reads schema {SCHEMA_VERSION}. Re-record the run with this "
+            f"{__version__} reads schemas {MIN_READABLE_SCHEMA_VERSION}-{SCHEMA_VERSION}. Re-record the run with this "
             f"version, or read it with tritongate {writer}")
     if version > SCHEMA_VERSION:
         raise SchemaVersionError(

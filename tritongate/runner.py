@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import random
 import time
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -32,11 +30,12 @@ from tritongate.harness.measure import MeasureConfig, measure
 from tritongate.identity import codegen_env, compiler_ref, config_dict, host, software, source_commit
 from tritongate.preflight import PlannedRow, check_out_dir, plan_rows
 from tritongate.rundir import LOG, RunWriter, new_run_dir
+from tritongate.progress import Progress, ProgressFn, row_line
 from tritongate.runlog import RunLog
-from tritongate.schema import Correctness, MeasurementInfo, Row, RowStatus
+from tritongate.rowcase import describe, error_row, finish_row, prepare_row, tuning_context
+from tritongate.schema import Row, RowStatus
 from tritongate.suites import load_suite
 
-BASE_SEED = 20261129
 UTILIZATION_RETRIES = 5
 
 
@@ -59,19 +58,6 @@ class RunRequest:
         return "replay" if self.replay_from is not None else "record"
 
 
-@dataclass(frozen=True)
-class Progress:
-    """One event for the caller's progress display."""
-
-    kind: str  # "start" | "row_start" | "row_done" | "finish"
-    index: int = 0
-    total: int = 0
-    planned: PlannedRow | None = None
-    row: Row | None = None
-    message: str = ""
-
-
-ProgressFn = Callable[[Progress], None]
 
 
 @dataclass
@@ -83,28 +69,6 @@ class RunOutcome:
     @property
     def flagged(self) -> list[Row]:
         return [r for r in self.rows if r.markers or r.status is not RowStatus.OK]
-
-
-def row_seed(op: str, case: str, dtype: str) -> int:
-    """Stable per row, independent of which other rows run."""
-    return (BASE_SEED + zlib.crc32(f"{op}|{case}|{dtype}".encode())) & 0x7FFFFFFF
-
-
-def seed_everything(seed: int) -> None:
-    import numpy as np
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def _row_line(row: Row) -> str:
-    s = row.summary
-    state = "SUCCESS" if row.status is RowStatus.OK and not row.markers else "FLAGGED" \
-        if row.status is RowStatus.OK else "FAILED"
-    timing = f"median {s.median:.3f} us IQR [{s.q1:.3f}, {s.q3:.3f}] n={s.n}" if s else row.error
-    return f"{state} {row.op} case={row.case} dtype={row.dtype} timer={row.timer} {timing}"
 
 
 class Runner:
@@ -235,7 +199,7 @@ class Runner:
                                                      reason=" ".join(gpu_before["throttle_reasons"])))
             writer.add(row)
             outcome.rows.append(row)
-            log.write(_row_line(row))
+            log.write(row_line(row))
             for m in row.markers:
                 log.write(m)
             self._progress(Progress("row_done", index=i, total=len(planned), planned=item, row=row))
@@ -245,92 +209,21 @@ class Runner:
 
     def _run_row(self, item: PlannedRow, device: Any, config: MeasureConfig,
                  launches_per_sample: int | None = None) -> Row:
-        import torch
-
-        from tritongate.ops.builtin import REGISTRY
-        from tritongate.variants import record_launches
-
         backend = self.request.backend
-        spec = REGISTRY.get(item.op)
-        dtype = getattr(torch, item.dtype)
-        tdevice = torch.device(backend.torch_device, self.request.device_index) \
-            if backend.torch_device != "cpu" else torch.device("cpu")
-        seed = row_seed(item.op, item.case, item.dtype)
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        base = dict(op=item.op, case=item.case, dtype=item.dtype, timer=backend.timer.value,
-                    params={"shape": list(item.shape), "seed": seed},
-                    flops=spec.flops(item.shape) if spec.flops else None,
-                    bytes=float(spec.bytes(item.shape, itemsize)))
-
-        def make_fn():
-            gen = torch.Generator(device=tdevice).manual_seed(seed)
-            return spec.build(item.shape, dtype, tdevice, gen).launch
-
         try:
-            with _tuning(backend):
-                seed_everything(seed)
-                case = spec.build(item.shape, dtype, tdevice, torch.Generator(device=tdevice).manual_seed(seed))
-                case.launch()  # compiles and tunes: outside both the check and the timing
-                with record_launches() as launches:
-                    case.launch()
-                device.synchronize()
-                correctness = _check(case, spec.tolerance.get(item.dtype, (1e-2, 1e-2)))
-                del case
-                m = measure(make_fn, device=device, timer=backend.timer, config=config,
+            with tuning_context(backend):
+                prepared = prepare_row(item, backend, device, self.request.device_index)
+                m = measure(prepared.make_fn, device=device, timer=backend.timer, config=config,
                             launches_per_sample=launches_per_sample)
         except GateError:
             raise
         except Exception as exc:  # noqa: BLE001 - a failing row is data, not a crash
-            error = describe(exc, 500)
-            return Row(**base, samples=(), status=RowStatus.ERROR, error=error,
-                       markers=(markers.make(markers.ROW_ERROR, reason=error),))
-        row_markers = list(m.markers)
-        if not correctness.ok:
-            row_markers.append(markers.make(markers.CORRECTNESS_MISMATCH, reason=correctness.detail))
-        info = MeasurementInfo(launches_per_sample=m.launches_per_sample,
-                               samples_per_round=m.samples_per_round, warmup_calls=m.warmup_calls,
-                               l2=m.l2.value, shift_bytes=m.shift_bytes)
-        return Row(**{**base, "timer": m.timer.value}, samples=m.samples_us, markers=tuple(row_markers),
-                   measurement=info, correctness=correctness, variants=launches.variants())
-
-
-def describe(exc: BaseException, limit: int = 200) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {one_line(text, limit)}" if text else type(exc).__name__
+            return error_row(item, backend, describe(exc, 500))
+        return finish_row(prepared, m)
 
 
 def _with_marker(row: Row, marker: str) -> Row:
     return dataclasses.replace(row, markers=row.markers + (marker,))
-
-
-def _tuning(backend: Backend):
-    """The interpreter has no driver to benchmark autotune configs: use the host timer."""
-    import contextlib
-
-    if backend.interpreter:
-        from tritongate.autotune.hostbench import host_benchmarker
-
-        return host_benchmarker()
-    return contextlib.nullcontext()
-
-
-def _check(case: Any, tolerance: tuple[float, float]) -> Correctness:
-    import torch
-
-    atol, rtol = tolerance
-    got = case.output().float()
-    want = case.reference().float()
-    if got.shape != want.shape:
-        return Correctness(ok=False, atol=atol, rtol=rtol,
-                           detail=f"shape {tuple(got.shape)} != reference {tuple(want.shape)}")
-    diff = (got - want).abs()
-    finite = bool(torch.isfinite(got).all())
-    max_err = float(diff.max()) if diff.numel() else 0.0
-    bad = int((diff > atol + rtol * want.abs()).sum()) if finite else got.numel()
-    ok = finite and bad == 0
-    detail = "" if ok else (f"{bad} of {got.numel()} elements outside atol={atol} rtol={rtol}, "
-                            f"max abs err {max_err:.3g}" if finite else "non-finite values in the output")
-    return Correctness(ok=ok, max_abs_err=max_err if finite else None, atol=atol, rtol=rtol, detail=detail)
 
 
 def run_suite(request: RunRequest, progress: ProgressFn | None = None) -> RunOutcome:

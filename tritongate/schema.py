@@ -9,6 +9,10 @@ Schema history (bump ``SCHEMA_VERSION`` on any change a reader must know about):
       measurement settings, markers, correctness, launched variants and what autotune did
       (record|replay, configs used, sweep benchmark count); run status running|complete|failed;
       autotune_records/ in record runs.
+  2 - paired runs: ``measurement.pairing`` (the pair id, this side, which rounds it went
+      first, the precision target and whether it was reached) and ``skipped`` (an ok row
+      that was deliberately not timed: ``identical_binary``, ``other_side_failed``).
+      Schema 1 files still load: they are unpaired and never skipped.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from typing import Any, Mapping
 
 from tritongate.stats import Summary, summarize
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+MIN_READABLE_SCHEMA_VERSION = 1  # 2 only added optional fields
 
 
 class RunStatus(str, Enum):
@@ -67,6 +72,43 @@ class Correctness:
                 "rtol": self.rtol, "detail": self.detail}
 
 
+class SkipReason(str, Enum):
+    """Why an ok row carries no samples."""
+
+    IDENTICAL_BINARY = "identical_binary"  # every launched kernel byte-identical on both sides
+    OTHER_SIDE_FAILED = "other_side_failed"  # the paired side failed: nothing to compare with
+
+
+@dataclass(frozen=True)
+class PairInfo:
+    """How a row of a paired run was measured: its rounds alternate with the other side's
+    round by round, so round i here and round i there share their drift."""
+
+    pair_id: str  # the same in both run directories of one paired run
+    side: str  # "base" | "candidate"
+    went_first: tuple[bool, ...]  # per round: did this side measure first in its pair
+    target_effect: float | None = None  # the precision the row aimed for (relative effect)
+    detectable_effect: float | None = None  # what it reached (None: could not be estimated)
+    target_reached: bool | None = None
+    min_rounds: int = 0
+    max_rounds: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.pair_id or self.side not in ("base", "candidate"):
+            raise ValueError(f"pairing needs a pair_id and a side of base|candidate, got {self.side!r}")
+        object.__setattr__(self, "went_first", tuple(bool(x) for x in self.went_first))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pair_id": self.pair_id, "side": self.side, "went_first": list(self.went_first),
+                "target_effect": self.target_effect, "detectable_effect": self.detectable_effect,
+                "target_reached": self.target_reached, "min_rounds": self.min_rounds,
+                "max_rounds": self.max_rounds}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "PairInfo":
+        return cls(**{**d, "went_first": tuple(d.get("went_first") or ())})
+
+
 @dataclass(frozen=True)
 class MeasurementInfo:
     """How the samples were taken; the gate checks both sides used the same."""
@@ -76,6 +118,7 @@ class MeasurementInfo:
     warmup_calls: int
     l2: str
     shift_bytes: tuple[int, ...] = ()
+    pairing: PairInfo | None = None  # set in paired runs
 
     def __post_init__(self) -> None:
         if self.launches_per_sample < 1 or self.samples_per_round < 1:
@@ -84,7 +127,14 @@ class MeasurementInfo:
     def to_dict(self) -> dict[str, Any]:
         return {"launches_per_sample": self.launches_per_sample,
                 "samples_per_round": self.samples_per_round, "warmup_calls": self.warmup_calls,
-                "l2": self.l2, "shift_bytes": list(self.shift_bytes)}
+                "l2": self.l2, "shift_bytes": list(self.shift_bytes),
+                "pairing": self.pairing.to_dict() if self.pairing else None}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "MeasurementInfo":
+        pairing = d.get("pairing")
+        return cls(**{**d, "shift_bytes": tuple(d.get("shift_bytes", ())),
+                      "pairing": PairInfo.from_dict(pairing) if pairing else None})
 
 
 @dataclass(frozen=True)
@@ -104,6 +154,8 @@ class Row:
     flops: float | None = None
     bytes: float | None = None
     autotune: Mapping[str, Any] | None = None  # {"mode", "sweep_benchmarks", "kernels": [...]}
+    skipped: SkipReason | None = None  # an ok row deliberately not timed
+
 
     def __post_init__(self) -> None:
         for name in ("op", "case", "dtype"):
@@ -113,8 +165,12 @@ class Row:
         object.__setattr__(self, "samples", tuple(float(s) for s in self.samples))
         if any(not (math.isfinite(s) and s > 0) for s in self.samples):
             raise ValueError(f"row {self.key}: samples must be finite and > 0 µs")
-        if self.status is RowStatus.OK and not self.samples:
-            raise ValueError(f"row {self.key}: an ok row needs samples")
+        if self.skipped is not None:
+            object.__setattr__(self, "skipped", SkipReason(self.skipped))
+            if self.samples or self.status is not RowStatus.OK:
+                raise ValueError(f"row {self.key}: a skipped row is ok and has no samples")
+        elif self.status is RowStatus.OK and not self.samples:
+            raise ValueError(f"row {self.key}: an ok row needs samples (or a skip reason)")
         if self.status is not RowStatus.OK and not self.error:
             raise ValueError(f"row {self.key}: a {self.status.value} row needs an error text")
 
@@ -138,6 +194,7 @@ class Row:
             "variants": [v.to_dict() for v in self.variants],
             "error": self.error, "flops": self.flops, "bytes": self.bytes,
             "autotune": dict(self.autotune) if self.autotune is not None else None,
+            "skipped": self.skipped.value if self.skipped else None,
         }
 
     @classmethod
@@ -148,12 +205,11 @@ class Row:
             op=d["op"], case=d["case"], dtype=d["dtype"], timer=d["timer"],
             samples=tuple(d["samples"]), status=RowStatus(d.get("status", "ok")),
             params=dict(d.get("params") or {}), markers=tuple(d.get("markers") or ()),
-            measurement=MeasurementInfo(**{**meas, "shift_bytes": tuple(meas.get("shift_bytes", ()))})
-            if meas else None,
+            measurement=MeasurementInfo.from_dict(meas) if meas else None,
             correctness=Correctness(**corr) if corr else None,
             variants=tuple(Variant(**v) for v in d.get("variants") or ()),
             error=d.get("error", ""), flops=d.get("flops"), bytes=d.get("bytes"),
-            autotune=d.get("autotune"),
+            autotune=d.get("autotune"), skipped=d.get("skipped"),
         )
         stored = d.get("summary")
         if stored and row.summary and not math.isclose(stored["median"], row.summary.median,

@@ -54,9 +54,20 @@ def test_missing_or_incomplete_run_is_exit_2(tmp_path, capsys):
 
 
 def test_the_whole_loop_on_the_cpu(tmp_path, capsys):
+    """loop = record, then the paired check of this build against itself, then the gate."""
+    from tritongate.rundir import load_run
+
     assert main(["loop", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path), "--color", "never"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
-    verdict = next(line.split(": ", 1)[1] for line in out if line.startswith("verdict:"))
-    assert out[-1].startswith("✅ no regressions in 8 rows")
-    text = open(verdict).read()
-    assert text.startswith("<!-- tritongate-verdict -->") and "replay" in text
+    paths = {line.split(":", 1)[0]: line.split(":", 1)[1].strip() for line in out
+             if line.split(":", 1)[0] in ("record", "base", "candidate", "verdict")}
+    assert any(line.startswith("✅ no regressions in 8 rows") for line in out)
+    record, base, cand = load_run(paths["record"]), load_run(paths["base"]), load_run(paths["candidate"])
+    assert record.mode == "record" and base.mode == cand.mode == "replay"
+    assert base.identity["replay_from"] == str(record.path.resolve())
+    # the cpu default gives each side at least the gate's minimum sample count, paired
+    for b, c in zip(base.rows, cand.rows):
+        assert len(b.samples) >= 10 and len(c.samples) >= 10
+        assert b.measurement.pairing.pair_id == c.measurement.pairing.pair_id
+    text = open(paths["verdict"]).read()
+    assert text.startswith("<!-- tritongate-verdict -->") and "paired" in text

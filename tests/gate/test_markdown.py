@@ -1,20 +1,52 @@
 import json
+import math
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tritongate.gate.output import write_verdict
 from tritongate.gate.policy import GatePolicy
-from tritongate.gate.verdict import run_gate
+from tritongate.gate.rule import Why
+from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, Verdict, run_gate
 from tritongate.report.markdown import STICKY_MARKER, cell, render_markdown
+from tritongate.schema import PairInfo, Row, SkipReason
 
 from tritongate.gate.simulate import synthetic_run
 
-from tests.gate.helpers import pair, row
+from tests.gate.helpers import binary, pair, row
 
 GOLDEN = Path(__file__).parent / "golden" / "verdict.md"
+
+
+def paired(r: Row, side: str, *, pair_id="pair-1", target=0.01, reached=0.008, target_reached=True,
+           max_rounds=5) -> Row:
+    """``r`` as one side of a paired run (rounds alternating with the other side's)."""
+    rounds = len(r.samples) // r.measurement.samples_per_round
+    info = PairInfo(pair_id=pair_id, side=side, went_first=tuple(i % 2 == (side == "base") for i in range(rounds)),
+                    target_effect=target, detectable_effect=reached, target_reached=target_reached,
+                    min_rounds=min(3, max_rounds), max_rounds=max_rounds)
+    return replace(r, measurement=replace(r.measurement, pairing=info))
+
+
+def untimed(op="add", case="4096", dtype="float32", skip=SkipReason.IDENTICAL_BINARY, h="abc") -> Row:
+    """An ok row deliberately not timed (its kernels were byte-identical to the other side's)."""
+    r = row(op=op, case=case, dtype=dtype, variants=[binary(h)])
+    return replace(r, samples=(), skipped=skip)
+
+
+def table_line(text: str, *cells: str) -> str:
+    """The one Markdown table line whose first cells are ``cells``."""
+    head = "| " + " | ".join(cells) + " |"
+    lines = [ln for ln in text.splitlines() if ln.startswith(head)]
+    assert len(lines) == 1, (head, lines)
+    return lines[0]
+
+
+def cells_of(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
 def golden_result(tmp_path):
@@ -23,14 +55,24 @@ def golden_result(tmp_path):
             row(op="add", case="1048576", dtype="float32", median=2.5, seed=3),
             row(op="rmsnorm", case="16x8192", median=1.9, seed=4),
             row(op="attention", case="4x16x1024x64", median=51, seed=5),
-            row(op="silu_mul", case="16x14336", median=1.4, seed=6)]
+            row(op="silu_mul", case="16x14336", median=1.4, seed=6),
+            row(op="rmsnorm", case="1x4096", median=3.1, seed=7, per_round=1),
+            paired(row(op="layernorm", case="16x8192", median=4.2, seed=8), "base"),
+            paired(row(op="softmax", case="8x256", median=2.2, seed=9, round_sd=0.02), "base",
+                   reached=0.09, target_reached=False),
+            untimed()]
     cand = [row(op="matmul", case="4096x4096x4096", median=235, seed=11),
             row(op="softmax", case="4096x4096", median=17, seed=12),
             row(op="add", case="1048576", dtype="float32", median=2.5, seed=13),
             row(op="rmsnorm", case="16x8192", median=1.9, seed=14,
                 markers=["AUTOTUNE_REPLAY_FALLBACK reason=key_missing kernel=tritongate.ops.kernels.reduction.rmsnorm_kernel"]),
             row(op="attention", case="4x16x1024x64", median=51, seed=15),
-            row(op="attention", case="1x32x4096x128", median=640, seed=16)]
+            row(op="attention", case="1x32x4096x128", median=640, seed=16),
+            row(op="rmsnorm", case="1x4096", median=3.4, seed=17, per_round=1),
+            paired(row(op="layernorm", case="16x8192", median=4.2, seed=18), "candidate"),
+            paired(row(op="softmax", case="8x256", median=2.2, seed=19, round_sd=0.02), "candidate",
+                   reached=0.09, target_reached=False),
+            untimed()]
     base_run, cand_run = pair(tmp_path, base, cand)
     return run_gate(base_run, cand_run, GatePolicy(op_min_effect={"add": 0.02}))
 
@@ -108,6 +150,144 @@ def test_step_summary_gets_the_verdict(tmp_path, monkeypatch):
     json_path, md_path = write_verdict(golden_result(tmp_path), tmp_path / "v")
     assert summary.read_text() == "earlier step\n" + md_path.read_text() + "\n"
     doc = json.loads(json_path.read_text())
-    assert doc["schema_version"] == 1 and doc["passed"] is False
+    assert doc["schema_version"] == VERDICT_SCHEMA_VERSION == 2 and doc["passed"] is False
     assert doc["counts"]["REGRESSED"] == 1 and doc["counts"]["NEW"] == 1
     assert {"op", "rows", "min", "geomean", "max"} <= set(doc["per_op"][0])
+
+
+def test_golden_result_covers_every_kind_of_detail_row(tmp_path):
+    """The golden file shows each thing verdict.md must be able to say."""
+    rows = {r.key: r for r in golden_result(tmp_path).rows}
+    assert rows[("rmsnorm", "1x4096", "float16")].timing.why is Why.TOO_FEW_SAMPLES
+    assert rows[("layernorm", "16x8192", "float16")].timing.paired
+    assert rows[("softmax", "8x256", "float16")].pairing.target_reached is False
+    untimed_row = rows[("add", "4096", "float32")]
+    assert untimed_row.verdict is Verdict.IDENTICAL_BINARY and untimed_row.timing is None
+
+
+def test_too_few_samples_says_so_and_detectable_is_not_a_number(tmp_path):
+    base, cand = pair(tmp_path, [row(per_round=1)], [row(median=30, per_round=1, seed=1)])
+    result = run_gate(base, cand, GatePolicy())
+    (r,) = result.rows
+    assert r.verdict is Verdict.UNCHANGED and r.timing.detectable is None  # the case under test
+    text = render_markdown(result)
+    line = cells_of(table_line(text, "softmax", "4096x4096", "float16", "UNCHANGED"))
+    assert line[7] == "n/a"  # detectable
+    assert line[8] == "unpaired"
+    assert line[9] == "too few samples (base 5, candidate 5; 10 needed per side)"
+    assert "≥ n/a" not in text and "None" not in text
+
+
+def test_an_infinite_detectable_is_n_a(tmp_path):
+    # one sample per side: no spread to estimate a noise floor from, so nothing is detectable
+    base, cand = pair(tmp_path, [row(rounds=1, per_round=1)], [row(median=25, seed=1, rounds=1, per_round=1)])
+    result = run_gate(base, cand, GatePolicy(min_samples=1))
+    t = result.rows[0].timing
+    assert t.why is Why.BELOW_NOISE_FLOOR and math.isinf(t.detectable) and math.isinf(t.noise_floor)
+    line = cells_of(table_line(render_markdown(result), "softmax", "4096x4096", "float16", "UNCHANGED"))
+    assert line[7] == "n/a" and "inf" not in " ".join(line)
+    assert line[9] == "below the noise floor (not estimable: too few rounds)"
+
+
+def test_every_unchanged_row_says_why_in_words(tmp_path):
+    base = [row(case="overlap", median=20, seed=5),
+            row(case="floor", median=20, seed=1, round_sd=0.03, within_sd=0.0005),
+            row(case="small", median=20, seed=3, round_sd=0.0005, within_sd=0.0005)]
+    cand = [row(case="overlap", median=20, seed=6),
+            row(case="floor", median=21, seed=2, round_sd=0.03, within_sd=0.0005),
+            row(case="small", median=20.1, seed=4, round_sd=0.0005, within_sd=0.0005)]
+    base_run, cand_run = pair(tmp_path, base, cand)
+    result = run_gate(base_run, cand_run, GatePolicy())
+    rows = {r.case: r for r in result.rows}
+    assert {c: r.timing.why for c, r in rows.items()} == {
+        "overlap": Why.IQRS_OVERLAP, "floor": Why.BELOW_NOISE_FLOOR, "small": Why.BELOW_MIN_EFFECT}
+    text = render_markdown(result)
+    line = {c: cells_of(table_line(text, "softmax", c, "float16", "UNCHANGED")) for c in rows}
+    assert line["overlap"][9] == "IQRs overlap"
+    assert line["small"][9] == "below the minimum effect (1.0%)"
+    assert line["floor"][9] == f"below the noise floor (±{rows['floor'].timing.noise_floor:.1%})"
+    for c in rows:  # each could have called a change of some finite size
+        assert re.fullmatch(r"≥ \d+\.\d%", line[c][7]), line[c][7]
+
+
+def test_a_paired_row_is_labelled_paired_with_its_rounds(tmp_path):
+    base, cand = pair(tmp_path, [paired(row(), "base"), row(case="stored")],
+                      [paired(row(seed=1), "candidate"), row(case="stored", seed=2)])
+    result = run_gate(base, cand, GatePolicy())
+    text = render_markdown(result)
+    assert cells_of(table_line(text, "softmax", "4096x4096", "float16"))[8] == "paired, 5 rounds"
+    assert cells_of(table_line(text, "softmax", "stored", "float16"))[8] == "unpaired"
+    # a regression judged from paired rounds says so in its section too
+    base, cand = pair(tmp_path / "reg", [paired(row(), "base")], [paired(row(median=23, seed=1), "candidate")])
+    text = render_markdown(run_gate(base, cand, GatePolicy()))
+    line = cells_of(table_line(text, "softmax", "4096x4096", "float16"))
+    assert text.index("Regressions") < text.index(table_line(text, "softmax", "4096x4096")) < text.index("Speedup by op")
+    assert line[5] == "**+15.00%**" and line[8] == "paired, 5 rounds"
+
+
+def test_an_untimed_identical_binary_row_renders(tmp_path):
+    base, cand = pair(tmp_path, [untimed(), row()], [untimed(), row(seed=1)])
+    result = run_gate(base, cand, GatePolicy())
+    r = result.rows[0]
+    assert r.verdict is Verdict.IDENTICAL_BINARY and r.timing is None and result.passed
+    text = render_markdown(result)
+    line = cells_of(table_line(text, "add", "4096", "float32", "IDENTICAL&#95;BINARY"))
+    assert line[4:6] == ["not timed", "not timed"]
+    assert line[9] == "byte-identical kernels (not timed)"
+    assert "All other rows (1 unchanged, 1 identical binary)" in text
+
+
+def test_the_short_of_target_section_lists_rows_whose_pairing_fell_short(tmp_path):
+    base = [paired(row(case="short"), "base", reached=0.034, target_reached=False, max_rounds=5),
+            paired(row(case="reached"), "base", pair_id="pair-1")]
+    cand = [paired(row(case="short", seed=1), "candidate", reached=0.034, target_reached=False, max_rounds=5),
+            paired(row(case="reached", seed=2), "candidate")]
+    base_run, cand_run = pair(tmp_path, base, cand)
+    result = run_gate(base_run, cand_run, GatePolicy())
+    assert [r.case for r in result.short_of_target()] == ["short"]
+    text = render_markdown(result)
+    assert "### ⏳ Short of the precision target (1)" in text
+    section = text[text.index("Short of the precision target"):text.index("<details>")]
+    line = cells_of(table_line(section, "softmax", "short", "float16"))
+    assert line[3:] == ["UNCHANGED", "1.0%", "3.4%", "5 (cap 5)"]
+    assert "| softmax | reached |" not in section
+
+
+def test_no_short_of_target_section_when_every_target_was_reached(tmp_path):
+    base, cand = pair(tmp_path, [paired(row(), "base")], [paired(row(seed=1), "candidate")])
+    assert "Short of the precision target" not in render_markdown(run_gate(base, cand, GatePolicy()))
+
+
+def test_the_rule_footnote_describes_the_log_ratio_rule(tmp_path):
+    text = GOLDEN.read_text()
+    rule = text[text.index("<sub>Rule:"):]
+    for words in ("log ratio of the medians", "IQRs are disjoint", "minimum effect (1.0%; add 2.0%)",
+                  "6 standard errors of the log ratio", "paired rounds", "per-round medians",
+                  "at least 10 samples"):
+        assert words in rule
+    assert "median difference" not in rule
+
+
+def test_the_new_sections_shrink_under_the_size_limit_too(tmp_path):
+    long = "y" * 60
+    base = [paired(row(op=f"op{i:04d}{long}", case=f"c{i}", seed=i), "base", reached=0.05, target_reached=False)
+            for i in range(600)]
+    cand = [paired(row(op=f"op{i:04d}{long}", case=f"c{i}", seed=10_000 + i), "candidate", reached=0.05,
+                   target_reached=False) for i in range(600)]
+    result = run_gate(synthetic_run(base, "record"), synthetic_run(cand, "replay"), GatePolicy())
+    assert len(result.short_of_target()) == 600
+    text = render_markdown(result, limit=20_000)
+    assert len(text) <= 20_000 and text.startswith(STICKY_MARKER)
+    assert "Short of the precision target (600)" in text and "more row(s) not shown" in text
+    assert "shortened to stay under 20,000 characters (600 rows in all)" in text
+
+
+def test_a_timed_identical_binary_row_calls_its_difference_noise(tmp_path):
+    base, cand = pair(tmp_path, [row(median=20, variants=[binary("abc")])],
+                      [row(median=21, seed=9, variants=[binary("abc")])])
+    result = run_gate(base, cand, GatePolicy())
+    assert result.rows[0].verdict is Verdict.IDENTICAL_BINARY and result.rows[0].timing.why is Why.CALLED
+    line = cells_of(table_line(render_markdown(result), "softmax", "4096x4096", "float16", "IDENTICAL&#95;BINARY"))
+    assert line[4].startswith("20.01 (") and line[5].startswith("20.99 (")  # timed: medians shown
+    assert line[8] == "unpaired"
+    assert re.fullmatch(r"byte-identical kernels \(timing alone differed by \+\d\.\d\d%: run-to-run noise\)", line[9])

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 from tritongate.atomicio import write_json_atomic
 from tritongate.autotune.configs import key_text
 from tritongate.errors import PreflightError
-from tritongate.schema import SCHEMA_VERSION
+from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION
 
 RECORDS_DIR = "autotune_records"
 META = "meta.json"
@@ -103,9 +103,10 @@ def load_records(run_dir: Path, *, backend: str) -> RecordSet:
                 records[rec.match_key] = rec
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise _fail(f"{folder} is damaged ({type(exc).__name__}: {exc}); re-record the baseline") from exc
-    if meta.get("schema_version") != SCHEMA_VERSION:
-        raise _fail(f"{meta_path} uses schema {meta.get('schema_version')}, this tritongate reads "
-                    f"{SCHEMA_VERSION}; re-record the baseline with this version")
+    version = meta.get("schema_version")
+    if not isinstance(version, int) or not MIN_READABLE_SCHEMA_VERSION <= version <= SCHEMA_VERSION:
+        raise _fail(f"{meta_path} uses schema {version}, this tritongate reads "
+                    f"{MIN_READABLE_SCHEMA_VERSION}-{SCHEMA_VERSION}; re-record the baseline with this version")
     if meta.get("backend") != backend:
         raise PreflightError("replay_backend", f"{run_dir} was recorded on backend "
                              f"{meta.get('backend')!r}, this run is {backend!r}: autotune configs do not "

@@ -19,7 +19,16 @@ def _gpu_driver(ident: Identity) -> Any:
 
 
 def _env(name: str) -> Callable[[Identity], Any]:
-    return lambda ident: (ident.get("codegen_env") or {}).get(name)
+    getter = lambda ident: (ident.get("codegen_env") or {}).get(name)  # noqa: E731
+    getter.env_name = name  # type: ignore[attr-defined]
+    return getter
+
+
+def overlaid_env(ident: Identity) -> dict[str, str]:
+    """Environment a paired run set on this side on purpose (``--base-env`` / ``--cand-env``)."""
+    build = (ident.get("pair") or {}).get("build") or {}
+    overlay = build.get("env_overlay") or {}
+    return {str(k): str(v) for k, v in overlay.items()} if isinstance(overlay, dict) else {}
 
 
 COMPARABILITY_KEYS: dict[str, Callable[[Identity], Any]] = {
@@ -45,8 +54,13 @@ class Mismatch:
 
 
 def identity_mismatches(base: Identity, cand: Identity) -> list[Mismatch]:
+    """Differences that make timings incomparable; a setting a paired run overlaid on one
+    side on purpose is what is being tested, not a mismatch."""
+    intended = set(overlaid_env(base)) | set(overlaid_env(cand))
     out = []
     for key, get in COMPARABILITY_KEYS.items():
+        if getattr(get, "env_name", None) in intended:
+            continue
         b, c = get(base), get(cand)
         if b != c:
             out.append(Mismatch(key, b, c))
@@ -56,11 +70,18 @@ def identity_mismatches(base: Identity, cand: Identity) -> list[Mismatch]:
 def notes(base: Identity, cand: Identity, base_path: str | None = None) -> list[str]:
     """Differences worth saying that do not stop a comparison."""
     out = []
+    for side, ident in (("base", base), ("candidate", cand)):
+        overlay = overlaid_env(ident)
+        if overlay:
+            out.append(f"{side} environment overlay: " + " ".join(f"{k}={v}" for k, v in sorted(overlay.items())))
     bs, cs = base.get("suite") or {}, cand.get("suite") or {}
     if bs.get("digest") and bs.get("digest") != cs.get("digest"):
         out.append(f"suite files differ (base {bs.get('name')} {str(bs.get('digest'))[:8]}, candidate "
                    f"{cs.get('name')} {str(cs.get('digest'))[:8]}): rows only on one side are MISSING or NEW")
-    if cand.get("mode") != "replay":
+    if (base.get("pair") or {}).get("pair_id") and \
+            (base.get("pair") or {}).get("pair_id") == (cand.get("pair") or {}).get("pair_id"):
+        pass  # one paired run: both sides replayed the same baseline, round by round
+    elif cand.get("mode") != "replay":
         out.append("the candidate is not a replay run: autotune may have picked other configs than the "
                    "base, so differences can come from config flips rather than the compiler")
     elif base.get("mode") == "record" and cand.get("replay_from") and base_path \

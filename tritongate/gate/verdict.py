@@ -3,6 +3,12 @@
 Versioned output (bump ``VERDICT_SCHEMA_VERSION`` on any change a reader must know):
   1 - first version: per-row verdicts with both medians/IQRs, speedup, effect, detectable
       effect and reasons; counts, failures, geometric-mean speedup, per-op speedup intervals.
+  2 - the rule works in log ratios; per row ``paired`` (judged from paired rounds or from
+      two stored runs), ``pairs``, ``why`` (called, too_few_samples, iqrs_overlap,
+      below_min_effect, below_noise_floor), ``detectable_effect`` null where the row could
+      not have been called, ``timed`` (false for an IDENTICAL_BINARY row that was not
+      timed), and the pairing's precision target (``target_effect``, ``target_reached``,
+      ``rounds``).
 """
 
 from __future__ import annotations
@@ -19,10 +25,10 @@ from tritongate.gate.comparability import Mismatch, identity_mismatches, notes
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.rule import TimingDecision, decide
 from tritongate.rundir import Run
-from tritongate.schema import Row, RowStatus
+from tritongate.schema import PairInfo, Row, RowStatus, SkipReason
 from tritongate.stats import Change
 
-VERDICT_SCHEMA_VERSION = 1
+VERDICT_SCHEMA_VERSION = 2
 
 
 class IncomparableRunsError(GateError):
@@ -52,6 +58,8 @@ class RowVerdict:
     base_markers: tuple[str, ...] = ()
     cand_markers: tuple[str, ...] = ()
     fails_policy: bool = False  # a rejected row that fails the gate even without --strict
+    pairing: PairInfo | None = None  # the candidate side's pairing (target, rounds) if paired
+    rounds: int | None = None  # rounds per side behind the timing
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -62,13 +70,19 @@ class RowVerdict:
         d: dict[str, Any] = {"op": self.op, "case": self.case, "dtype": self.dtype,
                              "verdict": self.verdict.value, "reasons": list(self.reasons),
                              "min_effect": self.min_effect, "base_markers": list(self.base_markers),
-                             "cand_markers": list(self.cand_markers), "fails_policy": self.fails_policy}
+                             "cand_markers": list(self.cand_markers), "fails_policy": self.fails_policy,
+                             "timed": t is not None, "rounds": self.rounds}
+        if self.pairing is not None:
+            d.update({"target_effect": self.pairing.target_effect,
+                      "target_reached": self.pairing.target_reached})
         if t is not None:
             d.update({"timing_change": t.change.value, "speedup": t.speedup, "effect": t.effect,
                       "base_median_us": t.base.median, "base_q1_us": t.base.q1, "base_q3_us": t.base.q3,
                       "cand_median_us": t.cand.median, "cand_q1_us": t.cand.q1, "cand_q3_us": t.cand.q3,
                       "base_n": t.base.n, "cand_n": t.cand.n, "iqrs_overlap": t.iqrs_overlap,
-                      "noise_floor": t.noise_floor, "detectable_effect": t.detectable})
+                      "noise_floor": t.noise_floor if math.isfinite(t.noise_floor) else None,
+                      "detectable_effect": t.detectable if t.detectable is None or math.isfinite(t.detectable)
+                      else None, "paired": t.paired, "pairs": t.pairs, "why": t.why.value})
         return d
 
 
@@ -112,6 +126,11 @@ class GateResult:
     def timed(self) -> list[RowVerdict]:
         return [r for r in self.rows if r.timing is not None and r.verdict in
                 (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCHANGED, Verdict.IDENTICAL_BINARY)]
+
+    def short_of_target(self) -> list[RowVerdict]:
+        """Paired rows whose rounds ran out (row or run budget, round cap) before their
+        detectable effect reached the op's minimum effect."""
+        return [r for r in self.rows if r.pairing is not None and r.pairing.target_reached is False]
 
     @property
     def geomean_speedup(self) -> float | None:
@@ -186,11 +205,26 @@ def _row_mismatch(base: Row, cand: Row) -> list[str]:
     return out
 
 
-def _identical_binaries(base: Row, cand: Row) -> bool:
+def identical_binaries(base: Row, cand: Row) -> bool:
+    """Every launched kernel byte-identical on both sides, doing the same work (params)."""
     def sig(row: Row) -> set[tuple[str, str]]:
         return {(v.kernel, v.binary_hash) for v in row.variants}
     return bool(base.variants) and all(v.binary_hash for v in base.variants + cand.variants) \
-        and sig(base) == sig(cand)
+        and sig(base) == sig(cand) and dict(base.params) == dict(cand.params)
+
+
+def paired_rows(base: Row, cand: Row) -> bool:
+    """Were these two rows measured round by round against each other (one paired run)?"""
+    bp = base.measurement.pairing if base.measurement else None
+    cp = cand.measurement.pairing if cand.measurement else None
+    return bool(bp and cp and bp.pair_id == cp.pair_id and bp.side == "base" and cp.side == "candidate"
+                and _rounds(base) == _rounds(cand))
+
+
+def _rounds(row: Row) -> int | None:
+    if not row.samples or row.measurement is None:
+        return None
+    return len(row.samples) // row.measurement.samples_per_round
 
 
 def judge_row(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict:
@@ -201,19 +235,33 @@ def judge_row(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict:
     if status or marker_reasons:
         return RowVerdict(verdict=Verdict.REJECTED, reasons=tuple(status + marker_reasons),
                           fails_policy=hard, **common)
+    identical = identical_binaries(base, cand)
+    if base.skipped or cand.skipped:
+        if identical and base.skipped is cand.skipped is SkipReason.IDENTICAL_BINARY:
+            return RowVerdict(verdict=Verdict.IDENTICAL_BINARY, reasons=(
+                "every launched kernel is byte-identical on both sides (not timed)",), **common)
+        side = "base" if base.skipped else "candidate"
+        why = (base.skipped or cand.skipped).value.replace("_", " ")
+        return RowVerdict(verdict=Verdict.NOT_COMPARABLE, reasons=(
+            f"not timed on the {side} ({why}) and the kernels are not identical on both sides; "
+            "measure both sides with timing (tritongate pair --time-identical)",), **common)
     mismatch = _row_mismatch(base, cand)
     if mismatch:
         return RowVerdict(verdict=Verdict.NOT_COMPARABLE, reasons=tuple(mismatch), **common)
+    paired = paired_rows(base, cand)
     timing = decide(base.samples, cand.samples,
                     base_per_round=base.measurement.samples_per_round if base.measurement else len(base.samples),
                     cand_per_round=cand.measurement.samples_per_round if cand.measurement else len(cand.samples),
-                    min_effect=common["min_effect"], noise_z=policy.noise_z, min_samples=policy.min_samples)
-    if _identical_binaries(base, cand):
+                    min_effect=common["min_effect"], noise_z=policy.noise_z, min_samples=policy.min_samples,
+                    paired=paired)
+    extra = dict(pairing=cand.measurement.pairing if paired and cand.measurement else None,
+                 rounds=_rounds(cand))
+    if identical:
         return RowVerdict(verdict=Verdict.IDENTICAL_BINARY, timing=timing,
-                          reasons=("every launched kernel is byte-identical on both sides",), **common)
+                          reasons=("every launched kernel is byte-identical on both sides",), **common, **extra)
     verdict = {Change.SLOWER: Verdict.REGRESSED, Change.FASTER: Verdict.IMPROVED}.get(timing.change,
                                                                                   Verdict.UNCHANGED)
-    return RowVerdict(verdict=verdict, timing=timing, reasons=(timing.reason,), **common)
+    return RowVerdict(verdict=verdict, timing=timing, reasons=(timing.reason,), **common, **extra)
 
 
 def run_gate(base: Run, cand: Run, policy: GatePolicy, *, allow_mismatch: bool = False) -> GateResult:

@@ -308,6 +308,11 @@ class RowMeasurer:
 
     # -- result ----------------------------------------------------------------------------
     @property
+    def markers(self) -> tuple[str, ...]:
+        """Timer-fallback markers so far."""
+        return tuple(self._markers)
+
+    @property
     def rounds_done(self) -> int:
         return len(self._samples) // self._config.samples_per_round
 

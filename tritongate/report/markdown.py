@@ -8,15 +8,19 @@ a link, or mention anyone.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from tritongate.gate.policy import GatePolicy
+from tritongate.gate.rule import TimingDecision, Why
 from tritongate.gate.summary import per_op
 from tritongate.gate.verdict import GateResult, RowVerdict, Verdict
 from tritongate.report.table import format_us
+from tritongate.stats import Summary
 
 STICKY_MARKER = "<!-- tritongate-verdict -->"
 COMMENT_LIMIT = 60_000  # GitHub refuses comment bodies over 65,536 characters
@@ -39,18 +43,73 @@ _ENV = jinja2.Environment(
 _ENV.filters["cell"] = cell
 
 
-def _timed_row(r: RowVerdict) -> dict[str, Any]:
+def _pct(value: float | None, fmt: str = ".1%") -> str:
+    """A relative effect as a percentage; "n/a" where there is none or it is not finite."""
+    return "n/a" if value is None or not math.isfinite(value) else format(value, fmt)
+
+
+def _iqr_cell(s: Summary) -> str:
+    return f"{format_us(s.median)} ({format_us(s.q1)}–{format_us(s.q3)})"
+
+
+def _judged(t: TimingDecision) -> str:
+    """Paired (rounds alternating in one job) or unpaired (two stored runs)."""
+    if t.paired:
+        return f"paired, {t.pairs} round{'' if t.pairs == 1 else 's'}"
+    return "unpaired"
+
+
+def _why(r: RowVerdict, policy: GatePolicy) -> str:
+    """Why a row is not a called change, in words (for UNCHANGED and IDENTICAL_BINARY rows)."""
     t = r.timing
-    base = f"{format_us(t.base.median)} ({format_us(t.base.q1)}–{format_us(t.base.q3)})" if t else "–"
-    cand = f"{format_us(t.cand.median)} ({format_us(t.cand.q1)}–{format_us(t.cand.q3)})" if t else "–"
-    return {"op": r.op, "case": r.case, "dtype": r.dtype, "verdict": r.verdict.value, "base": base,
-            "cand": cand, "effect": f"{t.effect:+.2%}" if t else "–",
-            "speedup": f"{t.speedup:.3f}×" if t else "–",
-            "detectable": f"{t.detectable:.1%}" if t else "–"}
+    if r.verdict is Verdict.IDENTICAL_BINARY:
+        if t is None:
+            return "byte-identical kernels (not timed)"
+        if t.why is Why.CALLED:  # the kernels are the same, so this difference is the measurement's
+            return f"byte-identical kernels (timing alone differed by {t.effect:+.2%}: run-to-run noise)"
+        return "byte-identical kernels"
+    if t is None:
+        return "; ".join(r.reasons)
+    if t.why is Why.TOO_FEW_SAMPLES:
+        return (f"too few samples (base {t.base.n}, candidate {t.cand.n}; "
+                f"{policy.min_samples} needed per side)")
+    if t.why is Why.IQRS_OVERLAP:
+        return "IQRs overlap"
+    if t.why is Why.BELOW_MIN_EFFECT:
+        return f"below the minimum effect ({_pct(r.min_effect)})"
+    if t.why is Why.BELOW_NOISE_FLOOR:
+        floor = (f"±{t.noise_floor:.1%}" if math.isfinite(t.noise_floor)
+                 else "not estimable: too few rounds")
+        return f"below the noise floor ({floor})"
+    return t.reason
 
 
-def _reason_row(r: RowVerdict) -> dict[str, Any]:
+def _timed_row(r: RowVerdict, policy: GatePolicy) -> dict[str, Any]:
+    t = r.timing
+    if t is None:  # an IDENTICAL_BINARY row that was not timed
+        return {"op": r.op, "case": r.case, "dtype": r.dtype, "verdict": r.verdict.value,
+                "base": "not timed", "cand": "not timed", "effect": "–", "speedup": "–",
+                "detectable": "–", "judged": "–", "why": _why(r, policy)}
+    detectable = _pct(t.detectable)
+    return {"op": r.op, "case": r.case, "dtype": r.dtype, "verdict": r.verdict.value,
+            "base": _iqr_cell(t.base), "cand": _iqr_cell(t.cand), "effect": f"{t.effect:+.2%}",
+            "speedup": f"{t.speedup:.3f}×",
+            "detectable": detectable if detectable == "n/a" else f"≥ {detectable}",
+            "judged": _judged(t), "why": _why(r, policy)}
+
+
+def _reason_row(r: RowVerdict, policy: GatePolicy) -> dict[str, Any]:
     return {"op": r.op, "case": r.case, "dtype": r.dtype, "reasons": "; ".join(r.reasons)}
+
+
+def _short_row(r: RowVerdict) -> dict[str, Any]:
+    p = r.pairing
+    rounds = "–" if r.rounds is None else str(r.rounds)
+    if p is not None and p.max_rounds:
+        rounds += f" (cap {p.max_rounds})"
+    return {"op": r.op, "case": r.case, "dtype": r.dtype, "verdict": r.verdict.value,
+            "target": _pct(p.target_effect if p else None),
+            "reached": _pct(p.detectable_effect if p else None), "rounds": rounds}
 
 
 SECTIONS = [
@@ -96,14 +155,21 @@ def _context(result: GateResult, limits: _Limits, artifact_url: str | None) -> d
             continue
         shown = rows if limits.section_rows is None else rows[:limits.section_rows]
         sections.append({"title": title, "kind": kind, "total": len(rows), "cut": len(rows) - len(shown),
-                         "rows": [(_timed_row if kind == "timed" else _reason_row)(r) for r in shown]})
+                         "rows": [(_timed_row if kind == "timed" else _reason_row)(r, result.policy)
+                                  for r in shown]})
+    short = result.short_of_target()
+    short_section = None
+    if short:
+        shown = short if limits.section_rows is None else short[:limits.section_rows]
+        short_section = {"total": len(short), "cut": len(short) - len(shown),
+                         "rows": [_short_row(r) for r in shown]}
     rest = [r for r in result.rows if r.verdict in DETAIL_VERDICTS]
     details = None
     if rest:
         shown = rest if limits.detail_rows is None else rest[:limits.detail_rows]
         counts = ", ".join(f"{len([r for r in rest if r.verdict is v])} {v.value.lower().replace('_', ' ')}"
                            for v in DETAIL_VERDICTS if any(r.verdict is v for r in rest))
-        details = {"title": f"All other rows ({counts})", "rows": [_timed_row(r) for r in shown],
+        details = {"title": f"All other rows ({counts})", "rows": [_timed_row(r, result.policy) for r in shown],
                    "cut": len(rest) - len(shown)}
     table = per_op(result)
     per_op_rows = [{"op": p.op, "rows": int(p.rows), "min": f"{p.min:.3f}×", "geomean": f"{p.geomean:.3f}×",
@@ -113,14 +179,14 @@ def _context(result: GateResult, limits: _Limits, artifact_url: str | None) -> d
         per_op_cut = len(per_op_rows) - limits.section_rows
         per_op_rows = per_op_rows[:limits.section_rows]
     pol = result.policy
-    overrides = ", ".join(f"{op} {v:.1%}" for op, v in sorted(pol.op_min_effect.items()))
+    overrides = ", ".join(f"{cell(op)} {v:.1%}" for op, v in sorted(pol.op_min_effect.items()))
     return {
         "sticky_marker": STICKY_MARKER, "headline": result.headline(),
         "base": _side(result.base, result.base.identity), "cand": _side(result.cand, result.cand.identity),
         "counts_line": _counts_line(result), "geomean": result.geomean_speedup,
         "artifact_url": artifact_url, "sections": sections, "per_op": per_op_rows, "per_op_cut": per_op_cut,
-        "details": details,
-        "notes": result.notes, "noise_z": f"{pol.noise_z:g}",
+        "details": details, "short_of_target": short_section,
+        "notes": result.notes, "noise_z": f"{pol.noise_z:g}", "min_samples": pol.min_samples,
         "policy_line": f"{pol.min_effect:.1%}" + (f"; {overrides}" if overrides else ""),
         "truncated": "",
     }

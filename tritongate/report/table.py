@@ -12,7 +12,13 @@ from typing import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from tritongate.schema import Row
+from tritongate.schema import Row, SkipReason
+
+# What a row that was deliberately not timed shows where its median would be.
+NOT_TIMED = {
+    SkipReason.IDENTICAL_BINARY: "not timed (identical binary)",
+    SkipReason.OTHER_SIDE_FAILED: "not timed (other side failed)",
+}
 
 
 def format_us(v: float) -> str:
@@ -21,11 +27,19 @@ def format_us(v: float) -> str:
 
 
 def row_cells(row: Row) -> dict[str, str]:
+    """One row's cells. A row without samples (an error, or a row deliberately not timed in
+    a paired run) shows why in place of its median; its other timing cells are "-"."""
     s = row.summary
+    if s:
+        median = format_us(s.median)
+    elif row.skipped is not None:
+        median = NOT_TIMED.get(row.skipped, f"not timed ({row.skipped.value.replace('_', ' ')})")
+    else:
+        median = "-"
     cells = {
         "op": row.op, "case": row.case, "dtype": row.dtype, "timer": row.timer,
         "status": row.status.value,
-        "median µs": format_us(s.median) if s else "-",
+        "median µs": median,
         "IQR µs": f"{format_us(s.q1)}–{format_us(s.q3)}" if s else "-",
         "rel IQR": f"{s.rel_iqr:.2%}" if s else "-",
         "n": str(s.n) if s else "0",
@@ -71,7 +85,12 @@ def render_rows(rows: Sequence[Row], *, color: bool, width: int = 160, title: st
                                                      "TB/s", "TFLOP/s"} else "left",
                          overflow="fold")
     for rec, row in zip(records, rows):
-        style = "" if not color else ("red" if row.status.value != "ok" or row.markers else "green")
+        if not color:
+            style = ""
+        elif row.status.value != "ok" or row.markers:
+            style = "red"
+        else:  # an untimed row is fine, but it is not a measurement either
+            style = "green" if row.summary else "yellow"
         table.add_row(*[rec.get(c, "") for c in columns], style=style)
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=color, color_system="standard" if color else None,

@@ -1,0 +1,215 @@
+"""Scripted stand-ins for a paired run: a device whose time drifts as the test says, an
+executor with the real executor's interface (it measures through the real ``RowMeasurer``),
+and a worker that runs an executor in this process.
+
+The same executor also runs in real worker subprocesses (``--executor
+tests.pair.fakes:ScriptedExecutor``); there its behaviour comes from environment overlays:
+``TG_FACTOR`` (time multiplier), ``TG_BINARY`` (binary hash tag), ``TG_CRASH`` /
+``TG_HANG`` / ``TG_FATAL`` (ops whose prepare crashes, hangs or hits a fatal device error),
+``TG_PROBE`` (copied into each row's params).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tritongate.harness.measure import MeasureConfig, RowMeasurer, TimerKind
+from tritongate.ops.registry import case_id
+from tritongate.pair.client import WorkerError
+from tritongate.pair.worker import _classify
+
+ROWS = [("add", (4096,), "float16"), ("softmax", (64, 512), "float16"), ("matmul", (64, 64, 64), "float16")]
+COST_US = {"add": 2.0, "softmax": 6.0, "matmul": 40.0}
+
+
+@dataclass
+class World:
+    """What both sides share: the drift, as a function of how many rounds have started."""
+
+    drift: Callable[[int], float] = lambda r: 1.0
+    rounds_started: int = 0
+
+
+class ScriptedGraph:
+    def __init__(self, device: "ScriptedDevice", fn: Callable[[], object], launches: int) -> None:
+        self.device, self.fn, self.launches = device, fn, launches
+
+    def replay(self) -> None:
+        for _ in range(self.launches):
+            self.fn()
+        self.device.now *= 1.0  # replay overhead is negligible here
+
+
+class ScriptedDevice:
+    """Device time advances by each launch's cost: op cost x side factor x shared drift x
+    this round's placement offset x a small per-launch jitter."""
+
+    name = "scripted"
+
+    def __init__(self, world: World, factor: float, seed: int, placement_sd: float = 0.003,
+                 jitter_sd: float = 0.002) -> None:
+        self.world, self.factor = world, factor
+        self.rng = random.Random(seed)
+        self.placement_sd, self.jitter_sd = placement_sd, jitter_sd
+        self.now = 0.0
+        self.offset = 1.0
+        self.capturing = False
+        self.cost_us = 1.0
+
+    def launch(self) -> None:
+        if self.capturing:
+            return
+        drift = self.world.drift(self.world.rounds_started)
+        self.now += self.cost_us * 1e-6 * self.factor * drift * self.offset * (1 + self.rng.gauss(0, self.jitter_sd))
+
+    def synchronize(self) -> None:
+        pass
+
+    def time_events(self, fn: Callable[[], object]) -> float:
+        t0 = self.now
+        fn()
+        return self.now - t0
+
+    def capture(self, fn: Callable[[], object], launches: int) -> ScriptedGraph:
+        self.capturing = True
+        try:
+            for _ in range(launches):
+                fn()
+        finally:
+            self.capturing = False
+        return ScriptedGraph(self, fn, launches)
+
+    def hold_block(self, nbytes: int) -> object:
+        self.world.rounds_started += 1  # a round starts: new placement, drift moves on
+        self.offset = 1 + self.rng.gauss(0, self.placement_sd)
+        return object()
+
+    def flush_l2(self) -> None:
+        pass
+
+    def release_cached(self) -> None:
+        pass
+
+
+class ScriptedExecutor:
+    """The executor interface of ``tritongate.pair.executor.TritonExecutor``, scripted."""
+
+    def __init__(self, settings: dict[str, Any], *, world: World | None = None, env: dict[str, str] | None = None,
+                 side: str = "") -> None:
+        self.env = dict(os.environ if env is None else env)
+        self.side = side or self.env.get("TG_SIDE", "?")
+        self.world = world or World()
+        factor = float(self.env.get("TG_FACTOR", "1.0"))
+        seed = int(self.env.get("TG_SEED", "0")) + (0 if self.side == "base" else 1000)
+        self.device = ScriptedDevice(self.world, factor, seed)
+        overrides = settings.get("config_overrides") or {}
+        self.config = MeasureConfig(**{"warmup_budget_s": 0.0, "warmup_min": 1, "warmup_max": 2,
+                                       "seed": seed, **overrides})
+        self.recorded = settings.get("recorded_launches", [])
+        self._measurer: RowMeasurer | None = None
+        self._op = ""
+
+    def hello(self) -> dict[str, Any]:
+        return {"pid": os.getpid(), "python": "scripted", "backend": "cuda", "device": "Scripted GPU",
+                "device_uuid": self.env.get("TG_UUID", "GPU-scripted"), "timer": "cuda-graph",
+                "measure_config": {"rounds": self.config.rounds, "samples_per_round": self.config.samples_per_round,
+                                   "l2": "warm"},
+                "software": {"triton": {"version": "scripted"}}, "host": {}, "codegen_env": {},
+                "compiler_ref": f"scripted {self.side}", "commit": None, "planted_work": 1,
+                "tuner_cache": {}, "replay_record": {}, "replay_from": "/baseline",
+                "recorded_launches": self.recorded}
+
+    def plan(self, suite: str, **_: Any) -> dict[str, Any]:
+        return {"suite": {"name": suite, "path": "scripted", "shape_file": "scripted", "digest": "0",
+                          "description": ""}, "shapes": {},
+                "rows": [{"op": op, "shape": list(shape), "dtype": dt, "case": case_id(shape)}
+                         for op, shape, dt in ROWS]}
+
+    def prepare(self, op: str, shape: list[Any], dtype: str) -> dict[str, Any]:
+        if op in self.env.get("TG_CRASH", "").split(","):
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if op in self.env.get("TG_HANG", "").split(","):
+            time.sleep(3600)
+        if op in self.env.get("TG_FATAL", "").split(","):
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        if op in self.env.get("TG_ROW_ERROR", "").split(","):
+            raise ValueError(f"{op} does not support this shape")
+        self._op = op
+        self.device.cost_us = COST_US[op]
+        params: dict[str, Any] = {"shape": list(shape), "seed": 1}
+        if "TG_PROBE" in self.env:
+            params["probe"] = self.env["TG_PROBE"]
+        binary = f"{op}-{self.env.get('TG_BINARY', 'same')}"
+        return {"fields": {"op": op, "case": case_id(tuple(shape)), "dtype": dtype, "timer": "cuda-graph",
+                           "params": params, "flops": None, "bytes": None},
+                "variants": [{"kernel": f"scripted.{op}_kernel", "name": "BLOCK=128 w4 s2", "source_hash": "src",
+                              "binary_hash": binary, "launches": 1}],
+                "correctness": {"ok": True, "max_abs_err": 0.0, "atol": 0.01, "rtol": 0.01, "detail": ""}}
+
+    def warm_up(self, k: int | None = None) -> dict[str, Any]:
+        dev = self.device
+        self._measurer = RowMeasurer(lambda: dev.launch, device=dev, timer=TimerKind.CUDA_GRAPH,
+                                     config=self.config, launches_per_sample=k)
+        self._measurer.warm_up()
+        return {"k": self._measurer.launches_per_sample}
+
+    def round(self) -> dict[str, Any]:
+        assert self._measurer is not None
+        return {"samples": self._measurer.measure_round()}
+
+    def finish(self) -> dict[str, Any]:
+        m = self._measurer.result() if self._measurer and self._measurer.rounds_done else None
+        self._measurer = None
+        meas = None if m is None else {
+            "timer": m.timer.value, "samples": list(m.samples_us), "samples_per_round": m.samples_per_round,
+            "launches_per_sample": m.launches_per_sample, "warmup_calls": m.warmup_calls, "l2": m.l2.value,
+            "shift_bytes": list(m.shift_bytes), "markers": list(m.markers)}
+        return {"autotune": {"mode": "replay", "sweep_benchmarks": 0, "kernels": []}, "autotune_markers": [],
+                "measurement": meas}
+
+    def abort(self) -> dict[str, Any]:
+        self._measurer = None
+        return {}
+
+
+@dataclass
+class InProcessWorker:
+    """A worker that calls its executor directly (no process, no timeouts)."""
+
+    side: str
+    make: Callable[[dict[str, Any]], Any]
+    executor: Any = None
+    calls: list[str] = field(default_factory=list)
+    starts: int = 0
+
+    @property
+    def pid(self) -> int | None:
+        return None
+
+    @property
+    def alive(self) -> bool:
+        return self.executor is not None
+
+    def start(self) -> None:
+        self.starts += 1
+
+    def call(self, cmd: str, timeout_s: float, **args: Any) -> dict[str, Any]:
+        self.calls.append(cmd)
+        try:
+            if cmd == "init":
+                self.executor = self.make(args["settings"])
+                return self.executor.hello()
+            return getattr(self.executor, cmd)(**args)
+        except Exception as exc:  # noqa: BLE001 - answered like the real worker does
+            raise WorkerError(self.side, _classify(exc)) from None
+
+    def kill(self) -> None:
+        self.executor = None
+
+    def close(self) -> None:
+        self.executor = None

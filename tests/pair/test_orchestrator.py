@@ -1,0 +1,164 @@
+"""The paired run's logic with scripted devices per side (in-process workers): drift shared by
+both sides cancels, a shift on one side is caught, identical binaries are not timed, and
+rows short of their precision target get more pairs within their budgets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tritongate.gate.policy import GatePolicy
+from tritongate.gate.verdict import Verdict, run_gate
+from tritongate.pair.build import CompilerBuild
+from tritongate.pair.orchestrator import PairRequest, run_pair
+from tritongate.pair.schedule import PairSchedule
+from tritongate.rundir import load_run
+from tritongate.schema import SkipReason
+
+from tests.pair.fakes import InProcessWorker, ScriptedExecutor, World
+
+
+def _spawner(world: World, made: dict[str, InProcessWorker] | None = None):
+    def spawn(spec):
+        worker = InProcessWorker(spec.side, lambda settings, spec=spec: ScriptedExecutor(
+            settings, world=world, env=spec.env, side=spec.side))
+        if made is not None:
+            made[spec.side] = worker
+        return worker
+    return spawn
+
+
+def _request(tmp_path: Path, *, cand_env=None, base_env=None, **kw) -> PairRequest:
+    """Every candidate binary differs (a compiler change) unless the test says otherwise."""
+    return PairRequest(baseline=tmp_path / "baseline", suite="scripted", out=tmp_path / "out",
+                       base=CompilerBuild("base", env=base_env or {}),
+                       cand=CompilerBuild("candidate", env={"TG_BINARY": "new", **(cand_env or {})}),
+                       executor="tests.pair.fakes:ScriptedExecutor", **kw)
+
+
+def _verdicts(outcome) -> dict[str, Verdict]:
+    return {r.op: r.verdict for r in outcome.result.rows}
+
+
+def _ramp(r: int) -> float:
+    return 1 + 0.002 * r  # +0.2 % per round started: 2 % over a 5-pair row, 6 % over 30 rounds
+
+
+def _step(r: int) -> float:
+    return 1.0 if r % 10 < 6 else 1.08  # an 8 % step in the middle of a pair, in every row
+
+
+@pytest.mark.parametrize("drift", [_ramp, _step], ids=["slow ramp", "step mid-row"])
+def test_drift_shared_by_both_sides_gives_no_verdict(tmp_path, drift):
+    outcome = run_pair(_request(tmp_path), spawn=_spawner(World(drift=drift)))
+    assert set(_verdicts(outcome).values()) == {Verdict.UNCHANGED}
+    assert outcome.result.exit_code == 0
+    assert all(r.timing.paired and r.timing.pairs >= 5 for r in outcome.result.rows)
+
+
+def test_the_same_drift_measured_one_side_after_the_other_is_a_false_verdict(tmp_path):
+    """What pairing buys: the same ramp, with the candidate measured after the base (another
+    process, minutes later: 30 rounds on), reads as a slowdown."""
+    world = World(drift=_ramp)
+    outcome = run_pair(_request(tmp_path), spawn=_spawner(world))
+    base = load_run(outcome.base_path)
+    # the same scripted rows, but each side measured in one go: base rounds 0-4, candidate 5-9
+    from tests.pair.fakes import ScriptedExecutor as Ex
+    sequential = World(drift=_ramp)
+    ex_b = Ex({}, world=sequential, env={}, side="base")
+    ex_c = Ex({}, world=sequential, env={}, side="candidate")
+    effects = []
+    for row in base.rows:
+        meds = []
+        for ex in (ex_b, ex_c):
+            if ex is ex_c:
+                sequential.rounds_started += 30
+            ex.prepare(row.op, list(row.params["shape"]), row.dtype)
+            ex.warm_up(k=row.measurement.launches_per_sample)
+            samples = [s for _ in range(5) for s in ex.round()["samples"]]
+            ex.finish()
+            meds.append(sorted(samples)[len(samples) // 2])
+        effects.append(meds[1] / meds[0] - 1)
+    assert min(effects) > 0.04  # every row looks > 4 % slower when not paired
+
+
+def test_a_three_percent_shift_on_one_side_is_caught(tmp_path):
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_FACTOR": "1.03"}), spawn=_spawner(World(drift=_ramp)))
+    assert set(_verdicts(outcome).values()) == {Verdict.REGRESSED}
+    for r in outcome.result.rows:
+        assert r.timing.paired and r.timing.effect == pytest.approx(0.03, abs=0.01)
+    assert outcome.result.exit_code == 1
+
+
+def test_identical_binaries_are_not_timed_unless_asked(tmp_path):
+    made: dict[str, InProcessWorker] = {}
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_BINARY": "same"}), spawn=_spawner(World(), made))
+    assert set(_verdicts(outcome).values()) == {Verdict.IDENTICAL_BINARY}
+    assert "round" not in made["base"].calls and "warm_up" not in made["candidate"].calls
+    for base, cand in outcome.rows:
+        assert base.skipped is cand.skipped is SkipReason.IDENTICAL_BINARY and not cand.samples
+    # a changed binary on the candidate side is timed
+    outcome = run_pair(_request(tmp_path), spawn=_spawner(World()))
+    assert set(_verdicts(outcome).values()) == {Verdict.UNCHANGED}
+    # --time-identical times them anyway: the verdict stays IDENTICAL_BINARY, with the timing
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_BINARY": "same"}, time_identical=True),
+                       spawn=_spawner(World()))
+    for r in outcome.result.rows:
+        assert r.verdict is Verdict.IDENTICAL_BINARY and r.timing is not None and r.timing.paired
+
+
+def test_both_run_dirs_are_ordinary_runs_the_gate_reads_as_paired(tmp_path):
+    outcome = run_pair(_request(tmp_path), spawn=_spawner(World()))
+    base, cand = load_run(outcome.base_path), load_run(outcome.cand_path)
+    assert base.complete and cand.complete and base.mode == cand.mode == "replay"
+    again = run_gate(base, cand, GatePolicy())
+    assert [r.verdict for r in again.rows] == [r.verdict for r in outcome.result.rows]
+    for b, c in zip(base.rows, cand.rows):
+        bp, cp = b.measurement.pairing, c.measurement.pairing
+        assert bp.pair_id == cp.pair_id == outcome.path.name
+        assert b.measurement.launches_per_sample == c.measurement.launches_per_sample  # one k for both
+        # who goes first swaps every pair
+        n = len(b.samples) // b.measurement.samples_per_round
+        assert n >= 5 and list(bp.went_first) == [i % 2 == 0 for i in range(n)]
+        assert list(cp.went_first) == [i % 2 == 1 for i in range(n)]
+    assert (outcome.path / "verdict" / "verdict.md").is_file()
+
+
+def test_rows_short_of_their_target_get_more_pairs_within_the_budget(tmp_path):
+    noisy = World(drift=lambda r: 1 + 0.02 * ((r * 7919) % 5 - 2))  # ±4 % round-to-round, shared
+    # the step in the shared drift lands between the two rounds of a pair -> noisy log ratios
+    schedule = PairSchedule(min_rounds=5, max_rounds=20, row_budget_s=1e9, run_budget_s=1e9)
+    outcome = run_pair(_request(tmp_path, schedule=schedule), spawn=_spawner(noisy))
+    rounds = [len(c.samples) // c.measurement.samples_per_round for _, c in outcome.rows]
+    assert all(n in (5, 10, 20) for n in rounds) and max(rounds) > 5
+    for _, c in outcome.rows:
+        p = c.measurement.pairing
+        assert p.target_effect == 0.01 and p.max_rounds == 20 and p.detectable_effect is not None
+        n = len(c.samples) // c.measurement.samples_per_round
+        assert p.target_reached is (p.detectable_effect <= 0.01)
+        assert p.target_reached or n == 20  # stopped early only when the target was reached
+    # with no budget for extra pairs every row keeps the minimum, and says it fell short
+    tight = PairSchedule(min_rounds=5, max_rounds=20, row_budget_s=1e9, run_budget_s=0.0)
+    outcome = run_pair(_request(tmp_path, schedule=tight), spawn=_spawner(noisy))
+    assert all(len(c.samples) == 25 for _, c in outcome.rows)
+    short = outcome.result.short_of_target()
+    assert short and all(r.pairing.target_reached is False for r in short)
+
+
+def test_a_row_error_on_one_side_is_rejected_naming_the_side(tmp_path):
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_ROW_ERROR": "softmax"}), spawn=_spawner(World()))
+    v = {r.op: r for r in outcome.result.rows}
+    assert v["softmax"].verdict is Verdict.REJECTED
+    assert "candidate" in "; ".join(v["softmax"].reasons) and "does not support" in "; ".join(v["softmax"].reasons)
+    assert v["add"].verdict is v["matmul"].verdict is Verdict.UNCHANGED
+    base_softmax = next(b for b, _ in outcome.rows if b.op == "softmax")
+    assert base_softmax.skipped is SkipReason.OTHER_SIDE_FAILED
+
+
+def test_workers_on_different_devices_are_refused(tmp_path):
+    from tritongate.errors import PreflightError
+
+    with pytest.raises(PreflightError) as err:
+        run_pair(_request(tmp_path, cand_env={"TG_UUID": "GPU-other"}), spawn=_spawner(World()))
+    assert err.value.check == "same_device" and "GPU-other" in str(err.value)

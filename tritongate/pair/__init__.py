@@ -1,0 +1,8 @@
+"""The paired PR check: base and candidate compiler builds measured in one job, on one GPU,
+in alternating rounds, each build in its own worker process.
+
+``orchestrator`` (the parent: never imports torch or triton) drives two ``worker``
+processes over ``protocol``; each worker runs an ``executor`` (the real one measures
+Triton kernels; tests script their own). ``schedule`` plans how many paired rounds a row
+gets; ``build`` says what a compiler build is (an interpreter plus environment overlays).
+"""

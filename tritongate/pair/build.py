@@ -1,0 +1,86 @@
+"""A compiler build under test: a Python interpreter (typically a venv holding that Triton
+build) plus environment overlays that reach only its own worker."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from tritongate.errors import UsageError
+
+SIDES = ("base", "candidate")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parse_env_overlay(items: Sequence[str] | None, *, option: str) -> dict[str, str]:
+    """``["K=V", ...]`` from a repeatable command-line option, validated."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        if not sep or not _ENV_NAME.match(name):
+            raise UsageError(f"{option} {item!r}: expected NAME=VALUE with NAME a valid environment "
+                             "variable name, e.g. DISABLE_MMA_V3=1")
+        out[name] = value
+    return out
+
+
+@dataclass(frozen=True)
+class CompilerBuild:
+    side: str  # "base" | "candidate"
+    python: str = field(default_factory=lambda: sys.executable)
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.side not in SIDES:
+            raise ValueError(f"side must be one of {SIDES}, got {self.side!r}")
+        object.__setattr__(self, "env", dict(self.env))
+
+    def check(self) -> None:
+        """The interpreter must exist and be executable (a venv's bin/python is kept as
+        given: resolving its symlink would lose the venv)."""
+        path = Path(self.python)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise UsageError(f"--{'base' if self.side == 'base' else 'cand'}-python {self.python}: not an "
+                             "executable file; pass the venv's bin/python of that compiler build")
+
+    def digest(self) -> str:
+        """Identifies the build's interpreter and overlays (names its private compile cache)."""
+        text = "\0".join([self.python, *(f"{k}={v}" for k, v in sorted(self.env.items()))])
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def environment(self, parent: Mapping[str, str], *, pythonpath: Path, cache_dir: Path) -> dict[str, str]:
+        """The worker's environment: the parent's, with this package importable first, a
+        private ``TRITON_CACHE_DIR`` (unless the overlay sets one), then the overlay."""
+        env = dict(parent)
+        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        env["TRITON_CACHE_DIR"] = str(cache_dir)
+        env["PYTHONUNBUFFERED"] = "1"
+        env.update(self.env)
+        return env
+
+    def to_dict(self) -> dict[str, object]:
+        return {"side": self.side, "python": self.python, "env_overlay": dict(self.env)}
+
+
+def package_path_dir(root: Path) -> Path:
+    """A directory holding only a link to this ``tritongate`` package, for a build's
+    PYTHONPATH. Putting the package's parent there instead could be a site-packages folder,
+    and would shadow the build's own triton and torch with the caller's."""
+    import tritongate
+
+    package = Path(tritongate.__file__).resolve().parent
+    root.mkdir(parents=True, exist_ok=True)
+    link = root / "tritongate"
+    if link.is_symlink() and Path(os.readlink(link)) == package:
+        return root
+    tmp = root / f".tritongate-{os.getpid()}"
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    tmp.symlink_to(package, target_is_directory=True)
+    os.replace(tmp, link)
+    return root

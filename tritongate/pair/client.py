@@ -1,0 +1,190 @@
+"""The parent's handle on one worker process: start, ask, wait with a deadline, kill.
+
+A worker runs in its own process group (``start_new_session``), so a kill reaches
+everything it started (compiler subprocesses too) and a Ctrl-C on the terminal reaches only
+the parent, which then stops the workers itself.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from tritongate.pair.protocol import MAX_LINE, decode, encode
+
+TERM_GRACE_S = 2.0
+
+
+class WorkerFailure(Exception):
+    """The worker could not answer: it died, hung, or its device context is gone."""
+
+    def __init__(self, side: str, reason: str, *, kind: str) -> None:
+        super().__init__(f"{side} worker {reason}")
+        self.side = side
+        self.reason = reason
+        self.kind = kind  # "died" | "timeout" | "fatal"
+
+
+class WorkerError(Exception):
+    """The worker answered with an error (``kind``: row, preflight, usage)."""
+
+    def __init__(self, side: str, answer: Mapping[str, Any]) -> None:
+        super().__init__(str(answer.get("error", "unknown error")))
+        self.side = side
+        self.kind = str(answer.get("kind", "row"))
+        self.check = answer.get("check")
+
+
+@dataclass
+class WorkerSpec:
+    side: str
+    argv: list[str]
+    env: dict[str, str]
+    log_path: Path
+
+
+class WorkerProcess:
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self.side = spec.side
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._buffer = b""
+        self._seq = 0
+        self.starts = 0
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> None:
+        self.spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.spec.log_path, "ab")
+        try:
+            log.write(f"--- worker start {self.starts + 1}: {' '.join(self.spec.argv)}\n".encode())
+            log.flush()
+            self._proc = subprocess.Popen(self.spec.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=log, env=self.spec.env, start_new_session=True)
+        finally:
+            log.close()
+        self._buffer = b""
+        self.starts += 1
+
+    def call(self, cmd: str, timeout_s: float, **args: Any) -> dict[str, Any]:
+        """Send one request and wait for its answer. Raises ``WorkerFailure`` (the worker is
+        then killed) or ``WorkerError`` (the worker is fine)."""
+        if not self.alive:
+            raise WorkerFailure(self.side, self._death(), kind="died")
+        self._seq += 1
+        seq = self._seq
+        try:
+            assert self._proc is not None and self._proc.stdin is not None
+            self._proc.stdin.write(encode({"seq": seq, "cmd": cmd, "args": args}))
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self.kill()
+            raise WorkerFailure(self.side, self._death(), kind="died") from None
+        answer = self._read(seq, time.monotonic() + timeout_s, cmd, timeout_s)
+        if not answer.get("ok"):
+            if answer.get("kind") == "fatal":
+                self.kill()
+                raise WorkerFailure(self.side, f"hit a fatal device error: {answer.get('error')}", kind="fatal")
+            raise WorkerError(self.side, answer)
+        return answer.get("result") or {}
+
+    def _read(self, seq: int, deadline: float, cmd: str, timeout_s: float) -> dict[str, Any]:
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        while True:
+            line, nl, rest = self._buffer.partition(b"\n")
+            if nl:
+                self._buffer = rest
+                message = decode(line)
+                if message.get("seq") == seq:
+                    return message
+                continue  # an answer to a request we gave up on
+            if len(self._buffer) > MAX_LINE:
+                self.kill()
+                raise WorkerFailure(self.side, "sent an oversized answer", kind="died")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise WorkerFailure(self.side, f"hung: no answer to {cmd!r} within {timeout_s:.0f} s "
+                                               "(--row-timeout)", kind="timeout")
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                self.kill()
+                raise WorkerFailure(self.side, self._death(), kind="died")
+            self._buffer += chunk
+
+    def _death(self) -> str:
+        rc = self._proc.poll() if self._proc else None
+        if rc is None:
+            return "stopped answering"
+        if rc < 0:
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = f"signal {-rc}"
+            what = f"died ({name})"
+        else:
+            what = f"exited with code {rc}"
+        return f"{what}; last log lines: {self.log_tail()}"
+
+    def log_tail(self, lines: int = 3) -> str:
+        try:
+            text = self.spec.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "(no log)"
+        return " | ".join(line.strip() for line in text[-lines:]) or "(empty log)"
+
+    def kill(self) -> None:
+        """SIGTERM to the worker's process group, SIGKILL after a grace period; reap it."""
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            for sig, wait in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, 10.0)):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    proc.wait(timeout=wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        else:
+            try:  # the leader is gone; anything it started may still run
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                if stream:
+                    stream.close()
+            except OSError:
+                pass
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Ask the worker to exit; kill it if it does not."""
+        if self.alive:
+            try:
+                self.call("shutdown", timeout_s)
+                assert self._proc is not None
+                self._proc.wait(timeout=timeout_s)
+            except (WorkerFailure, WorkerError, subprocess.TimeoutExpired, OSError):
+                pass
+        self.kill()

@@ -1,0 +1,143 @@
+"""The worker-side executor that measures real Triton kernels: one per compiler build.
+
+It replays the baseline's autotune configs for the whole life of the worker, and measures a
+row step by step as the parent asks: ``prepare`` (build, compile, record variants, check
+correctness), ``warm_up`` (choose or take k), ``round`` (one round of samples), ``finish``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from tritongate.errors import UsageError
+from tritongate.harness.measure import RowMeasurer
+from tritongate.preflight import PlannedRow
+
+
+def device_uuid(backend_name: str, device: Any, index: int) -> str:
+    """The physical device both workers must share."""
+    if backend_name == "cuda":
+        import torch
+
+        uuid = str(torch.cuda.get_device_properties(index).uuid)
+        return uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
+    if backend_name == "cpu":
+        return f"host:{socket.gethostname()}"
+    return f"{backend_name}:{getattr(device, 'name', '?')}:{index}"
+
+
+class TritonExecutor:
+    def __init__(self, settings: dict[str, Any]) -> None:
+        from tritongate.autotune.records import load_records
+        from tritongate.autotune.session import REPLAY, AutotuneSession, autotune_session
+        from tritongate.autotune.tuner_cache import open_tuner_cache
+        from tritongate.backends import default_measure_config, make_device, prepare_environment, resolve_backend
+        from tritongate.rowcase import planted_work, tuning_context
+
+        self.backend = resolve_backend(settings["backend"])
+        prepare_environment(self.backend)
+        try:
+            self.config = dataclasses.replace(default_measure_config(self.backend),
+                                              **(settings.get("config_overrides") or {}))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"bad measurement settings: {exc}") from exc
+        self.index = int(settings.get("device_index", 0))
+        self.records = load_records(Path(settings["replay_from"]), backend=self.backend.name)
+        self.planted_work = planted_work()
+        self.device = make_device(self.backend, self.index)
+        self._stack = contextlib.ExitStack()
+        self.tuner_cache = open_tuner_cache(bool(settings.get("isolate_tuner_cache")))
+        self._stack.callback(self.tuner_cache.close)
+        self.session = AutotuneSession(REPLAY, self.records)
+        self._stack.enter_context(autotune_session(self.session))
+        self._stack.enter_context(tuning_context(self.backend))
+        self._prepared: Any = None
+        self._measurer: RowMeasurer | None = None
+
+    # -- identity --------------------------------------------------------------------------
+    def hello(self) -> dict[str, Any]:
+        import sys
+
+        from tritongate.identity import codegen_env, compiler_ref, config_dict, host, software, source_commit
+
+        return {
+            "pid": os.getpid(), "python": sys.executable, "backend": self.backend.name,
+            "device": getattr(self.device, "name", "host"),
+            "device_uuid": device_uuid(self.backend.name, self.device, self.index),
+            "timer": self.backend.timer.value, "measure_config": config_dict(self.config), "software": software(), "host": host(),
+            "codegen_env": codegen_env(), "compiler_ref": compiler_ref(), "commit": source_commit(),
+            "planted_work": self.planted_work, "tuner_cache": self.tuner_cache.to_dict(),
+            "replay_record": self.records.meta, "replay_from": str(self.records.run_dir.resolve()),
+            "recorded_launches": [[*key, k] for key, k in sorted(self.records.launches.items())],
+        }
+
+    def plan(self, suite: str, shape_file: str | None = None, only_ops: list[str] | None = None,
+             only_dtypes: list[str] | None = None) -> dict[str, Any]:
+        from tritongate.ops.builtin import REGISTRY
+        from tritongate.preflight import plan_rows
+        from tritongate.suites import load_suite
+
+        loaded = load_suite(suite, shape_file=Path(shape_file) if shape_file else None)
+        rows = plan_rows(loaded, REGISTRY, self.backend, only_ops=only_ops or None,
+                         only_dtypes=only_dtypes or None)
+        return {"suite": {"name": loaded.name, "path": str(loaded.path), "shape_file": str(loaded.shape_file),
+                          "digest": loaded.digest, "description": loaded.description},
+                "shapes": loaded.shapes_document(),
+                "rows": [{"op": r.op, "shape": list(r.shape), "dtype": r.dtype, "case": r.case} for r in rows]}
+
+    # -- one row ---------------------------------------------------------------------------
+    def prepare(self, op: str, shape: list[Any], dtype: str) -> dict[str, Any]:
+        from tritongate.rowcase import prepare_row
+
+        self.abort()
+        item = PlannedRow(op=op, shape=tuple(shape), dtype=dtype)
+        self.session.begin_row(item.op, item.case, item.dtype)
+        self._prepared = prepare_row(item, self.backend, self.device, self.index)
+        p = self._prepared
+        return {"fields": p.fields, "variants": [v.to_dict() for v in p.variants],
+                "correctness": p.correctness.to_dict()}
+
+    def warm_up(self, k: int | None = None) -> dict[str, Any]:
+        if self._prepared is None:
+            raise UsageError("warm_up before prepare")
+        self._measurer = RowMeasurer(self._prepared.make_fn, device=self.device, timer=self.backend.timer,
+                                     config=self.config, launches_per_sample=k)
+        self._measurer.warm_up()
+        return self._state()
+
+    def round(self) -> dict[str, Any]:
+        if self._measurer is None:
+            raise UsageError("round before warm_up")
+        samples = self._measurer.measure_round()
+        return {"samples": samples, **self._state()}
+
+    def _state(self) -> dict[str, Any]:
+        m = self._measurer
+        return {"k": m.launches_per_sample, "timer": m.timer.value, "warmup_calls": m.warmup_calls,
+                "rounds_done": m.rounds_done, "markers": list(m.markers)} if m else {}
+
+    def finish(self) -> dict[str, Any]:
+        tuned = self.session.end_row()
+        measurement = None
+        if self._measurer is not None and self._measurer.rounds_done:
+            m = self._measurer.result()
+            measurement = {"timer": m.timer.value, "samples": list(m.samples_us),
+                           "samples_per_round": m.samples_per_round, "launches_per_sample": m.launches_per_sample,
+                           "warmup_calls": m.warmup_calls, "l2": m.l2.value, "shift_bytes": list(m.shift_bytes),
+                           "markers": list(m.markers)}
+        self._prepared, self._measurer = None, None
+        return {"autotune": tuned.to_dict(), "autotune_markers": list(tuned.markers), "measurement": measurement}
+
+    def abort(self) -> dict[str, Any]:
+        if self._prepared is not None or self._measurer is not None:
+            self.session.end_row()
+        self._prepared, self._measurer = None, None
+        return {}
+
+    def close(self) -> None:
+        self._stack.close()

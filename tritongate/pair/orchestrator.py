@@ -1,0 +1,546 @@
+"""The paired run's parent: two workers (base and candidate builds) on one device, rows
+measured in alternating rounds, two ordinary run directories and the verdict written.
+
+Per row: both sides prepare (compile with the baseline's configs, warm up, check
+correctness). If every launched kernel is byte-identical on both sides the row is
+IDENTICAL_BINARY and is not timed (unless ``time_identical``). Otherwise k is chosen once
+(the baseline's k for the row, else the base side's) and used by both, and rounds
+alternate A B, B A, ... (who goes first swaps every pair). At planned looks a row short of
+its precision target gets more pairs within its and the run's time budget.
+
+A worker that dies, hangs past the row timeout or hits a fatal device error is killed
+(its process group), its row is kept as an error/timeout row naming the side, and the
+worker is restarted for the next row. This module never imports torch or triton.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Protocol
+
+import yaml
+
+from tritongate import markers
+from tritongate.atomicio import write_text_atomic
+from tritongate.errors import MeasurementError, PreflightError, UsageError
+from tritongate.gate.policy import GatePolicy
+from tritongate.gate.rule import precision
+from tritongate.harness.measure import L2Policy, Measurement, TimerKind
+from tritongate.pair.build import CompilerBuild, package_path_dir
+from tritongate.pair.client import WorkerError, WorkerFailure, WorkerProcess, WorkerSpec
+from tritongate.pair.schedule import BudgetLedger, PairSchedule, may_extend
+from tritongate.pair.worker import DEFAULT_EXECUTOR
+from tritongate.preflight import PlannedRow, check_out_dir
+from tritongate.progress import Progress, ProgressFn, row_line
+from tritongate.rowcase import PreparedRow, describe, error_row, finish_row
+from tritongate.rundir import LOG, RunWriter, new_run_dir
+from tritongate.runlog import RunLog
+from tritongate.schema import Correctness, PairInfo, Row, RowStatus, SkipReason, Variant
+
+STARTUP_TIMEOUT_S = 600.0  # importing torch/triton and creating a device context
+MAX_RESTARTS = 10  # per side: a worker that keeps dying stops the run
+PAIR_SIDES = ("base", "candidate")
+
+
+class Worker(Protocol):
+    side: str
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def alive(self) -> bool: ...
+
+    def start(self) -> None: ...
+
+    def call(self, cmd: str, timeout_s: float, **args: Any) -> dict[str, Any]: ...
+
+    def kill(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+SpawnFn = Callable[[WorkerSpec], Worker]
+
+
+@dataclass(frozen=True)
+class PairRequest:
+    baseline: Path  # a record run: both sides replay its autotune configs
+    suite: str
+    out: Path
+    base: CompilerBuild = field(default_factory=lambda: CompilerBuild("base"))
+    cand: CompilerBuild = field(default_factory=lambda: CompilerBuild("candidate"))
+    backend: str = "auto"
+    shape_file: Path | None = None
+    only_ops: tuple[str, ...] = ()
+    only_dtypes: tuple[str, ...] = ()
+    config_overrides: dict[str, Any] = field(default_factory=dict)  # MeasureConfig fields
+    schedule: PairSchedule | None = None  # None: the backend's default
+    time_identical: bool = False
+    row_timeout_s: float = 600.0
+    allow_busy_gpu: bool = False
+    isolate_tuner_cache: bool = False
+    device_index: int = 0
+    policy: GatePolicy = field(default_factory=GatePolicy)
+    artifact_url: str | None = None
+    executor: str = DEFAULT_EXECUTOR
+    cache_root: Path | None = None  # private TRITON_CACHE_DIRs live here (default OUT/.triton-cache)
+
+
+def default_schedule(backend: str, rounds: int) -> PairSchedule:
+    """GPU rows grow to 20 pairs while short of their target; the interpreter measures the
+    interpreter's own speed, so its rows keep the minimum."""
+    if backend == "cpu":
+        return PairSchedule(min_rounds=rounds, max_rounds=rounds, row_budget_s=120.0, run_budget_s=0.0)
+    return PairSchedule(min_rounds=rounds)
+
+
+@dataclass
+class PairOutcome:
+    path: Path  # the pair directory
+    base_path: Path
+    cand_path: Path
+    verdict_md: Path | None = None
+    verdict_json: Path | None = None
+    result: Any = None  # GateResult
+    rows: list[tuple[Row, Row]] = field(default_factory=list)
+    wall_s: float = 0.0
+    timed_s: float = 0.0  # wall seconds spent in warm-up and rounds
+    restarts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Side:
+    name: str
+    build: CompilerBuild
+    worker: Worker
+    hello: dict[str, Any] = field(default_factory=dict)
+    writer: RunWriter | None = None
+    log: RunLog | None = None
+    restarts: int = 0
+
+
+@dataclass
+class _RowState:
+    """What one side produced for the row so far."""
+
+    prepared: dict[str, Any] | None = None
+    samples: list[float] = field(default_factory=list)
+    went_first: list[bool] = field(default_factory=list)
+    finished: dict[str, Any] | None = None
+    failure: tuple[str, str] | None = None  # (status, text): "error"|"timeout", why
+
+
+def _spawn_process(spec: WorkerSpec) -> Worker:
+    return WorkerProcess(spec)
+
+
+class PairRunner:
+    def __init__(self, request: PairRequest, progress: ProgressFn | None = None, *,
+                 spawn: SpawnFn = _spawn_process, clock: Callable[[], float] = time.monotonic) -> None:
+        self.request = request
+        self._progress = progress or (lambda event: None)
+        self._spawn = spawn
+        self._clock = clock
+        self._sides: dict[str, _Side] = {}
+        self._pair_id = ""
+
+    # -- set-up ----------------------------------------------------------------------------
+    def _settings(self) -> dict[str, Any]:
+        req = self.request
+        return {"backend": req.backend, "replay_from": str(Path(req.baseline).resolve()),
+                "config_overrides": dict(req.config_overrides), "device_index": req.device_index,
+                "isolate_tuner_cache": req.isolate_tuner_cache}
+
+    def _start(self, side: _Side) -> None:
+        side.worker.start()
+        try:
+            side.hello = side.worker.call("init", STARTUP_TIMEOUT_S, settings=self._settings())
+        except WorkerError as exc:
+            side.worker.kill()
+            where = f"{side.name} build ({side.build.python})"
+            if exc.kind == "preflight":
+                raise PreflightError(str(exc.check or "worker"), f"{where}: {exc}") from None
+            raise UsageError(f"{where}: {exc}") from None
+        except WorkerFailure as exc:
+            raise MeasurementError(f"the {side.name} build's worker ({side.build.python}) could not start: "
+                                   f"{exc.reason}") from None
+
+    def _ensure_alive(self, side: _Side) -> None:
+        if side.worker.alive:
+            return
+        if side.restarts >= MAX_RESTARTS:
+            raise MeasurementError(f"the {side.name} worker failed {side.restarts} times; stopping the run "
+                                   f"(see {self._worker_log(side.name)})")
+        side.restarts += 1
+        side.log.write(f"WORKER_RESTART side={side.name} restart={side.restarts}")  # type: ignore[union-attr]
+        self._start(side)
+        self._check_same_device()
+
+    def _worker_log(self, name: str) -> Path:
+        return self._pair_dir / "workers" / f"{name}.log"
+
+    def _make_sides(self) -> None:
+        req = self.request
+        cache_root = Path(req.cache_root) if req.cache_root else Path(req.out) / ".triton-cache"
+        pythonpath = package_path_dir(self._pair_dir / "workers" / "pythonpath")
+        for name, build in (("base", req.base), ("candidate", req.cand)):
+            env = build.environment(os.environ, pythonpath=pythonpath,
+                                    cache_dir=(cache_root / f"{name}-{build.digest()}").resolve())
+            spec = WorkerSpec(side=name, argv=[build.python, "-m", "tritongate.pair.worker",
+                                               "--executor", req.executor],
+                              env=env, log_path=self._worker_log(name))
+            self._sides[name] = _Side(name=name, build=build, worker=self._spawn(spec))
+
+    def _check_same_device(self) -> None:
+        base, cand = self._sides["base"].hello, self._sides["candidate"].hello
+        if base.get("device_uuid") != cand.get("device_uuid"):
+            raise PreflightError("same_device", f"the base worker sees {base.get('device_uuid')} and the "
+                                 f"candidate worker {cand.get('device_uuid')}: both builds must run on one "
+                                 "physical device; check CUDA_VISIBLE_DEVICES in the --base-env/--cand-env overlays")
+        if base.get("backend") != cand.get("backend"):
+            raise PreflightError("backend", f"the base worker resolved backend {base.get('backend')!r}, the "
+                                 f"candidate {cand.get('backend')!r}; pass --backend explicitly")
+
+    def _gpu_state(self) -> dict[str, Any] | None:
+        hello = self._sides["base"].hello
+        if hello.get("backend") != "cuda":
+            return None
+        from tritongate.harness.gpu_state import check_idle, read_gpu_state
+
+        own = {os.getpid()} | {s.worker.pid for s in self._sides.values() if s.worker.pid}
+        try:
+            state = read_gpu_state(str(hello.get("device_uuid")), own_pids=own)
+        except Exception as exc:  # noqa: BLE001 - no nvidia-smi: record that, do not fail
+            return {"error": describe(exc)}
+        check_idle(state, allow_busy=self.request.allow_busy_gpu)
+        return state.to_dict()
+
+    def _identity(self, side: _Side, plan: dict[str, Any], gpu_before: Any, schedule: PairSchedule) -> dict:
+        h = side.hello
+        other = "candidate" if side.name == "base" else "base"
+        return {
+            "suite": plan["suite"], "backend": h.get("backend"), "device": h.get("device"),
+            "timer": h.get("timer"), "measure_config": h.get("measure_config", {}),
+            "compiler_ref": h.get("compiler_ref"), "commit": h.get("commit"), "software": h.get("software"),
+            "host": h.get("host"), "codegen_env": h.get("codegen_env"), "gpu_state_before": gpu_before,
+            "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "replay_from": h.get("replay_from"), "replay_record": h.get("replay_record"),
+            "tuner_cache": h.get("tuner_cache"), "planted_work": h.get("planted_work", 1),
+            "pair": {"pair_id": self._pair_id, "side": side.name, "other_run": f"../{other}",
+                     "build": side.build.to_dict(), "device_uuid": h.get("device_uuid"),
+                     "worker_python": h.get("python"), "time_identical": self.request.time_identical,
+                     "schedule": {"min_rounds": schedule.min_rounds, "max_rounds": schedule.max_rounds,
+                                  "row_budget_s": schedule.row_budget_s, "run_budget_s": schedule.run_budget_s}},
+        }
+
+    # -- the run ---------------------------------------------------------------------------
+    def run(self) -> PairOutcome:
+        req = self.request
+        check_out_dir(Path(req.out))
+        stem = Path(req.suite).stem if req.suite.endswith((".yaml", ".yml")) else req.suite
+        self._pair_dir = new_run_dir(Path(req.out), f"pair-{stem}")
+        self._pair_id = self._pair_dir.name
+        outcome = PairOutcome(path=self._pair_dir, base_path=self._pair_dir / "base",
+                              cand_path=self._pair_dir / "candidate")
+        t0 = self._t0 = self._clock()
+        self._make_sides()
+        try:
+            for side in self._sides.values():
+                self._start(side)
+            self._check_same_device()
+            base = self._sides["base"]
+            plan = base.worker.call("plan", STARTUP_TIMEOUT_S, suite=req.suite,
+                                    shape_file=str(req.shape_file) if req.shape_file else None,
+                                    only_ops=list(req.only_ops), only_dtypes=list(req.only_dtypes))
+            config = base.hello.get("measure_config", {})
+            schedule = req.schedule or default_schedule(str(base.hello.get("backend")),
+                                                        int(config.get("rounds", 5)))
+            gpu_before = self._gpu_state()
+            self._run_rows(plan, gpu_before, schedule, outcome)
+        except BaseException as exc:
+            why = "interrupted" if isinstance(exc, KeyboardInterrupt) else describe(exc)
+            for side in self._sides.values():
+                if side.writer is not None:
+                    side.writer.fail(why)
+                if side.log is not None:
+                    side.log.write(f"RUN_FAILED {why}")
+            raise
+        finally:
+            for side in self._sides.values():
+                side.worker.close()
+                if side.log is not None:
+                    side.log.close()
+        outcome.wall_s = self._clock() - t0
+        outcome.restarts = {s.name: s.restarts for s in self._sides.values()}
+        self._gate(outcome)
+        self._progress(Progress("finish", total=len(outcome.rows), message=str(self._pair_dir)))
+        return outcome
+
+    def _run_rows(self, plan: dict[str, Any], gpu_before: Any, schedule: PairSchedule,
+                  outcome: PairOutcome) -> None:
+        rows = [PlannedRow(op=r["op"], shape=tuple(r["shape"]), dtype=r["dtype"]) for r in plan["rows"]]
+        shapes_text = yaml.safe_dump(plan["shapes"], sort_keys=False)
+        for side in self._sides.values():
+            path = self._pair_dir / side.name
+            side.writer = RunWriter(path, self._identity(side, plan, gpu_before, schedule), mode="replay")
+            write_text_atomic(path / "shapes.yaml", shapes_text)
+            side.log = RunLog(path / LOG)
+            side.log.write(f"tritongate pair  side={side.name}  suite={plan['suite']['name']}  "
+                           f"backend={side.hello.get('backend')}  device={side.hello.get('device')}  "
+                           f"rows={len(rows)}  compiler={side.hello.get('compiler_ref')}  "
+                           f"python={side.build.python}  replay_from={side.hello.get('replay_from')}")
+        recorded_k = {(op, case, dtype): k for op, case, dtype, k in
+                      self._sides["base"].hello.get("recorded_launches", [])}
+        ledger = BudgetLedger(run_budget_s=schedule.run_budget_s)
+        self._progress(Progress("start", total=len(rows), message=str(self._pair_dir)))
+        extra_markers = _state_markers(gpu_before)
+        for i, item in enumerate(rows):
+            self._progress(Progress("row_start", index=i, total=len(rows), planned=item))
+            for side in self._sides.values():
+                self._ensure_alive(side)
+            t_row = self._clock()
+            base_row, cand_row = self._pair_row(item, recorded_k.get((item.op, item.case, item.dtype)),
+                                                schedule, ledger)
+            outcome.timed_s += self._clock() - t_row
+            for side, row in ((self._sides["base"], base_row), (self._sides["candidate"], cand_row)):
+                if extra_markers and row.status is RowStatus.OK:
+                    row = replace(row, markers=row.markers + extra_markers)
+                side.writer.add(row)  # type: ignore[union-attr]
+                side.log.write(row_line(row))  # type: ignore[union-attr]
+                for m in row.markers:
+                    side.log.write(m)  # type: ignore[union-attr]
+            outcome.rows.append((base_row, cand_row))
+            self._progress(Progress("row_done", index=i, total=len(rows), planned=item, row=cand_row,
+                                    message=_row_summary(base_row, cand_row)))
+        after = self._gpu_state_after()
+        for side in self._sides.values():
+            side.writer.set_identity_extra({"gpu_state_after": after,  # type: ignore[union-attr]
+                                            "wall_s": round(self._clock() - self._t0, 3),
+                                            "timed_s": round(outcome.timed_s, 3), "restarts": side.restarts})
+            side.writer.finish()  # type: ignore[union-attr]
+            side.log.write(f"RUN_COMPLETE rows={len(rows)} restarts={side.restarts}")  # type: ignore[union-attr]
+
+    def _gpu_state_after(self) -> dict[str, Any] | None:
+        if self._sides["base"].hello.get("backend") != "cuda":
+            return None
+        from tritongate.harness.gpu_state import read_gpu_state
+
+        own = {os.getpid()} | {s.worker.pid for s in self._sides.values() if s.worker.pid}
+        try:
+            return read_gpu_state(str(self._sides["base"].hello.get("device_uuid")), own_pids=own).to_dict()
+        except Exception as exc:  # noqa: BLE001
+            return {"error": describe(exc)}
+
+    # -- one row ---------------------------------------------------------------------------
+    def _ask(self, side: _Side, state: _RowState, cmd: str, **args: Any) -> dict[str, Any] | None:
+        """One request; a failure is recorded on the side's row state, never raised (except
+        for whole-run errors)."""
+        if state.failure is not None:
+            return None
+        try:
+            return side.worker.call(cmd, self.request.row_timeout_s, **args)
+        except WorkerFailure as exc:
+            status = "timeout" if exc.kind == "timeout" else "error"
+            state.failure = (status, f"{side.name} worker {exc.reason}")
+            side.log.write(f"WORKER_FAILED side={side.name} kind={exc.kind} reason={exc.reason}")  # type: ignore[union-attr]
+        except WorkerError as exc:
+            if exc.kind in ("preflight", "usage"):
+                raise UsageError(f"{side.name} worker: {exc}") from None
+            state.failure = ("error", f"on the {side.name} side: {exc}")
+        return None
+
+    def _pair_row(self, item: PlannedRow, recorded_k: int | None, schedule: PairSchedule,
+                  ledger: BudgetLedger) -> tuple[Row, Row]:
+        base, cand = self._sides["base"], self._sides["candidate"]
+        states = {"base": _RowState(), "candidate": _RowState()}
+        for side in (base, cand):
+            states[side.name].prepared = self._ask(side, states[side.name], "prepare", op=item.op,
+                                                   shape=list(item.shape), dtype=item.dtype)
+        ok = all(s.failure is None for s in states.values())
+        identical = ok and _identical(states["base"].prepared, states["candidate"].prepared)
+        if ok and not (identical and not self.request.time_identical):
+            self._time_row(item, recorded_k, schedule, ledger, states)
+        for side in (base, cand):
+            st = states[side.name]
+            if st.failure is None:
+                st.finished = self._ask(side, st, "finish")
+            elif side.worker.alive:
+                try:  # close the row's autotune bookkeeping on a worker that is still fine
+                    side.worker.call("abort", self.request.row_timeout_s)
+                except (WorkerFailure, WorkerError):
+                    pass
+        return (self._build_row(item, base, states, identical, schedule),
+                self._build_row(item, cand, states, identical, schedule))
+
+    def _time_row(self, item: PlannedRow, recorded_k: int | None, schedule: PairSchedule,
+                  ledger: BudgetLedger, states: dict[str, _RowState]) -> None:
+        base, cand = self._sides["base"], self._sides["candidate"]
+        b, c = states["base"], states["candidate"]
+        warm = self._ask(base, b, "warm_up", k=recorded_k)
+        if warm is None:
+            return
+        if self._ask(cand, c, "warm_up", k=int(warm["k"])) is None:
+            return
+        t0 = self._clock()
+        target = self.request.policy.min_effect_for(item.op)
+        done, goal, block_start = 0, schedule.min_rounds, t0
+        while True:
+            while done < goal:
+                order = (base, cand) if done % 2 == 0 else (cand, base)
+                for position, side in enumerate(order):
+                    st = states[side.name]
+                    answer = self._ask(side, st, "round")
+                    if answer is None:
+                        return
+                    st.samples.extend(float(x) for x in answer["samples"])
+                    st.went_first.append(position == 0)
+                done += 1
+            now = self._clock()
+            if goal > schedule.min_rounds:
+                ledger.spend(now - block_start)  # only extension rounds draw on the run budget
+            block_start = now
+            if self._reached(states, target):
+                return
+            nxt = may_extend(schedule=schedule, ledger=ledger, done=done, row_elapsed_s=now - t0,
+                             per_pair_s=(now - t0) / done)
+            if nxt is None:
+                return
+            goal = nxt
+
+    def _spr(self) -> int:
+        return int(self._sides["base"].hello.get("measure_config", {}).get("samples_per_round", 5))
+
+    def _reached(self, states: dict[str, _RowState], target: float) -> bool:
+        p = self._precision(states, target)
+        return p is not None and p <= target
+
+    def _precision(self, states: dict[str, _RowState], target: float) -> float | None:
+        b, c = states["base"].samples, states["candidate"].samples
+        if not b or not c:
+            return None
+        spr = self._spr()
+        return precision(b, c, base_per_round=spr, cand_per_round=spr, paired=True, min_effect=target,
+                         noise_z=self.request.policy.noise_z).detectable
+
+    def _build_row(self, item: PlannedRow, side: _Side, states: dict[str, _RowState], identical: bool,
+                   schedule: PairSchedule) -> Row:
+        st = states[side.name]
+        other = states["candidate" if side.name == "base" else "base"]
+        if st.failure is not None:
+            status, text = st.failure
+            if status == "timeout":
+                return error_row(item, self._backend(), text, status=RowStatus.TIMEOUT,
+                                 marker_kind=markers.ROW_TIMEOUT, side=side.name)
+            return error_row(item, self._backend(), text, side=side.name)
+        prepared = _prepared(st.prepared)
+        fin = st.finished or {}
+        autotune = fin.get("autotune")
+        tuned_markers = tuple(fin.get("autotune_markers") or ())
+        meas = fin.get("measurement")
+        if other.failure is not None or meas is None:
+            skip = SkipReason.OTHER_SIDE_FAILED if other.failure is not None or not identical \
+                else SkipReason.IDENTICAL_BINARY
+            extra = () if prepared.correctness.ok else (markers.make(
+                markers.CORRECTNESS_MISMATCH, reason=prepared.correctness.detail),)
+            return Row(**prepared.fields, samples=(), skipped=skip, markers=tuned_markers + extra,
+                       correctness=prepared.correctness, variants=prepared.variants, autotune=autotune)
+        m = Measurement(timer=TimerKind(meas["timer"]), samples_us=tuple(meas["samples"]),
+                        samples_per_round=int(meas["samples_per_round"]),
+                        launches_per_sample=int(meas["launches_per_sample"]),
+                        warmup_calls=int(meas["warmup_calls"]), l2=L2Policy(meas["l2"]),
+                        shift_bytes=tuple(meas["shift_bytes"]), markers=tuple(meas["markers"]))
+        rounds = len(m.samples_us) // m.samples_per_round
+        target = self.request.policy.min_effect_for(item.op)
+        reached = self._precision(states, target)
+        pairing = PairInfo(pair_id=self._pair_id, side=side.name, went_first=tuple(st.went_first[-rounds:]),
+                           target_effect=target, detectable_effect=reached,
+                           target_reached=None if reached is None else reached <= target,
+                           min_rounds=schedule.min_rounds, max_rounds=schedule.max_rounds)
+        row = finish_row(prepared, m, pairing=pairing)
+        return replace(row, markers=row.markers + tuned_markers, autotune=autotune)
+
+    def _backend(self):
+        from tritongate.backends import resolve_backend
+
+        return resolve_backend(str(self._sides["base"].hello.get("backend", "cpu")))
+
+    # -- the verdict -----------------------------------------------------------------------
+    def _gate(self, outcome: PairOutcome) -> None:
+        from tritongate.gate.output import write_verdict
+        from tritongate.gate.verdict import run_gate
+        from tritongate.rundir import load_run
+
+        result = run_gate(load_run(outcome.base_path), load_run(outcome.cand_path), self.request.policy)
+        outcome.result = result
+        outcome.verdict_json, outcome.verdict_md = write_verdict(
+            result, self._pair_dir / "verdict", artifact_url=self.request.artifact_url)
+
+
+def _state_markers(gpu_before: Any) -> tuple[str, ...]:
+    if not gpu_before or not isinstance(gpu_before, dict):
+        return ()
+    out = []
+    if gpu_before.get("busy_reasons"):
+        out.append(markers.make(markers.GPU_BUSY, reason="; ".join(gpu_before["busy_reasons"])))
+    if gpu_before.get("throttled"):
+        out.append(markers.make(markers.GPU_THROTTLED, reason=" ".join(gpu_before.get("throttle_reasons", []))))
+    return tuple(out)
+
+
+def _prepared(answer: dict[str, Any] | None) -> PreparedRow:
+    answer = answer or {}
+    return PreparedRow(fields=dict(answer["fields"]), make_fn=lambda: (lambda: None),
+                       variants=tuple(Variant(**v) for v in answer.get("variants", ())),
+                       correctness=Correctness(**answer["correctness"]))
+
+
+def _identical(base: dict[str, Any] | None, cand: dict[str, Any] | None) -> bool:
+    """Every launched kernel byte-identical on both sides, doing the same work."""
+    if not base or not cand:
+        return False
+    bv, cv = base.get("variants") or [], cand.get("variants") or []
+    if not bv or not all(v.get("binary_hash") for v in bv + cv):
+        return False
+    sig = lambda vs: {(v["kernel"], v["binary_hash"]) for v in vs}  # noqa: E731
+    return sig(bv) == sig(cv) and base["fields"].get("params") == cand["fields"].get("params")
+
+
+def _row_summary(base: Row, cand: Row) -> str:
+    if cand.status is not RowStatus.OK or base.status is not RowStatus.OK:
+        return (base.error or cand.error)[:120]
+    if cand.skipped is SkipReason.IDENTICAL_BINARY:
+        return "identical binary (not timed)"
+    if cand.skipped:
+        return f"not timed ({cand.skipped.value.replace('_', ' ')})"
+    bs, cs = base.summary, cand.summary
+    if bs is None or cs is None:
+        return ""
+    rounds = len(cand.samples) // cand.measurement.samples_per_round if cand.measurement else 0
+    return f"{bs.median:.3f} -> {cs.median:.3f} us ({cs.median / bs.median - 1:+.2%}, {rounds} pairs)"
+
+
+def run_pair(request: PairRequest, progress: ProgressFn | None = None, *,
+             spawn: SpawnFn = _spawn_process) -> PairOutcome:
+    return PairRunner(request, progress, spawn=spawn).run()
+
+
+def parse_builds(base_python: str | None, cand_python: str | None, base_env: Iterable[str] | None,
+                 cand_env: Iterable[str] | None) -> tuple[CompilerBuild, CompilerBuild]:
+    from tritongate.pair.build import parse_env_overlay
+
+    base = CompilerBuild("base", python=base_python or sys.executable,
+                         env=parse_env_overlay(list(base_env or ()), option="--base-env"))
+    cand = CompilerBuild("candidate", python=cand_python or sys.executable,
+                         env=parse_env_overlay(list(cand_env or ()), option="--cand-env"))
+    for build in (base, cand):
+        build.check()
+    return base, cand
+
+
+__all__ = ["PairOutcome", "PairRequest", "PairRunner", "default_schedule", "parse_builds", "run_pair"]

@@ -1,0 +1,69 @@
+"""How many paired rounds a row gets.
+
+Every timed row gets ``min_rounds`` pairs. Then, at planned looks (``min_rounds``, twice
+that, four times ..., up to ``max_rounds``), the row's detectable effect is compared with
+its target (the op's minimum effect); a row that has not reached it gets the next block
+of pairs if the row's and the run's time budgets allow. The look uses the row's
+*precision* only (spreads: the noise floor and the IQR widths), never the difference of
+the medians, and the verdict is decided once, at the end: so adding rounds cannot steer a
+row towards a verdict, and an A/A row stays as unlikely to be called as with a fixed count
+(``tritongate.gate.simulate`` measures it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PairSchedule:
+    min_rounds: int = 5  # pairs every timed row gets
+    max_rounds: int = 20  # pairs a row may grow to while short of its target
+    row_budget_s: float = 30.0  # wall seconds one row's timing may take, extensions included
+    run_budget_s: float = 600.0  # wall seconds the whole run may spend on extension rounds
+
+    def __post_init__(self) -> None:
+        if self.min_rounds < 2:
+            raise ValueError(f"min_rounds must be >= 2 (a noise floor needs two pairs), got {self.min_rounds}")
+        if self.max_rounds < self.min_rounds:
+            raise ValueError(f"max_rounds ({self.max_rounds}) < min_rounds ({self.min_rounds})")
+        if self.row_budget_s < 0 or self.run_budget_s < 0:
+            raise ValueError("time budgets must be >= 0")
+
+    def looks(self) -> list[int]:
+        """Round counts at which precision is checked: min, 2·min, 4·min, ..., max."""
+        out, n = [self.min_rounds], self.min_rounds
+        while n < self.max_rounds:
+            n = min(2 * n, self.max_rounds)
+            out.append(n)
+        return out
+
+    def next_look(self, done: int) -> int | None:
+        return next((n for n in self.looks() if n > done), None)
+
+
+@dataclass
+class BudgetLedger:
+    """The run-wide budget for extension rounds, drawn down row by row."""
+
+    run_budget_s: float
+    spent_s: float = 0.0
+
+    @property
+    def left_s(self) -> float:
+        return max(0.0, self.run_budget_s - self.spent_s)
+
+    def spend(self, seconds: float) -> None:
+        self.spent_s += max(0.0, seconds)
+
+
+def may_extend(*, schedule: PairSchedule, ledger: BudgetLedger, done: int, row_elapsed_s: float,
+               per_pair_s: float) -> int | None:
+    """The round count to extend to, or None when the next block does not fit a budget."""
+    target = schedule.next_look(done)
+    if target is None:
+        return None
+    cost = (target - done) * per_pair_s
+    if row_elapsed_s + cost > schedule.row_budget_s or cost > ledger.left_s:
+        return None
+    return target

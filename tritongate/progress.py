@@ -1,0 +1,41 @@
+"""Progress events a long run reports to its caller (the library never prints), and the
+one-line text of a finished row for logs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from tritongate.preflight import PlannedRow
+from tritongate.schema import Row, RowStatus
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One event for the caller's progress display."""
+
+    kind: str  # "start" | "row_start" | "row_done" | "finish" | "note"
+    index: int = 0
+    total: int = 0
+    planned: PlannedRow | None = None
+    row: Row | None = None  # the (candidate) row just finished
+    message: str = ""
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+def row_line(row: Row) -> str:
+    """SUCCESS / FLAGGED / FAILED / SKIPPED, the row's key and its timing, for run.log."""
+    s = row.summary
+    if row.skipped is not None:
+        state = "SKIPPED"
+    elif row.status is RowStatus.OK:
+        state = "FLAGGED" if row.markers else "SUCCESS"
+    else:
+        state = "FAILED"
+    if s:
+        timing = f"median {s.median:.3f} us IQR [{s.q1:.3f}, {s.q3:.3f}] n={s.n}"
+    else:
+        timing = f"not timed ({row.skipped.value})" if row.skipped else row.error
+    return f"{state} {row.op} case={row.case} dtype={row.dtype} timer={row.timer} {timing}"

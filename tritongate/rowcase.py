@@ -1,0 +1,164 @@
+"""One row's case, before and after measurement: shared by the single-process runner and by
+the paired run's workers.
+
+``prepare_row`` seeds everything, builds the inputs, launches once (JIT compile and
+autotune happen here, outside both the check and the timing), launches once more while
+recording which kernel variants ran, and checks the output against the torch reference.
+It returns what the measurement needs (``make_fn``: fresh inputs from the same seed, then
+a launch) and the row's fields so far; ``finish_row`` turns a measurement into a ``Row``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from tritongate import markers
+from tritongate.backends import Backend
+from tritongate.errors import UsageError
+from tritongate.harness.cuda_errors import one_line
+from tritongate.harness.measure import Measurement
+from tritongate.preflight import PlannedRow
+from tritongate.schema import Correctness, MeasurementInfo, PairInfo, Row, RowStatus, Variant
+
+BASE_SEED = 20261129
+PLANTED_WORK_ENV = "TRITONGATE_PLANTED_WORK"
+
+
+def row_seed(op: str, case: str, dtype: str) -> int:
+    """Stable per row, independent of which other rows run."""
+    return (BASE_SEED + zlib.crc32(f"{op}|{case}|{dtype}".encode())) & 0x7FFFFFFF
+
+
+def seed_everything(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def planted_work() -> int:
+    """A test knob: every launch of every row runs its kernels this many times (default 1).
+    It plants a slowdown of known size with byte-identical binaries, so it is recorded in
+    each row's params (which makes the row's work differ from an unplanted run's)."""
+    text = os.environ.get(PLANTED_WORK_ENV, "1").strip() or "1"
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"{PLANTED_WORK_ENV}={text!r}: expected a whole number >= 1 (launches per launch)")
+    return value
+
+
+def tuning_context(backend: Backend) -> contextlib.AbstractContextManager[Any]:
+    """The interpreter has no driver to benchmark autotune configs: use the host timer."""
+    if backend.interpreter:
+        from tritongate.autotune.hostbench import host_benchmarker
+
+        return host_benchmarker()
+    return contextlib.nullcontext()
+
+
+def describe(exc: BaseException, limit: int = 200) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {one_line(text, limit)}" if text else type(exc).__name__
+
+
+@dataclass
+class PreparedRow:
+    fields: dict[str, Any]  # op, case, dtype, timer, params, flops, bytes
+    make_fn: Callable[[], Callable[[], object]]
+    variants: tuple[Variant, ...]
+    correctness: Correctness
+
+
+def _repeat(launch: Callable[[], object], times: int) -> Callable[[], object]:
+    if times == 1:
+        return launch
+
+    def repeated() -> None:
+        for _ in range(times):
+            launch()
+    return repeated
+
+
+def prepare_row(item: PlannedRow, backend: Backend, device: Any, device_index: int = 0) -> PreparedRow:
+    """Build, compile/tune, record variants and check correctness. Raises what the op raises."""
+    import torch
+
+    from tritongate.ops.builtin import REGISTRY
+    from tritongate.variants import record_launches
+
+    spec = REGISTRY.get(item.op)
+    dtype = getattr(torch, item.dtype)
+    tdevice = torch.device(backend.torch_device, device_index) \
+        if backend.torch_device != "cpu" else torch.device("cpu")
+    seed = row_seed(item.op, item.case, item.dtype)
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    work = planted_work()
+    params: dict[str, Any] = {"shape": list(item.shape), "seed": seed}
+    if work != 1:
+        params["planted_work"] = work
+    fields = dict(op=item.op, case=item.case, dtype=item.dtype, timer=backend.timer.value, params=params,
+                  flops=spec.flops(item.shape) if spec.flops else None,
+                  bytes=float(spec.bytes(item.shape, itemsize)))
+
+    def make_fn() -> Callable[[], object]:
+        gen = torch.Generator(device=tdevice).manual_seed(seed)
+        return _repeat(spec.build(item.shape, dtype, tdevice, gen).launch, work)
+
+    seed_everything(seed)
+    case = spec.build(item.shape, dtype, tdevice, torch.Generator(device=tdevice).manual_seed(seed))
+    launch = _repeat(case.launch, work)
+    launch()  # compiles and tunes: outside both the check and the timing
+    with record_launches() as launches:
+        launch()
+    device.synchronize()
+    correctness = check_output(case, spec.tolerance.get(item.dtype, (1e-2, 1e-2)))
+    return PreparedRow(fields=fields, make_fn=make_fn, variants=launches.variants(), correctness=correctness)
+
+
+def finish_row(prepared: PreparedRow, m: Measurement, *, pairing: PairInfo | None = None) -> Row:
+    row_markers = list(m.markers)
+    if not prepared.correctness.ok:
+        row_markers.append(markers.make(markers.CORRECTNESS_MISMATCH, reason=prepared.correctness.detail))
+    info = MeasurementInfo(launches_per_sample=m.launches_per_sample, samples_per_round=m.samples_per_round,
+                           warmup_calls=m.warmup_calls, l2=m.l2.value, shift_bytes=m.shift_bytes,
+                           pairing=pairing)
+    return Row(**{**prepared.fields, "timer": m.timer.value}, samples=m.samples_us, markers=tuple(row_markers),
+               measurement=info, correctness=prepared.correctness, variants=prepared.variants)
+
+
+def error_row(item: PlannedRow, backend: Backend, error: str, *, status: RowStatus = RowStatus.ERROR,
+              marker_kind: str = markers.ROW_ERROR, **marker_fields: str) -> Row:
+    """A row that failed: kept as data, with its marker."""
+    return Row(op=item.op, case=item.case, dtype=item.dtype, timer=backend.timer.value,
+               params={"shape": list(item.shape), "seed": row_seed(item.op, item.case, item.dtype)},
+               samples=(), status=status, error=error,
+               markers=(markers.make(marker_kind, **marker_fields, reason=error),))
+
+
+def check_output(case: Any, tolerance: tuple[float, float]) -> Correctness:
+    import torch
+
+    atol, rtol = tolerance
+    got = case.output().float()
+    want = case.reference().float()
+    if got.shape != want.shape:
+        return Correctness(ok=False, atol=atol, rtol=rtol,
+                           detail=f"shape {tuple(got.shape)} != reference {tuple(want.shape)}")
+    diff = (got - want).abs()
+    finite = bool(torch.isfinite(got).all())
+    max_err = float(diff.max()) if diff.numel() else 0.0
+    bad = int((diff > atol + rtol * want.abs()).sum()) if finite else got.numel()
+    ok = finite and bad == 0
+    detail = "" if ok else (f"{bad} of {got.numel()} elements outside atol={atol} rtol={rtol}, "
+                            f"max abs err {max_err:.3g}" if finite else "non-finite values in the output")
+    return Correctness(ok=ok, max_abs_err=max_err if finite else None, atol=atol, rtol=rtol, detail=detail)
