@@ -25,7 +25,7 @@ from tritongate.autotune.session import AutotuneSession, autotune_session
 from tritongate.autotune.tuner_cache import open_tuner_cache
 from tritongate.backends import Backend, default_measure_config, make_device, prepare_environment
 from tritongate.errors import GateError, MeasurementError
-from tritongate.harness.cuda_errors import is_fatal, one_line
+from tritongate.harness.cuda_errors import is_fatal
 from tritongate.harness.measure import MeasureConfig, measure
 from tritongate.identity import codegen_env, compiler_ref, config_dict, host, software, source_commit
 from tritongate.preflight import PlannedRow, check_out_dir, plan_rows
@@ -36,7 +36,6 @@ from tritongate.rowcase import describe, error_row, finish_row, prepare_row, tun
 from tritongate.schema import Row, RowStatus
 from tritongate.suites import load_suite
 
-UTILIZATION_RETRIES = 5
 
 
 @dataclass(frozen=True)
@@ -159,25 +158,18 @@ class Runner:
         the run our own work shows as utilization, so then it is only recorded.)"""
         if self.request.backend.name != "cuda":
             return None
-        from tritongate.harness.gpu_state import check_idle, read_gpu_state
+        from tritongate.errors import GpuBusyError
+        from tritongate.harness.gpu_state import read_gpu_state, read_idle_state
+        from tritongate.pair.executor import device_uuid
 
         try:
-            import torch
-
-            uuid = str(torch.cuda.get_device_properties(self.request.device_index).uuid)
-            uuid = uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
-            state = read_gpu_state(uuid)
-            # Utilization is averaged over nvidia-smi's last sample period, so work this
-            # process just finished (a previous run) can still show: look again briefly.
-            for _ in range(UTILIZATION_RETRIES):
-                if not check_idle_now or state.other_pids or not state.busy_reasons:
-                    break
-                time.sleep(1.0)
-                state = read_gpu_state(uuid)
+            uuid = device_uuid("cuda", device, self.request.device_index)
+            state = read_idle_state(uuid, allow_busy=self.request.allow_busy_gpu) if check_idle_now \
+                else read_gpu_state(uuid)
+        except GpuBusyError:
+            raise
         except Exception as exc:  # noqa: BLE001 - no nvidia-smi: record that, don't fail
-            return {"error": f"{type(exc).__name__}: {one_line(str(exc))}"}
-        if check_idle_now:
-            check_idle(state, allow_busy=self.request.allow_busy_gpu)
+            return {"error": describe(exc)}
         return state.to_dict()
 
     # -- rows ------------------------------------------------------------------------------

@@ -171,3 +171,22 @@ def check_idle(state: GpuState, *, allow_busy: bool = False) -> list[str]:
             "or pass --allow-busy-gpu to measure anyway (rows are marked GPU_BUSY)"
         )
     return reasons
+
+
+def read_idle_state(index: int | str, *, own_pids: set[int] | None = None, allow_busy: bool = False,
+                    retries: int = 5, wait_s: float = 1.0, run: Runner = _run_smi,
+                    sleep=None) -> GpuState:
+    """The GPU's state before measuring, checked idle (``GpuBusyError`` unless allowed).
+    Utilization is averaged over nvidia-smi's last sample period, so work that just finished
+    (a previous run) can still show: look again a few times before calling it busy."""
+    import time
+
+    pause = sleep or time.sleep
+    state = read_gpu_state(index, run=run, own_pids=own_pids)
+    for _ in range(retries):
+        if state.other_pids or not state.busy_reasons:
+            break
+        pause(wait_s)
+        state = read_gpu_state(index, run=run, own_pids=own_pids)
+    check_idle(state, allow_busy=allow_busy)
+    return state

@@ -211,14 +211,18 @@ class PairRunner:
         hello = self._sides["base"].hello
         if hello.get("backend") != "cuda":
             return None
-        from tritongate.harness.gpu_state import check_idle, read_gpu_state
+        from tritongate.errors import GpuBusyError
+        from tritongate.harness.gpu_state import read_idle_state
 
+        # the workers hold device contexts of their own: they are not "other processes"
         own = {os.getpid()} | {s.worker.pid for s in self._sides.values() if s.worker.pid}
         try:
-            state = read_gpu_state(str(hello.get("device_uuid")), own_pids=own)
+            state = read_idle_state(str(hello.get("device_uuid")), own_pids=own,
+                                    allow_busy=self.request.allow_busy_gpu)
+        except GpuBusyError:
+            raise
         except Exception as exc:  # noqa: BLE001 - no nvidia-smi: record that, do not fail
             return {"error": describe(exc)}
-        check_idle(state, allow_busy=self.request.allow_busy_gpu)
         return state.to_dict()
 
     def _identity(self, side: _Side, plan: dict[str, Any], gpu_before: Any, schedule: PairSchedule) -> dict:
