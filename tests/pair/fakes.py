@@ -6,7 +6,7 @@ The same executor also runs in real worker subprocesses (``--executor
 tests.pair.fakes:ScriptedExecutor``); there its behaviour comes from environment overlays:
 ``TG_FACTOR`` (time multiplier), ``TG_BINARY`` (binary hash tag), ``TG_CRASH`` /
 ``TG_HANG`` / ``TG_FATAL`` (ops whose prepare crashes, hangs or hits a fatal device error),
-``TG_PROBE`` (copied into each row's params).
+``TG_PROBE`` (copied into each row's params), ``TG_SLEEP`` (seconds per round).
 """
 
 from __future__ import annotations
@@ -160,6 +160,7 @@ class ScriptedExecutor:
 
     def round(self) -> dict[str, Any]:
         assert self._measurer is not None
+        time.sleep(float(self.env.get("TG_SLEEP", "0")))  # a slow real row, for interrupt tests
         return {"samples": self._measurer.measure_round()}
 
     def finish(self) -> dict[str, Any]:

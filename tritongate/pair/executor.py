@@ -41,6 +41,7 @@ class TritonExecutor:
 
         self.backend = resolve_backend(settings["backend"])
         prepare_environment(self.backend)
+        self.cpu_affinity = self._quiet_host(settings.get("cpu_affinity"))
         try:
             self.config = dataclasses.replace(default_measure_config(self.backend),
                                               **(settings.get("config_overrides") or {}))
@@ -59,6 +60,22 @@ class TritonExecutor:
         self._prepared: Any = None
         self._measurer: RowMeasurer | None = None
 
+    def _quiet_host(self, cpus: list[int] | None) -> list[int] | None:
+        """On the interpreter the kernels run on the host: both workers then share one core
+        and one thread each, so neither the idle worker's thread pools nor moves between
+        cores of different speed end up in the other side's samples."""
+        if not self.backend.interpreter:
+            return None
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ.setdefault(var, "1")
+        import torch
+
+        torch.set_num_threads(1)
+        if cpus and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, set(cpus))
+            return sorted(os.sched_getaffinity(0))
+        return None
+
     # -- identity --------------------------------------------------------------------------
     def hello(self) -> dict[str, Any]:
         import sys
@@ -71,7 +88,7 @@ class TritonExecutor:
             "device_uuid": device_uuid(self.backend.name, self.device, self.index),
             "timer": self.backend.timer.value, "measure_config": config_dict(self.config), "software": software(), "host": host(),
             "codegen_env": codegen_env(), "compiler_ref": compiler_ref(), "commit": source_commit(),
-            "planted_work": self.planted_work, "tuner_cache": self.tuner_cache.to_dict(),
+            "planted_work": self.planted_work, "cpu_affinity": self.cpu_affinity, "tuner_cache": self.tuner_cache.to_dict(),
             "replay_record": self.records.meta, "replay_from": str(self.records.run_dir.resolve()),
             "recorded_launches": [[*key, k] for key, k in sorted(self.records.launches.items())],
         }

@@ -1,0 +1,81 @@
+"""`tritongate pair` end to end on the CPU backend: real builtin kernels under the Triton
+interpreter, two real worker processes, the smoke suite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tritongate.cli import main
+from tritongate.rundir import load_run
+
+
+@pytest.fixture(scope="module")
+def record(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("record")
+    assert main(["run", "--suite", "smoke", "--backend", "cpu", "--out", str(out), "--color", "never"]) == 0
+    (path,) = out.glob("smoke_*")
+    return path
+
+
+def _pair(record: Path, out: Path, capsys, *extra: str) -> tuple[int, dict]:
+    code = main(["pair", str(record), "--suite", "smoke", "--backend", "cpu", "--out", str(out),
+                 "--color", "never", *extra])
+    lines = capsys.readouterr().out.splitlines()
+    paths = {line.split(":", 1)[0]: line.split(":", 1)[1].strip() for line in lines
+             if line.split(":", 1)[0] in ("base", "candidate", "verdict")}
+    return code, paths
+
+
+def test_pair_of_a_build_with_itself_passes(record, tmp_path, capsys):
+    code, paths = _pair(record, tmp_path, capsys)
+    assert code == 0
+    verdict = json.loads(Path(paths["verdict"]).with_name("verdict.json").read_text())
+    assert {r["verdict"] for r in verdict["rows"]} == {"UNCHANGED"}
+    assert all(r["paired"] and r["pairs"] >= 4 for r in verdict["rows"])
+    base, cand = load_run(paths["base"]), load_run(paths["candidate"])
+    assert base.identity["replay_from"] == str(record.resolve()) == cand.identity["replay_from"]
+    assert len(base.rows) == len(cand.rows) == 8
+
+
+def test_a_candidate_doing_double_work_regresses_every_row(record, tmp_path, capsys):
+    code, paths = _pair(record, tmp_path, capsys, "--cand-env", "TRITONGATE_PLANTED_WORK=2")
+    assert code == 1
+    verdict = json.loads(Path(paths["verdict"]).with_name("verdict.json").read_text())
+    for r in verdict["rows"]:
+        assert r["verdict"] == "REGRESSED", r
+        assert 0.6 < r["effect"] < 1.6  # about twice the time
+    cand = load_run(paths["candidate"])
+    assert all(r.params["planted_work"] == 2 for r in cand.rows)
+    assert all("planted_work" not in r.params for r in load_run(paths["base"]).rows)
+
+
+def test_bad_overlays_and_interpreters_are_usage_errors(record, tmp_path, capsys):
+    assert main(["pair", str(record), "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path),
+                 "--cand-env", "NOEQUALS"]) == 2
+    assert "expected NAME=VALUE" in capsys.readouterr().err
+    assert main(["pair", str(record), "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path),
+                 "--cand-python", str(tmp_path / "nope" / "python")]) == 2
+    assert "not an executable file" in capsys.readouterr().err
+
+
+def test_a_cross_backend_baseline_is_refused_by_the_workers(record, tmp_path, capsys):
+    fake = tmp_path / "other"
+    fake.mkdir()
+    for item in record.iterdir():
+        target = fake / item.name
+        if item.is_dir():
+            target.mkdir()
+            for f in item.iterdir():
+                (target / f.name).write_text(f.read_text())
+        else:
+            target.write_text(item.read_text())
+    meta = fake / "autotune_records" / "meta.json"
+    doc = json.loads(meta.read_text())
+    doc["backend"] = "cuda"
+    meta.write_text(json.dumps(doc))
+    assert main(["pair", str(fake), "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "o")]) == 3
+    err = capsys.readouterr().err
+    assert "PREFLIGHT_FAILED check=replay_backend" in err and "base build" in err

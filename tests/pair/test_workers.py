@@ -1,0 +1,163 @@
+"""Real worker processes (``python -m tritongate.pair.worker``) running the scripted executor:
+crashes, hangs and fatal device errors cost one row and a restart; overlays reach only their
+side; an interrupted or killed parent leaves incomplete, loadable run directories."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tritongate.errors import IncompleteRunError
+from tritongate.gate.verdict import Verdict
+from tritongate.pair.build import CompilerBuild
+from tritongate.pair.orchestrator import PairRequest, run_pair
+from tritongate.rundir import load_run
+from tritongate.schema import RowStatus, RunStatus
+
+ROOT = Path(__file__).resolve().parents[2]
+EXECUTOR = "tests.pair.fakes:ScriptedExecutor"
+
+
+@pytest.fixture(autouse=True)
+def _importable(monkeypatch):
+    """Workers import the scripted executor from this checkout."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+
+
+def _request(tmp_path: Path, cand_env=None, **kw) -> PairRequest:
+    return PairRequest(baseline=tmp_path / "baseline", suite="scripted", out=tmp_path / "out",
+                       base=CompilerBuild("base", env={"TG_SIDE": "base"}),
+                       cand=CompilerBuild("candidate", env={"TG_SIDE": "candidate", "TG_BINARY": "new",
+                                                            **(cand_env or {})}),
+                       executor=EXECUTOR, **kw)
+
+
+def _gone(pid: int, wait_s: float = 15.0) -> bool:
+    """The process has exited (a zombie waiting for a reaper counts as exited)."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:
+            return True
+        if "\nState:\tZ" in state:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _by_op(outcome):
+    return {r.op: r for r in outcome.result.rows}
+
+
+def test_a_crashing_worker_costs_one_row_and_is_restarted(tmp_path):
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_CRASH": "softmax"}))
+    rows = _by_op(outcome)
+    assert rows["softmax"].verdict is Verdict.REJECTED
+    reasons = "; ".join(rows["softmax"].reasons)
+    assert "candidate worker died (SIGSEGV)" in reasons
+    assert rows["add"].verdict is rows["matmul"].verdict is Verdict.UNCHANGED  # before and after the crash
+    assert outcome.restarts == {"base": 0, "candidate": 1}
+    cand = load_run(outcome.cand_path)
+    assert cand.complete and cand.row_map()[("softmax", "64x512", "float16")].status is RowStatus.ERROR
+    assert "WORKER_RESTART side=candidate" in (outcome.cand_path / "run.log").read_text()
+    assert (outcome.path / "workers" / "candidate.log").read_text().count("--- worker start") == 2
+
+
+def test_a_hanging_worker_is_killed_at_the_row_timeout(tmp_path):
+    t0 = time.monotonic()
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_HANG": "add"}, row_timeout_s=2.0))
+    assert time.monotonic() - t0 < 60
+    rows = _by_op(outcome)
+    assert rows["add"].verdict is Verdict.REJECTED and "timeout on candidate" in "; ".join(rows["add"].reasons)
+    cand_row = load_run(outcome.cand_path).row_map()[("add", "4096", "float16")]
+    assert cand_row.status is RowStatus.TIMEOUT and cand_row.markers[0].startswith("ROW_TIMEOUT side=candidate")
+    assert rows["softmax"].verdict is rows["matmul"].verdict is Verdict.UNCHANGED
+    assert outcome.restarts["candidate"] == 1
+
+
+def test_a_fatal_device_error_restarts_the_worker(tmp_path):
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_FATAL": "add"}))
+    rows = _by_op(outcome)
+    assert rows["add"].verdict is Verdict.REJECTED
+    assert "fatal device error" in "; ".join(rows["add"].reasons)
+    assert "illegal memory access" in "; ".join(rows["add"].reasons)
+    assert outcome.restarts["candidate"] == 1  # the device context is gone: a fresh worker
+    assert rows["softmax"].verdict is rows["matmul"].verdict is Verdict.UNCHANGED
+
+
+def test_an_overlay_reaches_only_its_side(tmp_path):
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_PROBE": "only-candidate"}))
+    base, cand = load_run(outcome.base_path), load_run(outcome.cand_path)
+    assert all(r.params.get("probe") == "only-candidate" for r in cand.rows)
+    assert all("probe" not in r.params for r in base.rows)
+    assert cand.identity["pair"]["build"]["env_overlay"]["TG_PROBE"] == "only-candidate"
+    assert "TG_PROBE" not in base.identity["pair"]["build"]["env_overlay"]
+    # each side compiles into its own cache
+    assert base.identity["codegen_env"] == cand.identity["codegen_env"] == {}
+    assert "candidate environment overlay" in outcome.verdict_md.read_text()
+
+
+def test_ctrl_c_stops_the_workers_and_leaves_incomplete_run_dirs(tmp_path):
+    from tritongate.progress import Progress
+
+    def interrupt(ev: Progress) -> None:
+        if ev.kind == "row_done" and ev.index == 0:
+            raise KeyboardInterrupt
+
+    req = _request(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        run_pair(req, interrupt)
+    (pair_dir,) = (tmp_path / "out").glob("pair-*")
+    for side in ("base", "candidate"):
+        with pytest.raises(IncompleteRunError):
+            load_run(pair_dir / side)
+        run = load_run(pair_dir / side, allow_incomplete=True)
+        assert run.status is RunStatus.FAILED and len(run.rows) == 1
+        assert _gone(run.identity["pair"]["worker_pid"])
+
+
+def test_kill_9_of_the_parent_leaves_incomplete_loadable_run_dirs(tmp_path):
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from tritongate.pair.build import CompilerBuild
+        from tritongate.pair.orchestrator import PairRequest, run_pair
+        out = Path({str(tmp_path / 'out')!r})
+        run_pair(PairRequest(baseline=out / "b", suite="scripted", out=out, executor={EXECUTOR!r},
+                             base=CompilerBuild("base", env={{"TG_SIDE": "base", "TG_SLEEP": "0.2"}}),
+                             cand=CompilerBuild("candidate", env={{"TG_SIDE": "candidate", "TG_SLEEP": "0.2",
+                                                                  "TG_BINARY": "new"}})))
+    """))
+    parent = subprocess.Popen([sys.executable, str(script)], env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 60
+        results = None
+        while time.monotonic() < deadline:
+            found = list((tmp_path / "out").glob("pair-*/base/results.json"))
+            if found and '"op"' in found[0].read_text():
+                results = found[0]
+                break
+            assert parent.poll() is None, "the parent finished before it could be killed"
+            time.sleep(0.05)
+        assert results is not None, "no row was written within 60 s"
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+    pair_dir = results.parent.parent
+    for side in ("base", "candidate"):
+        with pytest.raises(IncompleteRunError):
+            load_run(pair_dir / side)
+        run = load_run(pair_dir / side, allow_incomplete=True)
+        assert run.status is RunStatus.RUNNING and len(run.rows) >= 1 if side == "base" else True
+        assert _gone(run.identity["pair"]["worker_pid"])  # stdin closed: the worker exits
