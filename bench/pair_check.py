@@ -98,11 +98,13 @@ def main() -> int:
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--steps", default="record,aa,aa,aa,skip,mma")
     ap.add_argument("--record", help="an existing record run (skips the record step)")
+    ap.add_argument("--ops", default="", help="only these ops of the suite (A,B)")
     args = ap.parse_args()
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     work = out / "work"
     tg = [sys.executable, "-m", "tritongate"]
+    sel = ["--ops", args.ops] if args.ops else []
     doc: dict[str, Any] = {"date": dt.date.today().isoformat(), "suite": args.suite, "software": _software(),
                            "steps": []}
     record = args.record
@@ -112,7 +114,7 @@ def main() -> int:
         tag = f"{name}_{counts[name]}"
         if name == "record":
             rc, wall, stdout = _run(tg + ["run", "--suite", args.suite, "--backend", args.backend, "--out",
-                                          str(work / "runs"), "--color", "never"], out / f"{tag}.log")
+                                          str(work / "runs"), "--color", "never", *sel], out / f"{tag}.log")
             record = stdout[-1] if stdout else None
             doc["steps"].append({"name": tag, "exit_code": rc, "wall_s": wall, "record": record})
             print(f"{tag}: exit {rc}, {wall:.1f} s, {record}", flush=True)
@@ -121,7 +123,8 @@ def main() -> int:
             continue
         extra = {"aa": ["--time-identical"], "skip": [], "mma": ["--cand-env", "DISABLE_MMA_V3=1"]}[name]
         rc, wall, stdout = _run(tg + ["pair", str(record), "--suite", args.suite, "--backend", args.backend,
-                                      "--out", str(work / "pairs"), "--color", "never", *extra], out / f"{tag}.log")
+                                      "--out", str(work / "pairs"), "--color", "never", *sel, *extra],
+                                out / f"{tag}.log")
         paths = _paths(stdout)
         step: dict[str, Any] = {"name": tag, "args": extra, "exit_code": rc, "wall_s": wall, "stdout_tail": stdout[-6:]}
         if "verdict" in paths:

@@ -174,6 +174,9 @@ class RowMeasurer:
                 self.launches_per_sample = self._choose_k(fn)
             except _CaptureFailed as failure:
                 self._fall_back(failure)
+        del fn
+        if cfg.fresh_segments:
+            dev.release_cached()
         self._warmed = True
 
     def _estimate_call_s(self, fn: Launch) -> float:
@@ -220,6 +223,7 @@ class RowMeasurer:
             nbytes = self._rng.randint(cfg.shift_min_bytes, cfg.shift_max_bytes)
             block = self._device.hold_block(nbytes)
             self._shifts.append(nbytes)
+        fn = None
         try:
             fn = self._make_fn()
             if self.timer is TimerKind.CUDA_GRAPH:
@@ -233,7 +237,11 @@ class RowMeasurer:
             else:
                 samples = self._host_round(fn)
         finally:
-            del block
+            del fn, block
+        if cfg.fresh_segments:
+            # Hand this round's memory back too: in a paired run the other worker measures
+            # next, and memory this process kept cached would shape where its inputs land.
+            self._device.release_cached()
         self._samples.extend(samples)
         return samples
 

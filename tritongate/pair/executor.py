@@ -115,6 +115,8 @@ class TritonExecutor:
         item = PlannedRow(op=op, shape=tuple(shape), dtype=dtype)
         self.session.begin_row(item.op, item.case, item.dtype)
         self._prepared = prepare_row(item, self.backend, self.device, self.index)
+        if self.config.fresh_segments:
+            self.device.release_cached()  # the other worker measures next: hold nothing
         p = self._prepared
         return {"fields": p.fields, "variants": [v.to_dict() for v in p.variants],
                 "correctness": p.correctness.to_dict()}
