@@ -189,27 +189,18 @@ def _pair_progress(color: bool):
 def _pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy):
     from tritongate.autotune.tuner_cache import isolation_requested
     from tritongate.pair.orchestrator import PairRequest, parse_builds
-    from tritongate.pair.schedule import PairSchedule
-
     base, cand = parse_builds(args.base_python, args.cand_python, args.base_env, args.cand_env)
     overrides = {k: v for k, v in (("rounds", args.rounds), ("samples_per_round", args.samples_per_round),
                                    ("l2", args.l2)) if v is not None}
-    schedule = None
-    if args.max_rounds is not None or args.row_budget is not None or args.run_budget is not None:
-        rounds = args.rounds or (4 if args.backend == "cpu" else 5)
-        try:
-            schedule = PairSchedule(min_rounds=rounds, max_rounds=args.max_rounds or max(rounds, 20),
-                                    row_budget_s=30.0 if args.row_budget is None else args.row_budget,
-                                    run_budget_s=600.0 if args.run_budget is None else args.run_budget)
-        except ValueError as exc:
-            raise UsageError(f"bad schedule option: {exc}") from exc
+    schedule = {k: v for k, v in (("max_rounds", args.max_rounds), ("row_budget_s", args.row_budget),
+                                  ("run_budget_s", args.run_budget)) if v is not None}
     if args.row_timeout <= 0:
         raise UsageError(f"--row-timeout must be > 0 seconds, got {args.row_timeout}")
     return PairRequest(
         baseline=baseline, suite=args.suite, out=out, base=base, cand=cand, backend=args.backend,
         shape_file=Path(args.shape_file) if args.shape_file else None,
         only_ops=tuple(_split(args.ops)), only_dtypes=tuple(_split(args.dtypes)),
-        config_overrides=overrides, schedule=schedule, time_identical=args.time_identical,
+        config_overrides=overrides, schedule_overrides=schedule, time_identical=args.time_identical,
         row_timeout_s=args.row_timeout, allow_busy_gpu=args.allow_busy_gpu,
         isolate_tuner_cache=isolation_requested(args.isolate_tuner_cache), policy=policy,
         artifact_url=args.artifact_url or os.environ.get("TRITONGATE_ARTIFACT_URL"))
@@ -311,8 +302,8 @@ def _measure_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--shape-file", metavar="YAML", help="shapes keyed by op name; overrides the suite's")
     g.add_argument("--ops", action="append", metavar="A,B", help="only these ops of the suite")
     g.add_argument("--dtypes", action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
-    g.add_argument("--rounds", type=int, help="rounds (pairs) per row (default 5; 4 on cpu)")
-    g.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 3 on cpu)")
+    g.add_argument("--rounds", type=int, help="rounds (pairs) per row (default 5; 6 on cpu)")
+    g.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 2 on cpu)")
     g.add_argument("--l2", choices=["warm", "flush"], help="L2 policy (default warm)")
     g.add_argument("--isolate-tuner-cache", action="store_true",
                    help="private FlagGems LibTuner DB per worker (also TRITONGATE_ISOLATE_TUNER_CACHE=1)")
@@ -335,17 +326,17 @@ def _pair_options(p: argparse.ArgumentParser) -> None:
                    help="a worker that does not answer within S seconds is killed and restarted; its row is "
                         "REJECTED (default 600)")
     g.add_argument("--max-rounds", type=int, metavar="N",
-                   help="pairs a row may grow to while short of its precision target (default 20; cpu: no growth)")
-    g.add_argument("--row-budget", type=float, metavar="S", help="wall seconds one row's timing may take (default 30)")
+                   help="pairs a row may grow to while short of its precision target (default 20; cpu 24)")
+    g.add_argument("--row-budget", type=float, metavar="S", help="wall seconds one row's timing may take (default 30; cpu 8)")
     g.add_argument("--run-budget", type=float, metavar="S",
-                   help="wall seconds the run may spend on extra pairs (default 600)")
+                   help="wall seconds the run may spend on extra pairs (default 600; cpu 300)")
 
 
 def _gate_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("gate")
     g.add_argument("--policy", metavar="YAML", help="thresholds file (default ops/gate.yaml)")
     g.add_argument("--min-effect", type=float, help="default minimum effect, e.g. 0.01 for 1%%")
-    g.add_argument("--noise-z", type=float, help="standard errors an effect must clear (default 6)")
+    g.add_argument("--noise-z", type=float, help="noise floor confidence as normal SDs, applied through Student's t for the row's degrees of freedom (default 4)")
     g.add_argument("--min-samples", type=int, help="samples each side needs for a verdict (default 10)")
     g.add_argument("--max-missing", type=int, help="missing rows tolerated (default 0)")
     g.add_argument("--strict", action="store_true", help="rejected and not-comparable rows fail too")
@@ -407,7 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--out", required=True, metavar="DIR", help="where verdict.json and verdict.md go")
     gate.add_argument("--policy", metavar="YAML", help="thresholds file (default ops/gate.yaml)")
     gate.add_argument("--min-effect", type=float, help="default minimum effect, e.g. 0.01 for 1%%")
-    gate.add_argument("--noise-z", type=float, help="standard errors an effect must clear (default 6)")
+    gate.add_argument("--noise-z", type=float, help="noise floor confidence as normal SDs, applied through Student's t for the row's degrees of freedom (default 4)")
     gate.add_argument("--min-samples", type=int, help="samples each side needs for a verdict (default 10)")
     gate.add_argument("--max-missing", type=int, help="missing rows tolerated (default 0)")
     gate.add_argument("--strict", action="store_true", help="rejected and not-comparable rows fail too")

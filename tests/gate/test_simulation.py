@@ -26,3 +26,22 @@ def test_planted_5_percent_slowdown_is_caught_at_graph_timer_noise():
 def test_planted_5_percent_speedup_is_caught_too():
     c = counts(shift=-0.05, rel_iqrs=[GRAPH_TIMER_REL_IQR], seed=8)
     assert c[Verdict.IMPROVED] >= 0.99 * ROWS
+
+
+def test_paired_aa_with_shared_drift_and_the_adaptive_schedule_calls_nothing():
+    """1,000 A/A rows at the measured noise levels, a drift shared by both sides, rows short
+    of their target growing to 20 pairs: no row is called."""
+    from tritongate.gate.simulate import simulate_paired
+
+    result = simulate_paired(rows=ROWS, shift=0.0, rel_iqrs=H200_REL_IQRS, seed=20261129)
+    assert len(result.by(Verdict.REGRESSED)) == len(result.by(Verdict.IMPROVED)) == 0
+    rounds = [r.rounds for r in result.rows]
+    assert min(rounds) == 5 and max(rounds) == 20  # the schedule did add pairs
+    assert all(r.timing.paired for r in result.rows)
+
+
+def test_paired_5_percent_slowdown_is_caught_at_graph_timer_noise():
+    from tritongate.gate.simulate import simulate_paired
+
+    result = simulate_paired(rows=ROWS, shift=0.05, rel_iqrs=[GRAPH_TIMER_REL_IQR], seed=9)
+    assert len(result.by(Verdict.REGRESSED)) >= 0.99 * ROWS

@@ -16,10 +16,10 @@ from tritongate.suites import ops_dir
 class GatePolicy:
     min_effect: float = 0.01  # |candidate/base - 1| below this is never a change
     op_min_effect: Mapping[str, float] = field(default_factory=dict)
-    # The effect must also clear z standard errors of the median difference, estimated from
-    # the spread of per-round medians (rounds, not samples, are the independent units: each
-    # round has its own placement).
-    noise_z: float = 6.0
+    # The effect must also clear the row's noise floor: the standard error of the log ratio
+    # (from rounds, not samples: each round has its own placement) times Student's t for the
+    # row's degrees of freedom at the two-sided tail of noise_z normal SDs (4: p = 6.3e-5).
+    noise_z: float = 4.0
     min_samples: int = 10
     strict: bool = False  # rejected / not-comparable rows fail the gate too
     max_missing: int = 0  # rows of the base missing from the candidate before the gate fails

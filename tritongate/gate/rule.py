@@ -1,6 +1,7 @@
 """The per-row decision rule on two sample sets, in log ratios, and what it could have detected.
 
-Everything is relative: the effect is ``log(cand median / base median)``, and every spread
+Everything is relative: the effect is ``log(cand median / base median)`` (paired: the mean of
+the per-pair log ratios of round medians, the estimate the paired floor belongs to), and every spread
 is taken on log times, so a slowdown never inflates its own noise floor (an absolute spread
 of the candidate divided by the base median would grow with the slowdown). A row is
 REGRESSED or IMPROVED only when
@@ -8,7 +9,10 @@ REGRESSED or IMPROVED only when
 (1) each side has at least ``min_samples`` samples,
 (2) the IQRs [q1, q3] of the raw samples do not overlap (the seed's rule),
 (3) |log ratio| reaches log(1 + the op's minimum effect), and
-(4) |log ratio| clears the row's noise floor, ``noise_z`` standard errors of the log ratio.
+(4) |log ratio| clears the row's noise floor: its standard error times Student's t quantile
+    for the row's degrees of freedom at the two-sided tail probability of ``noise_z`` normal
+    standard deviations (z = 4: p = 6.3e-5). With few rounds a standard error is itself
+    noisy; a fixed multiple of it called A/A rows whose rounds happened to agree.
 
 The floor's standard error comes from rounds, not samples (each round has its own memory
 placement, so rounds are the independent units):
@@ -30,6 +34,8 @@ import statistics
 from dataclasses import dataclass
 from enum import Enum
 from typing import Sequence
+
+from scipy.stats import norm, t as student_t
 
 from tritongate.stats import Change, Summary, summarize
 
@@ -53,16 +59,30 @@ def round_medians(samples: Sequence[float], per_round: int) -> list[float]:
             if samples[i:i + per_round]]
 
 
-def log_median_se(samples: Sequence[float], per_round: int) -> float:
-    """Standard error of a side's log median, from its rounds; with one round, from its
-    samples (which understates it: samples of one round share their placement)."""
+def floor_multiplier(noise_z: float, df: float) -> float:
+    """How many standard errors the floor is: Student's t at the tail probability of noise_z."""
+    if noise_z <= 0:
+        return 0.0
+    if not df >= 1 or not math.isfinite(df):
+        return math.inf if not df >= 1 else noise_z
+    return float(student_t.isf(norm.sf(noise_z), df))
+
+
+def log_median_var(samples: Sequence[float], per_round: int) -> tuple[float, float]:
+    """(variance of a side's log median, its degrees of freedom), from its rounds; with one
+    round, from its samples (which understates it: samples of one round share their
+    placement)."""
     meds = [math.log(m) for m in round_medians(samples, per_round)]
     if len(meds) >= 2:
-        return statistics.stdev(meds) / math.sqrt(len(meds))
+        return statistics.variance(meds) / len(meds), len(meds) - 1
     logs = [math.log(s) for s in samples]
     if len(logs) >= 2:
-        return _MEDIAN_SE_FACTOR * statistics.stdev(logs) / math.sqrt(len(logs))
-    return math.inf
+        return _MEDIAN_SE_FACTOR ** 2 * statistics.variance(logs) / len(logs), len(logs) - 1
+    return math.inf, 0
+
+
+def log_median_se(samples: Sequence[float], per_round: int) -> float:
+    return math.sqrt(log_median_var(samples, per_round)[0])
 
 
 def paired_log_ratios(base: Sequence[float], cand: Sequence[float], *, base_per_round: int,
@@ -77,6 +97,19 @@ def paired_log_se(ratios: Sequence[float]) -> float:
     if len(ratios) < 2:
         return math.inf
     return statistics.stdev(ratios) / math.sqrt(len(ratios))
+
+
+def _unpaired_se_df(base: Sequence[float], cand: Sequence[float], base_per_round: int,
+                    cand_per_round: int) -> tuple[float, float]:
+    """Combined standard error and Welch-Satterthwaite degrees of freedom."""
+    vb, db = log_median_var(base, base_per_round)
+    vc, dc = log_median_var(cand, cand_per_round)
+    total = vb + vc
+    if not math.isfinite(total) or db < 1 or dc < 1:
+        return math.inf, 0.0
+    if total == 0:
+        return 0.0, float(db + dc)
+    return math.sqrt(total), total ** 2 / (vb ** 2 / db + vc ** 2 / dc)
 
 
 def _log_samples(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
@@ -102,8 +135,8 @@ def _rel(log_value: float) -> float:
 @dataclass(frozen=True)
 class TimingDecision:
     change: Change
-    speedup: float  # base median / candidate median
-    effect: float  # cand/base - 1: +0.05 is 5 % slower
+    speedup: float  # base / candidate: the ratio of medians, or paired: exp(-mean paired log ratio)
+    effect: float  # candidate / base - 1 (same estimate): +0.05 is 5 % slower
     base: Summary
     cand: Summary
     iqrs_overlap: bool  # paired: after removing each pair's shared level
@@ -116,7 +149,7 @@ class TimingDecision:
 
     @property
     def log_ratio(self) -> float:
-        return math.log(self.cand.median / self.base.median)
+        return math.log1p(self.effect)
 
 
 @dataclass(frozen=True)
@@ -142,14 +175,16 @@ def precision(base: Sequence[float], cand: Sequence[float], *, base_per_round: i
     difference of the medians, so a schedule that adds rounds until it is small enough
     cannot steer a row towards a verdict."""
     if paired:
-        se = paired_log_se(paired_log_ratios(base, cand, base_per_round=base_per_round,
-                                             cand_per_round=cand_per_round))
+        ratios = paired_log_ratios(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round)
+        se, df = paired_log_se(ratios), float(len(ratios) - 1)
     else:
-        se = math.hypot(log_median_se(base, base_per_round), log_median_se(cand, cand_per_round))
+        se, df = _unpaired_se_df(base, cand, base_per_round, cand_per_round)
+    mult = floor_multiplier(noise_z, df)
+    floor_log = 0.0 if mult == 0 else mult * se
     lb, lc = _log_samples(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired)
     b, c = summarize(lb), summarize(lc)
     # the shift that would just separate the two IQRs if both kept their (log) widths
-    return Precision(noise_floor_log=noise_z * se, iqr_gap_log=(b.iqr + c.iqr) / 2,
+    return Precision(noise_floor_log=floor_log, iqr_gap_log=(b.iqr + c.iqr) / 2,
                      min_effect_log=math.log1p(min_effect))
 
 
@@ -165,7 +200,13 @@ def decide(base: Sequence[float], cand: Sequence[float], *, base_per_round: int,
     b, c = summarize(base), summarize(cand)
     prec = precision(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round,
                      paired=paired, min_effect=min_effect, noise_z=noise_z)
-    log_ratio = math.log(c.median / b.median)
+    if paired:
+        # the estimate whose standard error the floor uses: the mean paired log ratio (the
+        # ratio of pooled medians would mix in where the drift stood when each side ran)
+        ratios = paired_log_ratios(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round)
+        log_ratio = statistics.fmean(ratios)
+    else:
+        log_ratio = math.log(c.median / b.median)
     overlap = iqrs_overlap(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round,
                            paired=paired)
     pairs = min(len(round_medians(base, base_per_round)), len(round_medians(cand, cand_per_round))) \
@@ -189,6 +230,6 @@ def decide(base: Sequence[float], cand: Sequence[float], *, base_per_round: int,
         reason = (f"{'slower' if log_ratio > 0 else 'faster'}: IQRs disjoint, effect {_rel(size):.2%} "
                   f"clears the minimum effect {min_effect:.2%} and the noise floor {floor:.2%}")
     change = Change.WITHIN_NOISE if why is not Why.CALLED else (Change.SLOWER if log_ratio > 0 else Change.FASTER)
-    return TimingDecision(change=change, speedup=b.median / c.median, effect=c.median / b.median - 1,
+    return TimingDecision(change=change, speedup=math.exp(-log_ratio), effect=math.expm1(log_ratio),
                           base=b, cand=c, iqrs_overlap=overlap, paired=paired, pairs=pairs,
                           noise_floor=floor, detectable=detectable, why=why, reason=reason)

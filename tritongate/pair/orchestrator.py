@@ -33,7 +33,7 @@ from tritongate.gate.rule import precision
 from tritongate.harness.measure import L2Policy, Measurement, TimerKind
 from tritongate.pair.build import CompilerBuild, package_path_dir
 from tritongate.pair.client import WorkerError, WorkerFailure, WorkerProcess, WorkerSpec
-from tritongate.pair.schedule import BudgetLedger, PairSchedule, may_extend
+from tritongate.pair.schedule import BudgetLedger, PairSchedule, run_schedule
 from tritongate.pair.worker import DEFAULT_EXECUTOR
 from tritongate.preflight import PlannedRow, check_out_dir
 from tritongate.progress import Progress, ProgressFn, row_line
@@ -80,7 +80,8 @@ class PairRequest:
     only_ops: tuple[str, ...] = ()
     only_dtypes: tuple[str, ...] = ()
     config_overrides: dict[str, Any] = field(default_factory=dict)  # MeasureConfig fields
-    schedule: PairSchedule | None = None  # None: the backend's default
+    schedule: PairSchedule | None = None  # None: the backend's default ...
+    schedule_overrides: dict[str, Any] = field(default_factory=dict)  # ... with these fields replaced
     time_identical: bool = False
     row_timeout_s: float = 600.0
     allow_busy_gpu: bool = False
@@ -94,9 +95,9 @@ class PairRequest:
 
 def default_schedule(backend: str, rounds: int) -> PairSchedule:
     """Rows short of their target grow to 20 pairs on a GPU (30 s a row, 10 min a run); on
-    the interpreter, whose host timings are noisy, to 16 pairs within a few seconds a row."""
+    the interpreter, whose host timings are noisy, to 24 pairs within 8 s a row."""
     if backend == "cpu":
-        return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, 16), row_budget_s=4.0, run_budget_s=60.0)
+        return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, 24), row_budget_s=8.0, run_budget_s=300.0)
     return PairSchedule(min_rounds=rounds)
 
 
@@ -268,6 +269,11 @@ class PairRunner:
             config = base.hello.get("measure_config", {})
             schedule = req.schedule or default_schedule(str(base.hello.get("backend")),
                                                         int(config.get("rounds", 5)))
+            if req.schedule_overrides:
+                try:
+                    schedule = replace(schedule, **req.schedule_overrides)
+                except ValueError as exc:
+                    raise UsageError(f"bad schedule option: {exc}") from exc
             gpu_before = self._gpu_state()
             self._run_rows(plan, gpu_before, schedule, outcome)
         except BaseException as exc:
@@ -394,31 +400,20 @@ class PairRunner:
             return
         if self._ask(cand, c, "warm_up", k=int(warm["k"])) is None:
             return
-        t0 = self._clock()
         target = self.request.policy.min_effect_for(item.op)
-        done, goal, block_start = 0, schedule.min_rounds, t0
-        while True:
-            while done < goal:
-                order = (base, cand) if done % 2 == 0 else (cand, base)
-                for position, side in enumerate(order):
-                    st = states[side.name]
-                    answer = self._ask(side, st, "round")
-                    if answer is None:
-                        return
-                    st.samples.extend(float(x) for x in answer["samples"])
-                    st.went_first.append(position == 0)
-                done += 1
-            now = self._clock()
-            if goal > schedule.min_rounds:
-                ledger.spend(now - block_start)  # only extension rounds draw on the run budget
-            block_start = now
-            if self._reached(states, target):
-                return
-            nxt = may_extend(schedule=schedule, ledger=ledger, done=done, row_elapsed_s=now - t0,
-                             per_pair_s=(now - t0) / done)
-            if nxt is None:
-                return
-            goal = nxt
+
+        def measure_pair(i: int) -> bool:
+            for position, side in enumerate((base, cand) if i % 2 == 0 else (cand, base)):
+                st = states[side.name]
+                answer = self._ask(side, st, "round")
+                if answer is None:
+                    return False
+                st.samples.extend(float(x) for x in answer["samples"])
+                st.went_first.append(position == 0)
+            return True
+
+        run_schedule(measure_pair=measure_pair, reached=lambda: self._reached(states, target),
+                     schedule=schedule, ledger=ledger, clock=self._clock)
 
     def _spr(self) -> int:
         return int(self._sides["base"].hello.get("measure_config", {}).get("samples_per_round", 5))

@@ -13,6 +13,7 @@ row towards a verdict, and an A/A row stays as unlikely to be called as with a f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -67,3 +68,28 @@ def may_extend(*, schedule: PairSchedule, ledger: BudgetLedger, done: int, row_e
     if row_elapsed_s + cost > schedule.row_budget_s or cost > ledger.left_s:
         return None
     return target
+
+
+def run_schedule(*, measure_pair: Callable[[int], bool], reached: Callable[[], bool], schedule: PairSchedule,
+                 ledger: BudgetLedger, clock: Callable[[], float]) -> int:
+    """Measure pairs (``measure_pair(i)``; False stops the row) up to the minimum, then block
+    by block while the row is short of its target (``reached()``: precision only) and the
+    next block fits the budgets. Returns the number of pairs measured."""
+    t0 = clock()
+    done, goal, block_start = 0, schedule.min_rounds, t0
+    while True:
+        while done < goal:
+            if not measure_pair(done):
+                return done
+            done += 1
+        now = clock()
+        if goal > schedule.min_rounds:
+            ledger.spend(now - block_start)  # only extension rounds draw on the run budget
+        block_start = now
+        if reached():
+            return done
+        nxt = may_extend(schedule=schedule, ledger=ledger, done=done, row_elapsed_s=now - t0,
+                         per_pair_s=(now - t0) / done)
+        if nxt is None:
+            return done
+        goal = nxt
