@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""CI entry point: measure a candidate compiler build by replaying a baseline record.
+"""CI entry point: the paired PR check (`tritongate pair`).
 
-    python ci/replay_candidate.py BASELINE_RUN --suite pr --out DIR [tritongate run options]
+    python ci/replay_candidate.py BASELINE_RECORD --suite pr --out DIR \
+        --base-python BASE_VENV/bin/python --cand-python PR_VENV/bin/python [pair options]
 
-Prints the run directory as the last line; the exit code is the CLI's, unchanged.
+Both compiler builds replay the baseline's autotune configs in their own worker process on
+this runner's GPU, rounds alternating; writes the base and candidate run directories and the
+verdict, and prints their paths (`base:`, `candidate:`, `verdict:`). The exit code is the
+CLI's, unchanged: 0 pass, 1 gate failed, 2 usage/input, 3 preflight, 130 interrupted.
 """
 
 import sys
@@ -14,6 +18,4 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tritongate.cli import main  # noqa: E402
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
-        sys.exit("usage: replay_candidate.py BASELINE_RUN --suite NAME --out DIR [options]")
-    sys.exit(main(["run", "--replay-from", sys.argv[1], *sys.argv[2:]]))
+    sys.exit(main(["pair", *sys.argv[1:]]))

@@ -226,7 +226,7 @@ def _run_pair(request, color: bool) -> int:
             print(f"  {verdict:<15} {r.op} {r.case} {r.dtype}{change}  {'; '.join(r.reasons)}")
     timed = sum(1 for b, c in outcome.rows if c.samples)
     print(f"{len(outcome.rows)} rows ({timed} timed) in {outcome.wall_s:.1f} s "
-          f"({outcome.timed_s:.1f} s warming up and timing)"
+          f"({outcome.timed_s:.1f} s in the rows: compile, check, warm-up, timing)"
           + (f"; worker restarts: {outcome.restarts}" if any(outcome.restarts.values()) else ""))
     print(result.headline())
     print(f"base:      {outcome.base_path}")

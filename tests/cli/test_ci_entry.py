@@ -19,20 +19,23 @@ def _ci(script, *args):
     return subprocess.run([sys.executable, str(ROOT / "ci" / script), *args], capture_output=True, text=True)
 
 
-def test_record_then_replay_through_the_ci_entry_points(tmp_path):
+def test_record_then_pair_through_the_ci_entry_points(tmp_path):
     rec = _ci("record_baseline.py", "--suite", "smoke", "--backend", "cpu", "--ops", "add",
               "--out", str(tmp_path / "base"))
     assert rec.returncode == 0, rec.stderr
     base = rec.stdout.strip().splitlines()[-1]
     assert (Path(base) / "autotune_records" / "meta.json").is_file()
     rep = _ci("replay_candidate.py", base, "--suite", "smoke", "--backend", "cpu", "--ops", "add",
-              "--out", str(tmp_path / "cand"))
+              "--out", str(tmp_path / "cand"), "--max-rounds", "6")
     assert rep.returncode == 0, rep.stderr
-    assert "mode=replay" in (Path(rep.stdout.strip().splitlines()[-1]) / "run.log").read_text()
+    paths = dict(line.split(":", 1) for line in rep.stdout.splitlines() if line.startswith(("base:", "candidate:")))
+    for side in ("base", "candidate"):
+        assert f"side={side}" in (Path(paths[side].strip()) / "run.log").read_text()
 
 
 def test_ci_entry_points_pass_preflight_failures_through(tmp_path):
     rep = _ci("replay_candidate.py", str(tmp_path / "nope"), "--suite", "smoke", "--backend", "cpu",
               "--out", str(tmp_path / "cand"))
     assert rep.returncode == 3 and "check=replay_from" in rep.stderr
-    assert _ci("replay_candidate.py").returncode == 1
+    usage = _ci("replay_candidate.py")
+    assert usage.returncode == 2 and "BASELINE_RECORD" in usage.stderr

@@ -57,3 +57,32 @@ def test_idle_gpu_passes():
 
 def test_parse_apps_tolerates_noise():
     assert parse_apps("No running processes found\n", "GPU-abc", set()) == ()
+
+
+def _utilization_then(values):
+    """nvidia-smi whose utilization reads ``values`` in turn (then the last one)."""
+    seen = []
+
+    def run(args):
+        q = next((a for a in args if a.startswith("--query")), "")
+        if q.startswith("--query-gpu=index"):
+            util = values[min(len(seen), len(values) - 1)]
+            seen.append(util)
+            return LINE.rsplit(",", 1)[0] + f", {util}\n"
+        if q.startswith("--query-gpu=clocks"):
+            return "0x0\n"
+        return ""
+    run.seen = seen
+    return run
+
+
+def test_idle_check_looks_again_while_recent_work_still_shows():
+    from tritongate.harness.gpu_state import read_idle_state
+
+    smi, pauses = _utilization_then([95, 60, 0]), []
+    state = read_idle_state(0, run=smi, own_pids=set(), sleep=pauses.append)
+    assert state.utilization_pct == 0 and smi.seen == [95, 60, 0] and len(pauses) == 2
+    with pytest.raises(GpuBusyError, match="utilization 95%"):
+        read_idle_state(0, run=_utilization_then([95]), own_pids=set(), retries=3, sleep=lambda s: None)
+    busy = read_idle_state(0, run=_utilization_then([95]), own_pids=set(), allow_busy=True, sleep=lambda s: None)
+    assert busy.busy_reasons
