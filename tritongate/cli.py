@@ -42,16 +42,29 @@ def cmd_show(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _progress_printer(color: bool):
-    """Progress on stderr: a live bar on a terminal, one line per row otherwise."""
+def _run_row_text(ev) -> str:
+    """A finished row of `run`: its median, or why it has none, and its markers."""
+    r = ev.row
+    s = r.summary
+    what = f"{s.median:10.3f} us" if s else (f"not timed ({r.skipped.value})" if r.skipped else "     error")
+    return what + (f"  {'; '.join(r.markers)}" if r.markers else "")
+
+
+def _progress_printer(color: bool, *, verb: str = "measuring", row_text=_run_row_text,
+                      flagged_only: bool = True):
+    """Progress on stderr: a live bar with an ETA on a terminal (finished rows printed above
+    it: only flagged ones when ``flagged_only``), one line per row otherwise. Text from the
+    rows is printed, never read as terminal markup."""
     from tritongate.progress import Progress
 
     if color:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+        from rich.markup import escape
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
 
-        bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True)
+        bar = Bar(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
         task = None
 
         def show(ev: Progress) -> None:
@@ -64,23 +77,21 @@ def _progress_printer(color: bool):
                 bar.update(task, description=f"{p.op} {p.case} {p.dtype}")
             elif ev.kind == "row_done":
                 bar.advance(task)
-                if ev.row is not None and (ev.row.markers or ev.row.status.value != "ok"):
-                    bar.console.print(f"[yellow]{ev.row.op} {ev.row.case} {ev.row.dtype}: "
-                                      f"{'; '.join(ev.row.markers) or ev.row.error}[/]", markup=True,
-                                      highlight=False)
+                r = ev.row
+                if r is not None and (not flagged_only or r.markers or r.status.value != "ok"):
+                    style = "yellow" if r.markers or r.status.value != "ok" else "default"
+                    bar.console.print(escape(f"{r.op} {r.case} {r.dtype}: {row_text(ev).strip()}"),
+                                      style=style, highlight=False)
             elif ev.kind == "finish":
                 bar.stop()
         return show
 
     def show_plain(ev: Progress) -> None:
         if ev.kind == "start":
-            print(f"measuring {ev.total} rows into {ev.message}", file=sys.stderr, flush=True)
+            print(f"{verb} {ev.total} rows into {ev.message}", file=sys.stderr, flush=True)
         elif ev.kind == "row_done" and ev.row is not None:
             r, width = ev.row, len(str(ev.total))
-            s = r.summary
-            what = f"{s.median:10.3f} us" if s else "     error"
-            flag = f"  {'; '.join(r.markers)}" if r.markers else ""
-            print(f"[{ev.index + 1:>{width}}/{ev.total}] {r.op:<18} {r.case:<18} {r.dtype:<9} {what}{flag}",
+            print(f"[{ev.index + 1:>{width}}/{ev.total}] {r.op:<18} {r.case:<18} {r.dtype:<9} {row_text(ev)}",
                   file=sys.stderr, flush=True)
     return show_plain
 
@@ -146,44 +157,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def _pair_progress(color: bool):
-    """Paired-run progress on stderr: a bar on a terminal, one line per row otherwise."""
-    from tritongate.progress import Progress
-
-    if color:
-        from rich.console import Console
-        from rich.markup import escape
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
-
-        bar = Bar(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-        task = None
-
-        def show(ev: Progress) -> None:
-            nonlocal task
-            if ev.kind == "start":
-                bar.start()
-                task = bar.add_task("starting", total=ev.total)
-            elif ev.kind == "row_start" and ev.planned is not None:
-                p = ev.planned
-                bar.update(task, description=f"{p.op} {p.case} {p.dtype}")
-            elif ev.kind == "row_done":
-                bar.advance(task)
-                r = ev.row
-                if r is not None:
-                    bar.console.print(escape(f"{r.op} {r.case} {r.dtype}: {ev.message}"), highlight=False)
-            elif ev.kind == "finish":
-                bar.stop()
-        return show
-
-    def show_plain(ev: Progress) -> None:
-        if ev.kind == "start":
-            print(f"pairing {ev.total} rows into {ev.message}", file=sys.stderr, flush=True)
-        elif ev.kind == "row_done" and ev.row is not None:
-            r, width = ev.row, len(str(ev.total))
-            print(f"[{ev.index + 1:>{width}}/{ev.total}] {r.op:<18} {r.case:<18} {r.dtype:<9} {ev.message}",
-                  file=sys.stderr, flush=True)
-    return show_plain
+    """Paired-run progress: every row's line says both medians and the change, or why not."""
+    return _progress_printer(color, verb="pairing", row_text=lambda ev: ev.message, flagged_only=False)
 
 
 def _pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from tritongate.harness.clocks import FakeClock
 from tritongate.pair.schedule import BudgetLedger, PairSchedule, may_extend, run_schedule
 
 
@@ -31,7 +30,6 @@ def test_extension_must_fit_the_row_and_the_run_budget():
 
 
 def _run(schedule, reached_after=None, ledger=None, pair_s=1.0, fail_at=None):
-    clock = FakeClock([0.0])
     now = [0.0]
     clock_fn = lambda: now[0]  # noqa: E731
     done = []
@@ -48,7 +46,6 @@ def _run(schedule, reached_after=None, ledger=None, pair_s=1.0, fail_at=None):
 
     ledger = ledger or BudgetLedger(schedule.run_budget_s)
     n = run_schedule(measure_pair=measure_pair, reached=reached, schedule=schedule, ledger=ledger, clock=clock_fn)
-    del clock
     return n, ledger
 
 

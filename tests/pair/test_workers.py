@@ -159,5 +159,6 @@ def test_kill_9_of_the_parent_leaves_incomplete_loadable_run_dirs(tmp_path):
         with pytest.raises(IncompleteRunError):
             load_run(pair_dir / side)
         run = load_run(pair_dir / side, allow_incomplete=True)
-        assert run.status is RunStatus.RUNNING and len(run.rows) >= 1 if side == "base" else True
+        assert run.status is RunStatus.RUNNING  # the writer never got to say anything else
+        assert len(run.rows) >= (1 if side == "base" else 0)
         assert _gone(run.identity["pair"]["worker_pid"])  # stdin closed: the worker exits
