@@ -18,4 +18,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tritongate.cli import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main(["pair", *sys.argv[1:]]))
+    args = sys.argv[1:]
+    # In CI a forgotten build is a silent A/A check that passes every PR: name both builds.
+    missing = [opt for opt in ("--base-python", "--cand-python")
+               if not any(a == opt or a.startswith(opt + "=") for a in args)]
+    if missing and "-h" not in args and "--help" not in args:
+        print(f"replay_candidate.py: {' and '.join(missing)} required (the interpreters of the base and "
+              "the PR's compiler builds); for an A/A check of one build pass the same interpreter twice",
+              file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(["pair", *args]))

@@ -230,8 +230,16 @@ def cmd_loop(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     policy = _gate_policy(args)  # bad policy options fail before anything is measured
-    record_cmd = [sys.executable, "-m", "tritongate", "run", "--suite", args.suite, "--backend", args.backend,
+    # The baseline is recorded by the base build (its interpreter and overlay), as the
+    # nightly job records main: the configs it replays then come from the build they belong to.
+    from tritongate.pair.build import parse_env_overlay
+
+    base_python = args.base_python or sys.executable
+    record_env = {**os.environ, **parse_env_overlay(args.base_env, option="--base-env")}
+    record_cmd = [base_python, "-m", "tritongate", "run", "--suite", args.suite, "--backend", args.backend,
                   "--out", str(out), "--color", args.color]
+    if args.isolate_tuner_cache:
+        record_cmd.append("--isolate-tuner-cache")
     for flag, value in (("--shape-file", args.shape_file), ("--rounds", args.rounds),
                         ("--samples-per-round", args.samples_per_round), ("--l2", args.l2)):
         if value is not None:
@@ -244,7 +252,16 @@ def cmd_loop(args: argparse.Namespace) -> int:
     print(f"1/2 record: {args.suite} ({args.backend})", file=sys.stderr, flush=True)
     # The record runs in its own process: this one then holds no device context while the
     # paired workers measure.
-    proc = subprocess.run(record_cmd, stdout=subprocess.PIPE, text=True)
+    if base_python != sys.executable:  # the build's interpreter imports this tritongate, and only it
+        from tritongate.pair.build import package_path_dir
+
+        link = package_path_dir(out / ".tritongate-pythonpath")
+        record_env["PYTHONPATH"] = os.pathsep.join(
+            [str(link)] + ([record_env["PYTHONPATH"]] if record_env.get("PYTHONPATH") else []))
+    try:
+        proc = subprocess.run(record_cmd, stdout=subprocess.PIPE, text=True, env=record_env)
+    except OSError as exc:
+        raise UsageError(f"cannot start the base build's interpreter {base_python}: {exc}") from exc
     if proc.returncode != 0:
         sys.stdout.write(proc.stdout)
         return proc.returncode

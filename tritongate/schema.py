@@ -96,6 +96,10 @@ class PairInfo:
     def __post_init__(self) -> None:
         if not self.pair_id or self.side not in ("base", "candidate"):
             raise ValueError(f"pairing needs a pair_id and a side of base|candidate, got {self.side!r}")
+        for name in ("target_effect", "detectable_effect"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"pairing {name} must be a finite number >= 0 or null, got {value!r}")
         object.__setattr__(self, "went_first", tuple(bool(x) for x in self.went_first))
 
     def to_dict(self) -> dict[str, Any]:

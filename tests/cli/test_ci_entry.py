@@ -26,7 +26,8 @@ def test_record_then_pair_through_the_ci_entry_points(tmp_path):
     base = rec.stdout.strip().splitlines()[-1]
     assert (Path(base) / "autotune_records" / "meta.json").is_file()
     rep = _ci("replay_candidate.py", base, "--suite", "smoke", "--backend", "cpu", "--ops", "add",
-              "--out", str(tmp_path / "cand"), "--max-rounds", "6")
+              "--out", str(tmp_path / "cand"), "--max-rounds", "6",
+              "--base-python", sys.executable, "--cand-python", sys.executable)
     assert rep.returncode == 0, rep.stderr
     paths = dict(line.split(":", 1) for line in rep.stdout.splitlines() if line.startswith(("base:", "candidate:")))
     for side in ("base", "candidate"):
@@ -35,7 +36,7 @@ def test_record_then_pair_through_the_ci_entry_points(tmp_path):
 
 def test_ci_entry_points_pass_preflight_failures_through(tmp_path):
     rep = _ci("replay_candidate.py", str(tmp_path / "nope"), "--suite", "smoke", "--backend", "cpu",
-              "--out", str(tmp_path / "cand"))
+              "--out", str(tmp_path / "cand"), "--base-python", sys.executable, "--cand-python", sys.executable)
     assert rep.returncode == 3 and "check=replay_from" in rep.stderr
     usage = _ci("replay_candidate.py")
-    assert usage.returncode == 2 and "BASELINE_RECORD" in usage.stderr
+    assert usage.returncode == 2 and "--base-python and --cand-python required" in usage.stderr

@@ -79,3 +79,13 @@ def test_a_cross_backend_baseline_is_refused_by_the_workers(record, tmp_path, ca
     assert main(["pair", str(fake), "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "o")]) == 3
     err = capsys.readouterr().err
     assert "PREFLIGHT_FAILED check=replay_backend" in err and "base build" in err
+
+
+@pytest.mark.parametrize("extra,code,words", [
+    (["--suite", "nosuchsuite"], 3, "check=suite_file"),
+    (["--suite", "smoke", "--ops", "nosuchop"], 3, "check=unknown_op"),
+    (["--suite", "smoke", "--rounds", "1"], 2, "bad pairing schedule"),
+])
+def test_bad_suites_and_options_are_named_errors(record, tmp_path, capsys, extra, code, words):
+    assert main(["pair", str(record), "--backend", "cpu", "--out", str(tmp_path), *extra]) == code
+    assert words in capsys.readouterr().err

@@ -74,8 +74,7 @@ NO_GRAPH = "BENCHMARK_DIRECT_NO_CUDAGRAPH phase=capture reason=RuntimeError: cap
      "correctness mismatch on base: 3 of 9 elements"),
     ({}, dict(markers=[markers.make(markers.GPU_BUSY, reason="pids 7")]), "GPU busy on candidate: pids 7"),
     ({}, dict(markers=[markers.make(markers.GPU_THROTTLED, reason="hw_thermal")]), "GPU throttled on candidate"),
-    ({}, dict(status="error", error="RuntimeError: boom"), "error on candidate: RuntimeError: boom"),
-    ({}, dict(status="timeout", error="600 s"), "timeout on candidate"),
+    (dict(status="error", error="RuntimeError: boom"), {}, "error on base: RuntimeError: boom"),
 ])
 def test_rejected_rows_name_their_marker(tmp_path, base_kw, cand_kw, reason):
     res = judge(tmp_path, [row(**base_kw)], [row(seed=1, **cand_kw)])
@@ -83,6 +82,18 @@ def test_rejected_rows_name_their_marker(tmp_path, base_kw, cand_kw, reason):
     assert r.verdict is Verdict.REJECTED
     assert any(x.startswith(reason) for x in r.reasons), r.reasons
     assert res.passed and not r.fails_policy  # unverified, not failed (without --strict)
+
+
+@pytest.mark.parametrize("cand_kw,reason", [
+    (dict(status="error", error="RuntimeError: boom"), "error on candidate: RuntimeError: boom"),
+    (dict(status="timeout", error="600 s"), "timeout on candidate"),
+])
+def test_a_candidate_failing_where_the_base_ran_fails_the_gate(tmp_path, cand_kw, reason):
+    res = judge(tmp_path, [row()], [row(seed=1, **cand_kw)])
+    (r,) = res.rows
+    assert r.verdict is Verdict.REJECTED and r.fails_policy and not res.passed
+    assert any(x.startswith(reason) for x in r.reasons) and "the candidate failed on a row the base ran" in r.reasons
+    assert "candidate fails where the base did not" in res.failures[0]
 
 
 def test_timer_fallback_on_both_sides_is_compared(tmp_path):

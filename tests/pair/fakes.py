@@ -6,7 +6,8 @@ The same executor also runs in real worker subprocesses (``--executor
 tests.pair.fakes:ScriptedExecutor``); there its behaviour comes from environment overlays:
 ``TG_FACTOR`` (time multiplier), ``TG_BINARY`` (binary hash tag), ``TG_CRASH`` /
 ``TG_HANG`` / ``TG_FATAL`` (ops whose prepare crashes, hangs or hits a fatal device error),
-``TG_PROBE`` (copied into each row's params), ``TG_SLEEP`` (seconds per round).
+``TG_PROBE`` (copied into each row's params), ``TG_SLEEP`` (seconds per round),
+``TG_CAPTURE_FAIL_AT`` (graph captures from the n-th on fail: a timer fallback mid-row).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class ScriptedDevice:
         self.offset = 1.0
         self.capturing = False
         self.cost_us = 1.0
+        self.captures = 0
+        self.fail_capture_at: int | None = None  # graph captures from this one on fail
 
     def launch(self) -> None:
         if self.capturing:
@@ -75,6 +78,9 @@ class ScriptedDevice:
         return self.now - t0
 
     def capture(self, fn: Callable[[], object], launches: int) -> ScriptedGraph:
+        self.captures += 1
+        if self.fail_capture_at is not None and self.captures >= self.fail_capture_at:
+            raise RuntimeError("operation not permitted when stream is capturing")
         self.capturing = True
         try:
             for _ in range(launches):
@@ -106,6 +112,8 @@ class ScriptedExecutor:
         factor = float(self.env.get("TG_FACTOR", "1.0"))
         seed = int(self.env.get("TG_SEED", "0")) + (0 if self.side == "base" else 1000)
         self.device = ScriptedDevice(self.world, factor, seed)
+        if "TG_CAPTURE_FAIL_AT" in self.env:
+            self.device.fail_capture_at = int(self.env["TG_CAPTURE_FAIL_AT"])
         overrides = settings.get("config_overrides") or {}
         self.config = MeasureConfig(**{"warmup_budget_s": 0.0, "warmup_min": 1, "warmup_max": 2,
                                        "seed": seed, **overrides})
@@ -160,7 +168,9 @@ class ScriptedExecutor:
     def round(self) -> dict[str, Any]:
         assert self._measurer is not None
         time.sleep(float(self.env.get("TG_SLEEP", "0")))  # a slow real row, for interrupt tests
-        return {"samples": self._measurer.measure_round()}
+        samples = self._measurer.measure_round()
+        m = self._measurer
+        return {"samples": samples, "k": m.launches_per_sample, "timer": m.timer.value, "markers": list(m.markers)}
 
     def finish(self) -> dict[str, Any]:
         m = self._measurer.result() if self._measurer and self._measurer.rounds_done else None

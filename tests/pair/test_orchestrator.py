@@ -162,3 +162,26 @@ def test_workers_on_different_devices_are_refused(tmp_path):
     with pytest.raises(PreflightError) as err:
         run_pair(_request(tmp_path, cand_env={"TG_UUID": "GPU-other"}), spawn=_spawner(World()))
     assert err.value.check == "same_device" and "GPU-other" in str(err.value)
+
+
+def test_a_timer_fallback_mid_row_stops_the_row_and_rejects_it(tmp_path):
+    # the candidate takes k from the base, so its captures are one per round: round 4 falls back
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_CAPTURE_FAIL_AT": "4"}), spawn=_spawner(World()))
+    first = outcome.result.rows[0]
+    assert first.verdict is Verdict.REJECTED
+    assert any("timer fallback on candidate only" in r for r in first.reasons)
+    base, cand = outcome.rows[0]
+    assert cand.timer == "cuda-events" and base.timer == "cuda-graph"
+    # the row stopped at the pair where it happened, and no precision is claimed for it
+    assert len(base.samples) == 4 * 5 and cand.measurement.pairing.target_reached is None
+    assert len(cand.samples) == 5  # the fallback dropped the candidate's graph-timed rounds
+
+
+def test_bad_schedule_options_are_usage_errors(tmp_path):
+    from tritongate.errors import UsageError
+
+    with pytest.raises(UsageError, match="bad pairing schedule"):
+        run_pair(_request(tmp_path, schedule_overrides={"max_rounds": 1}), spawn=_spawner(World()))
+    # a minimum above the default cap raises the cap instead of failing
+    from tritongate.pair.orchestrator import default_schedule
+    assert default_schedule("cuda", 30).max_rounds == 30 and default_schedule("cpu", 6).max_rounds == 24

@@ -162,3 +162,28 @@ def test_kill_9_of_the_parent_leaves_incomplete_loadable_run_dirs(tmp_path):
         assert run.status is RunStatus.RUNNING  # the writer never got to say anything else
         assert len(run.rows) >= (1 if side == "base" else 0)
         assert _gone(run.identity["pair"]["worker_pid"])  # stdin closed: the worker exits
+
+
+def test_a_side_that_keeps_crashing_gives_up_and_the_gate_still_runs(tmp_path, monkeypatch):
+    from tritongate.pair import orchestrator
+
+    monkeypatch.setattr(orchestrator, "MAX_RESTARTS", 1)
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_CRASH": "add,softmax,matmul"}))
+    assert [r.verdict for r in outcome.result.rows] == [Verdict.REJECTED] * 3
+    assert "gave up" in "; ".join(outcome.result.rows[2].reasons) or \
+        "failed 1 times" in "; ".join(outcome.result.rows[2].reasons)
+    assert outcome.result.exit_code == 1  # the candidate fails rows the base runs
+    assert "WORKER_GAVE_UP side=candidate" in (outcome.cand_path / "run.log").read_text()
+
+
+def test_an_interpreter_that_prints_at_start_up_is_a_named_error(tmp_path):
+    from tritongate.errors import MeasurementError
+
+    chatty = tmp_path / "python"
+    chatty.write_text(f"#!/bin/sh\necho 'hello from sitecustomize'\nexec {sys.executable} \"$@\"\n")
+    chatty.chmod(0o755)
+    req = _request(tmp_path)
+    req = PairRequest(**{**req.__dict__, "cand": CompilerBuild("candidate", python=str(chatty),
+                                                                 env={"TG_SIDE": "candidate"})})
+    with pytest.raises(MeasurementError, match="not a protocol message"):
+        run_pair(req)

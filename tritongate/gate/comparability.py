@@ -78,9 +78,13 @@ def notes(base: Identity, cand: Identity, base_path: str | None = None) -> list[
     if bs.get("digest") and bs.get("digest") != cs.get("digest"):
         out.append(f"suite files differ (base {bs.get('name')} {str(bs.get('digest'))[:8]}, candidate "
                    f"{cs.get('name')} {str(cs.get('digest'))[:8]}): rows only on one side are MISSING or NEW")
-    if (base.get("pair") or {}).get("pair_id") and \
-            (base.get("pair") or {}).get("pair_id") == (cand.get("pair") or {}).get("pair_id"):
-        pass  # one paired run: both sides replayed the same baseline, round by round
+    bp, cp = base.get("pair") or {}, cand.get("pair") or {}
+    if bp.get("pair_id") and bp.get("pair_id") == cp.get("pair_id"):
+        # one paired run: both sides replayed the same baseline, round by round
+        bb, cb = bp.get("build") or {}, cp.get("build") or {}
+        if bb.get("python") == cb.get("python") and (bb.get("env_overlay") or {}) == (cb.get("env_overlay") or {}):
+            out.append("base and candidate are the same build (same interpreter, no overlay difference): "
+                       "this is an A/A check of the harness, not a test of a compiler change")
     elif cand.get("mode") != "replay":
         out.append("the candidate is not a replay run: autotune may have picked other configs than the "
                    "base, so differences can come from config flips rather than the compiler")

@@ -104,7 +104,8 @@ class GateResult:
         if reg := self.by(Verdict.REGRESSED):
             out.append(f"{len(reg)} regressed row(s)")
         if hard := [r for r in self.rows if r.fails_policy]:
-            out.append(f"{len(hard)} row(s) whose recorded config no longer compiles (replay compile_failed)")
+            out.append(f"{len(hard)} row(s) that the candidate fails where the base did not (an error, "
+                       "timeout or crash, or a recorded config that no longer compiles)")
         missing = self.by(Verdict.MISSING)
         if len(missing) > self.policy.max_missing:
             out.append(f"{len(missing)} missing row(s), more than the {self.policy.max_missing} allowed")
@@ -232,6 +233,10 @@ def judge_row(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict:
                   cand_markers=cand.markers, min_effect=policy.min_effect_for(base.op))
     status = _status_reasons(base, "base") + _status_reasons(cand, "candidate")
     marker_reasons, hard = _marker_reasons(base, cand)
+    if cand.status is not RowStatus.OK and base.status is RowStatus.OK:
+        # the candidate build crashed, hung or raised where the base build ran: a regression
+        hard = True
+        status.append("the candidate failed on a row the base ran")
     if status or marker_reasons:
         return RowVerdict(verdict=Verdict.REJECTED, reasons=tuple(status + marker_reasons),
                           fails_policy=hard, **common)

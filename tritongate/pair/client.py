@@ -21,6 +21,19 @@ from tritongate.pair.protocol import MAX_LINE, decode, encode
 TERM_GRACE_S = 2.0
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, be killed when the parent dies (kill -9 included),
+    so a worker busy on the GPU never outlives the run that started it. Elsewhere the worker
+    still exits when its stdin closes, once it is idle."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux: stdin EOF is the fallback
+        pass
+
+
 class WorkerFailure(Exception):
     """The worker could not answer: it died, hung, or its device context is gone."""
 
@@ -73,7 +86,8 @@ class WorkerProcess:
             log.write(f"--- worker start {self.starts + 1}: {' '.join(self.spec.argv)}\n".encode())
             log.flush()
             self._proc = subprocess.Popen(self.spec.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=log, env=self.spec.env, start_new_session=True)
+                                          stderr=log, env=self.spec.env, start_new_session=True,
+                                          preexec_fn=_die_with_parent)
         finally:
             log.close()
         self._buffer = b""
@@ -108,7 +122,13 @@ class WorkerProcess:
             line, nl, rest = self._buffer.partition(b"\n")
             if nl:
                 self._buffer = rest
-                message = decode(line)
+                try:
+                    message = decode(line)
+                except ValueError:
+                    self.kill()
+                    raise WorkerFailure(self.side, f"wrote something that is not a protocol message on its "
+                                                   f"answer channel: {line[:120]!r} (does this interpreter print "
+                                                   "at start-up, e.g. from sitecustomize?)", kind="died") from None
                 if message.get("seq") == seq:
                     return message
                 continue  # an answer to a request we gave up on
@@ -151,26 +171,25 @@ class WorkerProcess:
         return " | ".join(line.strip() for line in text[-lines:]) or "(empty log)"
 
     def kill(self) -> None:
-        """SIGTERM to the worker's process group, SIGKILL after a grace period; reap it."""
+        """SIGTERM to the worker's process group, SIGKILL after a grace period (always, to the
+        whole group: the leader may be gone while something it started is not); reap it."""
         proc = self._proc
         if proc is None:
             return
         if proc.poll() is None:
-            for sig, wait in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, 10.0)):
-                try:
-                    os.killpg(proc.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    proc.wait(timeout=wait)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-        else:
-            try:  # the leader is gone; anything it started may still run
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=TERM_GRACE_S)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
                 pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=10.0)
+        except subprocess.TimeoutExpired:
+            pass
         for stream in (proc.stdin, proc.stdout):
             try:
                 if stream:
@@ -179,12 +198,12 @@ class WorkerProcess:
                 pass
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """Ask the worker to exit; kill it if it does not."""
+        """Ask an idle worker to exit; kill it if it does not. Never raises."""
         if self.alive:
             try:
                 self.call("shutdown", timeout_s)
                 assert self._proc is not None
                 self._proc.wait(timeout=timeout_s)
-            except (WorkerFailure, WorkerError, subprocess.TimeoutExpired, OSError):
+            except Exception:  # noqa: BLE001 - it is killed below either way
                 pass
         self.kill()

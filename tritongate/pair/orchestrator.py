@@ -16,7 +16,9 @@ worker is restarted for the next row. This module never imports torch or triton.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
+import statistics
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -29,7 +31,7 @@ from tritongate import markers
 from tritongate.atomicio import write_text_atomic
 from tritongate.errors import MeasurementError, PreflightError, UsageError
 from tritongate.gate.policy import GatePolicy
-from tritongate.gate.rule import precision
+from tritongate.gate.rule import paired_log_ratios, precision
 from tritongate.harness.measure import L2Policy, Measurement, TimerKind
 from tritongate.pair.build import CompilerBuild, package_path_dir
 from tritongate.pair.client import WorkerError, WorkerFailure, WorkerProcess, WorkerSpec
@@ -98,7 +100,7 @@ def default_schedule(backend: str, rounds: int) -> PairSchedule:
     the interpreter, whose host timings are noisy, to 24 pairs within 8 s a row."""
     if backend == "cpu":
         return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, 24), row_budget_s=8.0, run_budget_s=300.0)
-    return PairSchedule(min_rounds=rounds)
+    return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, 20))
 
 
 @dataclass
@@ -124,6 +126,7 @@ class _Side:
     writer: RunWriter | None = None
     log: RunLog | None = None
     restarts: int = 0
+    gave_up: str = ""  # why this side runs no more rows
 
 
 @dataclass
@@ -135,6 +138,7 @@ class _RowState:
     went_first: list[bool] = field(default_factory=list)
     finished: dict[str, Any] | None = None
     failure: tuple[str, str] | None = None  # (status, text): "error"|"timeout", why
+    fell_back: bool = False  # the worker switched timers mid-row
 
 
 def _spawn_process(spec: WorkerSpec) -> Worker:
@@ -174,15 +178,60 @@ class PairRunner:
             raise MeasurementError(f"the {side.name} build's worker ({side.build.python}) could not start: "
                                    f"{exc.reason}") from None
 
+    def _plan(self, base: _Side) -> dict[str, Any]:
+        req = self.request
+        try:
+            return base.worker.call("plan", STARTUP_TIMEOUT_S, suite=req.suite,
+                                    shape_file=str(req.shape_file) if req.shape_file else None,
+                                    only_ops=list(req.only_ops), only_dtypes=list(req.only_dtypes))
+        except WorkerError as exc:
+            if exc.kind == "preflight":
+                raise PreflightError(str(exc.check or "suite"), str(exc)) from None
+            raise UsageError(f"suite {req.suite}: {exc}") from None
+        except WorkerFailure as exc:
+            raise MeasurementError(f"the base worker failed while reading the suite: {exc.reason}") from None
+
+    def _stop_workers(self, *, kill: bool) -> None:
+        """Every worker ends here, whatever happens to the others; a second Ctrl-C or SIGTERM
+        cannot cut this short and leave a worker behind."""
+        import signal
+
+        previous = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                previous[sig] = signal.signal(sig, signal.SIG_IGN)
+            except ValueError:  # not the main thread: signals are not ours to hold
+                pass
+        try:
+            for side in self._sides.values():
+                try:
+                    side.worker.kill() if kill else side.worker.close()
+                except Exception:  # noqa: BLE001 - the next worker must still be stopped
+                    try:
+                        side.worker.kill()
+                    except Exception:  # noqa: BLE001
+                        pass
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
     def _ensure_alive(self, side: _Side) -> None:
-        if side.worker.alive:
+        """Restart a worker that died; after MAX_RESTARTS, or when it cannot start again, the
+        side gives up: its remaining rows are error rows (the gate still runs)."""
+        if side.worker.alive or side.gave_up:
             return
         if side.restarts >= MAX_RESTARTS:
-            raise MeasurementError(f"the {side.name} worker failed {side.restarts} times; stopping the run "
-                                   f"(see {self._worker_log(side.name)})")
+            side.gave_up = f"the {side.name} worker failed {side.restarts} times; its remaining rows were not run"
+            side.log.write(f"WORKER_GAVE_UP side={side.name} restarts={side.restarts}")  # type: ignore[union-attr]
+            return
         side.restarts += 1
         side.log.write(f"WORKER_RESTART side={side.name} restart={side.restarts}")  # type: ignore[union-attr]
-        self._start(side)
+        try:
+            self._start(side)
+        except (MeasurementError, UsageError) as exc:
+            side.gave_up = f"the {side.name} worker could not be restarted: {exc}"
+            side.log.write(f"WORKER_GAVE_UP side={side.name} reason={exc}")  # type: ignore[union-attr]
+            return
         self._check_same_device()
 
     def _worker_log(self, name: str) -> Path:
@@ -263,32 +312,31 @@ class PairRunner:
                 self._start(side)
             self._check_same_device()
             base = self._sides["base"]
-            plan = base.worker.call("plan", STARTUP_TIMEOUT_S, suite=req.suite,
-                                    shape_file=str(req.shape_file) if req.shape_file else None,
-                                    only_ops=list(req.only_ops), only_dtypes=list(req.only_dtypes))
+            plan = self._plan(base)
             config = base.hello.get("measure_config", {})
-            schedule = req.schedule or default_schedule(str(base.hello.get("backend")),
-                                                        int(config.get("rounds", 5)))
-            if req.schedule_overrides:
-                try:
+            try:
+                schedule = req.schedule or default_schedule(str(base.hello.get("backend")),
+                                                            int(config.get("rounds", 5)))
+                if req.schedule_overrides:
                     schedule = replace(schedule, **req.schedule_overrides)
-                except ValueError as exc:
-                    raise UsageError(f"bad schedule option: {exc}") from exc
+            except ValueError as exc:
+                raise UsageError(f"bad pairing schedule: {exc}") from exc
             gpu_before = self._gpu_state()
             self._run_rows(plan, gpu_before, schedule, outcome)
         except BaseException as exc:
             why = "interrupted" if isinstance(exc, KeyboardInterrupt) else describe(exc)
+            self._stop_workers(kill=True)  # first: a worker may hold the GPU mid-kernel
             for side in self._sides.values():
                 if side.writer is not None:
                     side.writer.fail(why)
                 if side.log is not None:
                     side.log.write(f"RUN_FAILED {why}")
-            raise
-        finally:
-            for side in self._sides.values():
-                side.worker.close()
-                if side.log is not None:
                     side.log.close()
+            raise
+        self._stop_workers(kill=False)
+        for side in self._sides.values():
+            if side.log is not None:
+                side.log.close()
         outcome.wall_s = self._clock() - t0
         outcome.restarts = {s.name: s.restarts for s in self._sides.values()}
         self._gate(outcome)
@@ -373,6 +421,9 @@ class PairRunner:
         base, cand = self._sides["base"], self._sides["candidate"]
         states = {"base": _RowState(), "candidate": _RowState()}
         for side in (base, cand):
+            if side.gave_up:
+                states[side.name].failure = ("error", side.gave_up)
+        for side in (base, cand):
             states[side.name].prepared = self._ask(side, states[side.name], "prepare", op=item.op,
                                                    shape=list(item.shape), dtype=item.dtype)
         ok = all(s.failure is None for s in states.values())
@@ -408,9 +459,13 @@ class PairRunner:
                 answer = self._ask(side, st, "round")
                 if answer is None:
                     return False
+                if answer.get("markers"):
+                    # the side fell back to another timer and dropped its earlier samples: the
+                    # row carries the marker and is rejected; more pairs would add nothing
+                    st.fell_back = True
                 st.samples.extend(float(x) for x in answer["samples"])
                 st.went_first.append(position == 0)
-            return True
+            return not any(states[s].fell_back for s in states)
 
         run_schedule(measure_pair=measure_pair, reached=lambda: self._reached(states, target),
                      schedule=schedule, ledger=ledger, clock=self._clock)
@@ -423,7 +478,9 @@ class PairRunner:
         return p is not None and p <= target
 
     def _precision(self, states: dict[str, _RowState], target: float) -> float | None:
-        b, c = states["base"].samples, states["candidate"].samples
+        return self._precision_of(states["base"].samples, states["candidate"].samples, target)
+
+    def _precision_of(self, b: list[float], c: list[float], target: float) -> float | None:
         if not b or not c:
             return None
         spr = self._spr()
@@ -459,7 +516,15 @@ class PairRunner:
                         shift_bytes=tuple(meas["shift_bytes"]), markers=tuple(meas["markers"]))
         rounds = len(m.samples_us) // m.samples_per_round
         target = self.request.policy.min_effect_for(item.op)
-        reached = self._precision(states, target)
+        # precision of what the rows hold: the workers' own samples (a timer fallback drops a
+        # side's earlier rounds), judged only when both sides kept the same rounds
+        other_meas = (other.finished or {}).get("measurement") or {}
+        kept = {side.name: list(m.samples_us), ("candidate" if side.name == "base" else "base"):
+                list(other_meas.get("samples") or ())}
+        reached = self._precision_of(kept["base"], kept["candidate"], target) \
+            if len(kept["base"]) == len(kept["candidate"]) else None
+        if reached is not None and not math.isfinite(reached):
+            reached = None  # too few pairs to estimate anything
         pairing = PairInfo(pair_id=self._pair_id, side=side.name, went_first=tuple(st.went_first[-rounds:]),
                            target_effect=target, detectable_effect=reached,
                            target_reached=None if reached is None else reached <= target,
@@ -521,10 +586,12 @@ def _row_summary(base: Row, cand: Row) -> str:
     if cand.skipped:
         return f"not timed ({cand.skipped.value.replace('_', ' ')})"
     bs, cs = base.summary, cand.summary
-    if bs is None or cs is None:
+    if bs is None or cs is None or base.measurement is None or cand.measurement is None:
         return ""
-    rounds = len(cand.samples) // cand.measurement.samples_per_round if cand.measurement else 0
-    return f"{bs.median:.3f} -> {cs.median:.3f} us ({cs.median / bs.median - 1:+.2%}, {rounds} pairs)"
+    ratios = paired_log_ratios(base.samples, cand.samples, base_per_round=base.measurement.samples_per_round,
+                               cand_per_round=cand.measurement.samples_per_round)
+    effect = math.expm1(statistics.fmean(ratios)) if ratios else cs.median / bs.median - 1
+    return f"{bs.median:.3f} -> {cs.median:.3f} us ({effect:+.2%} paired, {len(ratios)} pairs)"
 
 
 def run_pair(request: PairRequest, progress: ProgressFn | None = None, *,

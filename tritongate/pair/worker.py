@@ -64,13 +64,14 @@ def serve(requests: BinaryIO, answers: BinaryIO, executor_spec: str) -> int:
                     raise RuntimeError(f"{cmd!r} before init")
                 else:
                     result = getattr(executor, str(cmd))(**args)
-                answer = {"seq": seq, "ok": True, "result": result}
-            except Exception as exc:  # noqa: BLE001 - every failure goes back as an answer
+                line_out = encode({"seq": seq, "ok": True, "result": result})
+            except Exception as exc:  # noqa: BLE001 - every failure (an unencodable result too) is an answer
                 traceback.print_exc(file=sys.stderr)
                 answer = {"seq": seq, "ok": False, **_classify(exc)}
                 if cmd == "init":
                     answer["kind"] = answer["kind"] if answer["kind"] in ("preflight", "usage") else "usage"
-            answers.write(encode(answer))
+                line_out = encode(answer)
+            answers.write(line_out)
             answers.flush()
         return 0  # stdin closed: the parent is gone
     finally:
