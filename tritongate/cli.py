@@ -16,10 +16,13 @@ from tritongate import __version__
 from tritongate.errors import ExitCode, GateError, PreflightError, UsageError
 
 EPILOG = """exit codes:
-  0  pass
-  1  gate failed (a regression, or a policy violation)
-  2  usage or input error (bad arguments, malformed or incompatible files)
-  3  preflight failed (stderr names the check: !!! PREFLIGHT_FAILED check=<name>)
+  0    pass
+  1    gate failed (a regression, or a policy violation)
+  2    usage or input error (bad arguments, malformed or incompatible files, a file that
+       cannot be written)
+  3    preflight failed (stderr names the check: !!! PREFLIGHT_FAILED check=<name>)
+  4    internal error (a bug: one line on stderr, the traceback written to a file)
+  130  interrupted (Ctrl-C, SIGTERM); run directories left behind load as incomplete
 """
 
 
@@ -464,7 +467,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return int(ExitCode.INTERRUPTED)
+    except OSError as exc:  # the disk is full, a path is not writable, a file vanished
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}; free space or fix the path and run again", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    except Exception as exc:  # noqa: BLE001 - a bug: say so in one line, keep the traceback
+        path = _save_traceback()
+        text = " ".join(str(exc).split())[:300]
+        print(f"internal error (a bug in tritongate): {type(exc).__name__}: {text}; traceback written to {path}",
+              file=sys.stderr)
+        return int(ExitCode.INTERNAL)
+
+
+def _save_traceback() -> str:
+    """The current exception's traceback, in $TRITONGATE_LOG_DIR or the temp directory."""
+    import tempfile
+    import traceback
+
+    folder = os.environ.get("TRITONGATE_LOG_DIR") or tempfile.gettempdir()
+    try:
+        fd, path = tempfile.mkstemp(prefix="tritongate-traceback-", suffix=".txt", dir=folder)
+        with os.fdopen(fd, "w") as f:
+            traceback.print_exc(file=f)
+        return path
+    except OSError:
+        return "(could not be written)"
 
 
 if __name__ == "__main__":  # pragma: no cover

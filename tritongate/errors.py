@@ -12,6 +12,8 @@ class ExitCode(IntEnum):
     GATE_FAILED = 1  # a regression, or a policy violation
     USAGE = 2  # bad arguments or bad input files
     PREFLIGHT = 3  # a named preflight check failed before anything ran
+    INTERNAL = 4  # a bug in tritongate: one line on stderr, the traceback in a file
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM
 
 
 class GateError(Exception):

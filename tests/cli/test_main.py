@@ -55,3 +55,27 @@ def test_ops_lists_builtin_ops_and_suites(capsys):
     for op in ("add", "silu_mul", "softmax", "rmsnorm", "matmul", "attention", "attention_causal"):
         assert f"\n{op} " in f"\n{out}"
     assert "[M, N, K]" in out and "suites in" in out and "smoke" in out
+
+
+def test_a_bug_is_exit_4_with_one_line_and_a_traceback_file(tmp_path, capsys, monkeypatch):
+    import tritongate.cli as cli
+
+    def broken(args):
+        raise KeyError("a key the code expected")
+    monkeypatch.setenv("TRITONGATE_LOG_DIR", str(tmp_path))
+    monkeypatch.setattr(cli, "cmd_ops", broken)
+    assert main(["ops"]) == 4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("internal error (a bug in tritongate): KeyError")
+    (trace,) = tmp_path.glob("tritongate-traceback-*.txt")
+    assert "a key the code expected" in trace.read_text() and str(trace) in err[0]
+
+
+def test_an_unwritable_step_summary_is_a_named_input_error(tmp_path, capsys, monkeypatch):
+    from tests.gate.helpers import pair, row
+
+    base, cand = pair(tmp_path, [row()], [row(seed=1)])
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))  # a directory
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "v")]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path) in err and "Is a directory" in err
