@@ -9,11 +9,22 @@ from pathlib import Path
 from typing import Any
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()  # what open() would give: mkstemp's files are 0600
+
+
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write to a temp file in the same directory, fsync, then rename over ``path``."""
+    """Write to a temp file in the same directory, fsync, then rename over ``path``; the file
+    gets the mode a plain write would (the user's umask), not the temp file's 0600."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

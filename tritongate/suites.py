@@ -19,9 +19,10 @@ Shape = tuple[int, ...]
 
 
 def ops_dir() -> Path:
-    """The suite assets: ``$TRITONGATE_OPS_DIR``, else ``ops/`` beside the package."""
+    """The suite assets: ``$TRITONGATE_OPS_DIR``, else the package's ``assets`` (the top-level
+    ``ops/`` of the checkout, linked in; a copy in a wheel)."""
     env = os.environ.get("TRITONGATE_OPS_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "ops"
+    return Path(env) if env else Path(__file__).resolve().parent / "assets"
 
 
 def builtin_suites() -> list[str]:
