@@ -232,7 +232,7 @@ def test_an_untimed_identical_binary_row_renders(tmp_path):
     r = result.rows[0]
     assert r.verdict is Verdict.IDENTICAL_BINARY and r.timing is None and result.passed
     text = render_markdown(result)
-    line = cells_of(table_line(text, "add", "4096", "float32", "IDENTICAL&#95;BINARY"))
+    line = cells_of(table_line(text, "add", "4096", "float32", "IDENTICAL_BINARY"))
     assert line[4:6] == ["not timed", "not timed"]
     assert line[9] == "byte-identical kernels (not timed)"
     assert "All other rows (1 unchanged, 1 identical binary)" in text
@@ -288,7 +288,7 @@ def test_a_timed_identical_binary_row_calls_its_difference_noise(tmp_path):
                       [row(median=21, seed=9, variants=[binary("abc")])])
     result = run_gate(base, cand, GatePolicy())
     assert result.rows[0].verdict is Verdict.IDENTICAL_BINARY and result.rows[0].timing.why is Why.CALLED
-    line = cells_of(table_line(render_markdown(result), "softmax", "4096x4096", "float16", "IDENTICAL&#95;BINARY"))
+    line = cells_of(table_line(render_markdown(result), "softmax", "4096x4096", "float16", "IDENTICAL_BINARY"))
     assert line[4].startswith("20.01 (") and line[5].startswith("20.99 (")  # timed: medians shown
     assert line[8] == "unpaired"
     assert re.fullmatch(r"byte-identical kernels \(timing alone differed by \+\d\.\d\d%: run-to-run noise\)", line[9])

@@ -20,19 +20,15 @@ from tritongate.gate.rule import TimingDecision, Why
 from tritongate.gate.summary import per_op
 from tritongate.gate.verdict import GateResult, RowVerdict, Verdict
 from tritongate.report.table import format_us
+from tritongate.report.untrusted import markdown_cell
 from tritongate.stats import Summary
 
 STICKY_MARKER = "<!-- tritongate-verdict -->"
 COMMENT_LIMIT = 60_000  # GitHub refuses comment bodies over 65,536 characters
 
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "|": "&#124;", "*": "&#42;", "_": "&#95;", "`": "&#96;", "[": "&#91;", "]": "&#93;",
-                "\\": "&#92;", "~": "&#126;", "@": "&#64;", "#": "&#35;", "!": "&#33;", "$": "&#36;"}
-
-
 def cell(value: Any) -> str:
-    """Safe inside a Markdown table cell, on one line."""
-    text = " ".join(str(value if value is not None else "–").split())
-    return "".join(_ENTITIES.get(ch, ch) for ch in text)  # one pass: entities are never re-escaped
+    """Safe inside a Markdown table cell, on one line (see ``report.untrusted``)."""
+    return markdown_cell(value)
 
 
 _ENV = jinja2.Environment(

@@ -12,6 +12,7 @@ from typing import Sequence
 from rich.console import Console
 from rich.table import Table
 
+from tritongate.report.untrusted import terminal_text
 from tritongate.schema import Row, SkipReason
 
 # What a row that was deliberately not timed shows where its median would be.
@@ -79,7 +80,8 @@ def fold_constant_columns(records: Sequence[dict[str, str]],
 def render_rows(rows: Sequence[Row], *, color: bool, width: int = 160, title: str = "") -> str:
     records = [row_cells(r) for r in rows]
     columns, legend = fold_constant_columns(records)
-    table = Table(title=title or None, show_lines=False, header_style="bold" if color else "")
+    table = Table(title=terminal_text(title) if title else None, show_lines=False,
+                  header_style="bold" if color else "")
     for c in columns:
         table.add_column(c, justify="right" if c in {"median µs", "IQR µs", "rel IQR", "n", "k",
                                                      "TB/s", "TFLOP/s"} else "left",
@@ -91,11 +93,11 @@ def render_rows(rows: Sequence[Row], *, color: bool, width: int = 160, title: st
             style = "red"
         else:  # an untimed row is fine, but it is not a measurement either
             style = "green" if row.summary else "yellow"
-        table.add_row(*[rec.get(c, "") for c in columns], style=style)
+        table.add_row(*[terminal_text(rec.get(c, "")) for c in columns], style=style)
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=color, color_system="standard" if color else None,
                       highlight=False, emoji=False)
     if legend:
-        console.print("  ".join(f"{k}: {v}" for k, v in legend.items()), markup=False)
+        console.print(terminal_text("  ".join(f"{k}: {v}" for k, v in legend.items())))
     console.print(table)
     return buf.getvalue()
