@@ -71,3 +71,25 @@ def test_the_whole_loop_on_the_cpu(tmp_path, capsys):
         assert b.measurement.pairing.pair_id == c.measurement.pairing.pair_id
     text = open(paths["verdict"]).read()
     assert text.startswith("<!-- tritongate-verdict -->") and "paired" in text
+
+
+def test_a_run_gated_against_itself_is_refused(tmp_path, capsys):
+    from tests.gate.helpers import write_run, row
+
+    run = write_run(tmp_path / "pr_20261129T120000Z", [row()])
+    assert main(["gate", str(run.path), str(run.path) + "/", "--out", str(tmp_path / "v")]) == 2
+    assert "both the base and the candidate" in capsys.readouterr().err
+
+
+def test_a_moved_base_run_is_still_recognised_as_the_replayed_one(tmp_path):
+    import shutil
+
+    from tritongate.gate.policy import GatePolicy
+    from tritongate.gate.verdict import run_gate
+    from tritongate.rundir import load_run
+    from tests.gate.helpers import pair, row
+
+    base, cand = pair(tmp_path / "ci", [row()], [row(seed=1)])
+    moved = shutil.move(str(base.path), str(tmp_path / base.path.name))  # an artifact, downloaded
+    result = run_gate(load_run(moved), cand, GatePolicy())
+    assert not any("not this base run" in n for n in result.notes)

@@ -9,6 +9,7 @@ itself is expected to differ: that is what is being tested.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 Identity = Mapping[str, Any]
@@ -89,6 +90,7 @@ def notes(base: Identity, cand: Identity, base_path: str | None = None) -> list[
         out.append("the candidate is not a replay run: autotune may have picked other configs than the "
                    "base, so differences can come from config flips rather than the compiler")
     elif base.get("mode") == "record" and cand.get("replay_from") and base_path \
-            and str(cand.get("replay_from")) != base_path:
+            and Path(str(cand.get("replay_from"))).name != Path(base_path).name:
+        # a run is known by its directory name (suite + UTC stamp): artifacts move, names stay
         out.append(f"the candidate replayed {cand.get('replay_from')}, not this base run")
     return out

@@ -272,6 +272,9 @@ def judge_row(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict:
 def run_gate(base: Run, cand: Run, policy: GatePolicy, *, allow_mismatch: bool = False) -> GateResult:
     """Compare ``cand`` against ``base``. Identity mismatches are refused
     (``IncomparableRunsError``) unless ``allow_mismatch``, which makes every row NOT_COMPARABLE."""
+    if Path(base.path).resolve() == Path(cand.path).resolve():
+        raise GateError(f"{base.path} was given as both the base and the candidate run; a run compared "
+                        "with itself always passes. Pass the base build's run and the candidate's")
     mismatches = identity_mismatches(base.identity, cand.identity)
     if mismatches and not allow_mismatch:
         listing = "; ".join(map(str, mismatches))
@@ -297,4 +300,4 @@ def run_gate(base: Run, cand: Run, policy: GatePolicy, *, allow_mismatch: bool =
             rows.append(RowVerdict(*key, verdict=Verdict.NEW, reasons=("not in the base run",),
                                    cand_markers=crow.markers))
     return GateResult(base=base, cand=cand, policy=policy, rows=rows, mismatches=mismatches,
-                      notes=notes(base.identity, cand.identity, str(Path(base.path).resolve())))
+                      notes=notes(base.identity, cand.identity, str(base.path)))
