@@ -44,8 +44,8 @@ def draw(rng: random.Random, median: float, rel_iqr: float, *, rounds: int = 5,
     return tuple(out)
 
 
-def synthetic_run(rows: Sequence[Row], mode: str) -> Run:
-    return Run(path=Path(f"/simulated/{mode}"), status=RunStatus.COMPLETE, identity=IDENTITY,
+def synthetic_run(rows: Sequence[Row], mode: str, name: str = "") -> Run:
+    return Run(path=Path(f"/simulated/{name or mode}"), status=RunStatus.COMPLETE, identity=IDENTITY,
                rows=tuple(rows), mode=mode)
 
 
@@ -122,4 +122,5 @@ def simulate_paired(*, rows: int, shift: float, rel_iqrs: Sequence[float], seed:
                                                     max_rounds=schedule.max_rounds))
             out.append(Row(op="sim", case=f"c{i}", dtype="float16", timer="cuda-graph",
                            samples=tuple(samples[side]), measurement=info))
-    return run_gate(synthetic_run(base_rows, "replay"), synthetic_run(cand_rows, "replay"), policy)
+    return run_gate(synthetic_run(base_rows, "replay", "base"), synthetic_run(cand_rows, "replay", "candidate"),
+                    policy)
