@@ -460,17 +460,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(func(args))
     except PreflightError as exc:
         print(exc.marker, file=sys.stderr)
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_bounded(exc)}", file=sys.stderr)
         return int(ExitCode.PREFLIGHT)
     except GateError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_bounded(exc)}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     except OSError as exc:  # the disk is full, a path is not writable, a file vanished
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {where}{exc.strerror or exc}; free space or fix the path and run again", file=sys.stderr)
+        text = _bounded(Exception(f"{where}{exc.strerror or exc}"))
+        print(f"error: {text}; free space or fix the path and run again", file=sys.stderr)
         return int(ExitCode.USAGE)
     except Exception as exc:  # noqa: BLE001 - a bug: say so in one line, keep the traceback
         path = _save_traceback()
@@ -478,6 +479,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"internal error (a bug in tritongate): {type(exc).__name__}: {text}; traceback written to {path}",
               file=sys.stderr)
         return int(ExitCode.INTERNAL)
+
+
+MAX_MESSAGE = 2000  # a message quoting a hostile input must not flood the log
+
+
+def _bounded(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= MAX_MESSAGE else f"{text[:MAX_MESSAGE]}… ({len(text) - MAX_MESSAGE:,} more characters)"
 
 
 def _save_traceback() -> str:

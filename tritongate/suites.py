@@ -13,7 +13,9 @@ from typing import Any
 
 import yaml
 
+
 from tritongate.errors import PreflightError
+from tritongate.yamlsafe import YamlLimitError, load_bounded
 
 Shape = tuple[int, ...]
 
@@ -55,7 +57,9 @@ def _read_yaml(path: Path, check: str) -> tuple[Any, bytes]:
         raise PreflightError(check, f"{path} does not exist")
     raw = path.read_bytes()
     try:
-        return yaml.safe_load(raw), raw
+        return load_bounded(raw), raw
+    except YamlLimitError as exc:
+        raise PreflightError(check, f"{path} is refused: {exc}") from exc
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""

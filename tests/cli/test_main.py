@@ -79,3 +79,12 @@ def test_an_unwritable_step_summary_is_a_named_input_error(tmp_path, capsys, mon
     assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "v")]) == 2
     err = capsys.readouterr().err
     assert str(tmp_path) in err and "Is a directory" in err
+
+
+def test_error_messages_are_bounded(tmp_path, capsys):
+    huge = tmp_path / ("x" * 200)
+    for _ in range(20):
+        huge = huge / ("y" * 200)
+    assert main(["show", str(huge)]) == 2
+    err = capsys.readouterr().err
+    assert len(err) < 2200 and "more characters" in err

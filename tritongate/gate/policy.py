@@ -8,8 +8,10 @@ from typing import Any, Mapping
 
 import yaml
 
+
 from tritongate.errors import UsageError
 from tritongate.suites import ops_dir
+from tritongate.yamlsafe import YamlLimitError, load_bounded
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,9 @@ def load_policy(path: Path | None = None, **overrides: Any) -> GatePolicy:
     data: dict[str, Any] = {}
     if path.is_file():
         try:
-            doc = yaml.safe_load(path.read_text()) or {}
+            doc = load_bounded(path.read_bytes()) or {}
+        except YamlLimitError as exc:
+            raise UsageError(f"{path} is refused: {exc}") from exc
         except yaml.YAMLError as exc:
             raise UsageError(f"{path} is not valid YAML: {exc}") from exc
         if not isinstance(doc, dict):
