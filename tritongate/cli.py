@@ -149,6 +149,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     result = run_gate(base, cand, policy, allow_mismatch=args.allow_mismatch)
     artifact = args.artifact_url or os.environ.get("TRITONGATE_ARTIFACT_URL")
     json_path, md_path = write_verdict(result, Path(args.out), artifact_url=artifact)
+    _print_notes(result)
     print(result.headline())
     for verdict in ("REGRESSED", "IMPROVED", "REJECTED", "NOT_COMPARABLE", "MISSING"):
         for r in (r for r in result.rows if r.verdict.value == verdict):
@@ -157,6 +158,14 @@ def cmd_gate(args: argparse.Namespace) -> int:
     print(md_path)
     print(json_path)
     return result.exit_code
+
+
+def _print_notes(result) -> None:
+    """The verdict's notes and warnings, on stderr as well as at the top of verdict.md."""
+    from tritongate.report.untrusted import neutralize
+
+    for note in result.notes:
+        print(f"note: {neutralize(note)}", file=sys.stderr)
 
 
 def _pair_progress(color: bool):
@@ -198,6 +207,7 @@ def _run_pair(request, color: bool) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     result = outcome.result
+    _print_notes(result)
     for verdict in ("REGRESSED", "IMPROVED", "REJECTED", "NOT_COMPARABLE", "MISSING"):
         for r in (r for r in result.rows if r.verdict.value == verdict):
             change = f" {r.timing.effect:+.2%} time" if r.timing else ""

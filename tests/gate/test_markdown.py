@@ -292,3 +292,21 @@ def test_a_timed_identical_binary_row_calls_its_difference_noise(tmp_path):
     assert line[4].startswith("20.01 (") and line[5].startswith("20.99 (")  # timed: medians shown
     assert line[8] == "unpaired"
     assert re.fullmatch(r"byte-identical kernels \(timing alone differed by \+\d\.\d\d%: run-to-run noise\)", line[9])
+
+
+def test_an_aa_headline_counts_rows_and_does_not_sell_the_geomean(tmp_path):
+    base, cand = pair(tmp_path, [row(case=f"c{i}", seed=i) for i in range(5)],
+                      [row(case=f"c{i}", seed=100 + i) for i in range(5)])
+    result = run_gate(base, cand, GatePolicy())
+    head = result.headline()
+    assert head.startswith("✅ no regressions (5 rows: 5 compared, 0 missing, 0 new)")
+    assert "no row changed beyond its noise (geomean" in head and "95 % CI" in head
+    assert "geomean speedup" not in head
+
+
+def test_notes_come_first_in_the_verdict(tmp_path):
+    base, cand = pair(tmp_path, [row()], [row(seed=1)], cand_identity={"suite": {"name": "pr", "digest": "other"}})
+    text = render_markdown(run_gate(base, cand, GatePolicy()))
+    assert "suite files differ" in text
+    assert text.index("suite files differ") < text.index("<details>")
+    assert text.index("suite files differ") < text.index("<sub>Rule")

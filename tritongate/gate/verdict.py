@@ -144,19 +144,48 @@ class GateResult:
         reg = self.by(Verdict.REGRESSED)
         return max(reg, key=lambda r: r.timing.effect) if reg else None
 
+    def geomean_interval(self) -> tuple[float, float] | None:
+        """95 % confidence interval of the geometric-mean speedup over the timed rows (Student's
+        t on their log speedups); None with fewer than two rows."""
+        rows = self.timed()
+        if len(rows) < 2:
+            return None
+        from scipy.stats import t as student_t
+
+        logs = [math.log(r.timing.speedup) for r in rows]
+        mean = sum(logs) / len(logs)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+        half = float(student_t.ppf(0.975, len(logs) - 1)) * sd / math.sqrt(len(logs))
+        return math.exp(mean - half), math.exp(mean + half)
+
+    def geomean_text(self) -> str:
+        """The geomean with its interval; not offered as a finding when no row was called."""
+        gm = self.geomean_speedup
+        if gm is None:
+            return ""
+        ci = self.geomean_interval()
+        ci_txt = f" (95 % CI {ci[0]:.3f}–{ci[1]:.3f})" if ci else ""
+        if not (self.by(Verdict.REGRESSED) or self.by(Verdict.IMPROVED)):
+            return f"no row changed beyond its noise (geomean {gm:.3f}×{ci_txt})"
+        return f"geomean speedup {gm:.3f}×{ci_txt}"
+
+    def counts_text(self) -> str:
+        compared = len(self.rows) - len(self.by(Verdict.MISSING)) - len(self.by(Verdict.NEW))
+        return (f"{len(self.rows)} rows: {compared} compared, {len(self.by(Verdict.MISSING))} missing, "
+                f"{len(self.by(Verdict.NEW))} new")
+
     def headline(self) -> str:
-        counts = f"{len(self.rows)} rows"
+        counts = self.counts_text()
         if not self.passed:
             worst = self.worst()
             worst_txt = (f"; worst: {worst.op} {worst.case} {worst.dtype} {worst.timing.effect:+.1%} time"
                          if worst else "")
             return f"❌ gate failed: {'; '.join(self.failures)}{worst_txt} ({counts})"
-        gm = self.geomean_speedup
-        gm_txt = f", geomean speedup {gm:.3f}×" if gm else ""
         imp = len(self.by(Verdict.IMPROVED))
         unv = len(self.by(Verdict.REJECTED)) + len(self.by(Verdict.NOT_COMPARABLE))
         extra = (f", {imp} improved" if imp else "") + (f", {unv} unverified" if unv else "")
-        return f"✅ no regressions in {counts}{extra}{gm_txt}"
+        gm = self.geomean_text()
+        return f"✅ no regressions ({counts}){extra}" + (f"; {gm}" if gm else "")
 
 
 def _status_reasons(row: Row, side: str) -> list[str]:

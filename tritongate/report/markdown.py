@@ -179,7 +179,7 @@ def _context(result: GateResult, limits: _Limits, artifact_url: str | None) -> d
     return {
         "sticky_marker": STICKY_MARKER, "headline": result.headline(),
         "base": _side(result.base, result.base.identity), "cand": _side(result.cand, result.cand.identity),
-        "counts_line": _counts_line(result), "geomean": result.geomean_speedup,
+        "counts_line": _counts_line(result), "geomean_text": result.geomean_text(),
         "artifact_url": artifact_url, "sections": sections, "per_op": per_op_rows, "per_op_cut": per_op_cut,
         "details": details, "short_of_target": short_section,
         "notes": result.notes, "noise_z": f"{pol.noise_z:g}", "min_samples": pol.min_samples,
