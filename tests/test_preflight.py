@@ -55,3 +55,13 @@ def test_unwritable_out_dir(tmp_path):
     with pytest.raises(PreflightError) as info:
         check_out_dir(blocker / "runs")
     assert info.value.check == "out_dir"
+
+
+def test_a_suite_directory_and_an_unknown_dtype_are_named(tmp_path, capsys):
+    from tritongate.cli import main
+
+    assert main(["run", "--suite", str(tmp_path), "--backend", "cpu", "--out", str(tmp_path / "o")]) == 3
+    assert "is a directory, not a YAML file" in capsys.readouterr().err
+    assert main(["run", "--suite", "smoke", "--dtypes", "float17", "--backend", "cpu", "--out", str(tmp_path / "o")]) == 3
+    err = capsys.readouterr().err
+    assert "check=dtype" in err and "'float17'" in err and "float16" in err

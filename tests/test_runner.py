@@ -113,9 +113,10 @@ def test_interrupted_run_loads_as_incomplete(tmp_path, monkeypatch):
     _register(monkeypatch, "t_ctrl_c", interrupt)
     suite = write_suite(tmp_path, "shapes: shapes.yaml\ndtypes: [float32]\nops: {add: {}, t_ctrl_c: {}}\n",
                         "add: {shapes: [[64]]}\nt_ctrl_c: {shapes: [[8]]}\n")
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as stopped:
         run_suite(RunRequest(suite=str(suite), backend=CPU, out=tmp_path / "runs"))
     (path,) = (tmp_path / "runs").iterdir()
+    assert stopped.value.__notes__ == [f"partial run directory (loads as incomplete): {path}"]
     with pytest.raises(IncompleteRunError, match=r"failed, 1 rows\): KeyboardInterrupt\. Re-run"):
         load_run(path)
     assert "RUN_FAILED KeyboardInterrupt" in (path / "run.log").read_text()

@@ -474,9 +474,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.PREFLIGHT)
     except GateError as exc:
         print(f"error: {_bounded(exc)}", file=sys.stderr)
+        _print_exc_notes(exc)
         return int(exc.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("interrupted", file=sys.stderr)
+        _print_exc_notes(exc)
         return int(ExitCode.INTERRUPTED)
     except OSError as exc:  # the disk is full, a path is not writable, a file vanished
         where = f"{exc.filename}: " if exc.filename else ""
@@ -489,6 +491,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"internal error (a bug in tritongate): {type(exc).__name__}: {text}; traceback written to {path}",
               file=sys.stderr)
         return int(ExitCode.INTERNAL)
+
+
+def _print_exc_notes(exc: BaseException) -> None:
+    """Where a run that stopped left its partial results."""
+    for note in getattr(exc, "__notes__", ()):
+        print(note, file=sys.stderr)
 
 
 MAX_MESSAGE = 2000  # a message quoting a hostile input must not flood the log

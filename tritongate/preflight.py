@@ -41,6 +41,12 @@ def plan_rows(suite: Suite, registry: Registry, backend: Backend, *,
         if absent:
             raise PreflightError("unknown_op", f"--ops asks for {absent}, which suite {suite.name} "
                                  f"does not list ({', '.join(op.name for op in suite.ops)})")
+    if wanted_dtypes:
+        known = {d for name in registry.names() for d in registry.get(name).dtypes}
+        unknown_dtypes = sorted(set(wanted_dtypes) - known)
+        if unknown_dtypes:
+            raise PreflightError("dtype", f"--dtypes names {unknown_dtypes}, which no op supports "
+                                 f"(known: {', '.join(sorted(known))})")
     rows: list[PlannedRow] = []
     for op in suite.ops:
         if wanted_ops and op.name not in wanted_ops:

@@ -143,6 +143,7 @@ class Runner:
                 why = describe(exc)
                 writer.fail(why)
                 log.write(f"RUN_FAILED {why}")
+                exc.add_note(f"partial run directory (loads as incomplete): {path}")
                 raise
             outcome.wall_s = time.perf_counter() - t0
             writer.set_identity_extra({"gpu_state_after": self._gpu_state(device, check_idle_now=False),

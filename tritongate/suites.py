@@ -53,6 +53,9 @@ class Suite:
 
 
 def _read_yaml(path: Path, check: str) -> tuple[Any, bytes]:
+    if path.is_dir():
+        yamls = ", ".join(sorted(p.name for p in path.glob("*.yaml"))[:8]) or "no .yaml files"
+        raise PreflightError(check, f"{path} is a directory, not a YAML file ({yamls}); pass one file")
     if not path.is_file():
         raise PreflightError(check, f"{path} does not exist")
     raw = path.read_bytes()

@@ -113,9 +113,10 @@ def test_ctrl_c_stops_the_workers_and_leaves_incomplete_run_dirs(tmp_path):
             raise KeyboardInterrupt
 
     req = _request(tmp_path)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as stopped:
         run_pair(req, interrupt)
     (pair_dir,) = (tmp_path / "out").glob("pair-*")
+    assert str(pair_dir / "base") in stopped.value.__notes__[0]  # the CLI prints where they are
     for side in ("base", "candidate"):
         with pytest.raises(IncompleteRunError):
             load_run(pair_dir / side)

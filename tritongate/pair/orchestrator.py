@@ -332,6 +332,9 @@ class PairRunner:
                 if side.log is not None:
                     side.log.write(f"RUN_FAILED {why}")
                     side.log.close()
+            if any(side.writer is not None for side in self._sides.values()):
+                exc.add_note(f"partial run directories (load as incomplete): {outcome.base_path} "
+                             f"{outcome.cand_path}")
             raise
         self._stop_workers(kill=False)
         for side in self._sides.values():
