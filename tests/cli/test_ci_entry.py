@@ -40,3 +40,8 @@ def test_ci_entry_points_pass_preflight_failures_through(tmp_path):
     assert rep.returncode == 3 and "check=replay_from" in rep.stderr
     usage = _ci("replay_candidate.py")
     assert usage.returncode == 2 and "--base-python and --cand-python required" in usage.stderr
+
+
+def test_record_baseline_refuses_to_replay_as_a_usage_error(tmp_path):
+    rec = _ci("record_baseline.py", "--suite", "smoke", "--out", str(tmp_path), "--replay-from", str(tmp_path))
+    assert rec.returncode == 2 and "replay_candidate.py" in rec.stderr
