@@ -137,13 +137,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     from tritongate.gate.output import write_verdict
-    from tritongate.gate.policy import load_policy
     from tritongate.gate.verdict import run_gate
     from tritongate.rundir import load_run
 
-    policy = load_policy(Path(args.policy) if args.policy else None, min_effect=args.min_effect,
-                         noise_z=args.noise_z, min_samples=args.min_samples,
-                         max_missing=args.max_missing, strict=args.strict or None)
+    policy = _gate_policy(args)
     base = load_run(Path(args.base))
     cand = load_run(Path(args.cand))
     result = run_gate(base, cand, policy, allow_mismatch=args.allow_mismatch)
@@ -401,16 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("base", metavar="BASE_RUN")
     gate.add_argument("cand", metavar="CAND_RUN")
     gate.add_argument("--out", required=True, metavar="DIR", help="where verdict.json and verdict.md go")
-    gate.add_argument("--policy", metavar="YAML", help="thresholds file (default ops/gate.yaml)")
-    gate.add_argument("--min-effect", type=float, help="default minimum effect, e.g. 0.01 for 1%%")
-    gate.add_argument("--noise-z", type=float, help="noise floor confidence as normal SDs, applied through Student's t for the row's degrees of freedom (default 4)")
-    gate.add_argument("--min-samples", type=int, help="samples each side needs for a verdict (default 10)")
-    gate.add_argument("--max-missing", type=int, help="missing rows tolerated (default 0)")
-    gate.add_argument("--strict", action="store_true", help="rejected and not-comparable rows fail too")
     gate.add_argument("--allow-mismatch", action="store_true",
                       help="compare runs whose identities differ: every row becomes NOT_COMPARABLE")
-    gate.add_argument("--artifact-url", metavar="URL",
-                      help="link to the uploaded run dirs and IR diffs (or TRITONGATE_ARTIFACT_URL)")
+    _gate_options(gate)
     gate.set_defaults(func=cmd_gate)
 
     pair = sub.add_parser(
