@@ -18,7 +18,6 @@ from typing import Any
 
 import yaml
 
-from tritongate import markers
 from tritongate.atomicio import write_text_atomic
 from tritongate.autotune.records import RecordSet, load_records, write_records
 from tritongate.autotune.session import AutotuneSession, autotune_session
@@ -175,8 +174,9 @@ class Runner:
 
     # -- rows ------------------------------------------------------------------------------
     def _run_rows(self, planned, device, config, gpu_before, writer, log, outcome, session) -> None:
-        busy = bool(gpu_before and gpu_before.get("busy_reasons"))
-        throttled = bool(gpu_before and gpu_before.get("throttled"))
+        from tritongate.harness.gpu_state import state_markers
+
+        gpu_markers = state_markers(gpu_before)
         for i, item in enumerate(planned):
             self._progress(Progress("row_start", index=i, total=len(planned), planned=item))
             session.begin_row(item.op, item.case, item.dtype)
@@ -185,11 +185,8 @@ class Runner:
             tuned = session.end_row()
             row = dataclasses.replace(row, markers=row.markers + tuple(tuned.markers),
                                       autotune=tuned.to_dict())
-            if busy:
-                row = _with_marker(row, markers.make(markers.GPU_BUSY, reason="; ".join(gpu_before["busy_reasons"])))
-            if throttled:
-                row = _with_marker(row, markers.make(markers.GPU_THROTTLED,
-                                                     reason=" ".join(gpu_before["throttle_reasons"])))
+            if gpu_markers:
+                row = dataclasses.replace(row, markers=row.markers + gpu_markers)
             writer.add(row)
             outcome.rows.append(row)
             log.write(row_line(row))
@@ -213,10 +210,6 @@ class Runner:
         except Exception as exc:  # noqa: BLE001 - a failing row is data, not a crash
             return error_row(item, backend, describe(exc, 500))
         return finish_row(prepared, m)
-
-
-def _with_marker(row: Row, marker: str) -> Row:
-    return dataclasses.replace(row, markers=row.markers + (marker,))
 
 
 def run_suite(request: RunRequest, progress: ProgressFn | None = None) -> RunOutcome:

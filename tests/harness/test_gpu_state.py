@@ -86,3 +86,12 @@ def test_idle_check_looks_again_while_recent_work_still_shows():
         read_idle_state(0, run=_utilization_then([95]), own_pids=set(), retries=3, sleep=lambda s: None)
     busy = read_idle_state(0, run=_utilization_then([95]), own_pids=set(), allow_busy=True, sleep=lambda s: None)
     assert busy.busy_reasons
+
+
+def test_state_markers_name_a_busy_or_throttled_start():
+    from tritongate.harness.gpu_state import state_markers
+
+    assert state_markers(None) == () and state_markers({"busy_reasons": [], "throttled": False}) == ()
+    busy, hot = state_markers({"busy_reasons": ["pids 7", "utilization 90%"], "throttled": True,
+                               "throttle_reasons": ["hw_thermal"]})
+    assert busy == "GPU_BUSY reason=pids 7; utilization 90%" and hot == "GPU_THROTTLED reason=hw_thermal"

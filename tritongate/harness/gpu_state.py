@@ -190,3 +190,18 @@ def read_idle_state(index: int | str, *, own_pids: set[int] | None = None, allow
         state = read_gpu_state(index, run=run, own_pids=own_pids)
     check_idle(state, allow_busy=allow_busy)
     return state
+
+
+def state_markers(state: dict | None) -> tuple[str, ...]:
+    """The row markers a run's GPU state before measuring calls for (``GpuState.to_dict()``):
+    GPU_BUSY when measured anyway on a busy GPU, GPU_THROTTLED when it started throttled."""
+    from tritongate import markers
+
+    if not state or not isinstance(state, dict):
+        return ()
+    out = []
+    if state.get("busy_reasons"):
+        out.append(markers.make(markers.GPU_BUSY, reason="; ".join(state["busy_reasons"])))
+    if state.get("throttled"):
+        out.append(markers.make(markers.GPU_THROTTLED, reason=" ".join(state.get("throttle_reasons", []))))
+    return tuple(out)

@@ -266,10 +266,8 @@ class PairRunner:
         from tritongate.errors import GpuBusyError
         from tritongate.harness.gpu_state import read_idle_state
 
-        # the workers hold device contexts of their own: they are not "other processes"
-        own = {os.getpid()} | {s.worker.pid for s in self._sides.values() if s.worker.pid}
         try:
-            state = read_idle_state(str(hello.get("device_uuid")), own_pids=own,
+            state = read_idle_state(str(hello.get("device_uuid")), own_pids=self._own_pids(),
                                     allow_busy=self.request.allow_busy_gpu)
         except GpuBusyError:
             raise
@@ -363,7 +361,9 @@ class PairRunner:
                       self._sides["base"].hello.get("recorded_launches", [])}
         ledger = BudgetLedger(run_budget_s=schedule.run_budget_s)
         self._progress(Progress("start", total=len(rows), message=str(self._pair_dir)))
-        extra_markers = _state_markers(gpu_before)
+        from tritongate.harness.gpu_state import state_markers
+
+        extra_markers = state_markers(gpu_before)
         for i, item in enumerate(rows):
             self._progress(Progress("row_start", index=i, total=len(rows), planned=item))
             for side in self._sides.values():
@@ -390,14 +390,18 @@ class PairRunner:
             side.writer.finish()  # type: ignore[union-attr]
             side.log.write(f"RUN_COMPLETE rows={len(rows)} restarts={side.restarts}")  # type: ignore[union-attr]
 
+    def _own_pids(self) -> set[int]:
+        """This process and its workers: they hold device contexts, but are not "other processes"."""
+        return {os.getpid()} | {s.worker.pid for s in self._sides.values() if s.worker.pid}
+
     def _gpu_state_after(self) -> dict[str, Any] | None:
         if self._sides["base"].hello.get("backend") != "cuda":
             return None
         from tritongate.harness.gpu_state import read_gpu_state
 
-        own = {os.getpid()} | {s.worker.pid for s in self._sides.values() if s.worker.pid}
         try:
-            return read_gpu_state(str(self._sides["base"].hello.get("device_uuid")), own_pids=own).to_dict()
+            return read_gpu_state(str(self._sides["base"].hello.get("device_uuid")),
+                                  own_pids=self._own_pids()).to_dict()
         except Exception as exc:  # noqa: BLE001
             return {"error": describe(exc)}
 
@@ -550,17 +554,6 @@ class PairRunner:
         outcome.result = result
         outcome.verdict_json, outcome.verdict_md = write_verdict(
             result, self._pair_dir / "verdict", artifact_url=self.request.artifact_url)
-
-
-def _state_markers(gpu_before: Any) -> tuple[str, ...]:
-    if not gpu_before or not isinstance(gpu_before, dict):
-        return ()
-    out = []
-    if gpu_before.get("busy_reasons"):
-        out.append(markers.make(markers.GPU_BUSY, reason="; ".join(gpu_before["busy_reasons"])))
-    if gpu_before.get("throttled"):
-        out.append(markers.make(markers.GPU_THROTTLED, reason=" ".join(gpu_before.get("throttle_reasons", []))))
-    return tuple(out)
 
 
 def _prepared(answer: dict[str, Any] | None) -> PreparedRow:
