@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from tritongate import markers
 from tritongate.errors import GateError, ExitCode
@@ -25,7 +25,7 @@ from tritongate.gate.comparability import Mismatch, identity_mismatches, notes
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.rule import TimingDecision, decide
 from tritongate.rundir import Run
-from tritongate.schema import PairInfo, Row, RowStatus, SkipReason
+from tritongate.schema import PairInfo, Row, RowStatus, SkipReason, Variant
 from tritongate.stats import Change
 
 VERDICT_SCHEMA_VERSION = 2
@@ -235,12 +235,17 @@ def _row_mismatch(base: Row, cand: Row) -> list[str]:
     return out
 
 
-def identical_binaries(base: Row, cand: Row) -> bool:
+def same_binaries(base_variants: Sequence[Variant], cand_variants: Sequence[Variant],
+                  base_params: Mapping[str, Any], cand_params: Mapping[str, Any]) -> bool:
     """Every launched kernel byte-identical on both sides, doing the same work (params)."""
-    def sig(row: Row) -> set[tuple[str, str]]:
-        return {(v.kernel, v.binary_hash) for v in row.variants}
-    return bool(base.variants) and all(v.binary_hash for v in base.variants + cand.variants) \
-        and sig(base) == sig(cand) and dict(base.params) == dict(cand.params)
+    def sig(variants: Sequence[Variant]) -> set[tuple[str, str]]:
+        return {(v.kernel, v.binary_hash) for v in variants}
+    return bool(base_variants) and all(v.binary_hash for v in (*base_variants, *cand_variants)) \
+        and sig(base_variants) == sig(cand_variants) and dict(base_params) == dict(cand_params)
+
+
+def identical_binaries(base: Row, cand: Row) -> bool:
+    return same_binaries(base.variants, cand.variants, base.params, cand.params)
 
 
 def paired_rows(base: Row, cand: Row) -> bool:

@@ -434,7 +434,7 @@ class PairRunner:
             states[side.name].prepared = self._ask(side, states[side.name], "prepare", op=item.op,
                                                    shape=list(item.shape), dtype=item.dtype)
         ok = all(s.failure is None for s in states.values())
-        identical = ok and _identical(states["base"].prepared, states["candidate"].prepared)
+        identical = ok and _identical(_prepared(states["base"].prepared), _prepared(states["candidate"].prepared))
         if ok and not (identical and not self.request.time_identical):
             self._time_row(item, recorded_k, schedule, ledger, states)
         for side in (base, cand):
@@ -556,22 +556,18 @@ class PairRunner:
             result, self._pair_dir / "verdict", artifact_url=self.request.artifact_url)
 
 
+def _identical(base: PreparedRow, cand: PreparedRow) -> bool:
+    from tritongate.gate.verdict import same_binaries  # the gate's own test, before any timing
+
+    return same_binaries(base.variants, cand.variants, base.fields.get("params") or {},
+                         cand.fields.get("params") or {})
+
+
 def _prepared(answer: dict[str, Any] | None) -> PreparedRow:
     answer = answer or {}
     return PreparedRow(fields=dict(answer["fields"]), make_fn=lambda: (lambda: None),
                        variants=tuple(Variant(**v) for v in answer.get("variants", ())),
                        correctness=Correctness(**answer["correctness"]))
-
-
-def _identical(base: dict[str, Any] | None, cand: dict[str, Any] | None) -> bool:
-    """Every launched kernel byte-identical on both sides, doing the same work."""
-    if not base or not cand:
-        return False
-    bv, cv = base.get("variants") or [], cand.get("variants") or []
-    if not bv or not all(v.get("binary_hash") for v in bv + cv):
-        return False
-    sig = lambda vs: {(v["kernel"], v["binary_hash"]) for v in vs}  # noqa: E731
-    return sig(bv) == sig(cv) and base["fields"].get("params") == cand["fields"].get("params")
 
 
 def _row_summary(base: Row, cand: Row) -> str:
