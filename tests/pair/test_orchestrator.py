@@ -185,3 +185,9 @@ def test_bad_schedule_options_are_usage_errors(tmp_path):
     # a minimum above the default cap raises the cap instead of failing
     from tritongate.pair.orchestrator import default_schedule
     assert default_schedule("cuda", 30).max_rounds == 30 and default_schedule("cpu", 6).max_rounds == 24
+
+
+def test_the_verdict_names_each_side_by_pair_and_side(tmp_path):
+    outcome = run_pair(_request(tmp_path), spawn=_spawner(World()))
+    text = outcome.verdict_md.read_text()
+    assert f"<code>{outcome.path.name}/base</code>" in text and f"<code>{outcome.path.name}/candidate</code>" in text

@@ -19,7 +19,7 @@ VERDICT_MD = "verdict.md"
 
 def _side(run) -> dict[str, Any]:
     ident = run.identity
-    return {"path": str(run.path), "run": Path(run.path).name, "mode": run.mode,
+    return {"path": str(run.path), "run": run.name, "mode": run.mode,
             "compiler_ref": ident.get("compiler_ref"), "commit": ident.get("commit"),
             "device": ident.get("device"), "backend": ident.get("backend"), "timer": ident.get("timer"),
             "replay_from": ident.get("replay_from")}

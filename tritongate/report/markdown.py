@@ -126,7 +126,7 @@ class _Limits:
 
 
 def _side(run, ident) -> dict[str, Any]:
-    return {"run": Path(run.path).name, "compiler": ident.get("compiler_ref") or "–",
+    return {"run": run.name, "compiler": ident.get("compiler_ref") or "–",
             "commit": (ident.get("commit") or "–")[:12], "mode": run.mode}
 
 
