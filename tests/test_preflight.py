@@ -26,7 +26,6 @@ def test_plan_rows_expands_shapes_and_dtypes(tmp_path):
 @pytest.mark.parametrize("ops,shapes,check", [
     ("{nosuchop: {}}", "nosuchop: {shapes: [[1]]}", "unknown_op"),
     ("{matmul: {dtypes: [float16]}}", "matmul: {shapes: [[64, 64]]}", "shape_arity"),
-    ("{add: {}}", "add: {shapes: [[0]]}", "shape_arity"),
     ("{add: {}}", "softmax: {shapes: [[4, 4]]}", "missing_shapes"),
     ("{matmul: {dtypes: [float32]}}", "matmul: {shapes: [[8, 8, 8]]}", "dtype"),
     ("{add: {dtypes: [bfloat16]}}", "add: {shapes: [[8]]}", "dtype"),  # interpreter has no bf16
@@ -65,3 +64,9 @@ def test_a_suite_directory_and_an_unknown_dtype_are_named(tmp_path, capsys):
     assert main(["run", "--suite", "smoke", "--dtypes", "float17", "--backend", "cpu", "--out", str(tmp_path / "o")]) == 3
     err = capsys.readouterr().err
     assert "check=dtype" in err and "'float17'" in err and "float16" in err
+
+
+def test_a_dimension_below_one_is_refused_when_the_shape_file_is_read(tmp_path):
+    with pytest.raises(PreflightError, match=r"shapes.yaml: add.shapes\[0\]\[0\]: expected a number >= 1, got 0") as info:
+        _suite(tmp_path, "{add: {}}", "add: {shapes: [[0]]}")
+    assert info.value.check == "shape_file"

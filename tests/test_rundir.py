@@ -84,7 +84,7 @@ def test_invalid_row_is_named(tmp_path):
     doc = json.loads(p.read_text())
     doc["rows"][1]["samples"] = [1.0, "x"]
     p.write_text(json.dumps(doc))
-    with pytest.raises(RunDirError, match="row 1 is invalid"):
+    with pytest.raises(RunDirError, match=r"results.json: rows\[1\].samples\[1\]: expected a number, got the text .x.$"):
         load_run(tmp_path / "run")
 
 

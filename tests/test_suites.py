@@ -21,7 +21,15 @@ def test_builtin_suites_load():
     ("shapes: shapes.yaml\nops: {}\n", "suite_empty", "lists no ops"),
     ("shapes: shapes.yaml\n", "suite_empty", "lists no ops"),
     ("shapes: shapes.yaml\nops: {add: {dtypes: float32}}\n", "suite_file", "ops.add.dtypes"),
-    ("shapes: shapes.yaml\nops: {add: {}}\nbogus: 1\n", "suite_file", "unknown keys"),
+    ("shapes: shapes.yaml\nops: {add: {}}\nbogus: 1\n", "suite_file", r"bogus: is not a known key \(allowed: description, dtypes, modules, ops, shapes\)"),
+    ("shapes: shapes.yaml\nops: {add: {dtype: [float32]}}\n", "suite_file", r"ops.add.dtype: is not a known key \(allowed: dtypes, shapes\)"),
+    ("shapes: shapes.yaml\nops: {add: {dtypes: [true]}}\n", "suite_file", r"ops.add.dtypes\[0\]: expected a string, got true"),
+    ("shapes: shapes.yaml\nops: {add: {shapes: [[0]]}}\n", "suite_file", r"ops.add.shapes\[0\]\[0\]: expected a number >= 1, got 0"),
+    ("shapes: shapes.yaml\nops: {add: {shapes: [['4096']]}}\n", "suite_file", r"ops.add.shapes\[0\]\[0\]: expected an integer, got the text '4096'"),
+    ("shapes: shapes.yaml\nops: {add: {shapes: []}}\n", "suite_file", r"ops.add.shapes: expected at least 1 items"),
+    ("shapes: shapes.yaml\nmodules: [../evil]\nops: {add: {}}\n", "suite_file", r"modules\[0\]: expected text matching"),
+    ("shapes: [a]\nops: {add: {}}\n", "suite_file", r"shapes: expected a string, got a list"),
+    ("ops: {add: {shapes: [[16]]}, softmax: {}}\n", "suite_file", "give these ops inline shapes: softmax"),
     ("shapes: nope.yaml\nops: {add: {}}\n", "shape_file", "does not exist"),
     ("ops: {add: {}}\n", "suite_file", "'shapes' must name a shape file"),
 ])
@@ -32,7 +40,7 @@ def test_bad_suites_name_their_check(tmp_path, suite, check, msg):
 
 
 def test_bad_shape_file(tmp_path):
-    with pytest.raises(PreflightError, match="shapes:") as info:
+    with pytest.raises(PreflightError, match=r"shapes.yaml: add: expected a mapping, got a list \[16\] \(a shape file maps") as info:
         load_suite(str(write_suite(tmp_path, "shapes: shapes.yaml\nops: {add: {}}\n", "add: [16]\n")))
     assert info.value.check == "shape_file"
 
@@ -40,3 +48,17 @@ def test_bad_shape_file(tmp_path):
 def test_unknown_suite_name_lists_builtin_ones():
     with pytest.raises(PreflightError, match="builtin suites: deep, pr, smoke"):
         load_suite("nightly-typo")
+
+
+def test_inline_shapes_win_over_the_shape_file(tmp_path):
+    suite = load_suite(str(write_suite(tmp_path, "shapes: shapes.yaml\nops: {add: {shapes: [[32], [64]]}, "
+                                                 "softmax: {}}\n", "add: {shapes: [[16]]}\nsoftmax: {shapes: [[2, 8]]}\n")))
+    assert suite.shapes == {"add": ((32,), (64,)), "softmax": ((2, 8),)}
+
+
+def test_a_suite_of_inline_shapes_needs_no_shape_file(tmp_path):
+    path = tmp_path / "inline.yaml"
+    path.write_text("modules: [my_ops]\nops: {add: {dtypes: [float16], shapes: [[4096]]}}\n")
+    suite = load_suite(str(path))
+    assert suite.shape_file is None and suite.shapes == {"add": ((4096,),)}
+    assert suite.modules == ("my_ops",) and suite.ops[0].dtypes == ("float16",)

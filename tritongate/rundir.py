@@ -17,12 +17,14 @@ import datetime as dt
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from tritongate import __version__
 from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.errors import IncompleteRunError, RunDirError, SchemaVersionError, UsageError
 from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, Row, RunStatus
+from tritongate.validation import validate
+from tritongate.validation.runfiles import IdentityDoc, ResultsDoc
 
 RESULTS = "results.json"
 IDENTITY = "run_identity.json"
@@ -134,72 +136,85 @@ class Run:
         return {r.key: r for r in self.rows}
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
+MAX_JSON_BYTES = 512 * 2**20  # a deep scan's results.json is tens of MB
+
+
+def read_json_object(path: Path, what: str, *, error: Callable[[str], Exception] = RunDirError) -> dict[str, Any]:
+    """A JSON object from a file of a run directory, or ``error`` with one line."""
     if not path.is_file():
-        raise RunDirError(f"{path} is missing: {path.parent} is not a tritongate run directory "
+        raise error(f"{path} is missing: {path.parent} is not a tritongate run directory "
                           f"(no {what}); pass the directory that `tritongate run` printed")
+    if path.stat().st_size > MAX_JSON_BYTES:
+        raise error(f"{path} is larger than {MAX_JSON_BYTES // 2**20} MiB; it was not written by "
+                          "tritongate (or is damaged)")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise RunDirError(f"{path} is not valid JSON ({exc}); the file is damaged, re-run "
+        data = json.loads(path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise error(f"{path} is not valid JSON ({exc}); the file is damaged, re-run "
                           "the measurement") from exc
     if not isinstance(data, dict):
-        raise RunDirError(f"{path} must hold a JSON object")
+        raise error(f"{path} must hold a JSON object")
     return data
 
 
-def _check_version(path: Path, data: Mapping[str, Any]) -> None:
+def check_version(path: Path, data: Mapping[str, Any], *, error: type[Exception] = SchemaVersionError) -> None:
+    """Refuse a file of a schema this tritongate cannot read, before reading its fields (a
+    newer schema's fields may not fit this version's models)."""
     version = data.get("schema_version")
-    if not isinstance(version, int):
-        raise SchemaVersionError(f"{path} has no integer schema_version; it was not written "
-                                 "by tritongate")
-    writer = data.get("tool_version", "unknown")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise error(f"{path} has no integer schema_version; it was not written by tritongate")
+    writer = terminal_safe(data.get("tool_version", "unknown"))
     if version < MIN_READABLE_SCHEMA_VERSION:
-        raise SchemaVersionError(
+        raise error(
             f"{path} uses schema {version} (tritongate {writer}); this tritongate "
             f"{__version__} reads schemas {MIN_READABLE_SCHEMA_VERSION}-{SCHEMA_VERSION}. Re-record the run with this "
             f"version, or read it with tritongate {writer}")
     if version > SCHEMA_VERSION:
-        raise SchemaVersionError(
+        raise error(
             f"{path} uses schema {version} (tritongate {writer}), newer than this tritongate "
             f"{__version__} (schema {SCHEMA_VERSION}); upgrade tritongate to read it")
+
+
+def terminal_safe(value: Any) -> str:
+    """A value from a file quoted in a message: one line, bounded."""
+    from tritongate.validation.core import short
+
+    return value if isinstance(value, str) and len(value) < 40 and value.isprintable() else short(value)
 
 
 def load_run(path: Path, *, allow_incomplete: bool = False) -> Run:
     """Load and validate a run directory.
 
-    Raises ``RunDirError`` (missing/damaged), ``SchemaVersionError`` (older or newer
-    writer) or ``IncompleteRunError`` (the writer did not finish) unless
-    ``allow_incomplete``.
+    Raises ``RunDirError`` (missing/damaged/invalid: one line naming the file and the field),
+    ``SchemaVersionError`` (older or newer writer) or ``IncompleteRunError`` (the writer did
+    not finish) unless ``allow_incomplete``.
     """
     path = Path(path)
     if not path.is_dir():
         raise RunDirError(f"{path} is not a directory; pass a run directory printed by "
                           "`tritongate run`")
-    results = _read_json(path / RESULTS, RESULTS)
-    _check_version(path / RESULTS, results)
-    identity = _read_json(path / IDENTITY, IDENTITY)
-    _check_version(path / IDENTITY, identity)
-    try:
-        status = RunStatus(results.get("status"))
-    except ValueError:
-        raise RunDirError(f"{path / RESULTS}: unknown status {results.get('status')!r}") from None
-    rows_data = results.get("rows")
-    if not isinstance(rows_data, list):
-        raise RunDirError(f"{path / RESULTS}: 'rows' must be a list")
+    results_raw = read_json_object(path / RESULTS, RESULTS)
+    check_version(path / RESULTS, results_raw)
+    identity = read_json_object(path / IDENTITY, IDENTITY)
+    check_version(path / IDENTITY, identity)
+    results = validate(ResultsDoc, results_raw, source=path / RESULTS, error=RunDirError)
+    validate(IdentityDoc, identity, source=path / IDENTITY, error=RunDirError)
     rows = []
-    for i, rd in enumerate(rows_data):
+    for i, doc in enumerate(results.rows):
         try:
-            rows.append(Row.from_dict(rd))
+            rows.append(Row.from_dict(doc.model_dump()))
         except (KeyError, TypeError, ValueError) as exc:
-            raise RunDirError(f"{path / RESULTS}: row {i} is invalid: {exc}") from exc
-    keys = [r.key for r in rows]
-    if len(set(keys)) != len(keys):
-        raise RunDirError(f"{path / RESULTS}: duplicate (op, case, dtype) rows")
+            raise RunDirError(f"{path / RESULTS}: rows[{i}]: {exc}") from exc
+    seen: set[tuple[str, str, str]] = set()
+    for i, row in enumerate(rows):
+        if row.key in seen:
+            raise RunDirError(f"{path / RESULTS}: rows[{i}]: a second row for {row.key}; each "
+                              "(op, case, dtype) appears once")
+        seen.add(row.key)
+    status = RunStatus(results.status)
     if status is not RunStatus.COMPLETE and not allow_incomplete:
-        why = results.get("failure") or "its writer did not finish (crashed, killed, or still running)"
+        why = results.failure or "its writer did not finish (crashed, killed, or still running)"
         raise IncompleteRunError(
             f"{path} is incomplete ({status.value}, {len(rows)} rows): {why}. Re-run the "
             "measurement; partial results are never read as complete")
-    return Run(path=path, status=status, identity=identity, rows=tuple(rows),
-               mode=str(results.get("mode", identity.get("mode", "record"))))
+    return Run(path=path, status=status, identity=identity, rows=tuple(rows), mode=results.mode)

@@ -13,8 +13,9 @@ from typing import Any
 
 import yaml
 
-
 from tritongate.errors import PreflightError
+from tritongate.validation import validate
+from tritongate.validation.inputfiles import ShapeFileDoc, SuiteDoc
 from tritongate.yamlsafe import YamlLimitError, load_bounded
 
 Shape = tuple[int, ...]
@@ -43,9 +44,10 @@ class Suite:
     path: Path
     description: str
     ops: tuple[SuiteOp, ...]
-    shape_file: Path
+    shape_file: Path | None  # None: every op's shapes are written in the suite
     shapes: dict[str, tuple[Shape, ...]]
     digest: str  # sha256 of the suite and shape files as read
+    modules: tuple[str, ...] = ()  # importable modules adding ops (see tritongate.ops.user)
 
     def shapes_document(self) -> dict[str, Any]:
         """The shapes actually used, in the shape-file format (for shapes.yaml)."""
@@ -81,61 +83,49 @@ def resolve_suite_path(suite: str) -> Path:
     return path
 
 
-def _dtype_list(value: Any, where: str, path: Path) -> tuple[str, ...]:
-    if not isinstance(value, list) or not value or not all(isinstance(d, str) for d in value):
-        raise PreflightError("suite_file", f"{path}: {where} must be a non-empty list of dtype names, "
-                             f"got {value!r}")
-    return tuple(value)
+def _suite_error(message: str) -> PreflightError:
+    return PreflightError("suite_file", message)
 
 
-def _parse_shapes(doc: Any, path: Path) -> dict[str, tuple[Shape, ...]]:
-    if not isinstance(doc, dict):
-        raise PreflightError("shape_file", f"{path}: the top level must map op names to "
-                             "{shapes: [[...], ...]}, e.g. `softmax: {shapes: [[1024, 1024]]}`")
-    out = {}
-    for op, entry in doc.items():
-        shapes = entry.get("shapes") if isinstance(entry, dict) else None
-        if not isinstance(shapes, list) or not all(isinstance(s, list) for s in shapes):
-            raise PreflightError("shape_file", f"{path}: {op!r} must be {{shapes: [[d0, d1, ...], ...]}}, "
-                                 f"got {entry!r}")
-        out[str(op)] = tuple(tuple(s) for s in shapes)
-    return out
+def _shape_error(message: str) -> PreflightError:
+    return PreflightError("shape_file", message)
 
 
 def load_suite(suite: str, *, shape_file: str | Path | None = None) -> Suite:
+    """A suite and its shapes, validated: every problem names the file, the key and the fix."""
     path = resolve_suite_path(suite)
-    doc, raw = _read_yaml(path, "suite_file")
-    if not isinstance(doc, dict):
-        raise PreflightError("suite_file", f"{path}: a suite must be a mapping with 'ops' and 'shapes' "
-                             f"(see ops/README.md), got {type(doc).__name__}")
-    unknown = set(doc) - {"description", "shapes", "dtypes", "ops"}
-    if unknown:
-        raise PreflightError("suite_file", f"{path}: unknown keys {sorted(unknown)}; allowed: "
-                             "description, shapes, dtypes, ops")
-    default_dtypes = _dtype_list(doc["dtypes"], "'dtypes'", path) if "dtypes" in doc else ("float32",)
-    ops_doc = doc.get("ops")
-    if ops_doc is None or ops_doc == {} or ops_doc == []:
+    raw_doc, raw = _read_yaml(path, "suite_file")
+    if raw_doc is None or (isinstance(raw_doc, dict) and not raw_doc.get("ops")):
         raise PreflightError("suite_empty", f"{path} lists no ops; add at least one under 'ops:'")
-    if not isinstance(ops_doc, dict):
-        raise PreflightError("suite_file", f"{path}: 'ops' must map op names to {{dtypes: [...]}}")
-    ops = []
-    for name, entry in ops_doc.items():
-        entry = entry or {}
-        if not isinstance(entry, dict) or set(entry) - {"dtypes"}:
-            raise PreflightError("suite_file", f"{path}: ops.{name} must be {{}} or {{dtypes: [...]}}, "
-                                 f"got {entry!r}")
-        dtypes = _dtype_list(entry["dtypes"], f"ops.{name}.dtypes", path) if "dtypes" in entry \
-            else default_dtypes
-        ops.append(SuiteOp(str(name), dtypes))
+    if not isinstance(raw_doc, dict):
+        raise _suite_error(f"{path}: a suite must be a mapping with 'ops' and 'shapes' "
+                           f"(see ops/README.md), got {type(raw_doc).__name__}")
+    doc = validate(SuiteDoc, raw_doc, source=path, error=_suite_error)
+    default_dtypes = tuple(doc.dtypes) if doc.dtypes else ("float32",)
+    ops = tuple(SuiteOp(name, tuple(entry.dtypes) if entry and entry.dtypes else default_dtypes)
+                for name, entry in doc.ops.items())
+    inline = {name: tuple(tuple(s) for s in entry.shapes) for name, entry in doc.ops.items()
+              if entry and entry.shapes}
+    shapes: dict[str, tuple[Shape, ...]] = {}
+    shapes_path: Path | None = None
+    shapes_raw = b""
     if shape_file is not None:
         shapes_path = Path(shape_file)
-    elif "shapes" in doc and isinstance(doc["shapes"], str):
-        shapes_path = (path.parent / doc["shapes"]).resolve()
-    else:
-        raise PreflightError("suite_file", f"{path}: 'shapes' must name a shape file "
-                             "(relative to the suite), or pass --shape-file")
-    shapes_doc, shapes_raw = _read_yaml(shapes_path, "shape_file")
-    shapes = _parse_shapes(shapes_doc, shapes_path)
+    elif doc.shapes is not None:
+        shapes_path = (path.parent / doc.shapes).resolve()
+    elif len(inline) < len(ops):
+        missing = ", ".join(op.name for op in ops if op.name not in inline)
+        raise _suite_error(f"{path}: 'shapes' must name a shape file (relative to the suite), or pass "
+                           f"--shape-file, or give these ops inline shapes: {missing}")
+    if shapes_path is not None:
+        shapes_doc, shapes_raw = _read_yaml(shapes_path, "shape_file")
+        if not isinstance(shapes_doc, dict):
+            raise _shape_error(f"{shapes_path}: the top level must map op names to "
+                               "{shapes: [[...], ...]}, e.g. `softmax: {shapes: [[1024, 1024]]}`")
+        parsed = validate(ShapeFileDoc, shapes_doc, source=shapes_path, error=lambda m: _shape_error(
+            f"{m} (a shape file maps op names to {{shapes: [[d0, d1, ...], ...]}})"))
+        shapes = {op: tuple(tuple(s) for s in entry.shapes) for op, entry in parsed.root.items()}
+    shapes.update(inline)  # a suite's own shapes win over the shape file's
     digest = hashlib.sha256(raw + b"\0" + shapes_raw).hexdigest()
-    return Suite(name=path.stem, path=path, description=str(doc.get("description", "")),
-                 ops=tuple(ops), shape_file=shapes_path, shapes=shapes, digest=digest)
+    return Suite(name=path.stem, path=path, description=doc.description, ops=ops,
+                 shape_file=shapes_path, shapes=shapes, digest=digest, modules=tuple(doc.modules))

@@ -29,7 +29,7 @@ def test_min_effect_flag_and_policy_file(tmp_path, capsys):
     assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "b"), "--policy", str(policy)]) == 0
     policy.write_text("ops: [softmax]\n")
     assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "c"), "--policy", str(policy)]) == 2
-    assert "'ops' must map op names" in capsys.readouterr().err
+    assert "gate.yaml: ops: expected a mapping, got a list ['softmax'] (a policy holds" in capsys.readouterr().err
 
 
 def test_incomparable_runs_are_exit_2_with_the_fix(tmp_path, capsys):

@@ -8,15 +8,17 @@ autotune_records/meta.json   {"schema_version", backend, device, triton version 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from tritongate.atomicio import write_json_atomic
 from tritongate.autotune.configs import key_text
-from tritongate.errors import PreflightError
-from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION
+from tritongate.errors import GateError, PreflightError
+from tritongate.validation import validate
+from tritongate.validation.core import short
+from tritongate.validation.runfiles import RecordFileDoc, RecordsMetaDoc
+from tritongate.schema import SCHEMA_VERSION
 
 RECORDS_DIR = "autotune_records"
 META = "meta.json"
@@ -73,16 +75,20 @@ def load_records(run_dir: Path, *, backend: str) -> RecordSet:
     """Load a record run's autotune records for replay on ``backend``.
 
     Refuses (preflight ``replay_from``/``replay_backend``) a directory that is not a record
-    run, a replay run (naming the original record to use instead), a damaged record, and a
-    record made on another backend.
+    run, a replay run (naming the original record to use instead), a damaged or invalid
+    record (one line naming the file and field), and a record made on another backend.
     """
+    from tritongate.rundir import check_version, load_run, read_json_object
+
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise _fail(f"--replay-from {run_dir} is not a directory; pass the run directory of a record run")
-    identity_path = run_dir / "run_identity.json"
-    identity = json.loads(identity_path.read_text()) if identity_path.is_file() else {}
-    if identity.get("mode") == "replay":
-        original = identity.get("replay_from", "<unknown>")
+    try:
+        run = load_run(run_dir)
+    except GateError as exc:
+        raise _fail(f"--replay-from: {exc}") from exc
+    if run.mode == "replay":
+        original = run.identity.get("replay_from") or "<unknown>"
         raise _fail(f"{run_dir} is a replay run and has no autotune records of its own; replay from "
                     f"the original record instead: --replay-from {original}")
     folder = run_dir / RECORDS_DIR
@@ -90,34 +96,24 @@ def load_records(run_dir: Path, *, backend: str) -> RecordSet:
     if not meta_path.is_file():
         raise _fail(f"{run_dir} has no {RECORDS_DIR}/{META}: it is not a record run (or its writer "
                     "died before saving records); record a baseline with `tritongate run` first")
-    try:
-        meta = json.loads(meta_path.read_text())
-        records: dict[tuple[str, str], Record] = {}
-        for path in sorted(folder.glob("*.json")):
-            if path.name == META:
-                continue
-            doc = json.loads(path.read_text())
-            for e in doc["entries"]:
-                rec = Record(op=doc["op"], kernel=e["kernel"], tuner=e.get("tuner", "Autotuner"),
-                             key=e["key"], config=e["config"], cases=tuple(e.get("cases", ())))
-                records[rec.match_key] = rec
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise _fail(f"{folder} is damaged ({type(exc).__name__}: {exc}); re-record the baseline") from exc
-    version = meta.get("schema_version")
-    if not isinstance(version, int) or not MIN_READABLE_SCHEMA_VERSION <= version <= SCHEMA_VERSION:
-        raise _fail(f"{meta_path} uses schema {version}, this tritongate reads "
-                    f"{MIN_READABLE_SCHEMA_VERSION}-{SCHEMA_VERSION}; re-record the baseline with this version")
-    if meta.get("backend") != backend:
+    meta_raw = read_json_object(meta_path, META, error=_fail)
+    check_version(meta_path, meta_raw, error=_fail)
+    meta = validate(RecordsMetaDoc, meta_raw, source=meta_path, error=_fail)
+    records: dict[tuple[str, str], Record] = {}
+    for path in sorted(folder.glob("*.json")):
+        if path.name == META:
+            continue
+        raw = read_json_object(path, path.name, error=_fail)
+        check_version(path, raw, error=_fail)
+        doc = validate(RecordFileDoc, raw, source=path, error=_fail)
+        for e in doc.entries:
+            config = e.config.model_dump(exclude_unset=True)  # absent stays absent: not compared
+            rec = Record(op=doc.op, kernel=e.kernel, tuner=e.tuner, key=e.key, config=config,
+                         cases=tuple(e.cases))
+            records[rec.match_key] = rec
+    if meta.backend != backend:
         raise PreflightError("replay_backend", f"{run_dir} was recorded on backend "
-                             f"{meta.get('backend')!r}, this run is {backend!r}: autotune configs do not "
+                             f"{short(meta.backend)}, this run is {backend!r}: autotune configs do not "
                              "carry across backends; record a baseline on this backend")
-    return RecordSet(run_dir=run_dir, meta=meta, records=records, launches=_recorded_launches(run_dir))
-
-
-def _recorded_launches(run_dir: Path) -> dict[tuple[str, str, str], int]:
-    try:
-        rows = json.loads((run_dir / "results.json").read_text())["rows"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return {(r["op"], r["case"], r["dtype"]): int(r["measurement"]["launches_per_sample"])
-            for r in rows if isinstance(r, dict) and r.get("measurement")}
+    launches = {r.key: r.measurement.launches_per_sample for r in run.rows if r.measurement}
+    return RecordSet(run_dir=run_dir, meta=meta_raw, records=records, launches=launches)

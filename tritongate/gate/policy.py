@@ -11,6 +11,8 @@ import yaml
 
 from tritongate.errors import UsageError
 from tritongate.suites import ops_dir
+from tritongate.validation import validate
+from tritongate.validation.inputfiles import PolicyDoc
 from tritongate.yamlsafe import YamlLimitError, load_bounded
 
 
@@ -50,28 +52,27 @@ def load_policy(path: Path | None = None, **overrides: Any) -> GatePolicy:
     overrides (from the command line) win."""
     path = Path(path) if path is not None else default_policy_file()
     data: dict[str, Any] = {}
+    if path.is_dir():
+        raise UsageError(f"policy file {path} is a directory; pass a YAML file such as ops/gate.yaml")
     if path.is_file():
         try:
-            doc = load_bounded(path.read_bytes()) or {}
+            raw = load_bounded(path.read_bytes())
         except YamlLimitError as exc:
             raise UsageError(f"{path} is refused: {exc}") from exc
         except yaml.YAMLError as exc:
-            raise UsageError(f"{path} is not valid YAML: {exc}") from exc
-        if not isinstance(doc, dict):
-            raise UsageError(f"{path}: expected a mapping with min_effect / noise_z / min_samples / ops")
-        unknown = set(doc) - {"min_effect", "noise_z", "min_samples", "max_missing", "ops"}
-        if unknown:
-            raise UsageError(f"{path}: unknown keys {sorted(unknown)}")
-        data = {k: doc[k] for k in ("min_effect", "noise_z", "min_samples", "max_missing") if k in doc}
-        ops = doc.get("ops") or {}
-        if not isinstance(ops, dict) or not all(isinstance(v, dict) and set(v) <= {"min_effect"}
-                                                 for v in ops.values()):
-            raise UsageError(f"{path}: 'ops' must map op names to {{min_effect: 0.02}}")
-        data["op_min_effect"] = {str(k): float(v["min_effect"]) for k, v in ops.items() if "min_effect" in v}
+            where = getattr(exc, "problem_mark", None)
+            at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+            raise UsageError(f"{path} is not valid YAML{at}: {getattr(exc, 'problem', None) or exc}") from exc
+        if raw is not None and not isinstance(raw, dict):
+            raise UsageError(f"{path}: expected a mapping with min_effect / noise_z / min_samples / "
+                             f"max_missing / ops, got {type(raw).__name__}")
+        doc = validate(PolicyDoc, raw or {}, source=path, error=lambda m: UsageError(
+            f"{m} (a policy holds min_effect, noise_z, min_samples, max_missing, strict, and ops "
+            "mapping op names to {min_effect: 0.02}; see ops/gate.yaml)"))
+        data = {k: v for k, v in doc.model_dump(exclude={"ops"}).items() if v is not None}
+        data["op_min_effect"] = {op: entry.min_effect for op, entry in (doc.ops or {}).items()
+                                 if entry.min_effect is not None}
     elif path != default_policy_file():
         raise UsageError(f"policy file {path} does not exist")
     data.update({k: v for k, v in overrides.items() if v is not None})
-    try:
-        return GatePolicy(**data)
-    except TypeError as exc:
-        raise UsageError(f"{path}: {exc}") from exc
+    return GatePolicy(**data)

@@ -1,0 +1,191 @@
+"""The models of what a run directory holds: ``results.json``, ``run_identity.json`` and
+``autotune_records/``. Strict types; the value rules (an ok row has samples, a skipped row
+has none, ...) stay with the value objects in ``tritongate.schema``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import AfterValidator, ConfigDict, Field, JsonValue, StringConstraints
+
+from tritongate.validation.core import StrictDoc
+
+Text = Annotated[str, StringConstraints(max_length=100_000)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=1_000)]
+NonNegInt = Annotated[int, Field(ge=0)]
+PosInt = Annotated[int, Field(ge=1)]
+NonNegFloat = Annotated[float, Field(ge=0)]
+Sample = Annotated[float, Field(gt=0)]  # µs per launch; finiteness from allow_inf_nan=False
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, (list, dict)):
+        raise ValueError(f"expected a number, text, true/false or null, got a {'list' if isinstance(value, list) else 'mapping'}")
+    return value
+
+
+Scalar = Annotated[JsonValue, AfterValidator(_scalar)]
+
+
+class VariantDoc(StrictDoc):
+    kernel: Name
+    name: Name
+    source_hash: Text = ""
+    binary_hash: Text = ""
+    launches: NonNegInt = 0
+
+
+class CorrectnessDoc(StrictDoc):
+    ok: bool
+    max_abs_err: Optional[float] = None
+    atol: Optional[NonNegFloat] = None
+    rtol: Optional[NonNegFloat] = None
+    detail: Text = ""
+
+
+class PairingDoc(StrictDoc):
+    pair_id: Name
+    side: Literal["base", "candidate"]
+    went_first: list[bool] = []
+    target_effect: Optional[NonNegFloat] = None
+    detectable_effect: Optional[NonNegFloat] = None
+    target_reached: Optional[bool] = None
+    min_rounds: NonNegInt = 0
+    max_rounds: NonNegInt = 0
+
+
+class MeasurementDoc(StrictDoc):
+    launches_per_sample: PosInt
+    samples_per_round: PosInt
+    warmup_calls: NonNegInt
+    l2: Name
+    shift_bytes: list[NonNegInt] = []
+    pairing: Optional[PairingDoc] = None
+
+
+class SummaryDoc(StrictDoc):
+    """For readers without numpy; checked against the samples on load."""
+
+    median: float
+
+
+class AutotuneDoc(StrictDoc):
+    mode: Optional[Name] = None
+    sweep_benchmarks: NonNegInt = 0
+    kernels: list[dict[str, JsonValue]] = []
+
+
+class RowDoc(StrictDoc):
+    op: Name
+    case: Name
+    dtype: Name
+    timer: Text
+    samples: list[Sample]
+    status: Literal["ok", "error", "timeout"] = "ok"
+    params: dict[str, JsonValue] = {}
+    markers: list[Text] = []
+    measurement: Optional[MeasurementDoc] = None
+    correctness: Optional[CorrectnessDoc] = None
+    variants: list[VariantDoc] = []
+    error: Text = ""
+    flops: Optional[NonNegFloat] = None
+    bytes: Optional[NonNegFloat] = None
+    autotune: Optional[AutotuneDoc] = None
+    skipped: Optional[Literal["identical_binary", "other_side_failed"]] = None
+    summary: Optional[SummaryDoc] = None
+
+
+class ResultsDoc(StrictDoc):
+    schema_version: int
+    tool_version: Text = "unknown"
+    status: Literal["running", "complete", "failed"]
+    mode: Literal["record", "replay"] = "record"
+    rows: list[RowDoc]
+    failure: Text = ""
+
+
+# -- run_identity.json: what the gate reads is typed; the rest is kept as written ----------
+
+class _Open(StrictDoc):
+    """A section with typed keys that keeps the others (for people and later versions)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class SuiteIdentDoc(_Open):
+    name: Optional[Text] = None
+    digest: Optional[Text] = None
+    path: Optional[Text] = None
+    shape_file: Optional[Text] = None
+    description: Optional[Text] = None
+
+
+class MeasureConfigDoc(_Open):
+    l2: Optional[Text] = None
+
+
+class GpuStateDoc(_Open):
+    driver: Optional[Text] = None
+
+
+class BuildDoc(_Open):
+    python: Optional[Text] = None
+    env_overlay: dict[str, Text] = {}
+
+
+class PairIdentDoc(_Open):
+    pair_id: Optional[Name] = None
+    side: Optional[Literal["base", "candidate"]] = None
+    build: Optional[BuildDoc] = None
+
+
+class IdentityDoc(_Open):
+    schema_version: int
+    tool_version: Text = "unknown"
+    mode: Literal["record", "replay"] = "record"
+    backend: Optional[Text] = None
+    device: Optional[Text] = None
+    timer: Optional[Text] = None
+    compiler_ref: Optional[Text] = None
+    commit: Optional[Text] = None
+    replay_from: Optional[Text] = None
+    suite: Optional[SuiteIdentDoc] = None
+    measure_config: Optional[MeasureConfigDoc] = None
+    codegen_env: dict[str, Optional[Text]] = {}
+    gpu_state_before: Optional[GpuStateDoc] = None
+    gpu_state_after: Optional[GpuStateDoc] = None
+    pair: Optional[PairIdentDoc] = None
+
+
+# -- autotune_records/ ---------------------------------------------------------------------
+
+class ConfigDoc(_Open):
+    """Every ``triton.Config`` field, explicitly; extra fields are scalars (a version's own)."""
+
+    __pydantic_extra__: dict[str, Scalar]  # type: ignore[assignment]
+    kwargs: dict[str, Scalar]
+    num_warps: Optional[PosInt] = None
+    num_stages: Optional[NonNegInt] = None
+    num_ctas: Optional[PosInt] = None
+    maxnreg: Optional[PosInt] = None
+
+
+class RecordEntryDoc(StrictDoc):
+    kernel: Name
+    tuner: Name = "Autotuner"
+    key: JsonValue
+    config: ConfigDoc
+    cases: list[Text] = []
+
+
+class RecordFileDoc(StrictDoc):
+    schema_version: int
+    op: Name
+    entries: list[RecordEntryDoc]
+
+
+class RecordsMetaDoc(_Open):
+    schema_version: int
+    backend: Name
+    device: Optional[Text] = None
+    run: Optional[Text] = None
