@@ -22,6 +22,7 @@ from tritongate.backends import Backend
 from tritongate.errors import UsageError
 from tritongate.harness.cuda_errors import one_line
 from tritongate.harness.measure import Measurement
+from tritongate.ops.registry import Registry
 from tritongate.preflight import PlannedRow
 from tritongate.schema import Correctness, MeasurementInfo, PairInfo, Row, RowStatus, Variant
 
@@ -89,14 +90,17 @@ def _repeat(launch: Callable[[], object], times: int) -> Callable[[], object]:
     return repeated
 
 
-def prepare_row(item: PlannedRow, backend: Backend, device: Any, device_index: int = 0) -> PreparedRow:
-    """Build, compile/tune, record variants and check correctness. Raises what the op raises."""
+def prepare_row(item: PlannedRow, backend: Backend, device: Any, device_index: int = 0, *,
+                registry: Registry | None = None) -> PreparedRow:
+    """Build, compile/tune, record variants and check correctness. Raises what the op raises.
+    ``registry``: the suite's ops (builtin plus its modules'); default the builtin ones."""
     import torch
 
-    from tritongate.ops.builtin import REGISTRY
     from tritongate.variants import record_launches
 
-    spec = REGISTRY.get(item.op)
+    if registry is None:
+        from tritongate.ops.builtin import REGISTRY as registry
+    spec = registry.get(item.op)
     dtype = getattr(torch, item.dtype)
     tdevice = torch.device(backend.torch_device, device_index) \
         if backend.torch_device != "cpu" else torch.device("cpu")

@@ -1,0 +1,256 @@
+"""Ops from a suite's own modules (``modules:``): the contract's failure modes, the example
+module, and the example suite run end to end on the CPU backend."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+from tritongate.backends import BACKENDS
+from tritongate.errors import PreflightError, UsageError
+from tritongate.ops.user import registry_for
+
+CPU = BACKENDS["cpu"]
+EXAMPLES = Path(__file__).resolve().parents[2] / "ops" / "examples"
+
+GOOD_SPEC = """
+from tritongate.ops.registry import Case, OpSpec
+
+def _build(shape, dtype, device, gen):
+    raise NotImplementedError
+
+def spec(name, **kw):
+    fields = dict(description="test op", shape_doc="[n]", ranks=(1,), dtypes=("float32",),
+                  build=_build, bytes=lambda s, e: 1.0)
+    fields.update(kw)
+    return OpSpec(name, **fields)
+"""
+
+
+@pytest.fixture
+def make_module(tmp_path):
+    """Write a throwaway module into tmp_path under a fresh name (a module is imported once
+    per process); forget it afterwards."""
+    made: list[str] = []
+
+    def make(source: str, *, with_spec: bool = True) -> str:
+        name = f"tg_user_{uuid.uuid4().hex[:10]}"
+        body = (GOOD_SPEC if with_spec else "") + textwrap.dedent(source)
+        (tmp_path / f"{name}.py").write_text(body)
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        sys.modules.pop(name, None)
+
+
+def _fails(modules, search_dir, *fragments: str) -> str:
+    path_before = list(sys.path)
+    with pytest.raises(PreflightError) as caught:
+        registry_for(modules, search_dir=search_dir)
+    assert caught.value.check == "user_ops"
+    message = str(caught.value)
+    assert "\n" not in message, message
+    for fragment in fragments:
+        assert fragment in message, message
+    assert sys.path == path_before  # the suite's directory is off the path again
+    return message
+
+
+# -- failure modes ---------------------------------------------------------------------------
+
+def test_module_not_found_names_the_directory_searched(tmp_path):
+    _fails(["tg_no_such_module"], tmp_path, "'tg_no_such_module'", "not found", str(tmp_path.resolve()),
+           "put tg_no_such_module.py next to the suite")
+
+
+def test_import_error_is_reported_with_its_first_line(tmp_path, make_module):
+    name = make_module("raise ValueError('bad constant\\nsecond line')\n")
+    message = _fails([name], tmp_path, f"importing module {name!r} raised ValueError: bad constant")
+    assert "second line" not in message
+
+
+def test_a_missing_dependency_is_an_import_error_not_a_missing_module(tmp_path, make_module):
+    name = make_module("import tg_dependency_that_is_not_installed\n")
+    message = _fails([name], tmp_path, "raised ModuleNotFoundError", "tg_dependency_that_is_not_installed")
+    assert "not found; searched" not in message
+
+
+def test_sys_exit_in_a_module_does_not_exit(tmp_path, make_module):
+    _fails([make_module("import sys\nsys.exit(3)\n")], tmp_path, "raised SystemExit: 3")
+
+
+def test_ctrl_c_during_import_is_not_swallowed(tmp_path, make_module):
+    path_before = list(sys.path)
+    with pytest.raises(KeyboardInterrupt):
+        registry_for([make_module("raise KeyboardInterrupt\n")], search_dir=tmp_path)
+    assert sys.path == path_before
+
+
+def test_no_ops_attribute(tmp_path, make_module):
+    _fails([make_module("X = 1\n")], tmp_path, "has no TRITONGATE_OPS", "TRITONGATE_OPS = [OpSpec(")
+
+
+def test_ops_attribute_not_a_list(tmp_path, make_module):
+    _fails([make_module("TRITONGATE_OPS = (spec('t_tuple'),)\n")], tmp_path,
+           "TRITONGATE_OPS must be a list of OpSpec, got tuple")
+
+
+def test_an_element_that_is_not_an_opspec(tmp_path, make_module):
+    _fails([make_module("TRITONGATE_OPS = [spec('t_ok'), {'name': 't_dict'}]\n")], tmp_path,
+           "TRITONGATE_OPS[1] is a dict, not an OpSpec")
+
+
+def test_a_name_clashing_with_a_builtin_op(tmp_path, make_module):
+    name = make_module("TRITONGATE_OPS = [spec('add')]\n")
+    _fails([name], tmp_path, f"op 'add' of module {name!r} clashes with the builtin op", f"'{name}.add'")
+
+
+def test_a_name_clashing_with_another_module(tmp_path, make_module):
+    first = make_module("TRITONGATE_OPS = [spec('t_same')]\n")
+    second = make_module("TRITONGATE_OPS = [spec('t_same')]\n")
+    _fails([first, second], tmp_path, f"op 't_same' of module {second!r} is defined by module {first!r} too")
+
+
+def test_a_name_defined_twice_in_one_module(tmp_path, make_module):
+    _fails([make_module("TRITONGATE_OPS = [spec('t_twice'), spec('t_twice')]\n")], tmp_path,
+           "is defined twice in that module")
+
+
+@pytest.mark.parametrize("field,fragment", [
+    ("dtypes", "has empty dtypes"),
+    ("ranks", "has empty ranks"),
+])
+def test_empty_dtypes_or_ranks(tmp_path, make_module, field, fragment):
+    _fails([make_module(f"TRITONGATE_OPS = [spec('t_empty', {field}=())]\n")], tmp_path, fragment)
+
+
+def test_a_dtype_torch_does_not_know(tmp_path, make_module):
+    _fails([make_module("TRITONGATE_OPS = [spec('t_dt', dtypes=('fp16',))]\n")], tmp_path,
+           "dtypes ['fp16'] are not torch dtype names")
+
+
+@pytest.mark.parametrize("op_name", ["has space", "a/b", "", "ünï", "x\n"])
+def test_a_bad_op_name(tmp_path, make_module, op_name):
+    _fails([make_module(f"TRITONGATE_OPS = [spec({op_name!r})]\n")], tmp_path,
+           "an op name may use only letters, digits")
+
+
+@pytest.mark.parametrize("module,hint", [
+    ("scale_shift.py", "write 'scale_shift', without '.py'"),
+    ("examples/scale_shift", "put the file next to the suite"),
+    ("", "is not a Python module name"),
+])
+def test_a_module_name_that_is_a_file_or_a_path(tmp_path, module, hint):
+    _fails([module], tmp_path, hint)
+
+
+# -- the happy path --------------------------------------------------------------------------
+
+def test_no_modules_is_the_builtin_registry():
+    from tritongate.ops.builtin import REGISTRY
+
+    assert registry_for((), search_dir=None) is REGISTRY
+
+
+def test_the_example_module_loads_beside_the_builtin_ops():
+    import torch
+
+    from tritongate.ops.builtin import REGISTRY
+
+    path_before = list(sys.path)
+    registry = registry_for(["scale_shift", "scale_shift"], search_dir=EXAMPLES)  # twice: once
+    assert sys.path == path_before
+    assert set(registry.names()) == set(REGISTRY.names()) | {"scale_shift"}
+    assert "scale_shift" not in REGISTRY  # a new registry; the builtin one is untouched
+    spec = registry.get("scale_shift")
+    assert spec.check_shape((8, 512)) is None and spec.check_shape((1, 2, 3)) is not None
+    assert spec.bytes((8, 512), 2) == 2 * 8 * 512 * 2 and spec.flops((4096,)) == 2 * 4096
+    case = spec.build((300,), torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0))
+    case.launch()
+    torch.testing.assert_close(case.output(), case.reference())
+    assert sys.modules["scale_shift"].__file__ == str(EXAMPLES / "scale_shift.py")
+
+
+def test_ops_from_two_modules(tmp_path, make_module):
+    first = make_module("TRITONGATE_OPS = [spec('t_one')]\n")
+    second = make_module("TRITONGATE_OPS = [spec('t_two'), spec('t.three-3')]\n")
+    registry = registry_for([first, second], search_dir=tmp_path)
+    assert {"t_one", "t_two", "t.three-3", "add"} <= set(registry.names())
+
+
+# -- end to end ------------------------------------------------------------------------------
+
+def test_the_example_suite_runs_on_the_cpu(tmp_path):
+    from tritongate.ops import builtin
+    from tritongate.rundir import load_run
+    from tritongate.runner import RunRequest, run_suite
+    from tritongate.schema import RowStatus
+
+    registry_before = builtin.REGISTRY
+    outcome = run_suite(RunRequest(suite=str(EXAMPLES / "user_ops.yaml"), backend=CPU, out=tmp_path / "runs",
+                                   only_ops=("scale_shift",), only_dtypes=("float32",)))
+    assert builtin.REGISTRY is registry_before and "scale_shift" not in builtin.REGISTRY
+    run = load_run(outcome.path)
+    assert run.complete and [(r.op, r.case) for r in run.rows] == [("scale_shift", "4096"),
+                                                                   ("scale_shift", "8x512")]
+    for row in run.rows:
+        assert row.status is RowStatus.OK, row.error
+        assert row.correctness.ok, row.correctness
+        assert row.samples and not row.markers
+        assert row.bytes == 2 * 4096 * 4 and row.flops == 2 * 4096
+        assert [v.kernel for v in row.variants] == ["scale_shift.scale_shift_kernel"]
+    ident = json.loads((outcome.path / "run_identity.json").read_text())
+    (module,) = ident["suite"]["modules"]
+    assert module["name"] == "scale_shift" and module["file"] == str(EXAMPLES / "scale_shift.py")
+    assert len(module["sha256"]) == 16
+
+
+def test_a_pair_worker_loads_the_suite_modules_from_its_settings(tmp_path, monkeypatch):
+    """Only the base worker is asked to plan: the other gets the suite in its init settings."""
+    from tritongate.pair.executor import TritonExecutor
+    from tritongate.runner import RunRequest, run_suite
+
+    suite = str(EXAMPLES / "user_ops.yaml")
+    record = run_suite(RunRequest(suite=suite, backend=CPU, out=tmp_path / "runs",
+                                  only_ops=("scale_shift",), only_dtypes=("float32",))).path
+    # the worker's host quieting (one torch thread) would outlive this test in this process
+    monkeypatch.setattr(TritonExecutor, "_quiet_host", lambda self, cpus: None)
+    settings = {"backend": "cpu", "replay_from": str(record)}
+    planner = TritonExecutor(settings)
+    try:
+        plan = planner.plan(suite, only_ops=["scale_shift"], only_dtypes=["float32"])
+        assert [r["case"] for r in plan["rows"]] == ["4096", "8x512"]
+        assert plan["suite"]["modules"][0]["name"] == "scale_shift"
+    finally:
+        planner.close()
+    bare = TritonExecutor(settings)
+    try:
+        with pytest.raises(UsageError, match="op 'scale_shift' is not known to this worker"):
+            bare.prepare("scale_shift", [4096], "float32")
+    finally:
+        bare.close()
+    told = TritonExecutor({**settings, "suite": suite})
+    try:
+        prepared = told.prepare("scale_shift", [4096], "float32")
+        assert prepared["correctness"]["ok"]
+        told.finish()
+    finally:
+        told.close()
+
+
+def test_a_bad_module_stops_a_run_before_it_starts(tmp_path, make_module):
+    from tritongate.runner import RunRequest, run_suite
+
+    from tests.conftest import write_suite
+
+    name = make_module("TRITONGATE_OPS = {}\n")
+    suite = write_suite(tmp_path, f"modules: [{name}]\nshapes: shapes.yaml\nops: {{add: {{}}}}\n")
+    with pytest.raises(PreflightError, match="TRITONGATE_OPS must be a list") as caught:
+        run_suite(RunRequest(suite=str(suite), backend=CPU, out=tmp_path / "runs"))
+    assert caught.value.check == "user_ops" and not (tmp_path / "runs").exists()

@@ -1,0 +1,190 @@
+"""Ops from the user's own Python modules, named by a suite's ``modules:`` key.
+
+The contract: a module exposes ``TRITONGATE_OPS``, a list of ``OpSpec``
+(``tritongate.ops.registry``), exactly like the builtin ops: ``build`` allocates and seeds
+the inputs from the generator it is given and returns a ``Case`` whose ``launch`` only
+launches; ``bytes`` and ``flops`` count the work of one launch. ``ops/examples/scale_shift.py``
+is a complete example; ``ops/README.md`` ("Your own ops") documents the fields.
+
+While the modules are imported, the suite's directory is at the front of ``sys.path`` (so a
+module next to the suite is found) and is taken off again afterwards: a module should import
+what it needs at import time. A module is imported once per process, by Python's usual rule.
+Every problem is a ``PreflightError`` with check ``user_ops`` that names the module and the fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterator, NoReturn, Sequence
+
+from tritongate.errors import PreflightError
+from tritongate.ops.registry import OpSpec, Registry
+
+CHECK = "user_ops"
+ATTRIBUTE = "TRITONGATE_OPS"
+# Op names end up in row keys, file names and logs.
+_OP_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def registry_for(modules: Sequence[str], *, search_dir: Path | None) -> Registry:
+    """The builtin ops plus every op of ``modules`` (imported with ``search_dir`` first on
+    ``sys.path``). With no modules this is the builtin registry itself."""
+    from tritongate.ops.builtin import REGISTRY  # the kernels: after the backend's environment is set
+
+    names = _module_names(modules)
+    if not names:
+        return REGISTRY
+    loaded = _import_all(names, search_dir)
+    registry = Registry()
+    for name in REGISTRY.names():
+        registry.register(REGISTRY.get(name))
+    origin: dict[str, str] = {}  # op name -> module that defined it
+    for module_name, module in loaded:
+        for spec in _specs_of(module_name, module):
+            if spec.name in REGISTRY:
+                _fail(f"op {spec.name!r} of module {module_name!r} clashes with the builtin op of that name; "
+                      f"rename it (e.g. '{module_name}.{spec.name}')")
+            if spec.name in origin:
+                where = "twice in that module" if origin[spec.name] == module_name \
+                    else f"by module {origin[spec.name]!r} too"
+                _fail(f"op {spec.name!r} of module {module_name!r} is defined {where}; give each op its own name")
+            origin[spec.name] = module_name
+            registry.register(spec)
+    return registry
+
+
+def autotuners(modules: Sequence[str]) -> list[Any]:
+    """Every ``triton.autotune`` tuner defined at the top level of the (imported) modules."""
+    from triton.runtime.autotuner import Autotuner
+
+    found = (sys.modules.get(name) for name in modules)
+    return [obj for mod in found if mod is not None for obj in vars(mod).values() if isinstance(obj, Autotuner)]
+
+
+def provenance(modules: Sequence[str]) -> list[dict[str, Any]]:
+    """Which file each (imported) module came from and a hash of its bytes: the suite's digest
+    covers the YAML files only, and the op's code matters as much."""
+    out = []
+    for name in modules:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        sha = ""
+        if file:
+            with contextlib.suppress(OSError):
+                sha = hashlib.sha256(Path(file).read_bytes()).hexdigest()[:16]
+        out.append({"name": name, "file": file, "sha256": sha})
+    return out
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+def _fail(message: str) -> NoReturn:
+    raise PreflightError(CHECK, message)
+
+
+def _module_names(modules: Sequence[str]) -> list[str]:
+    names: list[str] = []
+    for name in modules:
+        # 'x.py' would parse as module 'py' of package 'x': it is always a file name meant as a module
+        if not isinstance(name, str) or not _MODULE_NAME.fullmatch(name) or name.endswith(".py"):
+            hint = ""
+            if isinstance(name, str) and name.endswith(".py"):
+                hint = f"; write {Path(name).stem!r}, without '.py'"
+            elif isinstance(name, str) and ("/" in name or "\\" in name):
+                hint = "; put the file next to the suite and write its module name"
+            _fail(f"modules: {name!r} is not a Python module name (like 'my_ops' or 'pkg.my_ops'){hint}")
+        if name not in names:  # listed twice: imported once
+            names.append(name)
+    return names
+
+
+@contextlib.contextmanager
+def _on_path(search_dir: Path | None) -> Iterator[str | None]:
+    if search_dir is None:
+        yield None
+        return
+    entry = str(Path(search_dir).resolve())
+    before = sys.path.count(entry)
+    sys.path.insert(0, entry)
+    try:
+        yield entry
+    finally:
+        # Take off as many copies as were added (by us or the module), never one the caller had.
+        while sys.path.count(entry) > before:
+            sys.path.remove(entry)
+
+
+def _import_all(names: list[str], search_dir: Path | None) -> list[tuple[str, ModuleType]]:
+    loaded = []
+    with _on_path(search_dir) as entry:
+        importlib.invalidate_caches()  # a file written since the directory was last listed
+        for name in names:
+            loaded.append((name, _import(name, entry)))
+    return loaded
+
+
+def _import(name: str, entry: str | None) -> ModuleType:
+    where = f"{entry} (the suite's directory) and sys.path" if entry else "sys.path"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if missing == name or name.startswith(f"{missing}."):
+            _fail(f"module {name!r} (suite modules:) not found; searched {where}: put "
+                  f"{name.replace('.', '/')}.py next to the suite, or install it")
+        _fail(f"importing module {name!r} raised {_describe(exc)}; install what it imports or fix the module")
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a user's module; Ctrl-C still stops us
+        _fail(f"importing module {name!r} raised {_describe(exc)}; fix the module "
+              f"(try `python -c 'import {name}'` in its directory)")
+
+
+def _describe(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    first = lines[0].strip() if lines else ""
+    if len(first) > 200:
+        first = first[:197] + "..."
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _specs_of(module_name: str, module: ModuleType) -> list[OpSpec]:
+    where = f"module {module_name!r} ({getattr(module, '__file__', None) or 'no file'})"
+    if not hasattr(module, ATTRIBUTE):
+        _fail(f"{where} has no {ATTRIBUTE}; define `{ATTRIBUTE} = [OpSpec(...), ...]` in it "
+              "(see ops/examples/scale_shift.py)")
+    specs = getattr(module, ATTRIBUTE)
+    if not isinstance(specs, list):
+        _fail(f"{where}: {ATTRIBUTE} must be a list of OpSpec, got {type(specs).__name__}")
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, OpSpec):
+            _fail(f"{where}: {ATTRIBUTE}[{i}] is a {type(spec).__name__}, not an OpSpec; build each entry "
+                  "with tritongate.ops.registry.OpSpec(...)")
+        _check_spec(spec, module_name)
+    return specs
+
+
+def _check_spec(spec: OpSpec, module_name: str) -> None:
+    import torch
+
+    label = f"op {spec.name!r} of module {module_name!r}"
+    if not isinstance(spec.name, str) or not _OP_NAME.fullmatch(spec.name):
+        _fail(f"{label}: an op name may use only letters, digits, '_', '.' and '-' (it names rows and files)")
+    if not spec.dtypes:
+        _fail(f"{label} has empty dtypes; list the dtypes it runs, e.g. dtypes=('float32', 'float16')")
+    bad = [d for d in spec.dtypes if not isinstance(d, str) or not isinstance(getattr(torch, d, None), torch.dtype)]
+    if bad:
+        _fail(f"{label}: dtypes {bad!r} are not torch dtype names (like 'float32', 'float16', 'bfloat16')")
+    if not spec.ranks:
+        _fail(f"{label} has empty ranks; list the shape lengths it takes, e.g. ranks=(1, 2)")
+    if any(not isinstance(r, int) or isinstance(r, bool) or r < 1 for r in spec.ranks):
+        _fail(f"{label}: ranks must be positive whole numbers (shape lengths), got {list(spec.ranks)!r}")
+    for field_name in ("build", "bytes"):
+        if not callable(getattr(spec, field_name)):
+            _fail(f"{label}: {field_name} must be a function (see ops/README.md, 'Your own ops')")
+    if spec.flops is not None and not callable(spec.flops):
+        _fail(f"{label}: flops must be a function of the shape, or None")
