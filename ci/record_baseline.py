@@ -15,6 +15,6 @@ from tritongate.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     if any(a == "--replay-from" or a.startswith("--replay-from=") for a in sys.argv[1:]):
-        print("record_baseline.py records; use replay_candidate.py to replay a baseline", file=sys.stderr)
+        print("error: record_baseline.py records; use replay_candidate.py to replay a baseline", file=sys.stderr)
         sys.exit(2)  # a usage error, like the CLI's
     sys.exit(main(["run", *sys.argv[1:]]))

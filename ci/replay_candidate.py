@@ -23,7 +23,7 @@ if __name__ == "__main__":
     missing = [opt for opt in ("--base-python", "--cand-python")
                if not any(a == opt or a.startswith(opt + "=") for a in args)]
     if missing and "-h" not in args and "--help" not in args:
-        print(f"replay_candidate.py: {' and '.join(missing)} required (the interpreters of the base and "
+        print(f"error: replay_candidate.py: {' and '.join(missing)} required (the interpreters of the base and "
               "the PR's compiler builds); for an A/A check of one build pass the same interpreter twice",
               file=sys.stderr)
         sys.exit(2)

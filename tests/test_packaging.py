@@ -36,6 +36,10 @@ def test_the_wheel_works_from_any_directory(tmp_path):
     ops = subprocess.run([str(py), "-m", "tritongate", "ops"], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert ops.returncode == 0, ops.stderr
     assert "smoke" in ops.stdout and "pr" in ops.stdout
+    example = target / "tritongate" / "assets" / "examples" / "user_ops.yaml"  # the user-op example ships
+    ops = subprocess.run([str(py), "-m", "tritongate", "ops", "--suite", str(example)], cwd=tmp_path,
+                         capture_output=True, text=True, env=env)
+    assert ops.returncode == 0 and "scale_shift" in ops.stdout, ops.stderr
     out = tmp_path / "runs"
     loop = subprocess.run([str(py), "-m", "tritongate", "loop", "--suite", "smoke", "--backend", "cpu", "--ops", "add",
                            "--out", str(out), "--color", "never", "--max-rounds", "6"],

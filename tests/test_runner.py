@@ -146,3 +146,25 @@ def test_replay_of_the_smoke_record_tunes_nothing(smoke_run, tmp_path):
         want = {(k["kernel"], str(k["key"])): k["config"] for k in recorded_rows[row.key].autotune["kernels"]}
         got = {(k["kernel"], str(k["key"])): k["config"] for k in row.autotune["kernels"]}
         assert got == want and all(k["source"] == "replayed" for k in row.autotune["kernels"])
+
+
+def test_a_row_that_will_be_slow_on_the_interpreter_is_announced_before_it_runs(tmp_path):
+    class Stop(Exception):
+        pass
+
+    events = []
+
+    def progress(ev):
+        events.append(ev)
+        if ev.kind == "row_start":
+            raise Stop  # the note must already be out: the row itself would take minutes
+
+    suite = write_suite(tmp_path, "shapes: shapes.yaml\nops: {matmul: {dtypes: [float16]}}\n",
+                        "matmul: {shapes: [[1024, 1024, 1024]]}\n")
+    with pytest.raises(Stop):
+        run_suite(RunRequest(suite=str(suite), backend=CPU, out=tmp_path / "out"), progress)
+    notes = [ev.message for ev in events if ev.kind == "note"]
+    assert len(notes) == 1 and "slow on the interpreter: matmul 1024x1024x1024 float16" in notes[0]
+    assert [ev.kind for ev in events][:2] == ["start", "note"]
+    (run_dir,) = (tmp_path / "out").iterdir()
+    assert "NOTE slow on the interpreter" in (run_dir / "run.log").read_text()

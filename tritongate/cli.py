@@ -15,15 +15,24 @@ from typing import Callable, Sequence
 from tritongate import __version__
 from tritongate.errors import ExitCode, GateError, PreflightError, UsageError
 
-EPILOG = """exit codes:
-  0    pass
-  1    gate failed (a regression, or a policy violation)
-  2    usage or input error (bad arguments, malformed or incompatible files, a file that
-       cannot be written)
-  3    preflight failed (stderr names the check: !!! PREFLIGHT_FAILED check=<name>)
-  4    internal error (a bug: one line on stderr, the traceback written to a file)
-  130  interrupted (Ctrl-C, SIGTERM); run directories left behind load as incomplete
-"""
+EXIT_CODE_TEXT = {
+    0: "pass",
+    1: "gate failed (a regression, or a policy violation)",
+    2: "usage or input error (bad arguments, malformed or incompatible files, a file that\n"
+       "       cannot be written)",
+    3: "preflight failed (stderr names the check: !!! PREFLIGHT_FAILED check=<name>)",
+    4: "internal error (a bug: one line on stderr, the traceback written to a file)",
+    130: "interrupted (Ctrl-C, SIGTERM); run directories left behind load as incomplete",
+}
+
+
+def exit_codes(*codes: int, zero: str = "pass") -> str:
+    """The exit-code footer of a subcommand's --help: the codes it can return."""
+    text = {**EXIT_CODE_TEXT, 0: zero}
+    return "exit codes:\n" + "".join(f"  {c:<4} {text[c]}\n" for c in codes)
+
+
+EPILOG = exit_codes(0, 1, 2, 3, 4, 130)
 
 
 def want_color(choice: str, stream: object) -> bool:
@@ -39,6 +48,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     from tritongate.rundir import load_run
 
     run = load_run(Path(args.run), allow_incomplete=args.allow_incomplete)
+    if args.format != "table":  # data for other tools: nothing but the document on stdout
+        from tritongate.report.export import render_run
+        from tritongate.report.untrusted import neutralize
+
+        text = render_run(run, args.format)
+        if args.format == "csv" and sys.stdout.isatty():  # names from the file must not drive the terminal
+            text = "\n".join(neutralize(line) for line in text.splitlines()) + "\n"
+        sys.stdout.write(text)
+        return ExitCode.OK
     head = f"{run.path}  status={run.status.value}  mode={run.mode}  rows={len(run.rows)}"
     print(head)
     print(render_rows(run.rows, color=want_color(args.color, sys.stdout)), end="")
@@ -47,9 +65,11 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def _run_row_text(ev) -> str:
     """A finished row of `run`: its median, or why it has none, and its markers."""
+    from tritongate.report.units import format_time
+
     r = ev.row
     s = r.summary
-    what = f"{s.median:10.3f} us" if s else (f"not timed ({r.skipped.value})" if r.skipped else "     error")
+    what = f"{format_time(s.median):>10}" if s else (f"not timed ({r.skipped.value})" if r.skipped else "     error")
     return what + (f"  {'; '.join(r.markers)}" if r.markers else "")
 
 
@@ -59,6 +79,7 @@ def _progress_printer(color: bool, *, verb: str = "measuring", row_text=_run_row
     it: only flagged ones when ``flagged_only``), one line per row otherwise. Text from the
     rows is printed, never read as terminal markup."""
     from tritongate.progress import Progress
+    from tritongate.report.untrusted import neutralize
 
     if color:
         from rich.console import Console
@@ -83,8 +104,10 @@ def _progress_printer(color: bool, *, verb: str = "measuring", row_text=_run_row
                 r = ev.row
                 if r is not None and (not flagged_only or r.markers or r.status.value != "ok"):
                     style = "yellow" if r.markers or r.status.value != "ok" else "default"
-                    bar.console.print(escape(f"{r.op} {r.case} {r.dtype}: {row_text(ev).strip()}"),
+                    bar.console.print(escape(neutralize(f"{r.op} {r.case} {r.dtype}: {row_text(ev).strip()}")),
                                       style=style, highlight=False)
+            elif ev.kind == "note":
+                bar.console.print(escape(neutralize(f"note: {ev.message}")), style="yellow", highlight=False)
             elif ev.kind == "finish":
                 bar.stop()
         return show
@@ -94,8 +117,11 @@ def _progress_printer(color: bool, *, verb: str = "measuring", row_text=_run_row
             print(f"{verb} {ev.total} rows into {ev.message}", file=sys.stderr, flush=True)
         elif ev.kind == "row_done" and ev.row is not None:
             r, width = ev.row, len(str(ev.total))
-            print(f"[{ev.index + 1:>{width}}/{ev.total}] {r.op:<18} {r.case:<18} {r.dtype:<9} {row_text(ev)}",
+            op, case, dtype, text = (neutralize(v) for v in (r.op, r.case, r.dtype, row_text(ev)))
+            print(f"[{ev.index + 1:>{width}}/{ev.total}] {op:<18} {case:<18} {dtype:<9} {text}",
                   file=sys.stderr, flush=True)
+        elif ev.kind == "note":
+            print(f"note: {neutralize(ev.message)}", file=sys.stderr, flush=True)
     return show_plain
 
 
@@ -144,7 +170,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     base = load_run(Path(args.base))
     cand = load_run(Path(args.cand))
     result = run_gate(base, cand, policy, allow_mismatch=args.allow_mismatch)
-    artifact = args.artifact_url or os.environ.get("TRITONGATE_ARTIFACT_URL")
+    artifact = _artifact_url(args)
     json_path, md_path = write_verdict(result, Path(args.out), artifact_url=artifact)
     _print_notes(result)
     print(result.headline())
@@ -187,7 +213,7 @@ def _pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy):
         config_overrides=overrides, schedule_overrides=schedule, time_identical=args.time_identical,
         row_timeout_s=args.row_timeout, allow_busy_gpu=args.allow_busy_gpu,
         isolate_tuner_cache=isolation_requested(args.isolate_tuner_cache), policy=policy,
-        artifact_url=args.artifact_url or os.environ.get("TRITONGATE_ARTIFACT_URL"))
+        artifact_url=_artifact_url(args))
 
 
 def _run_pair(request, color: bool) -> int:
@@ -281,18 +307,82 @@ def cmd_loop(args: argparse.Namespace) -> int:
     return _run_pair(_pair_request(args, record, out, policy), want_color(args.color, sys.stderr))
 
 
+def terminal_safe(text: str) -> str:
+    """A line built from names a user module or file chose, printed without obeying controls."""
+    from tritongate.report.untrusted import neutralize
+
+    return neutralize(text)
+
+
 def cmd_ops(args: argparse.Namespace) -> int:
     from tritongate.backends import prepare_environment, resolve_backend
-    from tritongate.suites import builtin_suites, ops_dir
+    from tritongate.suites import builtin_suites, load_suite, ops_dir
 
     prepare_environment(resolve_backend("auto"))
     from tritongate.ops.builtin import REGISTRY
 
-    for name in REGISTRY.names():
-        spec = REGISTRY.get(name)
-        print(f"{name:<18} {spec.shape_doc:<34} {', '.join(spec.dtypes):<26} {spec.description}")
+    registry, origin = REGISTRY, {}
+    if args.suite:  # the suite's own ops too (its `modules:`)
+        from tritongate.ops.user import registry_for
+
+        suite = load_suite(args.suite)
+        registry = registry_for(suite.modules, search_dir=suite.path.parent)
+        origin = {name: getattr(registry.get(name).build, "__module__", "?") for name in registry.names()
+                  if name not in REGISTRY}
+    for name in registry.names():
+        spec = registry.get(name)
+        where = f"  (from {origin[name]})" if name in origin else ""
+        name_, shape, dtypes, text = (terminal_safe(v) for v in (name, spec.shape_doc, ", ".join(spec.dtypes),
+                                                                 spec.description + where))
+        print(f"{name_:<18} {shape:<34} {dtypes:<26} {text}")
     print(f"\nsuites in {ops_dir() / 'suites'}: {', '.join(builtin_suites())}")
+    print(f"your own ops: a suite's `modules:` key (example: {ops_dir() / 'examples' / 'user_ops.yaml'}; "
+          "see ops/README.md)")
     return ExitCode.OK
+
+
+def _text(value: str) -> str:
+    """An option's text: empty is an error, not "absent" (an unset variable in a CI script
+    would otherwise silently change what runs)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty (an unset variable in a script?)")
+    return value
+
+
+def _finite(value: str) -> float:
+    import math
+
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {value!r}")
+    return number
+
+
+def _url(value: str) -> str:
+    from tritongate.report.untrusted import safe_url
+
+    try:
+        return safe_url(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _artifact_url(args: argparse.Namespace) -> str | None:
+    """--artifact-url, else $TRITONGATE_ARTIFACT_URL (validated: it becomes a link)."""
+    from tritongate.report.untrusted import safe_url
+
+    if args.artifact_url:
+        return args.artifact_url
+    env = os.environ.get("TRITONGATE_ARTIFACT_URL")
+    if not env:
+        return None
+    try:
+        return safe_url(env)
+    except ValueError as exc:
+        raise UsageError(f"TRITONGATE_ARTIFACT_URL: {exc}") from None
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -301,12 +391,12 @@ def _split(values: list[str] | None) -> list[str]:
 
 def _measure_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("measurement")
-    g.add_argument("--shape-file", metavar="YAML", help="shapes keyed by op name; overrides the suite's")
-    g.add_argument("--ops", action="append", metavar="A,B", help="only these ops of the suite")
-    g.add_argument("--dtypes", action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
+    g.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
+    g.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
+    g.add_argument("--dtypes", type=_text, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
     g.add_argument("--rounds", type=int, help="rounds (pairs) per row (default 5; 6 on cpu)")
     g.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 2 on cpu)")
-    g.add_argument("--l2", choices=["warm", "flush"], help="L2 policy (default warm)")
+    g.add_argument("--l2", choices=["warm", "flush"], help="warm (default: L2 kept warm, as CUDA graphs measure) or flush (L2 cleared before every sample, like triton.testing.do_bench; k = 1)")
     g.add_argument("--isolate-tuner-cache", action="store_true",
                    help="private FlagGems LibTuner DB per worker (also TRITONGATE_ISOLATE_TUNER_CACHE=1)")
     g.add_argument("--allow-busy-gpu", action="store_true",
@@ -317,32 +407,32 @@ def _measure_options(p: argparse.ArgumentParser) -> None:
 
 def _pair_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("compiler builds and pairing")
-    g.add_argument("--base-python", metavar="PY", help="the base build's interpreter (default: this one)")
-    g.add_argument("--cand-python", metavar="PY", help="the candidate build's interpreter (default: this one)")
+    g.add_argument("--base-python", type=_text, metavar="PY", help="the base build's interpreter (default: this one)")
+    g.add_argument("--cand-python", type=_text, metavar="PY", help="the candidate build's interpreter (default: this one)")
     g.add_argument("--base-env", action="append", metavar="K=V", help="environment for the base worker only")
     g.add_argument("--cand-env", action="append", metavar="K=V",
                    help="environment for the candidate worker only (e.g. DISABLE_MMA_V3=1)")
     g.add_argument("--time-identical", action="store_true",
                    help="time rows whose kernels are byte-identical on both sides too (an A/A check)")
-    g.add_argument("--row-timeout", type=float, default=600.0, metavar="S",
+    g.add_argument("--row-timeout", type=_finite, default=600.0, metavar="S",
                    help="a worker that does not answer within S seconds is killed and restarted; its row is "
                         "REJECTED (default 600)")
     g.add_argument("--max-rounds", type=int, metavar="N",
                    help="pairs a row may grow to while short of its precision target (default 20; cpu 24)")
-    g.add_argument("--row-budget", type=float, metavar="S", help="wall seconds one row's timing may take (default 30; cpu 8)")
-    g.add_argument("--run-budget", type=float, metavar="S",
+    g.add_argument("--row-budget", type=_finite, metavar="S", help="wall seconds one row's timing may take (default 30; cpu 8)")
+    g.add_argument("--run-budget", type=_finite, metavar="S",
                    help="wall seconds the run may spend on extra pairs (default 600; cpu 300)")
 
 
 def _gate_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("gate")
-    g.add_argument("--policy", metavar="YAML", help="thresholds file (default ops/gate.yaml)")
-    g.add_argument("--min-effect", type=float, help="default minimum effect, e.g. 0.01 for 1%%")
-    g.add_argument("--noise-z", type=float, help="noise floor confidence as normal SDs, applied through Student's t for the row's degrees of freedom (default 4)")
+    g.add_argument("--policy", type=_text, metavar="YAML", help="thresholds file (default ops/gate.yaml)")
+    g.add_argument("--min-effect", type=_finite, help="default minimum effect, e.g. 0.01 for 1%%")
+    g.add_argument("--noise-z", type=_finite, help="noise floor confidence as normal SDs, applied through Student's t for the row's degrees of freedom (default 4)")
     g.add_argument("--min-samples", type=int, help="samples each side needs for a verdict (default 10)")
     g.add_argument("--max-missing", type=int, help="missing rows tolerated (default 0)")
     g.add_argument("--strict", action="store_true", help="rejected and not-comparable rows fail too")
-    g.add_argument("--artifact-url", metavar="URL",
+    g.add_argument("--artifact-url", type=_url, metavar="URL",
                    help="link to the uploaded run dirs and IR diffs (or TRITONGATE_ARTIFACT_URL)")
 
 
@@ -361,20 +451,21 @@ def build_parser() -> argparse.ArgumentParser:
         "run", help="measure a suite into a new run directory (record mode)",
         description="Measure every op x shape x dtype row of a suite and write DIR/<suite>_<UTC>/. "
                     "The run directory's path is the last line of stdout.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("--suite", required=True, metavar="NAME|PATH",
+        epilog=exit_codes(0, 2, 3, 4, 130, zero="the run completed (rows that failed are marked in it)"), formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("--suite", type=_text, required=True, metavar="NAME|PATH",
                      help="a builtin suite name (ops/suites/NAME.yaml: smoke, pr, deep) or a suite YAML")
-    run.add_argument("--backend", default="cuda", metavar="NAME",
-                     help="cuda (default; CUDA-graph timer), cpu (Triton interpreter, host timer), "
-                          "rocm, musa, ascend (device-event timer), or auto (cuda if visible, else cpu)")
-    run.add_argument("--out", required=True, metavar="DIR", help="parent directory of the run directory")
-    run.add_argument("--shape-file", metavar="YAML", help="shapes keyed by op name; overrides the suite's")
-    run.add_argument("--ops", action="append", metavar="A,B", help="only these ops of the suite")
-    run.add_argument("--dtypes", action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
+    run.add_argument("--backend", type=_text, default="auto", metavar="NAME",
+                     help="auto (default: cuda if a CUDA device is visible, else cpu), cuda (CUDA-graph "
+                          "timer), cpu (Triton interpreter, host timer), rocm, musa, ascend (device-event "
+                          "timer); CI jobs that must measure a GPU name it (--backend cuda)")
+    run.add_argument("--out", type=_text, required=True, metavar="DIR", help="parent directory of the run directory")
+    run.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
+    run.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
+    run.add_argument("--dtypes", type=_text, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
     run.add_argument("--rounds", type=int, help="rounds per row (default 5; 2 on cpu)")
     run.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 3 on cpu)")
-    run.add_argument("--l2", choices=["warm", "flush"], help="L2 policy (default warm)")
-    run.add_argument("--replay-from", metavar="RECORD_RUN",
+    run.add_argument("--l2", choices=["warm", "flush"], help="warm (default: L2 kept warm, as CUDA graphs measure) or flush (L2 cleared before every sample, like triton.testing.do_bench; k = 1)")
+    run.add_argument("--replay-from", type=_text, metavar="RECORD_RUN",
                      help="replay the autotune configs of this record run instead of tuning live "
                           "(a key it lacks, or a config that no longer compiles, tunes live and marks "
                           "the row AUTOTUNE_REPLAY_FALLBACK); replay runs write no records")
@@ -394,10 +485,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "MISSING or NEW. Any regression fails the gate (exit 1); so does a replayed config "
                     "that no longer compiles, and more missing rows than allowed. Rejected and "
                     "not-comparable rows are listed as unverified and fail only under --strict.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    gate.add_argument("base", metavar="BASE_RUN")
-    gate.add_argument("cand", metavar="CAND_RUN")
-    gate.add_argument("--out", required=True, metavar="DIR", help="where verdict.json and verdict.md go")
+        epilog=exit_codes(0, 1, 2, 4), formatter_class=argparse.RawDescriptionHelpFormatter)
+    gate.add_argument("base", type=_text, metavar="BASE_RUN")
+    gate.add_argument("cand", type=_text, metavar="CAND_RUN")
+    gate.add_argument("--out", type=_text, required=True, metavar="DIR", help="where verdict.json and verdict.md go")
     gate.add_argument("--allow-mismatch", action="store_true",
                       help="compare runs whose identities differ: every row becomes NOT_COMPARABLE")
     _gate_options(gate)
@@ -412,10 +503,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "while short of their precision target, and are gated on the paired log ratios. Writes "
                     "OUT/pair-<suite>_<UTC>/{base,candidate}/ (ordinary run directories) and verdict/.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    pair.add_argument("baseline", metavar="BASELINE_RECORD", help="a record run (tritongate run) to replay")
-    pair.add_argument("--suite", required=True, metavar="NAME|PATH", help="builtin suite name or suite YAML")
-    pair.add_argument("--out", required=True, metavar="DIR", help="parent directory of the pair directory")
-    pair.add_argument("--backend", default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
+    pair.add_argument("baseline", type=_text, metavar="BASELINE_RECORD", help="a record run (tritongate run) to replay")
+    pair.add_argument("--suite", type=_text, required=True, metavar="NAME|PATH", help="builtin suite name or suite YAML")
+    pair.add_argument("--out", type=_text, required=True, metavar="DIR", help="parent directory of the pair directory")
+    pair.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
     _measure_options(pair)
     _pair_options(pair)
     _gate_options(pair)
@@ -428,22 +519,29 @@ def build_parser() -> argparse.ArgumentParser:
                     "--base-*/--cand-* builds), then gate. Prints the record, both run directories and "
                     "verdict.md.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    loop.add_argument("--suite", default="smoke", metavar="NAME|PATH", help="default: smoke")
-    loop.add_argument("--backend", default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
-    loop.add_argument("--out", default="runs", metavar="DIR", help="default: runs")
+    loop.add_argument("--suite", type=_text, default="smoke", metavar="NAME|PATH", help="default: smoke")
+    loop.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
+    loop.add_argument("--out", type=_text, default="runs", metavar="DIR", help="default: runs")
     _measure_options(loop)
     _pair_options(loop)
     _gate_options(loop)
     loop.set_defaults(func=cmd_loop)
 
-    ops = sub.add_parser("ops", help="list the builtin ops and suites")
+    ops = sub.add_parser("ops", help="list the builtin ops and suites (and a suite's own ops)",
+                         epilog=exit_codes(0, 2, 3, 4, zero="listed"),
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    ops.add_argument("--suite", type=_text, metavar="NAME|PATH",
+                     help="also list the ops this suite's modules add")
     ops.set_defaults(func=cmd_ops)
 
-    show = sub.add_parser("show", help="validate a run directory and print its results table",
-                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    show.add_argument("run", metavar="RUN_DIR", help="a directory printed by `tritongate run`")
+    show = sub.add_parser("show", help="validate a run directory and print its results (table, csv, json, md)",
+                          epilog=exit_codes(0, 2, 4, zero="the run directory is valid and was printed"), formatter_class=argparse.RawDescriptionHelpFormatter)
+    show.add_argument("run", type=_text, metavar="RUN_DIR", help="a directory printed by `tritongate run`")
     show.add_argument("--allow-incomplete", action="store_true",
                       help="show a run whose writer did not finish (rows so far)")
+    show.add_argument("--format", choices=["table", "csv", "json", "md"], default="table",
+                      help="table (default: for people), csv (one line per row, raw µs and samples), json "
+                           "(the rows with raw samples, versioned), md (a GitHub Markdown table)")
     show.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     show.set_defaults(func=cmd_show)
     return parser

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tritongate.preflight import PlannedRow
+from tritongate.report.units import format_time, format_time_range
 from tritongate.schema import Row, RowStatus
 
 
@@ -35,7 +36,7 @@ def row_line(row: Row) -> str:
     else:
         state = "FAILED"
     if s:
-        timing = f"median {s.median:.3f} us IQR [{s.q1:.3f}, {s.q3:.3f}] n={s.n}"
+        timing = f"median {format_time(s.median)} IQR {format_time_range(s.q1, s.q3)} n={s.n}"
     else:
         timing = f"not timed ({row.skipped.value})" if row.skipped else row.error
     return f"{state} {row.op} case={row.case} dtype={row.dtype} timer={row.timer} {timing}"

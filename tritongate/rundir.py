@@ -17,7 +17,7 @@ import datetime as dt
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from tritongate import __version__
 from tritongate.atomicio import write_json_atomic, write_text_atomic
@@ -25,6 +25,9 @@ from tritongate.errors import IncompleteRunError, RunDirError, SchemaVersionErro
 from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, Row, RunStatus
 from tritongate.validation import validate
 from tritongate.validation.runfiles import IdentityDoc, ResultsDoc
+
+if TYPE_CHECKING:
+    import pandas
 
 RESULTS = "results.json"
 IDENTITY = "run_identity.json"
@@ -134,6 +137,13 @@ class Run:
 
     def row_map(self) -> dict[tuple[str, str, str], Row]:
         return {r.key: r for r in self.rows}
+
+    def to_pandas(self) -> "pandas.DataFrame":
+        """One row per (op, case, dtype): status, timings in µs, markers, pairing, and the raw
+        samples (``samples_us``); see ``tritongate.report.export.run_frame``."""
+        from tritongate.report.export import run_frame
+
+        return run_frame(self)
 
 
 MAX_JSON_BYTES = 512 * 2**20  # a deep scan's results.json is tens of MB

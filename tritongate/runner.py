@@ -27,6 +27,9 @@ from tritongate.errors import GateError, MeasurementError
 from tritongate.harness.cuda_errors import is_fatal
 from tritongate.harness.measure import MeasureConfig, measure
 from tritongate.identity import codegen_env, compiler_ref, config_dict, host, software, source_commit
+from tritongate.ops import user as user_ops
+from tritongate.interpreter_cost import slow_rows
+from tritongate.ops.registry import Registry
 from tritongate.preflight import PlannedRow, check_out_dir, plan_rows
 from tritongate.rundir import LOG, RunWriter, new_run_dir
 from tritongate.progress import Progress, ProgressFn, row_line
@@ -73,6 +76,7 @@ class Runner:
     def __init__(self, request: RunRequest, progress: ProgressFn | None = None) -> None:
         self.request = request
         self._progress = progress or (lambda event: None)
+        self._registry: Registry | None = None  # the suite's ops (builtin plus its modules'), set by prepare
 
     # -- set-up ----------------------------------------------------------------------------
     def prepare(self) -> tuple[list[PlannedRow], Any, Any, RecordSet | None]:
@@ -80,10 +84,10 @@ class Runner:
         autotune records to replay (None in record mode)."""
         req = self.request
         prepare_environment(req.backend)
-        from tritongate.ops.builtin import REGISTRY  # kernels are defined after the env is set
-
         suite = load_suite(req.suite, shape_file=req.shape_file)
-        planned = plan_rows(suite, REGISTRY, req.backend, only_ops=req.only_ops or None,
+        # after prepare_environment: the kernels (builtin and the user's) are defined on import
+        self._registry = user_ops.registry_for(suite.modules, search_dir=suite.path.parent)
+        planned = plan_rows(suite, self._registry, req.backend, only_ops=req.only_ops or None,
                             only_dtypes=req.only_dtypes or None)
         records = load_records(req.replay_from, backend=req.backend.name) if req.replay_from else None
         check_out_dir(req.out)
@@ -104,9 +108,14 @@ class Runner:
     def _run(self, planned, suite, device, records, config, gpu_before, tuner_cache) -> RunOutcome:
         req = self.request
         path = new_run_dir(req.out, suite.name)
+        modules = suite.modules
+        suite_ident = {"name": suite.name, "path": str(suite.path),
+                       "shape_file": str(suite.shape_file) if suite.shape_file else None,  # None: inline shapes
+                       "digest": suite.digest, "description": suite.description}
+        if modules:  # the digest covers the YAML only: record which code the user ops ran
+            suite_ident["modules"] = user_ops.provenance(modules)
         identity = {
-            "suite": {"name": suite.name, "path": str(suite.path), "shape_file": str(suite.shape_file),
-                      "digest": suite.digest, "description": suite.description},
+            "suite": suite_ident,
             "backend": req.backend.name, "device": getattr(device, "name", "host"),
             "timer": req.backend.timer.value, "measure_config": config_dict(config),
             "compiler_ref": compiler_ref(), "commit": source_commit(), "software": software(), "host": host(),
@@ -119,7 +128,8 @@ class Runner:
         write_text_atomic(path / "shapes.yaml", yaml.safe_dump(suite.shapes_document(), sort_keys=False))
         from tritongate.ops.builtin import autotuners
 
-        for tuner in autotuners():  # a record run tunes live, even in a process that tuned before
+        # a record run tunes live, even in a process that tuned before
+        for tuner in autotuners() + user_ops.autotuners(modules):
             tuner.cache.clear()
         writer = RunWriter(path, identity, mode=req.mode)
         outcome = RunOutcome(path=path)
@@ -131,6 +141,10 @@ class Runner:
                       f"timer={req.backend.timer.value}  device={identity['device']}  "
                       f"rows={len(planned)}  compiler={identity['compiler_ref']}{replay}")
             self._progress(Progress("start", total=len(planned), message=str(path)))
+            if req.backend.interpreter:
+                for slow in slow_rows(planned, self._registry):
+                    log.write(f"NOTE {slow.text()}")
+                    self._progress(Progress("note", message=slow.text()))
             try:
                 with autotune_session(session):
                     self._run_rows(planned, device, config, gpu_before, writer, log, outcome, session)
@@ -202,7 +216,7 @@ class Runner:
         backend = self.request.backend
         try:
             with tuning_context(backend):
-                prepared = prepare_row(item, backend, device, self.request.device_index)
+                prepared = prepare_row(item, backend, device, self.request.device_index, registry=self._registry)
                 m = measure(prepared.make_fn, device=device, timer=backend.timer, config=config,
                             launches_per_sample=launches_per_sample)
         except GateError:

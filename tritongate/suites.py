@@ -16,7 +16,7 @@ import yaml
 from tritongate.errors import PreflightError
 from tritongate.validation import validate
 from tritongate.validation.inputfiles import ShapeFileDoc, SuiteDoc
-from tritongate.yamlsafe import YamlLimitError, load_bounded
+from tritongate.yamlsafe import YamlLimitError, describe_yaml_error, load_bounded
 
 Shape = tuple[int, ...]
 
@@ -66,9 +66,7 @@ def _read_yaml(path: Path, check: str) -> tuple[Any, bytes]:
     except YamlLimitError as exc:
         raise PreflightError(check, f"{path} is refused: {exc}") from exc
     except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
-        raise PreflightError(check, f"{path} is not valid YAML{at}: {getattr(exc, 'problem', exc)}") from exc
+        raise PreflightError(check, f"{path} is {describe_yaml_error(exc)}") from exc
 
 
 def resolve_suite_path(suite: str) -> Path:

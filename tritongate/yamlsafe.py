@@ -45,6 +45,35 @@ class _BoundedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # noqa: D102 - PyYAML hook
+        # PyYAML keeps the last of two equal keys; in a suite or policy that silently drops
+        # the first entry, so a repeated key is an error (merge keys `<<` are not repeats).
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                repeated = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: PyYAML's own error follows
+                continue
+            if repeated:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {str(key)[:80]!r} appears twice in one mapping", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def describe_yaml_error(exc: yaml.YAMLError) -> str:
+    """One line for a YAML error: where and what (PyYAML's own text spans lines)."""
+    if isinstance(exc, yaml.reader.ReaderError):
+        return f"not UTF-8 text: {exc.reason} at byte {exc.position}"
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    return f"not valid YAML{where}: {' '.join(str(problem).split())[:300]}"
+
+
 def load_bounded(raw: bytes | str) -> Any:
     """Parse one YAML document within the bounds; raises ``YamlLimitError`` or ``yaml.YAMLError``."""
     size = len(raw.encode() if isinstance(raw, str) else raw)

@@ -88,3 +88,64 @@ def test_error_messages_are_bounded(tmp_path, capsys):
     assert main(["show", str(huge)]) == 2
     err = capsys.readouterr().err
     assert len(err) < 2200 and "more characters" in err
+
+
+def test_show_formats_are_data_for_other_tools(tmp_path, capsys):
+    import csv
+    import io
+
+    w = RunWriter(tmp_path / "r", {"backend": "cpu"})
+    w.add(make_row(case="n=1", samples=(1.0, 2.0, 3.0)))
+    w.finish()
+    assert main(["show", str(tmp_path / "r"), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)  # nothing but the document on stdout
+    assert doc["status"] == "complete" and doc["rows"][0]["samples"] == [1.0, 2.0, 3.0]
+    assert main(["show", str(tmp_path / "r"), "--format", "csv"]) == 0
+    (rec,) = csv.DictReader(io.StringIO(capsys.readouterr().out))
+    assert rec["case"] == "n=1" and float(rec["median_us"]) == 2.0 and rec["samples_us"] == "1.0 2.0 3.0"
+    assert main(["show", str(tmp_path / "r"), "--format", "md"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("| op |") and "2.000 µs" in out
+    assert main(["show", str(tmp_path / "r"), "--format", "xml"]) == 2
+
+
+def test_the_run_and_verdict_load_as_data_frames(tmp_path):
+    from tests.gate.helpers import pair, row
+    from tritongate.gate.verdict_file import load_verdict
+    from tritongate.rundir import load_run
+
+    base, cand = pair(tmp_path, [row(), row(case="b", seed=3)], [row(seed=1, median=30), row(case="b", seed=4)])
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "v")]) == 1
+    frame = load_run(cand.path).to_pandas()
+    assert list(frame["case"]) == ["4096x4096", "b"] and frame["median_us"][0] > 29
+    verdict = load_verdict(tmp_path / "v")
+    assert not verdict.passed
+    table = verdict.to_pandas()
+    assert set(table["verdict"]) == {"REGRESSED", "UNCHANGED"} and "why" in table.columns
+
+
+def test_a_damaged_verdict_is_named(tmp_path):
+    import pytest
+
+    from tritongate.errors import GateError
+    from tritongate.gate.verdict_file import load_verdict
+
+    (tmp_path / "verdict.json").write_text(json.dumps({"schema_version": 2, "passed": "yes"}))
+    with pytest.raises(GateError, match=r"verdict.json: passed: expected true or false, got the text 'yes'"):
+        load_verdict(tmp_path)
+    (tmp_path / "verdict.json").write_text(json.dumps({"schema_version": 9}))
+    with pytest.raises(GateError, match="upgrade tritongate"):
+        load_verdict(tmp_path / "verdict.json")
+
+
+def test_ops_lists_a_suites_own_ops_and_every_subcommand_names_its_exit_codes(capsys):
+    assert main(["ops", "--suite", "tritongate/assets/examples/user_ops.yaml"]) == 0
+    assert "scale_shift" in capsys.readouterr().out
+    for cmd, codes in (("show", "0 2 4"), ("gate", "0 1 2 4"), ("run", "0 2 3 4 130"), ("pair", "0 1 2 3 4 130")):
+        try:
+            main([cmd, "--help"])
+        except SystemExit:
+            pass
+        out = capsys.readouterr().out
+        footer = out[out.index("exit codes:"):]
+        assert " ".join(line.split()[0] for line in footer.splitlines()[1:] if line[:6].strip().isdigit()) == codes

@@ -289,7 +289,7 @@ def test_a_timed_identical_binary_row_calls_its_difference_noise(tmp_path):
     result = run_gate(base, cand, GatePolicy())
     assert result.rows[0].verdict is Verdict.IDENTICAL_BINARY and result.rows[0].timing.why is Why.CALLED
     line = cells_of(table_line(render_markdown(result), "softmax", "4096x4096", "float16", "IDENTICAL_BINARY"))
-    assert line[4].startswith("20.01 (") and line[5].startswith("20.99 (")  # timed: medians shown
+    assert line[4] == "20.01 µs (19.98–20.03 µs)" and line[5] == "20.99 µs (20.96–21.01 µs)"  # timed: medians shown  # timed: medians shown
     assert line[8] == "unpaired"
     assert re.fullmatch(r"byte-identical kernels \(timing alone differed by \+\d\.\d\d%: run-to-run noise\)", line[9])
 
@@ -310,3 +310,20 @@ def test_notes_come_first_in_the_verdict(tmp_path):
     assert "suite files differ" in text
     assert text.index("suite files differ") < text.index("<details>")
     assert text.index("suite files differ") < text.index("<sub>Rule")
+
+
+def test_medians_and_iqrs_are_auto_scaled_with_one_unit_per_range(tmp_path):
+    def exact(case: str, start: float, step: float, seed: int = 0) -> Row:
+        # 25 evenly spaced samples: q1, median and q3 are the 7th, 13th and 19th values
+        return replace(row(case=case, seed=seed), samples=tuple(start + i * step for i in range(25)))
+
+    base = [exact("ms", 1200, 2), exact("ns", 0.800, 0.002), exact("edge", 999.90, 0.005)]
+    cand = [exact("ms", 1200, 2.001), exact("ns", 0.800, 0.0021), exact("edge", 999.90, 0.0051)]
+    base_run, cand_run = pair(tmp_path, base, cand)
+    text = render_markdown(run_gate(base_run, cand_run, GatePolicy()))
+    assert "µs (IQR)" not in text and "| base median (IQR) | candidate median (IQR) |" in text
+    line = {c: cells_of(table_line(text, "softmax", c, "float16", "UNCHANGED")) for c in ("ms", "ns", "edge")}
+    assert line["ms"][4] == "1.224 ms (1.212–1.236 ms)"
+    assert line["ns"][4] == "824.0 ns (812.0–836.0 ns)"
+    # 999.96 µs rounds to 1000.0 µs: shown as 1.000 ms, its lower quartile (999.93) in ms too
+    assert line["edge"][4] == "1.000 ms (0.9999–1.000 ms)"

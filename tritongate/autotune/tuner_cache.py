@@ -18,11 +18,25 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from tritongate.errors import UsageError
+
 ISOLATE_ENV = ("TRITONGATE_ISOLATE_TUNER_CACHE", "ZL_ISOLATE_TUNER_CACHE")
 
 
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"", "0", "false", "no", "off"}
+
+
 def isolation_requested(flag: bool) -> bool:
-    return flag or any(os.environ.get(v, "0") not in ("", "0") for v in ISOLATE_ENV)
+    """``--isolate-tuner-cache`` or a true ISOLATE variable; a value that is neither true nor
+    false is an error (``false`` must not mean on)."""
+    for name in ISOLATE_ENV:
+        value = os.environ.get(name, "").strip().lower()
+        if value not in _TRUE | _FALSE:
+            raise UsageError(f"{name}={os.environ[name][:40]!r} is not a yes/no value; use 1 or 0 "
+                             "(true/false, yes/no, on/off)")
+        flag = flag or value in _TRUE
+    return flag
 
 
 @dataclass

@@ -9,6 +9,7 @@ from typing import Any
 
 from tritongate import __version__
 from tritongate.atomicio import write_json_atomic, write_text_atomic
+from tritongate.errors import UsageError
 from tritongate.gate.summary import per_op
 from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, GateResult, Verdict
 from tritongate.report.markdown import render_markdown
@@ -47,6 +48,10 @@ def write_verdict(result: GateResult, out: Path, *, artifact_url: str | None = N
     write_text_atomic(out / VERDICT_MD, markdown)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
-        with open(summary, "a", encoding="utf-8") as f:
-            f.write(markdown + "\n")
+        try:
+            with open(summary, "a", encoding="utf-8") as f:
+                f.write(markdown + "\n")
+        except OSError as exc:
+            raise UsageError(f"GITHUB_STEP_SUMMARY={summary} cannot be appended to ({exc.strerror or exc}); "
+                             f"the verdict itself is in {out}; unset the variable or point it at a file") from exc
     return out / VERDICT_JSON, out / VERDICT_MD

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -13,7 +14,7 @@ from tritongate.errors import UsageError
 from tritongate.suites import ops_dir
 from tritongate.validation import validate
 from tritongate.validation.inputfiles import PolicyDoc
-from tritongate.yamlsafe import YamlLimitError, load_bounded
+from tritongate.yamlsafe import YamlLimitError, describe_yaml_error, load_bounded
 
 
 @dataclass(frozen=True)
@@ -29,10 +30,20 @@ class GatePolicy:
     max_missing: int = 0  # rows of the base missing from the candidate before the gate fails
 
     def __post_init__(self) -> None:
-        if self.min_effect < 0 or any(v < 0 for v in self.op_min_effect.values()):
-            raise UsageError("minimum effects must be >= 0")
-        if self.noise_z < 0 or self.min_samples < 1 or self.max_missing < 0:
-            raise UsageError("noise_z >= 0, min_samples >= 1 and max_missing >= 0 are required")
+        def number(name: str, value: Any, low: float) -> None:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value < low:
+                raise UsageError(f"gate policy: {name} must be a finite number >= {low:g}, got {value!r} "
+                                 f"(from --{name.replace('_', '-')} or the policy file)")
+
+        number("min_effect", self.min_effect, 0)
+        for op, value in self.op_min_effect.items():
+            number(f"ops.{op}.min_effect", value, 0)
+        number("noise_z", self.noise_z, 0)
+        for name, value, low in (("min_samples", self.min_samples, 1), ("max_missing", self.max_missing, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise UsageError(f"gate policy: {name} must be an integer >= {low}, got {value!r} "
+                                 f"(from --{name.replace('_', '-')} or the policy file)")
 
     def min_effect_for(self, op: str) -> float:
         return self.op_min_effect.get(op, self.min_effect)
@@ -60,9 +71,7 @@ def load_policy(path: Path | None = None, **overrides: Any) -> GatePolicy:
         except YamlLimitError as exc:
             raise UsageError(f"{path} is refused: {exc}") from exc
         except yaml.YAMLError as exc:
-            where = getattr(exc, "problem_mark", None)
-            at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
-            raise UsageError(f"{path} is not valid YAML{at}: {getattr(exc, 'problem', None) or exc}") from exc
+            raise UsageError(f"{path} is {describe_yaml_error(exc)}") from exc
         if raw is not None and not isinstance(raw, dict):
             raise UsageError(f"{path}: expected a mapping with min_effect / noise_z / min_samples / "
                              f"max_missing / ops, got {type(raw).__name__}")

@@ -16,6 +16,7 @@ from typing import Any
 
 from tritongate.errors import UsageError
 from tritongate.harness.measure import RowMeasurer
+from tritongate.ops.registry import Registry
 from tritongate.preflight import PlannedRow
 
 
@@ -29,6 +30,15 @@ def device_uuid(backend_name: str, device: Any, index: int) -> str:
     if backend_name == "cpu":
         return f"host:{socket.gethostname()}"
     return f"{backend_name}:{getattr(device, 'name', '?')}:{index}"
+
+
+def _suite_registry(suite: str, shape_file: str | None) -> tuple[Any, Registry]:
+    """The suite, and the builtin ops plus those of its ``modules:``."""
+    from tritongate.ops.user import registry_for
+    from tritongate.suites import load_suite
+
+    loaded = load_suite(suite, shape_file=Path(shape_file) if shape_file else None)
+    return loaded, registry_for(loaded.modules, search_dir=loaded.path.parent)
 
 
 class TritonExecutor:
@@ -48,6 +58,10 @@ class TritonExecutor:
         except (TypeError, ValueError) as exc:
             raise UsageError(f"bad measurement settings: {exc}") from exc
         self.index = int(settings.get("device_index", 0))
+        # Ops of the suite's own modules. Every worker needs them, and only the base worker is
+        # asked to plan, so the suite may come with the settings; plan() sets it too.
+        self.registry: Registry | None = _suite_registry(settings["suite"], settings.get("shape_file"))[1] \
+            if settings.get("suite") else None
         self.records = load_records(Path(settings["replay_from"]), backend=self.backend.name)
         self.planted_work = planted_work()
         self.device = make_device(self.backend, self.index)
@@ -95,26 +109,38 @@ class TritonExecutor:
 
     def plan(self, suite: str, shape_file: str | None = None, only_ops: list[str] | None = None,
              only_dtypes: list[str] | None = None) -> dict[str, Any]:
-        from tritongate.ops.builtin import REGISTRY
+        from tritongate.ops.user import provenance
         from tritongate.preflight import plan_rows
-        from tritongate.suites import load_suite
 
-        loaded = load_suite(suite, shape_file=Path(shape_file) if shape_file else None)
-        rows = plan_rows(loaded, REGISTRY, self.backend, only_ops=only_ops or None,
+        loaded, self.registry = _suite_registry(suite, shape_file)
+        rows = plan_rows(loaded, self.registry, self.backend, only_ops=only_ops or None,
                          only_dtypes=only_dtypes or None)
-        return {"suite": {"name": loaded.name, "path": str(loaded.path), "shape_file": str(loaded.shape_file),
-                          "digest": loaded.digest, "description": loaded.description},
+        ident = {"name": loaded.name, "path": str(loaded.path),
+                 "shape_file": str(loaded.shape_file) if loaded.shape_file else None,  # None: inline shapes
+                 "digest": loaded.digest, "description": loaded.description}
+        if loaded.modules:  # the digest covers the YAML only: record which code the user ops ran
+            ident["modules"] = provenance(loaded.modules)
+        from tritongate.interpreter_cost import slow_rows
+
+        # per side: each side's launches count, so the pair's row takes twice the estimate
+        slow = [dataclasses.replace(r, row_s=2 * r.row_s).text() for r in slow_rows(rows, self.registry)] \
+            if self.backend.interpreter else []
+        return {"suite": ident, "notes": slow,
                 "shapes": loaded.shapes_document(),
                 "rows": [{"op": r.op, "shape": list(r.shape), "dtype": r.dtype, "case": r.case} for r in rows]}
 
     # -- one row ---------------------------------------------------------------------------
     def prepare(self, op: str, shape: list[Any], dtype: str) -> dict[str, Any]:
+        from tritongate.ops.builtin import REGISTRY
         from tritongate.rowcase import prepare_row
 
         self.abort()
+        if op not in (REGISTRY if self.registry is None else self.registry):
+            raise UsageError(f"op {op!r} is not known to this worker: not builtin, and the suite's modules "
+                             "were not loaded here (pass the suite in the worker's init settings)")
         item = PlannedRow(op=op, shape=tuple(shape), dtype=dtype)
         self.session.begin_row(item.op, item.case, item.dtype)
-        self._prepared = prepare_row(item, self.backend, self.device, self.index)
+        self._prepared = prepare_row(item, self.backend, self.device, self.index, registry=self.registry)
         if self.config.fresh_segments:
             self.device.release_cached()  # the other worker measures next: hold nothing
         p = self._prepared

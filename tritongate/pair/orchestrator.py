@@ -39,6 +39,7 @@ from tritongate.pair.schedule import BudgetLedger, PairSchedule, run_schedule
 from tritongate.pair.worker import DEFAULT_EXECUTOR
 from tritongate.preflight import PlannedRow, check_out_dir
 from tritongate.progress import Progress, ProgressFn, row_line
+from tritongate.report.units import format_time
 from tritongate.rowcase import PreparedRow, describe, error_row, finish_row
 from tritongate.rundir import LOG, RunWriter, new_run_dir
 from tritongate.runlog import RunLog
@@ -161,6 +162,8 @@ class PairRunner:
         return {"backend": req.backend, "replay_from": str(Path(req.baseline).resolve()),
                 "config_overrides": dict(req.config_overrides), "device_index": req.device_index,
                 "isolate_tuner_cache": req.isolate_tuner_cache,
+                # every worker (a restarted one too) loads the suite's own op modules at init
+                "suite": req.suite, "shape_file": str(req.shape_file) if req.shape_file else None,
                 # the interpreter backend pins both workers to this one core (see the executor)
                 "cpu_affinity": [max(os.sched_getaffinity(0))] if hasattr(os, "sched_getaffinity") else None}
 
@@ -361,6 +364,8 @@ class PairRunner:
                       self._sides["base"].hello.get("recorded_launches", [])}
         ledger = BudgetLedger(run_budget_s=schedule.run_budget_s)
         self._progress(Progress("start", total=len(rows), message=str(self._pair_dir)))
+        for note in plan.get("notes") or ():
+            self._progress(Progress("note", message=str(note)))
         from tritongate.harness.gpu_state import state_markers
 
         extra_markers = state_markers(gpu_before)
@@ -583,7 +588,7 @@ def _row_summary(base: Row, cand: Row) -> str:
     ratios = paired_log_ratios(base.samples, cand.samples, base_per_round=base.measurement.samples_per_round,
                                cand_per_round=cand.measurement.samples_per_round)
     effect = math.expm1(statistics.fmean(ratios)) if ratios else cs.median / bs.median - 1
-    return f"{bs.median:.3f} -> {cs.median:.3f} us ({effect:+.2%} paired, {len(ratios)} pairs)"
+    return f"{format_time(bs.median)} -> {format_time(cs.median)} ({effect:+.2%} paired, {len(ratios)} pairs)"
 
 
 def run_pair(request: PairRequest, progress: ProgressFn | None = None, *,

@@ -19,8 +19,8 @@ from tritongate.gate.policy import GatePolicy
 from tritongate.gate.rule import TimingDecision, Why
 from tritongate.gate.summary import per_op
 from tritongate.gate.verdict import GateResult, RowVerdict, Verdict
-from tritongate.report.table import format_us
-from tritongate.report.untrusted import markdown_cell
+from tritongate.report.units import format_time, format_time_range
+from tritongate.report.untrusted import markdown_cell, safe_url
 from tritongate.stats import Summary
 
 STICKY_MARKER = "<!-- tritongate-verdict -->"
@@ -37,6 +37,7 @@ _ENV = jinja2.Environment(
     trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
 )
 _ENV.filters["cell"] = cell
+_ENV.filters["url"] = safe_url  # a link target is validated, not escaped
 
 
 def _pct(value: float | None, fmt: str = ".1%") -> str:
@@ -45,7 +46,7 @@ def _pct(value: float | None, fmt: str = ".1%") -> str:
 
 
 def _iqr_cell(s: Summary) -> str:
-    return f"{format_us(s.median)} ({format_us(s.q1)}–{format_us(s.q3)})"
+    return f"{format_time(s.median)} ({format_time_range(s.q1, s.q3)})"
 
 
 def _judged(t: TimingDecision) -> str:
@@ -206,4 +207,14 @@ def render_markdown(result: GateResult, *, artifact_url: str | None = None,
         text = template.render(**ctx)
         if len(text) <= limit:
             return text
-    return text[: limit - 200] + "\n\n_… cut at the size limit; see verdict.json._\n"
+    return _cut(text, limit)
+
+
+def _cut(text: str, limit: int) -> str:
+    """Last resort (every section already shortened): cut at a line end, close what is open,
+    say so. A line is a table row or a paragraph, so no row or entity is split."""
+    tail = "\n\n_… cut at the size limit; see verdict.json._\n"
+    head = text[: limit - 400]
+    head = head[: head.rfind("\n") + 1]
+    open_details = head.count("<details>") - head.count("</details>")
+    return head + "\n</details>\n" * max(open_details, 0) + tail

@@ -12,6 +12,7 @@ from typing import Sequence
 from rich.console import Console
 from rich.table import Table
 
+from tritongate.report.units import format_time, format_time_range
 from tritongate.report.untrusted import terminal_text
 from tritongate.schema import Row, SkipReason
 
@@ -21,10 +22,20 @@ NOT_TIMED = {
     SkipReason.OTHER_SIDE_FAILED: "not timed (other side failed)",
 }
 
+# Every row has these cells, in this order; throughput cells follow where they apply.
+COLUMNS = ("op", "case", "dtype", "timer", "status", "median", "IQR", "rel IQR", "n", "k", "markers")
+NUMERIC_COLUMNS = frozenset({"median", "IQR", "rel IQR", "n", "k", "TB/s", "TFLOP/s"})  # right-justified
 
-def format_us(v: float) -> str:
-    """Microseconds for people: two decimals under 1 ms, one above."""
-    return f"{v:,.2f}" if v < 1000 else f"{v:,.1f}"
+
+def throughput(row: Row) -> tuple[float | None, float | None]:
+    """(TB/s, TFLOP/s) at the row's median, None where unknown. Only device time gives a
+    throughput: the interpreter's wall time ("host-wall") would make a meaningless one."""
+    s = row.summary
+    if s is None or row.timer == "host-wall":
+        return None, None
+    seconds = s.median * 1e-6
+    return (row.bytes / seconds / 1e12 if row.bytes else None,
+            row.flops / seconds / 1e12 if row.flops else None)
 
 
 def row_cells(row: Row) -> dict[str, str]:
@@ -32,7 +43,7 @@ def row_cells(row: Row) -> dict[str, str]:
     a paired run) shows why in place of its median; its other timing cells are "-"."""
     s = row.summary
     if s:
-        median = format_us(s.median)
+        median = format_time(s.median)
     elif row.skipped is not None:
         median = NOT_TIMED.get(row.skipped, f"not timed ({row.skipped.value.replace('_', ' ')})")
     else:
@@ -40,24 +51,23 @@ def row_cells(row: Row) -> dict[str, str]:
     cells = {
         "op": row.op, "case": row.case, "dtype": row.dtype, "timer": row.timer,
         "status": row.status.value,
-        "median µs": median,
-        "IQR µs": f"{format_us(s.q1)}–{format_us(s.q3)}" if s else "-",
+        "median": median,
+        "IQR": format_time_range(s.q1, s.q3) if s else "-",
         "rel IQR": f"{s.rel_iqr:.2%}" if s else "-",
         "n": str(s.n) if s else "0",
         "k": str(row.measurement.launches_per_sample) if row.measurement else "-",
         "markers": "; ".join(row.markers) if row.markers else "",
     }
-    # Throughput only means something for device time, not the interpreter's wall time.
-    device_timed = row.timer != "host-wall"
-    if s and row.bytes and device_timed:
-        cells["TB/s"] = f"{row.bytes / (s.median * 1e-6) / 1e12:.2f}"
-    if s and row.flops and device_timed:
-        cells["TFLOP/s"] = f"{row.flops / (s.median * 1e-6) / 1e12:.1f}"
+    tb_s, tflop_s = throughput(row)
+    if tb_s is not None:
+        cells["TB/s"] = f"{tb_s:.2f}"
+    if tflop_s is not None:
+        cells["TFLOP/s"] = f"{tflop_s:.1f}"
     return cells
 
 
 def fold_constant_columns(records: Sequence[dict[str, str]],
-                          keep: Sequence[str] = ("op", "median µs")) -> tuple[list[str], dict[str, str]]:
+                          keep: Sequence[str] = ("op", "median")) -> tuple[list[str], dict[str, str]]:
     """Split columns into those that vary (shown) and those constant across rows (legend)."""
     columns: list[str] = []
     for rec in records:
@@ -83,9 +93,7 @@ def render_rows(rows: Sequence[Row], *, color: bool, width: int = 160, title: st
     table = Table(title=terminal_text(title) if title else None, show_lines=False,
                   header_style="bold" if color else "")
     for c in columns:
-        table.add_column(c, justify="right" if c in {"median µs", "IQR µs", "rel IQR", "n", "k",
-                                                     "TB/s", "TFLOP/s"} else "left",
-                         overflow="fold")
+        table.add_column(c, justify="right" if c in NUMERIC_COLUMNS else "left", overflow="fold")
     for rec, row in zip(records, rows):
         if not color:
             style = ""

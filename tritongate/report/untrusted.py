@@ -5,7 +5,9 @@ terminal shows from outside goes through here.
 - ``neutralize``: control and invisible format characters (bidi overrides, zero-width
   spaces: they can make a name read as another) become visible ``\\u202e``-style escapes.
 - ``markdown_cell``: safe inside a Markdown table cell, on one line: HTML is inert, and the
-  characters that make links, mentions, tables, code or emphasis become entities. An
+  characters that make links, mentions, tables, code or emphasis become entities; mentions,
+  issue references and bare URLs are broken by an escaped zero-width space; a cell is cut
+  at 500 characters (before escaping, so no entity is split). An
   underscore inside a word stays literal (GitHub does not read it as emphasis there), so
   ``grep attention_causal verdict.md`` works.
 - ``terminal_text``: a rich ``Text`` that is never parsed as markup (``[bold]`` stays text).
@@ -13,6 +15,7 @@ terminal shows from outside goes through here.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
@@ -30,15 +33,43 @@ def neutralize(value: Any) -> str:
                    for ch in text)
 
 
-def markdown_cell(value: Any) -> str:
+# GitHub links mentions, issue references and bare URLs in the *rendered* text, where an
+# entity is already decoded: an (escaped) zero-width space after the sign breaks the pattern
+# and stays invisible, as bots that quote release notes do (`@&#8203;user`).
+_BREAK = "&#8203;"
+MAX_CELL_CHARS = 500  # of the source text; verdict.json keeps the whole value
+
+
+def markdown_cell(value: Any, max_chars: int = MAX_CELL_CHARS) -> str:
     text = neutralize(value)
+    if len(text) > max_chars:  # cut before escaping: an entity is never split
+        text = text[: max_chars - 1] + "…"
     out = []
     for i, ch in enumerate(text):
         if ch == "_" and 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum():
             out.append(ch)  # intraword: never emphasis on GitHub
+        elif ch in "@#":
+            out.append(_ENTITIES[ch] + _BREAK)  # no mention, no issue reference
+        elif ch == ":" and text.startswith("//", i + 1):
+            out.append("&#58;" + _BREAK)  # scheme://: no autolink
+        elif ch == "." and i >= 3 and text[i - 3:i].lower() == "www":
+            out.append(_BREAK + "&#46;")  # www.: no autolink
         else:
             out.append(_ENTITIES.get(ch, ch))  # one pass: entities are never re-escaped
     return "".join(out)
+
+
+_URL = re.compile(r"https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/%+=&?,;:@!$-]*)?")
+MAX_URL = 2000
+
+
+def safe_url(url: str) -> str:
+    """A link target for verdict.md: an https URL with none of the characters that end or
+    break out of a Markdown link (spaces, quotes, brackets, parentheses, angle brackets)."""
+    if len(url) > MAX_URL or not _URL.fullmatch(url):
+        raise ValueError(f"{neutralize(url)[:120]!r} is not an https:// URL without spaces, quotes, "
+                         "brackets or parentheses")
+    return url
 
 
 def terminal_text(value: Any, style: str = "") -> Text:

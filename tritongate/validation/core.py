@@ -54,6 +54,12 @@ def describe(exc: ValidationError, source: str | Path, model: type[BaseModel] | 
     if first["loc"] and first["loc"][-1] == "[key]":  # a mapping key of the wrong type
         loc = format_loc(first["loc"][:-2])
         where = f"{source}: {loc}: " if loc else f"{source}: "
+        if first["type"] == "string_too_short":
+            return f"{where}a key is empty; name it"
+        if first["type"] == "string_too_long":
+            return f"{where}the key {short(first['loc'][-2])} is too long"
+        if first["type"] == "string_pattern_mismatch":
+            return f"{where}the key {short(first['loc'][-2])} does not match {first.get('ctx', {}).get('pattern')}"
         return f"{where}the key {short(first['loc'][-2])} must be text"
     loc = format_loc(first["loc"])
     where = f"{source}: {loc}: " if loc else f"{source}: "

@@ -27,6 +27,19 @@ def _scalar(value: Any) -> Any:
 Scalar = Annotated[JsonValue, AfterValidator(_scalar)]
 
 
+def _marker(value: str) -> str:
+    from tritongate.markers import parse_marker
+
+    try:  # the gate parses every marker: a malformed one is refused here
+        parse_marker(value)
+    except ValueError as exc:
+        raise ValueError(f"not a marker line (KIND key=value ...): {exc}") from None
+    return value
+
+
+MarkerLine = Annotated[Text, AfterValidator(_marker)]
+
+
 class VariantDoc(StrictDoc):
     kernel: Name
     name: Name
@@ -83,7 +96,7 @@ class RowDoc(StrictDoc):
     samples: list[Sample]
     status: Literal["ok", "error", "timeout"] = "ok"
     params: dict[str, JsonValue] = {}
-    markers: list[Text] = []
+    markers: list[MarkerLine] = []
     measurement: Optional[MeasurementDoc] = None
     correctness: Optional[CorrectnessDoc] = None
     variants: list[VariantDoc] = []

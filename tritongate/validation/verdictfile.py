@@ -1,0 +1,73 @@
+"""The model of ``verdict.json`` (written by ``tritongate gate``), for tools that read it
+back: the fields are typed; anything newer is kept as written."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional
+
+from pydantic import ConfigDict, Field
+
+from tritongate.validation.core import StrictDoc
+
+VerdictName = Literal["REGRESSED", "IMPROVED", "UNCHANGED", "IDENTICAL_BINARY", "REJECTED",
+                      "NOT_COMPARABLE", "MISSING", "NEW"]
+NonNegFloat = Annotated[float, Field(ge=0)]
+
+
+class _Open(StrictDoc):
+    model_config = ConfigDict(extra="allow")
+
+
+class VerdictRowDoc(_Open):
+    op: str
+    case: str
+    dtype: str
+    verdict: VerdictName
+    reasons: list[str] = []
+    min_effect: Optional[NonNegFloat] = None
+    base_markers: list[str] = []
+    cand_markers: list[str] = []
+    fails_policy: bool = False
+    timed: bool = False
+    rounds: Optional[int] = None
+    target_effect: Optional[NonNegFloat] = None
+    target_reached: Optional[bool] = None
+    timing_change: Optional[str] = None
+    speedup: Optional[float] = None
+    effect: Optional[float] = None
+    base_median_us: Optional[float] = None
+    base_q1_us: Optional[float] = None
+    base_q3_us: Optional[float] = None
+    cand_median_us: Optional[float] = None
+    cand_q1_us: Optional[float] = None
+    cand_q3_us: Optional[float] = None
+    base_n: Optional[int] = None
+    cand_n: Optional[int] = None
+    iqrs_overlap: Optional[bool] = None
+    noise_floor: Optional[float] = None
+    detectable_effect: Optional[float] = None
+    paired: Optional[bool] = None
+    pairs: Optional[int] = None
+    why: Optional[str] = None
+
+
+class VerdictSideDoc(_Open):
+    path: Optional[str] = None
+    run: Optional[str] = None
+    mode: Optional[str] = None
+
+
+class VerdictDoc(_Open):
+    schema_version: int
+    tool_version: str = "unknown"
+    passed: bool
+    exit_code: int
+    headline: str
+    failures: list[str] = []
+    notes: list[str] = []
+    identity_mismatches: list[str] = []
+    counts: dict[str, int] = {}
+    geomean_speedup: Optional[float] = None
+    base: VerdictSideDoc
+    candidate: VerdictSideDoc
+    rows: list[VerdictRowDoc]
