@@ -22,9 +22,11 @@ from tritongate.backends import Backend
 from tritongate.errors import UsageError
 from tritongate.harness.cuda_errors import one_line
 from tritongate.harness.measure import Measurement
+from tritongate.ir.capture import CompiledSeen, RowIR, row_ir
 from tritongate.ops.registry import Registry
 from tritongate.preflight import PlannedRow
 from tritongate.schema import Correctness, MeasurementInfo, PairInfo, Row, RowStatus, Variant
+from tritongate.variants import LaunchRecorder
 
 BASE_SEED = 20261129
 PLANTED_WORK_ENV = "TRITONGATE_PLANTED_WORK"
@@ -91,11 +93,14 @@ def _repeat(launch: Callable[[], object], times: int) -> Callable[[], object]:
 
 
 def prepare_row(item: PlannedRow, backend: Backend, device: Any, device_index: int = 0, *,
-                registry: Registry | None = None) -> PreparedRow:
+                registry: Registry | None = None, ir_sink: Callable[[RowIR], None] | None = None) -> PreparedRow:
     """Build, compile/tune, record variants and check correctness. Raises what the op raises.
-    ``registry``: the suite's ops (builtin plus its modules'); default the builtin ones."""
+    ``registry``: the suite's ops (builtin plus its modules'); default the builtin ones.
+    ``ir_sink`` receives the row's compiled variants (launched and sweep losers) with their
+    TTGIR, also when the row fails part-way: what compiled before a crash is kept."""
     import torch
 
+    from tritongate.ir.capture import observe_compiled
     from tritongate.variants import record_launches
 
     if registry is None:
@@ -121,12 +126,32 @@ def prepare_row(item: PlannedRow, backend: Backend, device: Any, device_index: i
     seed_everything(seed)
     case = spec.build(item.shape, dtype, tdevice, torch.Generator(device=tdevice).manual_seed(seed))
     launch = _repeat(case.launch, work)
-    launch()  # compiles and tunes: outside both the check and the timing
-    with record_launches() as launches:
-        launch()
+    seen: CompiledSeen | None = None
+    launches: LaunchRecorder | None = None
+    recorded = False
+    try:
+        with observe_compiled() as seen:
+            launch()  # compiles and tunes: outside both the check and the timing
+        with record_launches() as launches:
+            launch()
+        recorded = True
+    finally:
+        if ir_sink is not None and seen is not None:
+            _hand_over_ir(ir_sink, seen, launches, item, recorded=recorded)
     device.synchronize()
     correctness = check_output(case, spec.tolerance.get(item.dtype, (1e-2, 1e-2)))
     return PreparedRow(fields=fields, make_fn=make_fn, variants=launches.variants(), correctness=correctness)
+
+
+def _hand_over_ir(sink: Callable[[RowIR], None], seen: CompiledSeen, launches: LaunchRecorder | None,
+                  item: PlannedRow, *, recorded: bool) -> None:
+    """The row's IR to the store. A row that stopped before its recording pass ended keeps
+    the IR of everything it compiled (what a crash report needs), none of it a loser."""
+    if launches is not None:  # launched variants compiled in an earlier row are not in `seen`
+        for fn, compiled in launches.compiled.values():
+            seen.add(fn, compiled)
+    counts = dict(launches.compiled_launches) if recorded and launches is not None else None
+    sink(row_ir(seen, counts, case=item.case, row=f"{item.op}/{item.dtype}"))
 
 
 def finish_row(prepared: PreparedRow, m: Measurement, *, pairing: PairInfo | None = None) -> Row:

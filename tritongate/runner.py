@@ -29,6 +29,7 @@ from tritongate.harness.measure import MeasureConfig, measure
 from tritongate.identity import codegen_env, compiler_ref, config_dict, host, software, source_commit
 from tritongate.ops import user as user_ops
 from tritongate.interpreter_cost import slow_rows
+from tritongate.ir.store import IRStore
 from tritongate.ops.registry import Registry
 from tritongate.preflight import PlannedRow, check_out_dir, plan_rows
 from tritongate.rundir import LOG, RunWriter, new_run_dir
@@ -77,6 +78,7 @@ class Runner:
         self.request = request
         self._progress = progress or (lambda event: None)
         self._registry: Registry | None = None  # the suite's ops (builtin plus its modules'), set by prepare
+        self._ir: IRStore | None = None  # the run's ttgir/ (GPU backends)
 
     # -- set-up ----------------------------------------------------------------------------
     def prepare(self) -> tuple[list[PlannedRow], Any, Any, RecordSet | None]:
@@ -132,6 +134,8 @@ class Runner:
         for tuner in autotuners() + user_ops.autotuners(modules):
             tuner.cache.clear()
         writer = RunWriter(path, identity, mode=req.mode)
+        # the interpreter compiles nothing: no IR to keep there
+        self._ir = None if req.backend.interpreter else IRStore(path)
         outcome = RunOutcome(path=path)
         session = AutotuneSession(req.mode, records)
         t0 = time.perf_counter()
@@ -154,13 +158,19 @@ class Runner:
                         "triton": identity["software"]["triton"], "run": path.name, "suite": suite.name})
             except BaseException as exc:
                 why = describe(exc)
+                if self._ir is not None:
+                    self._ir.close()  # what compiled so far, the failing row's compiles included
                 writer.fail(why)
                 log.write(f"RUN_FAILED {why}")
                 exc.add_note(f"partial run directory (loads as incomplete): {path}")
                 raise
             outcome.wall_s = time.perf_counter() - t0
-            writer.set_identity_extra({"gpu_state_after": self._gpu_state(device, check_idle_now=False),
-                                       "wall_s": round(outcome.wall_s, 3)})
+            extra = {"gpu_state_after": self._gpu_state(device, check_idle_now=False),
+                     "wall_s": round(outcome.wall_s, 3)}
+            if self._ir is not None:
+                self._ir.close()
+                extra["ir"] = {"variants": len(self._ir.variants), "notes": self._ir.notes[:20]}
+            writer.set_identity_extra(extra)
             writer.finish()
             log.write(f"RUN_COMPLETE rows={len(outcome.rows)} flagged={len(outcome.flagged)} "
                       f"wall_s={outcome.wall_s:.1f}")
@@ -216,7 +226,8 @@ class Runner:
         backend = self.request.backend
         try:
             with tuning_context(backend):
-                prepared = prepare_row(item, backend, device, self.request.device_index, registry=self._registry)
+                prepared = prepare_row(item, backend, device, self.request.device_index, registry=self._registry,
+                                       ir_sink=self._ir.add if self._ir is not None else None)
                 m = measure(prepared.make_fn, device=device, timer=backend.timer, config=config,
                             launches_per_sample=launches_per_sample)
         except GateError:

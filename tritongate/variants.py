@@ -47,6 +47,9 @@ def _source_hash(fn: Any) -> str:
 class LaunchRecorder:
     def __init__(self) -> None:
         self._counts: Counter[tuple[str, str, str, str]] = Counter()
+        # compile hash -> (function, CompiledKernel) and launches: the IR of what ran
+        self.compiled: dict[str, tuple[Any, Any]] = {}
+        self.compiled_launches: Counter[str] = Counter()
 
     def record(self, fn: Any, kwargs: dict[str, Any], compiled: Any) -> None:
         name = variant_name(kwargs)
@@ -59,6 +62,9 @@ class LaunchRecorder:
             if isinstance(binary, str):
                 binary = binary.encode()
             bin_hash = hashlib.sha256(binary).hexdigest()[:16] if binary else ""
+            if isinstance(compiled.hash, str):
+                self.compiled.setdefault(compiled.hash, (fn, compiled))
+                self.compiled_launches[compiled.hash] += 1
             src = getattr(compiled, "src", None)
             if src is not None and hasattr(src, "hash"):
                 src_hash = str(src.hash())

@@ -137,7 +137,7 @@ class ScriptedExecutor:
                 "rows": [{"op": op, "shape": list(shape), "dtype": dt, "case": case_id(shape)}
                          for op, shape, dt in ROWS]}
 
-    def prepare(self, op: str, shape: list[Any], dtype: str) -> dict[str, Any]:
+    def prepare(self, op: str, shape: list[Any], dtype: str, run_dir: str | None = None) -> dict[str, Any]:
         if op in self.env.get("TG_CRASH", "").split(","):
             os.kill(os.getpid(), signal.SIGSEGV)
         if op in self.env.get("TG_HANG", "").split(","):

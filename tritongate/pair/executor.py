@@ -73,6 +73,7 @@ class TritonExecutor:
         self._stack.enter_context(tuning_context(self.backend))
         self._prepared: Any = None
         self._measurer: RowMeasurer | None = None
+        self._ir: Any = None  # IRStore of this side's run directory, opened by the first prepare
 
     def _quiet_host(self, cpus: list[int] | None) -> list[int] | None:
         """On the interpreter the kernels run on the host: both workers then share one core
@@ -130,7 +131,7 @@ class TritonExecutor:
                 "rows": [{"op": r.op, "shape": list(r.shape), "dtype": r.dtype, "case": r.case} for r in rows]}
 
     # -- one row ---------------------------------------------------------------------------
-    def prepare(self, op: str, shape: list[Any], dtype: str) -> dict[str, Any]:
+    def prepare(self, op: str, shape: list[Any], dtype: str, run_dir: str | None = None) -> dict[str, Any]:
         from tritongate.ops.builtin import REGISTRY
         from tritongate.rowcase import prepare_row
 
@@ -140,12 +141,27 @@ class TritonExecutor:
                              "were not loaded here (pass the suite in the worker's init settings)")
         item = PlannedRow(op=op, shape=tuple(shape), dtype=dtype)
         self.session.begin_row(item.op, item.case, item.dtype)
-        self._prepared = prepare_row(item, self.backend, self.device, self.index, registry=self.registry)
+        store = self._ir_store(run_dir)
+        self._prepared = prepare_row(item, self.backend, self.device, self.index, registry=self.registry,
+                                     ir_sink=store.add if store is not None else None)
         if self.config.fresh_segments:
             self.device.release_cached()  # the other worker measures next: hold nothing
         p = self._prepared
         return {"fields": p.fields, "variants": [v.to_dict() for v in p.variants],
                 "correctness": p.correctness.to_dict()}
+
+    def _ir_store(self, run_dir: str | None) -> Any:
+        """This side's ttgir/ (the worker writes it: the IR never crosses the pipe); reopened by
+        a restarted worker. None on the interpreter, which compiles nothing."""
+        if run_dir is None or self.backend.interpreter:
+            return None
+        from tritongate.ir.store import IRStore
+
+        if self._ir is None or self._ir.root.parent != Path(run_dir):
+            if self._ir is not None:
+                self._ir.close()
+            self._ir = IRStore(Path(run_dir))
+        return self._ir
 
     def warm_up(self, k: int | None = None) -> dict[str, Any]:
         if self._prepared is None:
@@ -185,4 +201,6 @@ class TritonExecutor:
         return {}
 
     def close(self) -> None:
+        if self._ir is not None:
+            self._ir.close()
         self._stack.close()

@@ -437,7 +437,8 @@ class PairRunner:
                 states[side.name].failure = ("error", side.gave_up)
         for side in (base, cand):
             states[side.name].prepared = self._ask(side, states[side.name], "prepare", op=item.op,
-                                                   shape=list(item.shape), dtype=item.dtype)
+                                                   shape=list(item.shape), dtype=item.dtype,
+                                                   run_dir=str(self._pair_dir / side.name))
         ok = all(s.failure is None for s in states.values())
         identical = ok and _identical(_prepared(states["base"].prepared), _prepared(states["candidate"].prepared))
         if ok and not (identical and not self.request.time_identical):

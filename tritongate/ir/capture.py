@@ -1,0 +1,135 @@
+"""Which compiled kernels a row produced, read from Triton's ``CompiledKernel`` objects.
+
+``JITFunction.run`` returns the kernel it launched. Wrapping it while a row's first launch
+runs (compile and autotune sweep) sees every variant compiled for the row; the recording
+pass (``variants.record_launches``) sees the ones actually launched. A variant seen only in
+the sweep is a *sweep loser*: indexed, but its IR is not kept. Anything this Triton version
+does not expose is skipped with a note, never an error: IR is evidence, not a gate input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator
+
+from tritongate.ir.index import OPTION_KEYS, CompiledVariant, jsonable
+from tritongate.variants import kernel_id
+
+
+@dataclass
+class CompiledSeen:
+    """Compiled kernels observed during a block: compile hash -> (kernel id, kernel)."""
+
+    kernels: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, fn: Any, compiled: Any) -> None:
+        compiled = _resolved(compiled)
+        digest = getattr(compiled, "hash", None)
+        if isinstance(digest, str) and digest and getattr(compiled, "asm", None) is not None:
+            self.kernels.setdefault(digest, (kernel_id(fn), compiled))
+
+
+def _resolved(compiled: Any) -> Any:
+    """3.5+ may hand back a future while compiling asynchronously."""
+    result = getattr(compiled, "result", None)
+    return result() if callable(result) and not hasattr(compiled, "asm") else compiled
+
+
+@contextlib.contextmanager
+def observe_compiled() -> Iterator[CompiledSeen]:
+    """Every ``CompiledKernel`` a JIT launch returns inside the block (autotune sweeps
+    included). Not thread-safe; the runner and pair workers are single-threaded."""
+    seen = CompiledSeen()
+    try:
+        from triton.runtime.jit import JITFunction
+    except ImportError:  # pragma: no cover - triton is a dependency
+        seen.notes.append("triton.runtime.jit.JITFunction not found: no IR captured")
+        yield seen
+        return
+    original = JITFunction.run
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        try:
+            seen.add(self, result)
+        except Exception as exc:  # noqa: BLE001 - IR capture must never fail a row
+            seen.notes.append(f"IR capture skipped a kernel: {type(exc).__name__}: {exc}")
+        return result
+
+    JITFunction.run = run
+    try:
+        yield seen
+    finally:
+        JITFunction.run = original
+
+
+def describe_compiled(compiled: Any, *, kernel: str, case: str) -> CompiledVariant:
+    """A ``CompiledKernel`` as an index entry (launch counts and flags are set by the caller).
+    Raises ``AttributeError``/``TypeError`` on a Triton that exposes less (the caller notes it)."""
+    src = compiled.src
+    meta = compiled.metadata
+    arg_names = list(getattr(src.fn, "arg_names", ()))
+
+    def name_of(key: Any) -> str:
+        # 3.3+ key constants and attrs by (arg index,); older versions by index or name
+        index = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+        return arg_names[index] if isinstance(index, int) and index < len(arg_names) else str(key)
+
+    signature = src.signature
+    if not isinstance(signature, dict):
+        raise TypeError("ASTSource.signature is not a mapping on this Triton")
+    signature = {name_of(k) if not isinstance(k, str) else k: str(v) for k, v in signature.items()}
+    constexprs = {name_of(k): jsonable(v) for k, v in (getattr(src, "constants", None) or {}).items()}
+    attrs = {name_of(k): jsonable(v) for k, v in (getattr(src, "attrs", None) or {}).items()}
+    options = {k: jsonable(getattr(meta, k, None)) for k in OPTION_KEYS}
+    target = getattr(meta, "target", None)
+    binary = getattr(compiled, "kernel", b"")
+    if isinstance(binary, str):
+        binary = binary.encode()
+    return CompiledVariant(
+        case=case, kernel=kernel, signature=signature, constexprs=constexprs, specialization=attrs,
+        options=options, compile_hash=str(compiled.hash), source_hash=str(src.hash()),
+        binary_hash=hashlib.sha256(binary).hexdigest()[:16] if binary else "",
+        target=f"{target.backend}:{target.arch}" if target is not None else "")
+
+
+def ttgir_of(compiled: Any) -> str | None:
+    asm = getattr(compiled, "asm", None) or {}
+    text = asm.get("ttgir") if hasattr(asm, "get") else None
+    return text if isinstance(text, str) else None
+
+
+@dataclass(frozen=True)
+class RowIR:
+    """A row's compiled variants (launched and sweep losers) and the TTGIR of the launched."""
+
+    variants: tuple[CompiledVariant, ...] = ()
+    ttgir: dict[str, str] = field(default_factory=dict)  # compile hash -> TTGIR text
+    notes: tuple[str, ...] = ()
+
+
+def row_ir(seen: CompiledSeen, launched: dict[str, int] | None, *, case: str, row: str) -> RowIR:
+    """``seen``: every compiled kernel of the row; ``launched``: compile hash -> launches in
+    the recording pass (kernels launched there but compiled before the row are in ``seen``
+    too: the recorder adds them). ``launched=None``: the row stopped before the recording
+    pass ended (a crash): nothing is a loser then, every compiled variant keeps its IR."""
+    variants, texts, notes = [], {}, list(seen.notes)
+    for digest, (kernel, compiled) in sorted(seen.kernels.items()):
+        try:
+            v = describe_compiled(compiled, kernel=kernel, case=case)
+        except (AttributeError, TypeError, KeyError, IndexError) as exc:
+            notes.append(f"IR of {kernel} not indexed on this Triton: {type(exc).__name__}: {exc}")
+            continue
+        count = launched.get(digest, 0) if launched is not None else 0
+        loser = launched is not None and count == 0
+        variants.append(replace(v, launches=count, sweep_loser=loser, rows=(row,)))
+        if not loser:
+            text = ttgir_of(compiled)
+            if text is None:
+                notes.append(f"no TTGIR for {kernel} on this backend")
+            else:
+                texts[digest] = text
+    return RowIR(variants=tuple(variants), ttgir=texts, notes=tuple(notes))

@@ -1,0 +1,456 @@
+"""Normalized IR diffs between two ``ttgir/`` trees (a base and a candidate compiler build).
+
+Raw TTGIR carries source locations (``#loc`` aliases, ``loc(...)`` suffixes) with absolute
+paths, so the same kernel compiled from two checkouts differs line by line although the
+code is the same. Normalization removes exactly that noise and keeps the rest byte for
+byte, so a non-empty diff means the compiler emitted different code.
+
+```
+<out>/<case_dir>/<kernel_dir>/<name>.diff   one per changed variant (the ttgir file's folder)
+<out>/index.tsv                             every compared variant: status, sizes, diff path, rows
+<out>/summary.md                            counts per status, changed variants by size
+```
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import re
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+from typing import Iterable
+
+from tritongate.atomicio import write_text_atomic
+from tritongate.ir.index import INDEX, CompiledVariant, read_index
+
+IDENTICAL = "identical"
+CHANGED = "changed"
+BASE_ONLY = "base_only"
+CAND_ONLY = "cand_only"
+MISSING_FILE = "missing_file"
+STATUSES = (CHANGED, BASE_ONLY, CAND_ONLY, MISSING_FILE, IDENTICAL)  # summary order
+NOT_IDENTICAL = frozenset(STATUSES) - {IDENTICAL}
+
+MAX_DIFF_BYTES = 2 * 1024 * 1024  # IR of huge kernels: keep the diff folder reviewable
+SUMMARY_MAX_ROWS = 200  # changed variants listed in summary.md (index.tsv lists all)
+TTGIR_DIR = "ttgir"  # a run directory's IR folder (tritongate.ir.store names it too)
+DIFF_COLUMNS = ("case", "kernel", "name", "status", "added", "removed", "diff", "rows", "reason")
+
+
+# ---------------------------------------------------------------------------------------
+# normalization
+
+
+# what strip_locations acts on: a string literal, a ``loc(`` that is not the tail of a
+# longer name (``@myloc(``), a location alias definition at a line start (``#loc12 = loc(``)
+_LOC_TOKEN = re.compile(r'"|(?<![\w.$@%#-])loc\(|^#loc[\w$.-]*[ \t]*=[ \t]*loc\(', re.M)
+# the directories of an absolute path: inside a quoted string (may hold spaces), or bare
+_QUOTED_DIRS = re.compile(r'"/(?:[^"\\\n/]*/)+')
+_BARE_DIRS = re.compile(r"(?<![\w.~/:-])/(?:[\w.+@~-]+/)+(?=[\w.+@~-])")
+
+
+def _skip_string(text: str, pos: int) -> int:
+    """Index after the MLIR string literal opening at ``pos``; strings never span lines
+    (MLIR escapes newlines), so an unterminated one ends at the line end."""
+    i = pos + 1
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and text.startswith("\n", i + 1):
+            return i + 1  # a stray backslash at the line end escapes nothing
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == '"':
+            return i + 1
+        if ch == "\n":
+            return i
+        i += 1
+    return len(text)
+
+
+def _close_paren(text: str, open_pos: int) -> int:
+    """Index after the ``)`` matching the ``(`` at ``open_pos`` (strings skipped), or -1
+    when unbalanced on that line: nested ``callsite(...)``, ``fused[...]`` and ``"a(b"``
+    paths are fine; MLIR prints a location on one line, so damage never eats the next."""
+    depth = 0
+    i = open_pos
+    while i < len(text):
+        ch = text[i]
+        if ch == "\n":
+            return -1
+        if ch == '"':
+            i = _skip_string(text, i)
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return -1
+
+
+def _line_end(text: str, pos: int) -> int:
+    """Index after the newline ending the line that holds ``pos`` (or the text's end)."""
+    nl = text.find("\n", pos)
+    return len(text) if nl < 0 else nl + 1
+
+
+def strip_locations(text: str) -> str:
+    """``text`` without ``#locN = loc(...)`` lines and ``loc(...)`` suffixes (with the blanks
+    before them). Quoted strings are left alone; an unbalanced ``loc(`` stays as it is."""
+    out: list[str] = []
+    i = 0
+    while (m := _LOC_TOKEN.search(text, i)) is not None:
+        out.append(text[i:m.start()])
+        token = m.group()
+        if token == '"':  # copied whole: a "loc(" inside a string is data
+            i = _skip_string(text, m.start())
+            out.append(text[m.start():i])
+            continue
+        end = _close_paren(text, m.end() - 1)
+        if end < 0:
+            out.append(token)
+        elif token.startswith("#"):
+            end = _line_end(text, end)  # the whole definition line goes
+        else:
+            _drop_trailing_blanks(out)
+        i = m.end() if end < 0 else end
+    out.append(text[i:])
+    return "".join(out)
+
+
+def _drop_trailing_blanks(out: list[str]) -> None:
+    """Remove the spaces/tabs just emitted (the separator before a removed ``loc(...)``);
+    string chunks end with their quote, so they are never touched."""
+    while out:
+        kept = out[-1].rstrip(" \t")
+        if kept:
+            out[-1] = kept
+            return
+        out.pop()
+
+
+def strip_abs_paths(text: str) -> str:
+    """Absolute paths reduced to their file name: two checkouts or build dirs then agree."""
+    return _BARE_DIRS.sub("", _QUOTED_DIRS.sub('"', text))
+
+
+def _normalize_lines(text: str) -> str:
+    """Trailing blanks (and CRs) off every line, trailing empty lines dropped, one final
+    newline: editors, transfers and the removal of suffixes leave these differences."""
+    lines = [line.rstrip() for line in text.split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def normalize_ttgir(text: str) -> str:
+    """TTGIR (or TTIR) from two builds or checkouts made comparable: locations and absolute
+    paths removed, trailing whitespace normalized, everything else byte for byte.
+    Idempotent: ``normalize_ttgir(normalize_ttgir(t)) == normalize_ttgir(t)``."""
+    return _normalize_lines(strip_abs_paths(strip_locations(text)))
+
+
+_PTX_LINE_INFO = re.compile(r"^\s*\.(?:file|loc)\b")
+# labels emitted only for debug info (scopes, function bounds); branch targets are $L__BB*
+_PTX_DEBUG_LABEL = re.compile(r"^\$L__(?:tmp|func_begin|func_end)\d+:\s*$")
+_PTX_DEBUG_SECTION = re.compile(r"^\s*\.section\s+\.debug_\w*")
+_PTX_VERSION = re.compile(r"^(\s*)\.version\s+\d+\.\d+\s*$")
+
+
+def normalize_ptx(text: str) -> str:
+    """PTX from two builds or checkouts made comparable: the ``//`` header comment block,
+    ``.file``/``.loc`` lines, debug-only labels and ``.debug_*`` sections (DWARF with the
+    source path as bytes) dropped, ``.version X.Y`` (follows the bundled ptxas) made
+    generic, absolute paths reduced to file names. Idempotent."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    start = 0
+    while start < len(lines) and (not lines[start].strip() or lines[start].lstrip().startswith("//")):
+        start += 1  # the header: "Generated by LLVM NVPTX Back-End", toolchain versions
+    kept = [_PTX_VERSION.sub(r"\1.version X.Y", line) for line in _without_debug_sections(lines[start:])
+            if not _PTX_LINE_INFO.match(line) and not _PTX_DEBUG_LABEL.match(line)]
+    return _normalize_lines(strip_abs_paths("\n".join(kept)))
+
+
+def _without_debug_sections(lines: list[str]) -> list[str]:
+    """``lines`` without ``.section .debug_* { ... }`` blocks (braces counted outside ``//``
+    comments; a section whose brace never opens drops only its own line)."""
+    out: list[str] = []
+    depth, opened, skipping = 0, False, False
+    for line in lines:
+        code = line.split("//", 1)[0]
+        if not skipping and _PTX_DEBUG_SECTION.match(line):
+            depth, opened, skipping = 0, False, True
+        elif skipping and not opened and code.strip() and not code.strip().startswith("{"):
+            skipping = False  # no block follows the directive
+        if not skipping:
+            out.append(line)
+            continue
+        depth += code.count("{") - code.count("}")
+        opened = opened or "{" in code
+        if opened and depth <= 0:
+            skipping = False
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# comparing two trees
+
+
+@dataclass(frozen=True)
+class VariantDiff:
+    """One launched variant compared across the two trees.
+
+    ``base_file``/``cand_file`` are relative to each tree's ``ttgir/`` ("" on the side that
+    lacks the variant); ``added``/``removed`` count the diff's lines (the whole diff even when
+    ``diff_text`` was cut); ``rows`` are the "op/dtype" rows of both sides; ``reason`` says
+    why a ``missing_file`` variant could not be compared.
+    """
+
+    case: str
+    kernel: str
+    name: str
+    status: str
+    base_file: str = ""
+    cand_file: str = ""
+    added: int = 0
+    removed: int = 0
+    diff_text: str = ""
+    rows: tuple[str, ...] = ()
+    reason: str = ""
+
+    @property
+    def size(self) -> int:
+        return self.added + self.removed
+
+
+def ttgir_root(path: Path) -> Path:
+    """The folder holding ``index.tsv``: ``path`` itself, or a run directory's ``ttgir/``."""
+    path = Path(path)
+    if not (path / INDEX).is_file() and (path / TTGIR_DIR / INDEX).is_file():
+        return path / TTGIR_DIR
+    return path
+
+
+def _launched(root: Path) -> dict[tuple[str, str, str], list[CompiledVariant]]:
+    """The launched variants of a tree (those with a file) by (case, kernel, name);
+    ``FileNotFoundError``/``ValueError`` when the index is absent or damaged."""
+    index = root / INDEX
+    if not index.is_file():
+        raise FileNotFoundError(f"{index}: no IR index (is this a run's ttgir/ folder?)")
+    by_key: dict[tuple[str, str, str], list[CompiledVariant]] = defaultdict(list)
+    for v in read_index(index):
+        if v.file:
+            by_key[(v.case, v.kernel, v.name or PurePosixPath(v.file).stem)].append(v)
+    for members in by_key.values():
+        members.sort(key=lambda v: (v.file, v.compile_hash))
+    return by_key
+
+
+def _safe_rel(rel: str) -> PurePosixPath | None:
+    """``rel`` as a path inside its tree, or None when it is absolute or climbs out
+    (an index is input: never read or write outside the folder because of it)."""
+    p = PurePosixPath(rel.replace("\\", "/"))
+    if not p.parts or p.is_absolute() or ".." in p.parts or ":" in p.parts[0]:
+        return None
+    return p
+
+
+def _read_ir(root: Path, rel: str) -> tuple[str | None, str]:
+    """The normalized TTGIR at ``root/rel``, or (None, why not)."""
+    safe = _safe_rel(rel)
+    if safe is None:
+        return None, f"{rel!r}: path outside the ttgir folder"
+    path = root / safe
+    try:
+        return normalize_ttgir(path.read_text(encoding="utf-8")), ""
+    except FileNotFoundError:
+        return None, f"{path}: listed in {INDEX} but not on disk"
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"{path}: unreadable ({type(exc).__name__}: {exc})"
+
+
+def unified_diff(base_text: str, cand_text: str, base_rel: str, cand_rel: str) -> tuple[str, int, int]:
+    """(diff text, added lines, removed lines) of two normalized texts; ("", 0, 0) if equal."""
+    if base_text == cand_text:
+        return "", 0, 0
+    lines = list(difflib.unified_diff(base_text.splitlines(), cand_text.splitlines(),
+                                      fromfile=f"a/{base_rel}", tofile=f"b/{cand_rel}", n=3, lineterm=""))
+    body = lines[2:]  # after the ---/+++ headers, which a content line could mimic
+    added = sum(1 for line in body if line.startswith("+"))
+    removed = sum(1 for line in body if line.startswith("-"))
+    return "\n".join(lines) + "\n", added, removed
+
+
+def cut_diff(text: str, limit: int = MAX_DIFF_BYTES) -> str:
+    """``text`` cut at a line boundary to at most ``limit`` UTF-8 bytes, with a note."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    # room for the note keeps the result within the limit, so cutting twice changes nothing
+    head = data[: max(limit - 100, 0)].decode("utf-8", errors="ignore")
+    head = head[: head.rfind("\n") + 1] if "\n" in head else ""
+    return head + f"... diff cut: {len(head.encode('utf-8'))} of {len(data)} bytes shown\n"
+
+
+def _compare(key: tuple[str, str, str], base: CompiledVariant | None, cand: CompiledVariant | None,
+             base_root: Path, cand_root: Path) -> VariantDiff:
+    case, kernel, name = key
+    rows = tuple(sorted(set(base.rows if base else ()) | set(cand.rows if cand else ())))
+    pair = VariantDiff(case, kernel, name, IDENTICAL, base.file if base else "", cand.file if cand else "", rows=rows)
+    if base is None or cand is None:
+        return replace(pair, status=CAND_ONLY if base is None else BASE_ONLY)
+    base_text, base_why = _read_ir(base_root, base.file)
+    cand_text, cand_why = _read_ir(cand_root, cand.file)
+    if base_text is None or cand_text is None:
+        reason = "; ".join(f"{side}: {why}" for side, why in (("base", base_why), ("candidate", cand_why)) if why)
+        return replace(pair, status=MISSING_FILE, reason=reason)
+    text, added, removed = unified_diff(base_text, cand_text, base.file, cand.file)
+    if not text:
+        return pair
+    return replace(pair, status=CHANGED, added=added, removed=removed, diff_text=cut_diff(text))
+
+
+def diff_trees(base: Path, cand: Path) -> list[VariantDiff]:
+    """Every launched variant of either tree, joined on (case, kernel, name) and compared as
+    normalized TTGIR; sorted by (case, kernel, name). ``base``/``cand`` are ``ttgir/``
+    folders or run directories. A listed file missing on disk gives ``missing_file``; an
+    absent or damaged ``index.tsv`` raises ``FileNotFoundError``/``ValueError``."""
+    base_root, cand_root = ttgir_root(base), ttgir_root(cand)
+    base_by, cand_by = _launched(base_root), _launched(cand_root)
+    out: list[VariantDiff] = []
+    for key in sorted(set(base_by) | set(cand_by)):
+        b, c = base_by.get(key, []), cand_by.get(key, [])
+        # one variant per key on each side normally; duplicates pair up in file order
+        for i in range(max(len(b), len(c))):
+            out.append(_compare(key, b[i] if i < len(b) else None, c[i] if i < len(c) else None,
+                                base_root, cand_root))
+    return out
+
+
+def _split_row(row: str) -> tuple[str, str]:
+    """"op/dtype" -> (op, dtype); the dtype never holds a slash, an op may."""
+    op, sep, dtype = row.rpartition("/")
+    return (op, dtype) if sep else (row, "")
+
+
+def rows_changed(diffs: Iterable[VariantDiff],
+                 statuses: frozenset[str] = NOT_IDENTICAL) -> dict[tuple[str, str, str], list[VariantDiff]]:
+    """Verdict row (op, case, dtype) -> its variants whose status is in ``statuses`` (every
+    status but ``identical`` by default: a variant only one build launched is a change too)."""
+    out: dict[tuple[str, str, str], list[VariantDiff]] = defaultdict(list)
+    for d in diffs:
+        if d.status not in statuses:
+            continue
+        for row in d.rows:
+            op, dtype = _split_row(row)
+            out[(op, d.case, dtype)].append(d)
+    return {key: sorted(out[key], key=_order) for key in sorted(out)}
+
+
+def _order(d: VariantDiff) -> tuple[str, ...]:
+    """A total order (ties broken by content), so any input order writes the same bytes."""
+    return (d.case, d.kernel, d.name, d.base_file, d.cand_file, d.status, d.reason, d.diff_text)
+
+
+# ---------------------------------------------------------------------------------------
+# the diff folder
+
+
+def _diff_paths(diffs: list[VariantDiff]) -> dict[int, PurePosixPath]:
+    """Position in ``diffs`` -> relative .diff path for each changed variant: the ttgir file's
+    folder (candidate side, else base) and ``<name>.diff``; unsafe folders fall back to a
+    flat name, clashes get ``~2``, ``~3``."""
+    taken: set[PurePosixPath] = set()
+    out: dict[int, PurePosixPath] = {}
+    for i, d in enumerate(diffs):
+        if d.status != CHANGED:
+            continue
+        folder = _safe_rel(d.cand_file or d.base_file)
+        stem = re.sub(r"[/\\\x00]", "_", d.name) or "variant"
+        stem = "_" + stem if stem.startswith(".") else stem
+        parent = folder.parent if folder is not None else PurePosixPath("_unsafe")
+        rel, k = parent / f"{stem}.diff", 1
+        while rel in taken:
+            k += 1
+            rel = parent / f"{stem}~{k}.diff"
+        taken.add(rel)
+        out[i] = rel
+    return out
+
+
+def _tsv(rows: list[tuple[object, ...]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, delimiter="\t", lineterminator="\n")
+    w.writerow(DIFF_COLUMNS)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def _md_cell(text: object) -> str:
+    """A markdown table cell: pipes escaped, newlines flattened, backticks dropped."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("`", "'")
+
+
+def summary_markdown(diffs: list[VariantDiff], paths: dict[int, PurePosixPath]) -> str:
+    """Counts per status, then the changed variants largest first (and why files were missing)."""
+    counts = {s: 0 for s in STATUSES}
+    for d in diffs:
+        counts[d.status] = counts.get(d.status, 0) + 1
+    lines = ["# TTGIR diff", "", "| status | variants |", "|---|---:|"]
+    lines += [f"| {_md_cell(s)} | {n} |" for s, n in counts.items()]
+    changed = sorted((i for i, d in enumerate(diffs) if d.status == CHANGED),
+                     key=lambda i: (-diffs[i].size, _order(diffs[i])))
+    if changed:
+        lines += ["", "## Changed variants, largest first", "",
+                  "| case | kernel | variant | +lines | -lines | diff | rows |", "|---|---|---|---:|---:|---|---|"]
+        for i in changed[:SUMMARY_MAX_ROWS]:
+            d = diffs[i]
+            lines.append(f"| {_md_cell(d.case)} | {_md_cell(d.kernel)} | {_md_cell(d.name)} | {d.added} | "
+                         f"{d.removed} | {_md_cell(paths[i])} | {_md_cell(', '.join(d.rows))} |")
+        if len(changed) > SUMMARY_MAX_ROWS:
+            lines.append(f"\n{len(changed) - SUMMARY_MAX_ROWS} more changed variants: see {INDEX}.")
+    missing = [d for d in diffs if d.status == MISSING_FILE]
+    if missing:
+        lines += ["", "## Not compared (missing files)", ""]
+        lines += [f"- {_md_cell(d.case)} / {_md_cell(d.kernel)} / {_md_cell(d.name)}: {_md_cell(d.reason)}"
+                  for d in missing[:SUMMARY_MAX_ROWS]]
+    return "\n".join(lines) + "\n"
+
+
+def _remove_stale(out: Path, keep: set[PurePosixPath]) -> None:
+    """Delete the .diff files a previous write listed and this one does not: only files this
+    module wrote, so pointing ``out`` at a busy folder never deletes anything else."""
+    try:
+        with open(out / INDEX, encoding="utf-8", newline="") as f:
+            old = [rec.get("diff") or "" for rec in csv.DictReader(f, delimiter="\t")]
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return
+    for rel in old:
+        safe = _safe_rel(rel)
+        if safe is not None and safe.suffix == ".diff" and safe not in keep:
+            (out / safe).unlink(missing_ok=True)
+
+
+def write_diff_dir(diffs: Iterable[VariantDiff], out: Path) -> Path:
+    """Write the diff folder (one .diff per changed variant, ``index.tsv``, ``summary.md``)
+    with atomic writes; returns ``out``. Deterministic: the same diffs give the same bytes."""
+    out = Path(out)
+    ordered = sorted(diffs, key=_order)
+    paths = _diff_paths(ordered)
+    out.mkdir(parents=True, exist_ok=True)
+    _remove_stale(out, set(paths.values()))
+    for i, rel in paths.items():
+        target = out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(target, cut_diff(ordered[i].diff_text))
+    rows = [(d.case, d.kernel, d.name, d.status, d.added, d.removed, str(paths.get(i, "")),
+             ",".join(d.rows), d.reason) for i, d in enumerate(ordered)]
+    write_text_atomic(out / INDEX, _tsv(rows))
+    write_text_atomic(out / "summary.md", summary_markdown(ordered, paths))
+    return out

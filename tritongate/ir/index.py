@@ -1,0 +1,118 @@
+"""One compiled kernel variant as the IR index records it, and ``index.tsv`` itself."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+INDEX = "index.tsv"
+OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
+
+
+@dataclass(frozen=True)
+class CompiledVariant:
+    """One compiled variant of one kernel for one case (shape).
+
+    ``signature`` maps argument names to Triton types (``*fp16``, ``i32``, ``constexpr``);
+    ``constexprs`` the constexpr arguments to their values; ``specialization`` argument
+    names to the attributes the JIT specialized on (``[["tt.divisibility", 16]]``);
+    ``options`` the compile options that shape the code (warps, stages, CTAs, registers,
+    fp fusion). ``compile_hash`` is Triton's cache key (build-specific); ``source_hash`` is
+    build-independent; ``binary_hash`` hashes the cubin bytes.
+    """
+
+    case: str
+    kernel: str  # module.qualname
+    signature: Mapping[str, str]
+    constexprs: Mapping[str, Any]
+    specialization: Mapping[str, Any]
+    options: Mapping[str, Any]
+    compile_hash: str
+    source_hash: str = ""
+    binary_hash: str = ""
+    target: str = ""  # e.g. cuda:90
+    launches: int = 0  # in the row's recording pass; 0 and sweep_loser: compiled, never chosen
+    sweep_loser: bool = False
+    rows: tuple[str, ...] = ()  # "op/dtype" of the rows that compiled or launched it
+    name: str = ""  # the file stem (launched variants), given by ``naming``
+    file: str = ""  # relative to ttgir/
+
+    def __post_init__(self) -> None:
+        if not self.case or not self.kernel or not self.compile_hash:
+            raise ValueError("a compiled variant needs a case, a kernel and a compile hash")
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.case, self.kernel, self.compile_hash)
+
+    @property
+    def element_type(self) -> str:
+        """The first pointer argument's element type (``fp16``), the variant's dtype."""
+        for t in self.signature.values():
+            if isinstance(t, str) and t.startswith("*"):
+                return t.lstrip("*k")
+        return ""
+
+
+_JSON_FIELDS = ("signature", "constexprs", "specialization", "options")
+COLUMNS = tuple(f.name for f in fields(CompiledVariant))
+
+
+def index_text(variants: list[CompiledVariant]) -> str:
+    """The index as TSV text (one line per variant, JSON in the mapping columns)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, delimiter="\t", lineterminator="\n")
+    w.writerow(COLUMNS)
+    for v in sorted(variants, key=lambda v: (v.case, v.kernel, v.sweep_loser, v.name, v.compile_hash)):
+        row = []
+        for c in COLUMNS:
+            value = getattr(v, c)
+            if c in _JSON_FIELDS:
+                value = json.dumps(dict(value), sort_keys=True, separators=(",", ":"))
+            elif c == "rows":
+                value = ",".join(value)
+            elif c == "sweep_loser":
+                value = "1" if value else "0"
+            row.append(value)
+        w.writerow(row)
+    return buf.getvalue()
+
+
+def read_index(path: Path) -> list[CompiledVariant]:
+    """``index.tsv`` back into variants; ``ValueError`` naming the line when damaged."""
+    out = []
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f, delimiter="\t")
+        missing = set(COLUMNS) - set(reader.fieldnames or ())
+        if missing:
+            raise ValueError(f"{path}: missing columns {sorted(missing)}")
+        for line, rec in enumerate(reader, start=2):
+            try:
+                kw: dict[str, Any] = {c: rec[c] for c in COLUMNS}
+                for c in _JSON_FIELDS:
+                    kw[c] = json.loads(rec[c])
+                    if not isinstance(kw[c], dict):
+                        raise ValueError(f"{c} must be a JSON object")
+                kw["launches"] = int(rec["launches"])
+                kw["sweep_loser"] = rec["sweep_loser"] == "1"
+                kw["rows"] = tuple(r for r in rec["rows"].split(",") if r)
+                out.append(CompiledVariant(**kw))
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"{path}: line {line}: {exc}") from None
+    return out
+
+
+def jsonable(value: Any) -> Any:
+    """Constexpr values and attributes as JSON (dtypes and other objects by their text)."""
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
