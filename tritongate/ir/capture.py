@@ -14,7 +14,8 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
-from tritongate.ir.index import OPTION_KEYS, CompiledVariant, jsonable
+from tritongate.autotune.configs import jsonable
+from tritongate.ir.index import OPTION_KEYS, CompiledVariant
 from tritongate.variants import kernel_id
 
 

@@ -105,14 +105,3 @@ def read_index(path: Path) -> list[CompiledVariant]:
                 raise ValueError(f"{path}: line {line}: {exc}") from None
     return out
 
-
-def jsonable(value: Any) -> Any:
-    """Constexpr values and attributes as JSON (dtypes and other objects by their text)."""
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
-

@@ -30,7 +30,8 @@ import re
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from tritongate.ir.index import CompiledVariant, jsonable
+from tritongate.autotune.configs import jsonable
+from tritongate.ir.index import CompiledVariant
 from tritongate.report.untrusted import markdown_cell
 
 MAX_STEM = 150  # well under the 255 bytes file systems allow, with room for ".ttgir"

@@ -32,6 +32,12 @@ class StrictDoc(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore", frozen=True, allow_inf_nan=False)
 
 
+class OpenDoc(StrictDoc):
+    """A section with typed keys that keeps the others (for people and later versions)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 class HandWritten(BaseModel):
     """A file people write (suite, shape file, policy): an unknown key is a typo, refused."""
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import AfterValidator, ConfigDict, Field, JsonValue, StringConstraints
+from pydantic import AfterValidator, Field, JsonValue, StringConstraints
 
-from tritongate.validation.core import StrictDoc
+from tritongate.validation.core import OpenDoc, StrictDoc
 
 Text = Annotated[str, StringConstraints(max_length=100_000)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=1_000)]
@@ -119,13 +119,7 @@ class ResultsDoc(StrictDoc):
 
 # -- run_identity.json: what the gate reads is typed; the rest is kept as written ----------
 
-class _Open(StrictDoc):
-    """A section with typed keys that keeps the others (for people and later versions)."""
-
-    model_config = ConfigDict(extra="allow")
-
-
-class SuiteIdentDoc(_Open):
+class SuiteIdentDoc(OpenDoc):
     name: Optional[Text] = None
     digest: Optional[Text] = None
     path: Optional[Text] = None
@@ -133,26 +127,26 @@ class SuiteIdentDoc(_Open):
     description: Optional[Text] = None
 
 
-class MeasureConfigDoc(_Open):
+class MeasureConfigDoc(OpenDoc):
     l2: Optional[Text] = None
 
 
-class GpuStateDoc(_Open):
+class GpuStateDoc(OpenDoc):
     driver: Optional[Text] = None
 
 
-class BuildDoc(_Open):
+class BuildDoc(OpenDoc):
     python: Optional[Text] = None
     env_overlay: dict[str, Text] = {}
 
 
-class PairIdentDoc(_Open):
+class PairIdentDoc(OpenDoc):
     pair_id: Optional[Name] = None
     side: Optional[Literal["base", "candidate"]] = None
     build: Optional[BuildDoc] = None
 
 
-class IdentityDoc(_Open):
+class IdentityDoc(OpenDoc):
     schema_version: int
     tool_version: Text = "unknown"
     mode: Literal["record", "replay"] = "record"
@@ -172,7 +166,7 @@ class IdentityDoc(_Open):
 
 # -- autotune_records/ ---------------------------------------------------------------------
 
-class ConfigDoc(_Open):
+class ConfigDoc(OpenDoc):
     """Every ``triton.Config`` field, explicitly; extra fields are scalars (a version's own)."""
 
     __pydantic_extra__: dict[str, Scalar]  # type: ignore[assignment]
@@ -197,7 +191,7 @@ class RecordFileDoc(StrictDoc):
     entries: list[RecordEntryDoc]
 
 
-class RecordsMetaDoc(_Open):
+class RecordsMetaDoc(OpenDoc):
     schema_version: int
     backend: Name
     device: Optional[Text] = None

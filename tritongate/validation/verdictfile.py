@@ -3,22 +3,16 @@ back: the fields are typed; anything newer is kept as written."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import Literal, Optional
 
-from pydantic import ConfigDict, Field
-
-from tritongate.validation.core import StrictDoc
+from tritongate.validation.core import OpenDoc
+from tritongate.validation.runfiles import NonNegFloat
 
 VerdictName = Literal["REGRESSED", "IMPROVED", "UNCHANGED", "IDENTICAL_BINARY", "REJECTED",
                       "NOT_COMPARABLE", "MISSING", "NEW"]
-NonNegFloat = Annotated[float, Field(ge=0)]
 
 
-class _Open(StrictDoc):
-    model_config = ConfigDict(extra="allow")
-
-
-class VerdictRowDoc(_Open):
+class VerdictRowDoc(OpenDoc):
     op: str
     case: str
     dtype: str
@@ -51,13 +45,13 @@ class VerdictRowDoc(_Open):
     why: Optional[str] = None
 
 
-class VerdictSideDoc(_Open):
+class VerdictSideDoc(OpenDoc):
     path: Optional[str] = None
     run: Optional[str] = None
     mode: Optional[str] = None
 
 
-class VerdictDoc(_Open):
+class VerdictDoc(OpenDoc):
     schema_version: int
     tool_version: str = "unknown"
     passed: bool
