@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""CI entry point: record a baseline (live autotune, configs saved) on main.
+"""CI entry point: record a baseline (live autotune, configs saved) on main, and publish it.
 
     python ci/record_baseline.py --suite pr --out DIR [tritongate run options]
+        [--publish STORE --runner-class RC [--compiler-repo R] [--compiler-commit SHA]]
 
-Prints the run directory as the last line; the exit code is the CLI's, unchanged.
+Records with `tritongate run` (its output unchanged: the run directory is printed). With
+--publish, then copies the record into the baseline store (see baselines/README.md) and
+prints `baseline: <entry path>` as the last line. Exit codes: the run's, unchanged, when it
+fails; else 0 published (or recorded), 2 usage error or publish refused, 4 internal error.
 """
 
+import argparse
+import io
 import sys
 from pathlib import Path
 
@@ -13,8 +19,85 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tritongate.cli import main  # noqa: E402
 
+PUBLISH_HELP = """
+publishing (record_baseline.py only):
+  --publish STORE          copy the finished record into this baseline store
+  --runner-class RC        the store folder of this runner class (required with --publish), e.g. h200
+  --compiler-repo R        the compiler repository, kept in the manifest
+  --compiler-commit SHA    the compiler commit (default: the run identity's, from TRITONGATE_COMMIT/GITHUB_SHA)
+"""
+
+
+class _Tee(io.TextIOBase):
+    """stdout as usual, keeping its tail: `tritongate run` prints the run directory last."""
+
+    def __init__(self, stream: io.TextIOBase) -> None:
+        self.stream, self.tail = stream, ""
+
+    def write(self, text: str) -> int:
+        self.stream.write(text)
+        self.tail = (self.tail + text)[-65536:]
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+
+def _split(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """Our publishing options out of argv; the rest goes to `tritongate run` as it is."""
+    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for opt in ("--publish", "--runner-class", "--compiler-repo", "--compiler-commit"):
+        p.add_argument(opt)
+    return p.parse_known_args(argv)
+
+
+def _usage(message: str) -> int:
+    print(f"error: record_baseline.py: {message}", file=sys.stderr)
+    return 2  # a usage error, like the CLI's
+
+
+def run(argv: list[str]) -> int:
+    if any(a == "--replay-from" or a.startswith("--replay-from=") for a in argv):
+        return _usage("this records; use replay_candidate.py to replay a baseline")
+    if "-h" in argv or "--help" in argv:
+        code = main(["run", "--help"])
+        print(PUBLISH_HELP)
+        return code
+    opts, rest = _split(argv)
+    if opts.publish is None:
+        if opts.runner_class or opts.compiler_repo or opts.compiler_commit:
+            return _usage("--runner-class, --compiler-repo and --compiler-commit need --publish STORE")
+        return main(["run", *rest])
+    if not opts.publish.strip() or not (opts.runner_class or "").strip():
+        return _usage("--publish needs a store folder and --runner-class RC (an unset variable?)")
+    from tritongate.baselines.commands import main as baseline_main
+    from tritongate.baselines.manifest import BaselineError, check_runner_class
+
+    try:  # before the record, not after an hour of it
+        check_runner_class(opts.runner_class)
+    except BaselineError as exc:
+        return _usage(str(exc))
+    tee = _Tee(sys.stdout)
+    real, sys.stdout = sys.stdout, tee
+    try:
+        code = main(["run", *rest])
+    finally:
+        sys.stdout = real
+    if code != 0:
+        return code
+    lines = [line for line in tee.tail.splitlines() if line.strip()]
+    run_dir = lines[-1].strip() if lines else ""
+    if not run_dir or not Path(run_dir).is_dir():
+        print(f"internal error: record_baseline.py: `tritongate run` printed no run directory (last line {run_dir!r})",
+              file=sys.stderr)
+        return 4
+    extra = [arg for opt, value in (("--compiler-repo", opts.compiler_repo), ("--compiler-commit", opts.compiler_commit))
+             if value for arg in (opt, value)]
+    return baseline_main(["publish", run_dir, "--store", opts.publish, "--runner-class", opts.runner_class, *extra])
+
+
 if __name__ == "__main__":
-    if any(a == "--replay-from" or a.startswith("--replay-from=") for a in sys.argv[1:]):
-        print("error: record_baseline.py records; use replay_candidate.py to replay a baseline", file=sys.stderr)
-        sys.exit(2)  # a usage error, like the CLI's
-    sys.exit(main(["run", *sys.argv[1:]]))
+    sys.exit(run(sys.argv[1:]))
