@@ -1,0 +1,370 @@
+"""The sticky verdict comment on a pull request (run by ``ci/post_comment.py``).
+
+The verdict folder is an artifact of a job that ran the PR's code, so everything in it is
+untrusted: ``verdict.md`` is read bounded (at most ``MAX_MARKDOWN_CHARS`` characters, UTF-8,
+a regular file inside the folder, no symlink) and must hold the sticky marker exactly once;
+of ``verdict.json`` only ``passed``, ``counts`` and ``headline`` are used, type-checked here.
+The PR number and head SHA come from the trusted ``workflow_run`` event; the PR is read
+back and its current ``head.sha`` must equal the given SHA, so an artifact cannot steer the
+comment onto another PR.
+
+Steps: read and check the verdict; check the PR head; find the sticky comment (the first
+comment by the bot login that holds ``STICKY_MARKER``; a human quoting the marker is
+ignored); update it, or create one; then, when the verdict turned *worse*, post a short
+extra comment linking to the sticky one (an edit notifies nobody).
+
+Stale (the PR head is no longer ``--head-sha``): nothing is posted and the outcome is
+``stale``, not an error: a newer push superseded this run, and that push's own run posts
+its verdict. (If every run reports stale, the workflow passes the wrong SHA: it must be
+``github.event.workflow_run.head_sha``.)
+
+Worse: the previous sticky comment's state line (the last line, written by this poster,
+never by the artifact) is compared with the new state, and the verdict is worse when it
+was passing and now fails, or when the REGRESSED count rose, or when the REJECTED count
+rose. No sticky comment yet, or one without a readable state line: nothing to compare, not
+worse (a newly created comment notifies by itself). Better or equal: no extra comment.
+
+Exit codes of ``ci/post_comment.py``: 0 posted, dry-run printed, or stale (skipped);
+2 bad usage or a malformed verdict folder; 5 a GitHub API failure (permissions, rate
+limit, not found, network).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+from tritongate.github.rest import GitHubClient, GitHubError
+
+# Duplicated from tritongate.report.markdown (which imports pandas); a test keeps them equal.
+STICKY_MARKER = "<!-- tritongate-verdict -->"
+STATE_PREFIX = "<!-- tritongate-state: "
+STATE_SUFFIX = " -->"
+NOTIFY_MARKER = "<!-- tritongate-notify -->"
+DEFAULT_BOT_LOGIN = "github-actions[bot]"
+VERDICT_MD = "verdict.md"
+VERDICT_JSON = "verdict.json"
+MAX_MARKDOWN_CHARS = 65_000  # plus the state line stays under GitHub's 65,536
+MAX_JSON_BYTES = 64 * 1024 * 1024  # verdict.json holds every row; this only stops a runaway file
+MAX_COUNT = 10**9
+WRITE_PERMISSION = "pull-requests: write"
+
+_SHA = re.compile(r"[0-9a-fA-F]{40}")
+_PR = re.compile(r"[1-9][0-9]{0,9}")
+_REPO = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
+_URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?/[A-Za-z0-9._~/%+=&?,;:@!$#-]*")
+
+
+class VerdictInputError(ValueError):
+    """Bad arguments or a malformed verdict folder (exit 2). One line, names the fix."""
+
+
+# -- arguments ------------------------------------------------------------------------------
+def validate_pr(value: str | int) -> int:
+    text = str(value).strip()
+    if not _PR.fullmatch(text):
+        raise VerdictInputError(f"PR number {text[:40]!r} is not a positive integer")
+    return int(text)
+
+
+def validate_sha(value: str) -> str:
+    text = value.strip()
+    if not _SHA.fullmatch(text):
+        raise VerdictInputError(f"head SHA {text[:60]!r} is not 40 hex digits")
+    return text.lower()
+
+
+def validate_repo(value: str) -> tuple[str, str]:
+    text = value.strip()
+    if not _REPO.fullmatch(text) or text.split("/")[1] in (".", ".."):
+        raise VerdictInputError(f"repository {text[:120]!r} is not OWNER/NAME")
+    owner, name = text.split("/")
+    return owner, name
+
+
+def validate_login(value: str) -> str:
+    if not _LOGIN.fullmatch(value.strip()):
+        raise VerdictInputError(f"bot login {value[:60]!r} is not a GitHub login")
+    return value.strip()
+
+
+# -- the verdict folder -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class VerdictState:
+    """What the poster compares between runs; only ints and bools it computed itself."""
+
+    passed: bool
+    regressed: int
+    rejected: int
+
+    def line(self) -> str:
+        payload = json.dumps({"passed": self.passed, "regressed": self.regressed, "rejected": self.rejected})
+        return STATE_PREFIX + payload + STATE_SUFFIX
+
+    def describe(self) -> str:
+        return f"{'passing' if self.passed else 'failing'}, {self.regressed} regressed, {self.rejected} rejected"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    markdown: str
+    state: VerdictState
+    headline: str
+
+
+def _read_regular(folder: Path, name: str, max_bytes: int) -> bytes:
+    """A regular file directly inside ``folder``, at most ``max_bytes``: no symlink (it could
+    point anywhere on the runner), no FIFO or device (a read could hang)."""
+    try:
+        root = folder.resolve(strict=True)
+    except OSError as exc:
+        raise VerdictInputError(f"verdict folder {folder} cannot be read ({exc.strerror or exc})") from None
+    if not root.is_dir():
+        raise VerdictInputError(f"verdict folder {folder} is not a directory")
+    path = root / name
+    if path.is_symlink():
+        raise VerdictInputError(f"{path} is a symlink; the verdict folder must hold plain files")
+    if Path(os.path.realpath(path)).parent != root:
+        raise VerdictInputError(f"{path} escapes the verdict folder")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise VerdictInputError(f"{path} cannot be opened ({exc.strerror or exc}); is this a verdict folder "
+                                "written by `tritongate gate`?") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise VerdictInputError(f"{path} is not a regular file")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise VerdictInputError(f"{path} is larger than {max_bytes} bytes")
+    return data
+
+
+def read_markdown(folder: Path) -> str:
+    data = _read_regular(folder, VERDICT_MD, 4 * MAX_MARKDOWN_CHARS)  # UTF-8: at most 4 bytes a character
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise VerdictInputError(f"{folder / VERDICT_MD} is not UTF-8 (byte {exc.start})") from None
+    if len(text) > MAX_MARKDOWN_CHARS:
+        raise VerdictInputError(f"{folder / VERDICT_MD} has {len(text)} characters, more than "
+                                f"{MAX_MARKDOWN_CHARS}; GitHub would refuse the comment")
+    found = text.count(STICKY_MARKER)
+    if found != 1:
+        raise VerdictInputError(f"{folder / VERDICT_MD} holds the sticky marker {STICKY_MARKER} {found} times, "
+                                "not once; it was not written by `tritongate gate`")
+    return text
+
+
+def _count(counts: dict[Any, Any], key: str, source: Path) -> int:
+    value = counts.get(key)
+    if type(value) is not int or not 0 <= value <= MAX_COUNT:  # bool is not a count
+        raise VerdictInputError(f"{source}: counts.{key} is {str(value)[:40]!r}, not a count "
+                                f"(an integer 0..{MAX_COUNT})")
+    return value
+
+
+def read_state(folder: Path) -> tuple[VerdictState, str]:
+    """``(state, headline)`` from verdict.json, type-checked."""
+    source = folder / VERDICT_JSON
+    try:
+        doc = json.loads(_read_regular(folder, VERDICT_JSON, MAX_JSON_BYTES).decode("utf-8"))
+    except UnicodeDecodeError:
+        raise VerdictInputError(f"{source} is not UTF-8") from None
+    except (ValueError, RecursionError) as exc:
+        raise VerdictInputError(f"{source} is not valid JSON ({str(exc)[:120]})") from None
+    if not isinstance(doc, dict):
+        raise VerdictInputError(f"{source} is not a JSON object")
+    passed, counts, headline = doc.get("passed"), doc.get("counts"), doc.get("headline")
+    if not isinstance(passed, bool):
+        raise VerdictInputError(f"{source}: passed is {str(passed)[:40]!r}, not true or false")
+    if not isinstance(counts, dict):
+        raise VerdictInputError(f"{source}: counts is not an object of verdict name -> count")
+    if not isinstance(headline, str):
+        raise VerdictInputError(f"{source}: headline is not a string")
+    state = VerdictState(passed=passed, regressed=_count(counts, "REGRESSED", source),
+                         rejected=_count(counts, "REJECTED", source))
+    return state, headline
+
+
+def read_verdict(folder: str | Path) -> Verdict:
+    folder = Path(folder)
+    markdown = read_markdown(folder)
+    state, headline = read_state(folder)
+    return Verdict(markdown=markdown, state=state, headline=headline)
+
+
+# -- bodies -----------------------------------------------------------------------------------
+def sticky_body(verdict: Verdict) -> str:
+    """verdict.md plus the state line, last: the artifact's text can never come after it."""
+    return verdict.markdown.rstrip() + "\n\n" + verdict.state.line() + "\n"
+
+
+def parse_state(body: str) -> VerdictState | None:
+    """The state line of a sticky comment this poster wrote (its last line), or None."""
+    lines = body.rstrip().splitlines()
+    last = lines[-1].strip() if lines else ""
+    if not (last.startswith(STATE_PREFIX) and last.endswith(STATE_SUFFIX)):
+        return None
+    try:
+        doc = json.loads(last[len(STATE_PREFIX):-len(STATE_SUFFIX)])
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("passed"), bool):
+        return None
+    regressed, rejected = doc.get("regressed"), doc.get("rejected")
+    if type(regressed) is not int or type(rejected) is not int:
+        return None
+    return VerdictState(passed=doc["passed"], regressed=regressed, rejected=rejected)
+
+
+def is_worse(before: VerdictState | None, now: VerdictState) -> bool:
+    """Passing before and failing now, or more REGRESSED rows, or more REJECTED rows.
+    No previous state: nothing to compare, not worse."""
+    if before is None:
+        return False
+    return (before.passed and not now.passed) or now.regressed > before.regressed or now.rejected > before.rejected
+
+
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "|": "&#124;", "*": "&#42;",
+             "_": "&#95;", "`": "&#96;", "[": "&#91;", "]": "&#93;", "\\": "&#92;", "~": "&#126;", "@": "&#64;",
+             "#": "&#35;", "!": "&#33;", "$": "&#36;"}
+_BREAK = "&#8203;"
+
+
+def inline_text(value: str, max_chars: int = 300) -> str:
+    """Untrusted text made inert in Markdown: the same rules as ``report.untrusted.markdown_cell``
+    (that module imports rich), duplicated here and kept equal by a test."""
+    text = " ".join(value.split())
+    text = "".join(f"\\u{ord(ch):04x}" if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co") else ch
+                   for ch in text)
+    if len(text) > max_chars:
+        text = text[: max_chars - 1] + "…"
+    out = []
+    for i, ch in enumerate(text):
+        if ch == "_" and 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum():
+            out.append(ch)
+        elif ch in "@#":
+            out.append(_ENTITIES[ch] + _BREAK)  # no mention, no issue reference
+        elif ch == ":" and text.startswith("//", i + 1):
+            out.append("&#58;" + _BREAK)  # no autolink
+        elif ch == "." and i >= 3 and text[i - 3:i].lower() == "www":
+            out.append(_BREAK + "&#46;")
+        else:
+            out.append(_ENTITIES.get(ch, ch))
+    return "".join(out)
+
+
+def notify_body(verdict: Verdict, before: VerdictState, sticky_url: str | None) -> str:
+    """The short extra comment: the headline (escaped), what changed, and the link."""
+    link = (f"[Full verdict]({sticky_url})" if sticky_url and _URL.fullmatch(sticky_url)
+            else "The full verdict is in the tritongate comment above.")
+    return (f"{NOTIFY_MARKER}\n**tritongate: the verdict got worse.** {inline_text(verdict.headline)}\n\n"
+            f"Before: {before.describe()}; now: {verdict.state.describe()}. {link}\n")
+
+
+# -- the PR and its comments --------------------------------------------------------------------
+def find_sticky(comments: Iterable[Any], bot_login: str) -> dict[str, Any] | None:
+    """The first comment by ``bot_login`` holding the marker; anyone else's is ignored (a
+    human may quote the marker, and editing their comment is not ours to do)."""
+    for c in comments:
+        if not isinstance(c, dict) or type(c.get("id")) is not int or not isinstance(c.get("body"), str):
+            continue
+        user = c.get("user")
+        login = user.get("login") if isinstance(user, dict) else None
+        if isinstance(login, str) and login.casefold() == bot_login.casefold() and STICKY_MARKER in c["body"]:
+            return c
+    return None
+
+
+@dataclass(frozen=True)
+class Target:
+    owner: str
+    name: str
+    pr: int
+    head_sha: str
+
+    @property
+    def repo(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+
+def current_head(client: GitHubClient, target: Target) -> str:
+    pull = client.get(f"/repos/{target.owner}/{target.name}/pulls/{target.pr}",
+                      what=f"reading PR #{target.pr} of {target.repo}", permission="pull-requests: read")
+    head = pull.get("head") if isinstance(pull, dict) else None
+    sha = head.get("sha") if isinstance(head, dict) else None
+    if not isinstance(sha, str) or not _SHA.fullmatch(sha):
+        raise GitHubError(f"reading PR #{target.pr} of {target.repo}: the answer has no head.sha")
+    return sha.lower()
+
+
+Action = Literal["create", "update", "notify"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened (or, in a dry run, would happen). ``status``: posted, dry-run or stale."""
+
+    status: Literal["posted", "dry-run", "stale"]
+    actions: tuple[Action, ...] = ()
+    body: str = ""
+    notify: str | None = None
+    sticky_id: int | None = None
+    sticky_url: str | None = None
+    notify_url: str | None = None
+    pr_head: str | None = None
+    before: VerdictState | None = None
+
+
+def post_verdict(client: GitHubClient, target: Target, verdict: Verdict, *,
+                 bot_login: str = DEFAULT_BOT_LOGIN, dry_run: bool = False) -> Outcome:
+    """Check the PR head, then update or create the sticky comment and notify when worse.
+    A dry run makes read requests only."""
+    head = current_head(client, target)
+    if head != target.head_sha:
+        return Outcome(status="stale", pr_head=head)
+    base = f"/repos/{target.owner}/{target.name}"
+    comments = client.get_pages(f"{base}/issues/{target.pr}/comments?per_page=100",
+                                what=f"listing the comments of PR #{target.pr}", permission="issues: read")
+    sticky = find_sticky(comments, bot_login)
+    body = sticky_body(verdict)
+    before = parse_state(sticky["body"]) if sticky else None
+    worse = is_worse(before, verdict.state)
+    actions: tuple[Action, ...] = ("update",) if sticky else ("create",)
+    if worse:
+        actions += ("notify",)
+    sticky_url = _html_url(sticky)
+    if dry_run:
+        note = notify_body(verdict, before, sticky_url) if worse and before else None
+        return Outcome(status="dry-run", actions=actions, body=body, notify=note, before=before,
+                       sticky_id=sticky["id"] if sticky else None, sticky_url=sticky_url)
+    write = {"what": f"writing the verdict comment on PR #{target.pr}", "permission": WRITE_PERMISSION}
+    if sticky:
+        posted = client.patch(f"{base}/issues/comments/{sticky['id']}", {"body": body}, **write)
+    else:
+        posted = client.post(f"{base}/issues/{target.pr}/comments", {"body": body}, **write)
+    sticky_url = _html_url(posted) or sticky_url
+    sticky_id = posted.get("id") if isinstance(posted, dict) else None
+    note, note_url = None, None
+    if worse and before:
+        note = notify_body(verdict, before, sticky_url)
+        sent = client.post(f"{base}/issues/{target.pr}/comments", {"body": note},
+                           what=f"posting the 'verdict got worse' comment on PR #{target.pr}",
+                           permission=WRITE_PERMISSION)
+        note_url = _html_url(sent)
+    return Outcome(status="posted", actions=actions, body=body, notify=note, before=before,
+                   sticky_id=sticky_id if type(sticky_id) is int else None, sticky_url=sticky_url,
+                   notify_url=note_url)
+
+
+def _html_url(comment: Any) -> str | None:
+    url = comment.get("html_url") if isinstance(comment, dict) else None
+    return url if isinstance(url, str) and _URL.fullmatch(url) else None
