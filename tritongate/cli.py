@@ -171,7 +171,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
     cand = load_run(Path(args.cand))
     result = run_gate(base, cand, policy, allow_mismatch=args.allow_mismatch)
     artifact = _artifact_url(args)
-    json_path, md_path = write_verdict(result, Path(args.out), artifact_url=artifact)
+    json_path, md_path = write_verdict(result, Path(args.out), artifact_url=artifact,
+                                       baseline=_baseline_state(args))
     _print_notes(result)
     print(result.headline())
     for verdict in ("REGRESSED", "IMPROVED", "REJECTED", "NOT_COMPARABLE", "MISSING"):
@@ -180,6 +181,32 @@ def cmd_gate(args: argparse.Namespace) -> int:
             print(f"  {verdict:<15} {r.op} {r.case} {r.dtype}{change}  {'; '.join(r.reasons)}")
     print(md_path)
     print(json_path)
+    return result.exit_code
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Join the shards of a sharded paired run and gate them as one."""
+    from tritongate.gate.output import write_verdict
+    from tritongate.gate.verdict import run_gate
+    from tritongate.pair.merge import merge_shards
+    from tritongate.rundir import load_run
+
+    policy = _gate_policy(args)
+    baseline = _baseline_state(args)
+    artifact = _artifact_url(args)
+    out = Path(args.out)
+    merged = merge_shards([Path(p) for p in args.shards], out, allow_partial=args.allow_partial)
+    result = run_gate(load_run(merged.base), load_run(merged.candidate), policy)
+    if merged.missing:
+        result.notes.insert(0, f"partial: shard(s) {', '.join(f'{i}/{merged.count}' for i in merged.missing)} "
+                               "missing; their rows are not in this verdict")
+    json_path, md_path = write_verdict(result, out / "verdict", artifact_url=artifact, baseline=baseline)
+    _print_notes(result)
+    print(f"merged {len(merged.shards)} of {merged.count} shards, {merged.rows} rows")
+    print(result.headline())
+    print(f"base:      {merged.base}")
+    print(f"candidate: {merged.candidate}")
+    print(f"verdict:   {md_path}")
     return result.exit_code
 
 
@@ -213,7 +240,36 @@ def _pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy):
         config_overrides=overrides, schedule_overrides=schedule, time_identical=args.time_identical,
         row_timeout_s=args.row_timeout, allow_busy_gpu=args.allow_busy_gpu,
         isolate_tuner_cache=isolation_requested(args.isolate_tuner_cache), policy=policy,
-        artifact_url=_artifact_url(args))
+        artifact_url=_artifact_url(args), changed_from=_changed_from(args),
+        baseline_state=_baseline_state(args), shard=getattr(args, "shard", None))
+
+
+def _baseline_state(args: argparse.Namespace):
+    if not getattr(args, "baseline_state", None):
+        return None
+    from tritongate.gate.baseline_state import load_baseline_state
+
+    return load_baseline_state(Path(args.baseline_state))
+
+
+def _shard(value: str) -> tuple[int, int]:
+    """``I/N``: the I-th of N shards (1-based), for argparse."""
+    i, sep, n = value.partition("/")
+    try:
+        index, count = int(i), int(n)
+    except ValueError:
+        index = count = 0
+    if not sep or not 1 <= index <= count:
+        raise argparse.ArgumentTypeError(f"expected I/N with 1 <= I <= N (e.g. 2/4), got {value!r}")
+    return index, count
+
+
+def _changed_from(args: argparse.Namespace):
+    if not getattr(args, "changed_from", None):
+        return None
+    from tritongate.ir.changed import load_changed_rows
+
+    return load_changed_rows(Path(args.changed_from))
 
 
 def _run_pair(request, color: bool) -> int:
@@ -468,6 +524,13 @@ def _pair_options(p: argparse.ArgumentParser) -> None:
                    help="environment for the candidate worker only (e.g. DISABLE_MMA_V3=1)")
     g.add_argument("--time-identical", action="store_true",
                    help="time rows whose kernels are byte-identical on both sides too (an A/A check)")
+    g.add_argument("--shard", type=_shard, metavar="I/N",
+                   help="measure only the I-th of N shards of the rows (every N-th row of the plan, from the "
+                        "I-th); `tritongate merge` joins the shards' pair directories into one verdict")
+    g.add_argument("--changed-from", type=_text, metavar="DIR",
+                   help="an ir-diff folder of the two builds' ahead-of-time IR of the baseline record "
+                        "(tritongate ir, then tritongate ir-diff): rows whose kernels all compiled identically "
+                        "are IDENTICAL_BINARY without running; the others, and rows DIR does not list, are measured")
     g.add_argument("--row-timeout", type=_finite, default=600.0, metavar="S",
                    help="a worker that does not answer within S seconds is killed and restarted; its row is "
                         "REJECTED (default 600)")
@@ -481,6 +544,9 @@ def _pair_options(p: argparse.ArgumentParser) -> None:
 def _gate_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("gate")
     g.add_argument("--policy", type=_text, metavar="YAML", help="thresholds file (default ops/gate.yaml)")
+    g.add_argument("--baseline-state", type=_text, metavar="JSON",
+                   help="what `tritongate baseline find --state-out` found: shown at the top of verdict.md "
+                        "(a stale, mismatched or missing baseline with the command that refreshes it)")
     g.add_argument("--min-effect", type=_finite, help="default minimum effect, e.g. 0.01 for 1%%")
     g.add_argument("--noise-z", type=_finite, help="noise floor confidence as normal SDs, applied through Student's t for the row's degrees of freedom (default 4)")
     g.add_argument("--min-samples", type=int, help="samples each side needs for a verdict (default 10)")
@@ -614,6 +680,21 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also list the ops this suite's modules add")
     ops.set_defaults(func=cmd_ops)
 
+    merge = sub.add_parser(
+        "merge", help="join the shards of a sharded paired run (pair --shard I/N) and gate them as one",
+        description="Check that the pair directories are the shards of one run (one suite, one shard count, "
+                    "each index once, rows disjoint, measured alike), write OUT/base and OUT/candidate with "
+                    "every shard's rows (each row keeps its own paired rounds) and TTGIR, and gate them into "
+                    "OUT/verdict (verdict.json, verdict.md, ir-diff/).",
+        epilog=exit_codes(0, 1, 2, 4), formatter_class=argparse.RawDescriptionHelpFormatter)
+    merge.add_argument("shards", type=_text, nargs="+", metavar="PAIR_DIR",
+                       help="the pair-<suite>_<UTC> directories the shards printed")
+    merge.add_argument("--out", type=_text, required=True, metavar="DIR", help="an empty directory for the merged run")
+    merge.add_argument("--allow-partial", action="store_true",
+                       help="gate the shards given even when some are missing (the verdict says which)")
+    _gate_options(merge)
+    merge.set_defaults(func=cmd_merge)
+
     show = sub.add_parser("show", help="validate a run directory and print its results (table, csv, json, md)",
                           epilog=exit_codes(0, 2, 4, zero="the run directory is valid and was printed"), formatter_class=argparse.RawDescriptionHelpFormatter)
     show.add_argument("run", type=_text, metavar="RUN_DIR", help="a directory printed by `tritongate run`")
@@ -624,6 +705,10 @@ def build_parser() -> argparse.ArgumentParser:
                            "(the rows with raw samples, versioned), md (a GitHub Markdown table)")
     show.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     show.set_defaults(func=cmd_show)
+
+    from tritongate.baselines.commands import add_baseline_parser
+
+    add_baseline_parser(sub)
     return parser
 
 

@@ -77,6 +77,8 @@ class SkipReason(str, Enum):
 
     IDENTICAL_BINARY = "identical_binary"  # every launched kernel byte-identical on both sides
     OTHER_SIDE_FAILED = "other_side_failed"  # the paired side failed: nothing to compare with
+    # every kernel compiled byte-identical under both builds ahead of time (pair --changed-from)
+    UNCHANGED_AHEAD_OF_TIME = "unchanged_ahead_of_time"
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,7 @@ def test_step_summary_gets_the_verdict(tmp_path, monkeypatch):
     json_path, md_path = write_verdict(golden_result(tmp_path), tmp_path / "v")
     assert summary.read_text() == "earlier step\n" + md_path.read_text() + "\n"
     doc = json.loads(json_path.read_text())
-    assert doc["schema_version"] == VERDICT_SCHEMA_VERSION == 2 and doc["passed"] is False
+    assert doc["schema_version"] == VERDICT_SCHEMA_VERSION == 3 and doc["passed"] is False
     assert doc["counts"]["REGRESSED"] == 1 and doc["counts"]["NEW"] == 1
     assert {"op", "rows", "min", "geomean", "max"} <= set(doc["per_op"][0])
 

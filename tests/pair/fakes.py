@@ -195,6 +195,7 @@ class InProcessWorker:
     make: Callable[[dict[str, Any]], Any]
     executor: Any = None
     calls: list[str] = field(default_factory=list)
+    log: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # every call with its arguments
     starts: int = 0
 
     @property
@@ -210,6 +211,7 @@ class InProcessWorker:
 
     def call(self, cmd: str, timeout_s: float, **args: Any) -> dict[str, Any]:
         self.calls.append(cmd)
+        self.log.append((cmd, dict(args)))
         try:
             if cmd == "init":
                 self.executor = self.make(args["settings"])

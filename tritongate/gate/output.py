@@ -10,6 +10,8 @@ from typing import Any
 from tritongate import __version__
 from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.errors import UsageError
+from tritongate.gate.baseline_state import BaselineState
+from tritongate.gate.ir_evidence import IREvidence, collect
 from tritongate.gate.summary import per_op
 from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, GateResult, Verdict
 from tritongate.report.markdown import render_markdown
@@ -26,7 +28,14 @@ def _side(run) -> dict[str, Any]:
             "replay_from": ident.get("replay_from")}
 
 
-def verdict_document(result: GateResult) -> dict[str, Any]:
+def verdict_document(result: GateResult, ir: IREvidence | None = None,
+                     baseline: BaselineState | None = None) -> dict[str, Any]:
+    rows = []
+    for r in result.rows:
+        d = r.to_dict()
+        row_ir = ir.for_row(r.key) if ir is not None else None
+        d["ir"] = row_ir.to_dict() if row_ir is not None else None
+        rows.append(d)
     return {
         "schema_version": VERDICT_SCHEMA_VERSION, "tool_version": __version__,
         "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -36,15 +45,21 @@ def verdict_document(result: GateResult) -> dict[str, Any]:
         "notes": result.notes, "counts": {v.value: len(result.by(v)) for v in Verdict},
         "geomean_speedup": result.geomean_speedup,
         "per_op": per_op(result).to_dict(orient="records"),
-        "rows": [r.to_dict() for r in result.rows],
+        "ir": ir.to_dict() if ir is not None else None,
+        "baseline": baseline.to_dict() if baseline is not None else None,
+        "rows": rows,
     }
 
 
-def write_verdict(result: GateResult, out: Path, *, artifact_url: str | None = None) -> tuple[Path, Path]:
+def write_verdict(result: GateResult, out: Path, *, artifact_url: str | None = None,
+                  baseline: BaselineState | None = None) -> tuple[Path, Path]:
+    """verdict.json, verdict.md and (when both runs kept TTGIR) ir-diff/ in ``out``;
+    ``baseline``: what the baseline lookup found, shown at the top."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    markdown = render_markdown(result, artifact_url=artifact_url)
-    write_json_atomic(out / VERDICT_JSON, verdict_document(result))
+    ir = collect(Path(result.base.path), Path(result.cand.path), out)
+    markdown = render_markdown(result, artifact_url=artifact_url, ir=ir, baseline=baseline)
+    write_json_atomic(out / VERDICT_JSON, verdict_document(result, ir, baseline))
     write_text_atomic(out / VERDICT_MD, markdown)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:

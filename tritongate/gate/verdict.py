@@ -9,6 +9,10 @@ Versioned output (bump ``VERDICT_SCHEMA_VERSION`` on any change a reader must kn
       not have been called, ``timed`` (false for an IDENTICAL_BINARY row that was not
       timed), and the pairing's precision target (``target_effect``, ``target_reached``,
       ``rounds``).
+  3 - IR evidence: per row ``ir`` (kernels launched, kernels whose IR changed, the smallest
+      diff's path inside the verdict folder, variants only one side launched; null when the
+      runs kept no IR) and a top-level ``ir`` (the ir-diff folder, variants per status, a
+      note when the IR could not be compared).
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from tritongate.rundir import Run
 from tritongate.schema import PairInfo, Row, RowStatus, SkipReason, Variant
 from tritongate.stats import Change
 
-VERDICT_SCHEMA_VERSION = 2
+VERDICT_SCHEMA_VERSION = 3
+AHEAD_OF_TIME_REASON = ("every kernel it launched compiled byte-identical under both builds ahead of time "
+                        "(pair --changed-from); not run on the GPU")
 
 
 class IncomparableRunsError(GateError):
@@ -275,6 +281,8 @@ def judge_row(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict:
         return RowVerdict(verdict=Verdict.REJECTED, reasons=tuple(status + marker_reasons),
                           fails_policy=hard, **common)
     identical = identical_binaries(base, cand)
+    if base.skipped is cand.skipped is SkipReason.UNCHANGED_AHEAD_OF_TIME:
+        return RowVerdict(verdict=Verdict.IDENTICAL_BINARY, reasons=(AHEAD_OF_TIME_REASON,), **common)
     if base.skipped or cand.skipped:
         if identical and base.skipped is cand.skipped is SkipReason.IDENTICAL_BINARY:
             return RowVerdict(verdict=Verdict.IDENTICAL_BINARY, reasons=(

@@ -31,7 +31,10 @@ CHANGED = "changed"
 BASE_ONLY = "base_only"
 CAND_ONLY = "cand_only"
 MISSING_FILE = "missing_file"
-STATUSES = (CHANGED, BASE_ONLY, CAND_ONLY, MISSING_FILE, IDENTICAL)  # summary order
+# TTGIR identical, cubin not: the change is below TTGIR (LLVM lowering, ptxas); only
+# when both sides hashed their binary (a GPU run or an AOT compile; line info off on both)
+BINARY_CHANGED = "binary_changed"
+STATUSES = (CHANGED, BINARY_CHANGED, BASE_ONLY, CAND_ONLY, MISSING_FILE, IDENTICAL)  # summary order
 NOT_IDENTICAL = frozenset(STATUSES) - {IDENTICAL}
 
 MAX_DIFF_BYTES = 2 * 1024 * 1024  # IR of huge kernels: keep the diff folder reviewable
@@ -312,6 +315,9 @@ def _compare(key: tuple[str, str, str], base: CompiledVariant | None, cand: Comp
         return replace(pair, status=MISSING_FILE, reason=reason)
     text, added, removed = unified_diff(base_text, cand_text, base.file, cand.file)
     if not text:
+        if base.binary_hash and cand.binary_hash and base.binary_hash != cand.binary_hash:
+            return replace(pair, status=BINARY_CHANGED,
+                           reason=f"TTGIR identical; cubin {base.binary_hash} -> {cand.binary_hash}")
         return pair
     return replace(pair, status=CHANGED, added=added, removed=removed, diff_text=cut_diff(text))
 
@@ -333,7 +339,7 @@ def diff_trees(base: Path, cand: Path) -> list[VariantDiff]:
     return out
 
 
-def _split_row(row: str) -> tuple[str, str]:
+def split_row(row: str) -> tuple[str, str]:
     """"op/dtype" -> (op, dtype); the dtype never holds a slash, an op may."""
     op, sep, dtype = row.rpartition("/")
     return (op, dtype) if sep else (row, "")
@@ -348,12 +354,12 @@ def rows_changed(diffs: Iterable[VariantDiff],
         if d.status not in statuses:
             continue
         for row in d.rows:
-            op, dtype = _split_row(row)
+            op, dtype = split_row(row)
             out[(op, d.case, dtype)].append(d)
-    return {key: sorted(out[key], key=_order) for key in sorted(out)}
+    return {key: sorted(out[key], key=variant_order) for key in sorted(out)}
 
 
-def _order(d: VariantDiff) -> tuple[str, ...]:
+def variant_order(d: VariantDiff) -> tuple[str, ...]:
     """A total order (ties broken by content), so any input order writes the same bytes."""
     return (d.case, d.kernel, d.name, d.base_file, d.cand_file, d.status, d.reason, d.diff_text)
 
@@ -362,7 +368,7 @@ def _order(d: VariantDiff) -> tuple[str, ...]:
 # the diff folder
 
 
-def _diff_paths(diffs: list[VariantDiff]) -> dict[int, PurePosixPath]:
+def diff_paths(diffs: list[VariantDiff]) -> dict[int, PurePosixPath]:
     """Position in ``diffs`` -> relative .diff path for each changed variant: the ttgir file's
     folder (candidate side, else base) and ``<name>.diff``; unsafe folders fall back to a
     flat name, clashes get ``~2``, ``~3``."""
@@ -405,7 +411,7 @@ def summary_markdown(diffs: list[VariantDiff], paths: dict[int, PurePosixPath]) 
     lines = ["# TTGIR diff", "", "| status | variants |", "|---|---:|"]
     lines += [f"| {_md_cell(s)} | {n} |" for s, n in counts.items()]
     changed = sorted((i for i, d in enumerate(diffs) if d.status == CHANGED),
-                     key=lambda i: (-diffs[i].size, _order(diffs[i])))
+                     key=lambda i: (-diffs[i].size, variant_order(diffs[i])))
     if changed:
         lines += ["", "## Changed variants, largest first", "",
                   "| case | kernel | variant | +lines | -lines | diff | rows |", "|---|---|---|---:|---:|---|---|"]
@@ -441,8 +447,8 @@ def write_diff_dir(diffs: Iterable[VariantDiff], out: Path) -> Path:
     """Write the diff folder (one .diff per changed variant, ``index.tsv``, ``summary.md``)
     with atomic writes; returns ``out``. Deterministic: the same diffs give the same bytes."""
     out = Path(out)
-    ordered = sorted(diffs, key=_order)
-    paths = _diff_paths(ordered)
+    ordered = sorted(diffs, key=variant_order)
+    paths = diff_paths(ordered)
     out.mkdir(parents=True, exist_ok=True)
     _remove_stale(out, set(paths.values()))
     for i, rel in paths.items():

@@ -33,6 +33,8 @@ from tritongate.errors import MeasurementError, PreflightError, UsageError
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.rule import paired_log_ratios, precision
 from tritongate.harness.measure import L2Policy, Measurement, TimerKind
+from tritongate.gate.baseline_state import BaselineState
+from tritongate.ir.changed import ChangedRows
 from tritongate.pair.build import CompilerBuild, package_path_dir
 from tritongate.pair.client import WorkerError, WorkerFailure, WorkerProcess, WorkerSpec
 from tritongate.pair.schedule import BudgetLedger, PairSchedule, run_schedule
@@ -94,6 +96,9 @@ class PairRequest:
     artifact_url: str | None = None
     executor: str = DEFAULT_EXECUTOR
     cache_root: Path | None = None  # private TRITON_CACHE_DIRs live here (default OUT/.triton-cache)
+    changed_from: ChangedRows | None = None  # rows unchanged ahead of time are not run
+    baseline_state: BaselineState | None = None  # the baseline lookup, shown in the verdict
+    shard: tuple[int, int] | None = None  # (I, N): every N-th planned row from the I-th (1-based)
 
 
 def default_schedule(backend: str, rounds: int) -> PairSchedule:
@@ -293,6 +298,9 @@ class PairRunner:
             "pair": {"pair_id": self._pair_id, "side": side.name, "other_run": f"../{other}",
                      "build": side.build.to_dict(), "device_uuid": h.get("device_uuid"),
                      "worker_python": h.get("python"), "worker_pid": h.get("pid"), "time_identical": self.request.time_identical,
+                     "changed_from": self.request.changed_from.to_dict() if self.request.changed_from else None,
+                     "shard": {"index": self.request.shard[0], "count": self.request.shard[1],
+                               "planned_rows": len(plan["rows"])} if self.request.shard else None,
                      "schedule": {"min_rounds": schedule.min_rounds, "max_rounds": schedule.max_rounds,
                                   "row_budget_s": schedule.row_budget_s, "run_budget_s": schedule.run_budget_s}},
         }
@@ -350,6 +358,9 @@ class PairRunner:
     def _run_rows(self, plan: dict[str, Any], gpu_before: Any, schedule: PairSchedule,
                   outcome: PairOutcome) -> None:
         rows = [PlannedRow(op=r["op"], shape=tuple(r["shape"]), dtype=r["dtype"]) for r in plan["rows"]]
+        if self.request.shard is not None:  # round robin: each shard gets every op's mix of sizes
+            index, count = self.request.shard
+            rows = rows[index - 1::count]
         shapes_text = yaml.safe_dump(plan["shapes"], sort_keys=False)
         for side in self._sides.values():
             path = self._pair_dir / side.name
@@ -374,8 +385,11 @@ class PairRunner:
             for side in self._sides.values():
                 self._ensure_alive(side)
             t_row = self._clock()
-            base_row, cand_row = self._pair_row(item, recorded_k.get((item.op, item.case, item.dtype)),
-                                                schedule, ledger)
+            if self._unchanged_ahead_of_time(item):
+                base_row = cand_row = _not_run_row(item, self._backend())
+            else:
+                base_row, cand_row = self._pair_row(item, recorded_k.get((item.op, item.case, item.dtype)),
+                                                    schedule, ledger)
             outcome.timed_s += self._clock() - t_row
             for side, row in ((self._sides["base"], base_row), (self._sides["candidate"], cand_row)):
                 if extra_markers and row.status is RowStatus.OK:
@@ -411,6 +425,10 @@ class PairRunner:
             return {"error": describe(exc)}
 
     # -- one row ---------------------------------------------------------------------------
+    def _unchanged_ahead_of_time(self, item: PlannedRow) -> bool:
+        changed = self.request.changed_from
+        return changed is not None and changed.is_unchanged((item.op, item.case, item.dtype))
+
     def _ask(self, side: _Side, state: _RowState, cmd: str, **args: Any) -> dict[str, Any] | None:
         """One request; a failure is recorded on the side's row state, never raised (except
         for whole-run errors)."""
@@ -559,7 +577,8 @@ class PairRunner:
         result = run_gate(load_run(outcome.base_path), load_run(outcome.cand_path), self.request.policy)
         outcome.result = result
         outcome.verdict_json, outcome.verdict_md = write_verdict(
-            result, self._pair_dir / "verdict", artifact_url=self.request.artifact_url)
+            result, self._pair_dir / "verdict", artifact_url=self.request.artifact_url,
+            baseline=self.request.baseline_state)
 
 
 def _identical(base: PreparedRow, cand: PreparedRow) -> bool:
@@ -567,6 +586,15 @@ def _identical(base: PreparedRow, cand: PreparedRow) -> bool:
 
     return same_binaries(base.variants, cand.variants, base.fields.get("params") or {},
                          cand.fields.get("params") or {})
+
+
+def _not_run_row(item: PlannedRow, backend: Any) -> Row:
+    """A row the ahead-of-time IR diff showed unchanged: kept, marked, never run."""
+    from tritongate.rowcase import row_seed
+
+    return Row(op=item.op, case=item.case, dtype=item.dtype, timer=backend.timer.value, samples=(),
+               params={"shape": list(item.shape), "seed": row_seed(item.op, item.case, item.dtype)},
+               skipped=SkipReason.UNCHANGED_AHEAD_OF_TIME)
 
 
 def _prepared(answer: dict[str, Any] | None) -> PreparedRow:
@@ -581,6 +609,8 @@ def _row_summary(base: Row, cand: Row) -> str:
         return (base.error or cand.error)[:120]
     if cand.skipped is SkipReason.IDENTICAL_BINARY:
         return "identical binary (not timed)"
+    if cand.skipped is SkipReason.UNCHANGED_AHEAD_OF_TIME:
+        return "unchanged ahead of time (not run)"
     if cand.skipped:
         return f"not timed ({cand.skipped.value.replace('_', ' ')})"
     bs, cs = base.summary, cand.summary

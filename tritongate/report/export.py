@@ -43,6 +43,7 @@ VERDICT_COLUMNS: dict[str, str] = {
     "min_effect": "float64", "paired": "boolean", "pairs": "Int64", "rounds": "Int64",
     "target_effect": "float64", "target_reached": "boolean", "fails_policy": "boolean",
     "reasons": "string", "base_markers": "string", "cand_markers": "string",
+    "ir.kernels": "Int64", "ir.changed": "Int64", "ir.diff": "string", "ir.only_one_side": "Int64",
 }
 
 LIST_SEPARATOR = "; "
@@ -114,7 +115,9 @@ def verdict_frame(doc: Mapping[str, Any]) -> pd.DataFrame:
     if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
         raise ValueError("not a verdict document: it needs a 'rows' list of objects "
                          "(pass the parsed verdict.json)")
-    records = [dict(kv for key, value in r.items() for kv in _flat(value, key)) for r in rows]
+    # a null object (a row without IR) adds no column of its own: its fields are NA
+    records = [dict(kv for key, value in r.items() for kv in _flat(value, key)
+                    if not (kv[1] is None and kv[0] not in VERDICT_COLUMNS)) for r in rows]
     return _frame(records, VERDICT_COLUMNS)
 
 

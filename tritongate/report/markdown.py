@@ -15,12 +15,14 @@ from typing import Any
 
 import jinja2
 
+from tritongate.gate.baseline_state import BaselineState
+from tritongate.gate.ir_evidence import IREvidence, RowIR
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.rule import TimingDecision, Why
 from tritongate.gate.summary import per_op
-from tritongate.gate.verdict import GateResult, RowVerdict, Verdict
+from tritongate.gate.verdict import AHEAD_OF_TIME_REASON, GateResult, RowVerdict, Verdict
 from tritongate.report.units import format_time, format_time_range
-from tritongate.report.untrusted import markdown_cell, safe_url
+from tritongate.report.untrusted import code_block, markdown_cell, safe_url
 from tritongate.stats import Summary
 
 STICKY_MARKER = "<!-- tritongate-verdict -->"
@@ -61,6 +63,8 @@ def _why(r: RowVerdict, policy: GatePolicy) -> str:
     t = r.timing
     if r.verdict is Verdict.IDENTICAL_BINARY:
         if t is None:
+            if AHEAD_OF_TIME_REASON in r.reasons:
+                return "byte-identical kernels ahead of time (not run)"
             return "byte-identical kernels (not timed)"
         if t.why is Why.CALLED:  # the kernels are the same, so this difference is the measurement's
             return f"byte-identical kernels (timing alone differed by {t.effect:+.2%}: run-to-run noise)"
@@ -124,6 +128,28 @@ DETAIL_VERDICTS = (Verdict.UNCHANGED, Verdict.IDENTICAL_BINARY)
 class _Limits:
     section_rows: int | None = None
     detail_rows: int | None = None
+    inline_diffs: int = 12  # rows whose smallest IR diff is shown inline, over all sections
+
+
+def _ir_cell(ir: RowIR | None) -> str:
+    if ir is None:
+        return "–"
+    if not ir.changed:
+        return f"unchanged ({ir.kernels} kernel{'' if ir.kernels == 1 else 's'})"
+    text = f"{ir.changed} of {ir.kernels} kernel{'' if ir.kernels == 1 else 's'} changed"
+    if ir.only_one_side:
+        text += f", {ir.only_one_side} launched by one side only"
+    return text
+
+
+def _ir_detail(r: RowVerdict, ir: RowIR | None, budget: list[int]) -> dict[str, Any] | None:
+    """The row's smallest diff, inline, while the comment's budget of inline diffs lasts."""
+    if ir is None or not ir.diff or budget[0] <= 0:
+        return None
+    budget[0] -= 1
+    body = ir.head + ("\n… (first lines only; the whole diff is in the artifact)" if ir.head_cut else "")
+    return {"summary": f"IR of {r.op} · {r.case} · {r.dtype}: smallest changed diff",
+            "path": ir.diff, "block": code_block(body, "diff")}
 
 
 def _side(run, ident) -> dict[str, Any]:
@@ -140,7 +166,20 @@ def _counts_line(result: GateResult) -> str:
     return " · ".join(parts)
 
 
-def _context(result: GateResult, limits: _Limits, artifact_url: str | None) -> dict[str, Any]:
+def _ir_rows(result: GateResult, ir: IREvidence | None, limits: _Limits, budget: list[int],
+             rows: list[RowVerdict]) -> list[dict[str, Any]]:
+    out = []
+    for r in rows:
+        row_ir = ir.for_row(r.key) if ir is not None else None
+        out.append({"cell": _ir_cell(row_ir), "path": row_ir.diff if row_ir else "",
+                    "detail": _ir_detail(r, row_ir, budget)})
+    return out
+
+
+def _context(result: GateResult, limits: _Limits, artifact_url: str | None,
+             ir: IREvidence | None = None, baseline: BaselineState | None = None) -> dict[str, Any]:
+    show_ir = ir is not None and bool(ir.rows)
+    budget = [limits.inline_diffs]
     sections = []
     for verdict, title, kind in SECTIONS:
         rows = result.by(verdict)
@@ -153,7 +192,16 @@ def _context(result: GateResult, limits: _Limits, artifact_url: str | None) -> d
         shown = rows if limits.section_rows is None else rows[:limits.section_rows]
         sections.append({"title": title, "kind": kind, "total": len(rows), "cut": len(rows) - len(shown),
                          "rows": [(_timed_row if kind == "timed" else _reason_row)(r, result.policy)
-                                  for r in shown]})
+                                  for r in shown],
+                         "ir": _ir_rows(result, ir, limits, budget, shown) if show_ir and kind == "timed" else None})
+    if show_ir:  # unchanged in time, changed in code: worth a look, never a failure
+        quiet = [r for r in result.by(Verdict.UNCHANGED) if (x := ir.for_row(r.key)) is not None and x.changed]
+        if quiet:
+            shown = quiet if limits.section_rows is None else quiet[:limits.section_rows]
+            sections.append({"title": "🔎 IR changed, time unchanged", "kind": "timed", "total": len(quiet),
+                             "cut": len(quiet) - len(shown),
+                             "rows": [_timed_row(r, result.policy) for r in shown],
+                             "ir": _ir_rows(result, ir, limits, budget, shown)})
     short = result.short_of_target()
     short_section = None
     if short:
@@ -183,25 +231,41 @@ def _context(result: GateResult, limits: _Limits, artifact_url: str | None) -> d
         "counts_line": _counts_line(result), "geomean_text": result.geomean_text(),
         "artifact_url": artifact_url, "sections": sections, "per_op": per_op_rows, "per_op_cut": per_op_cut,
         "details": details, "short_of_target": short_section,
-        "notes": result.notes, "noise_z": f"{pol.noise_z:g}", "min_samples": pol.min_samples,
+        "notes": result.notes + ([ir.note] if ir is not None and ir.note else []),
+        "ir_line": _ir_line(ir), "baseline_line": baseline.line() if baseline is not None else "",
+        "noise_z": f"{pol.noise_z:g}", "min_samples": pol.min_samples,
         "policy_line": f"{pol.min_effect:.1%}" + (f"; {overrides}" if overrides else ""),
         "truncated": "",
     }
 
 
+def _ir_line(ir: IREvidence | None) -> str:
+    """One line on the IR comparison: what changed, and where the diffs are."""
+    if ir is None or not ir.folder:
+        return ""
+    c = ir.counts
+    total = sum(c.values())
+    changed = total - c.get("identical", 0)
+    parts = [f"{c[k]} {k.replace('_', ' ')}" for k in c if c[k] and k != "identical"]
+    return (f"TTGIR of {total} launched kernel variant{'' if total == 1 else 's'} compared: "
+            f"{changed} differ" + (f" ({', '.join(parts)})" if parts else "") +
+            f"; diffs in {ir.folder}/ next to this verdict (index.tsv, summary.md)")
+
+
 def render_markdown(result: GateResult, *, artifact_url: str | None = None,
-                    limit: int = COMMENT_LIMIT) -> str:
-    """The verdict as Markdown, under ``limit`` characters: first the unchanged rows are cut
-    from the details, then every section is shortened, each cut said in the text."""
+                    limit: int = COMMENT_LIMIT, ir: IREvidence | None = None,
+                    baseline: BaselineState | None = None) -> str:
+    """The verdict as Markdown, under ``limit`` characters: first the inline IR diffs and the
+    unchanged rows are cut, then every section is shortened, each cut said in the text."""
     limits = _Limits()
     template = _ENV.get_template("verdict.md.j2")
-    text = template.render(**_context(result, limits, artifact_url))
+    text = template.render(**_context(result, limits, artifact_url, ir, baseline))
     if len(text) <= limit:
         return text
     total = len(result.rows)
-    for detail_rows, section_rows in [(0, None)] + [(0, n) for n in (200, 100, 50, 20, 10, 5, 1, 0)]:
-        limits = _Limits(section_rows=section_rows, detail_rows=detail_rows)
-        ctx = _context(result, limits, artifact_url)
+    for detail_rows, section_rows in [(None, None), (0, None)] + [(0, n) for n in (200, 100, 50, 20, 10, 5, 1, 0)]:
+        limits = _Limits(section_rows=section_rows, detail_rows=detail_rows, inline_diffs=0)
+        ctx = _context(result, limits, artifact_url, ir, baseline)
         ctx["truncated"] = (f"This comment was shortened to stay under {limit:,} characters "
                             f"({total} rows in all); the artifact's verdict.json has every row.")
         text = template.render(**ctx)

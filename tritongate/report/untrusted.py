@@ -72,5 +72,18 @@ def safe_url(url: str) -> str:
     return url
 
 
+def code_block(text: str, language: str = "") -> str:
+    """A fenced Markdown code block showing ``text`` literally (GitHub decodes no entity,
+    makes no link or mention in it): the fence is longer than any backtick or tilde run
+    inside, so no line can close it; control and format characters become escapes and tabs
+    spaces, line by line."""
+    lines = ["".join(f"\\u{ord(ch):04x}" if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co") else ch
+                     for ch in line.replace("\t", "    ")) for line in text.splitlines()]
+    longest = max((len(m.group()) for m in re.finditer(r"`+", "\n".join(lines))), default=0)
+    fence = "`" * max(3, longest + 1)
+    lang = language if re.fullmatch(r"[a-z]{0,12}", language) else ""
+    return "\n".join([fence + lang, *lines, fence])
+
+
 def terminal_text(value: Any, style: str = "") -> Text:
     return Text(neutralize(value), style=style)

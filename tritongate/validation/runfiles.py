@@ -104,7 +104,7 @@ class RowDoc(StrictDoc):
     flops: Optional[NonNegFloat] = None
     bytes: Optional[NonNegFloat] = None
     autotune: Optional[AutotuneDoc] = None
-    skipped: Optional[Literal["identical_binary", "other_side_failed"]] = None
+    skipped: Optional[Literal["identical_binary", "other_side_failed", "unchanged_ahead_of_time"]] = None
     summary: Optional[SummaryDoc] = None
 
 

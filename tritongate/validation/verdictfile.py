@@ -12,6 +12,19 @@ VerdictName = Literal["REGRESSED", "IMPROVED", "UNCHANGED", "IDENTICAL_BINARY", 
                       "NOT_COMPARABLE", "MISSING", "NEW"]
 
 
+class RowIRDoc(OpenDoc):
+    kernels: int
+    changed: int
+    diff: Optional[str] = None
+    only_one_side: int = 0
+
+
+class IRSummaryDoc(OpenDoc):
+    folder: Optional[str] = None
+    variants: dict[str, int] = {}
+    note: Optional[str] = None
+
+
 class VerdictRowDoc(OpenDoc):
     op: str
     case: str
@@ -43,6 +56,7 @@ class VerdictRowDoc(OpenDoc):
     paired: Optional[bool] = None
     pairs: Optional[int] = None
     why: Optional[str] = None
+    ir: Optional[RowIRDoc] = None
 
 
 class VerdictSideDoc(OpenDoc):
@@ -64,4 +78,5 @@ class VerdictDoc(OpenDoc):
     geomean_speedup: Optional[float] = None
     base: VerdictSideDoc
     candidate: VerdictSideDoc
+    ir: Optional[IRSummaryDoc] = None
     rows: list[VerdictRowDoc]

@@ -1,0 +1,76 @@
+"""A paired run cut into shards (``pair --shard I/N``) and joined back (``merge``): every
+row once, each still judged from its own alternating rounds; shards that do not belong
+together, or a missing one, are refused by name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tritongate.cli import main
+from tritongate.errors import UsageError
+from tritongate.gate.verdict import Verdict
+from tritongate.pair.build import CompilerBuild
+from tritongate.pair.merge import merge_shards
+from tritongate.pair.orchestrator import PairRequest, run_pair
+from tritongate.rundir import load_run
+
+from tests.pair.fakes import InProcessWorker, ScriptedExecutor, World
+
+
+def _spawn(spec):
+    return InProcessWorker(spec.side, lambda settings, spec=spec: ScriptedExecutor(
+        settings, world=World(), env=spec.env, side=spec.side))
+
+
+def shard(tmp_path: Path, index: int, count: int, *, cand_env=None) -> Path:
+    request = PairRequest(baseline=tmp_path / "baseline", suite="scripted", out=tmp_path / f"s{index}of{count}",
+                          base=CompilerBuild("base"),
+                          cand=CompilerBuild("candidate", env={"TG_BINARY": "new", **(cand_env or {})}),
+                          executor="tests.pair.fakes:ScriptedExecutor", shard=(index, count))
+    return run_pair(request, spawn=_spawn).path
+
+
+def test_shards_split_the_rows_and_merge_into_one_paired_verdict(tmp_path: Path, capsys) -> None:
+    one, two = shard(tmp_path, 1, 2, cand_env={"TG_FACTOR": "1.05"}), shard(tmp_path, 2, 2, cand_env={"TG_FACTOR": "1.05"})
+    ops = [sorted(r.op for r in load_run(p / "base").rows) for p in (one, two)]
+    assert ops == [["add", "matmul"], ["softmax"]]  # every 2nd row of the plan, from the 1st / the 2nd
+    assert load_run(one / "base").identity["pair"]["shard"] == {"index": 1, "count": 2, "planned_rows": 3}
+
+    code = main(["merge", str(two), str(one), "--out", str(tmp_path / "m")])
+    out = capsys.readouterr().out
+    assert code == 1 and "merged 2 of 2 shards, 3 rows" in out  # a 5 % slowdown everywhere: gate fails
+    doc = json.loads((tmp_path / "m" / "verdict" / "verdict.json").read_text())
+    assert sorted(r["op"] for r in doc["rows"]) == ["add", "matmul", "softmax"]
+    assert all(r["verdict"] == Verdict.REGRESSED.value and r["paired"] for r in doc["rows"])
+    merged = load_run(tmp_path / "m" / "candidate")
+    assert merged.complete and [s["shard"] for s in merged.identity["merged_from"]] == ["1/2", "2/2"]
+
+
+def test_a_missing_shard_is_refused_unless_partial_is_allowed(tmp_path: Path, capsys) -> None:
+    one = shard(tmp_path, 1, 2)
+    with pytest.raises(UsageError, match=r"shard\(s\) 2/2 missing: their rows would be absent"):
+        merge_shards([one], tmp_path / "m")
+    assert main(["merge", str(one), "--out", str(tmp_path / "p"), "--allow-partial"]) == 0
+    md = (tmp_path / "p" / "verdict" / "verdict.md").read_text()
+    assert "partial: shard(s) 2/2 missing; their rows are not in this verdict" in md
+    capsys.readouterr()
+
+
+def test_shards_that_do_not_belong_together_are_named(tmp_path: Path, capsys) -> None:
+    a, b = shard(tmp_path, 1, 2), shard(tmp_path, 1, 3)
+    with pytest.raises(UsageError, match="cut differently"):
+        merge_shards([a, b], tmp_path / "m")
+    with pytest.raises(UsageError, match="given twice"):
+        merge_shards([a, a], tmp_path / "m")
+    with pytest.raises(UsageError, match="is not a pair directory"):
+        merge_shards([tmp_path], tmp_path / "m")
+    whole = shard(tmp_path, 1, 1)
+    assert main(["merge", str(whole), "--out", str(tmp_path / "w")]) == 0
+    assert main(["merge", str(whole), "--out", str(tmp_path / "w")]) == 2  # never over an earlier merge
+    err = capsys.readouterr().err
+    assert "already holds a merged run" in err
+    code = main(["pair", str(tmp_path / "rec"), "--suite", "smoke", "--out", str(tmp_path / "x"), "--shard", "3/2"])
+    assert code == 2 and "expected I/N with 1 <= I <= N" in capsys.readouterr().err

@@ -1,0 +1,143 @@
+"""Join the shards of a paired run (``pair --shard I/N`` on several runners) into one.
+
+Each shard is an ordinary pair directory (``base/``, ``candidate/``, ``verdict/``). The
+merge checks that the shards belong together (one suite, one shard count, each index once,
+rows disjoint, measured alike), writes ``OUT/base`` and ``OUT/candidate`` as ordinary run
+directories holding every shard's rows (their pairing kept, so each row is still judged
+from its own alternating rounds) and TTGIR, and returns them for the gate. A missing shard
+is refused unless ``allow_partial``: its rows would silently be absent from the verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from tritongate.errors import UsageError
+from tritongate.gate.comparability import identity_mismatches
+from tritongate.ir.capture import RowIR
+from tritongate.ir.index import INDEX
+from tritongate.ir.store import TTGIR_DIR, IRStore
+from tritongate.rundir import Run, RunWriter, load_run
+
+SIDES = ("base", "candidate")
+
+
+@dataclass(frozen=True)
+class Shard:
+    path: Path
+    index: int
+    count: int
+    runs: dict[str, Run]
+
+
+@dataclass(frozen=True)
+class MergeOutcome:
+    base: Path
+    candidate: Path
+    shards: tuple[int, ...]
+    count: int
+    missing: tuple[int, ...]
+    rows: int
+
+
+def _shard_of(run: Run) -> tuple[int, int]:
+    pair = run.identity.get("pair") if isinstance(run.identity, Mapping) else None
+    shard = pair.get("shard") if isinstance(pair, Mapping) else None
+    if not isinstance(shard, Mapping):
+        return 1, 1  # an unsharded pair run is the one shard of one
+    index, count = shard.get("index"), shard.get("count")
+    if not (isinstance(index, int) and isinstance(count, int) and 1 <= index <= count):
+        raise UsageError(f"{run.path}: run_identity.json pair.shard is not {{index, count}} with "
+                         "1 <= index <= count; it was not written by tritongate pair --shard")
+    return index, count
+
+
+def load_shard(path: Path) -> Shard:
+    path = Path(path)
+    if not (path / "base").is_dir() or not (path / "candidate").is_dir():
+        raise UsageError(f"{path} is not a pair directory (no base/ and candidate/); pass the "
+                         "pair-<suite>_<UTC> folders that `tritongate pair --shard I/N` printed")
+    runs = {side: load_run(path / side) for side in SIDES}  # refuses incomplete runs
+    (bi, bn), (ci, cn) = (_shard_of(runs[s]) for s in SIDES)
+    if (bi, bn) != (ci, cn):
+        raise UsageError(f"{path}: base says shard {bi}/{bn}, candidate {ci}/{cn}; the directory is damaged")
+    return Shard(path=path, index=bi, count=bn, runs=runs)
+
+
+def _check(shards: Sequence[Shard], allow_partial: bool) -> tuple[int, tuple[int, ...]]:
+    counts = {s.count for s in shards}
+    if len(counts) != 1:
+        raise UsageError(f"the shards were cut differently ({', '.join(f'{s.path.name}: {s.index}/{s.count}' for s in shards)}); "
+                         "merge shards of one deep scan")
+    count = counts.pop()
+    seen: dict[int, Path] = {}
+    for s in shards:
+        if s.index in seen:
+            raise UsageError(f"shard {s.index}/{count} given twice ({seen[s.index]} and {s.path})")
+        seen[s.index] = s.path
+    missing = tuple(i for i in range(1, count + 1) if i not in seen)
+    if missing and not allow_partial:
+        raise UsageError(f"shard(s) {', '.join(f'{i}/{count}' for i in missing)} missing: their rows would be "
+                         "absent from the verdict; pass every shard, or --allow-partial to gate what is there")
+    first = shards[0]
+    suite = first.runs["base"].identity.get("suite")
+    for s in shards[1:]:
+        if s.runs["base"].identity.get("suite") != suite:
+            raise UsageError(f"{s.path} measured another suite than {first.path}; merge shards of one deep scan")
+        for side in SIDES:
+            mism = identity_mismatches(first.runs[side].identity, s.runs[side].identity)
+            if mism:
+                raise UsageError(f"{s.path} ({side}) was not measured like {first.path}: "
+                                 f"{'; '.join(map(str, mism))}")
+    return count, missing
+
+
+def _merge_ir(shards: Sequence[Shard], side: str, out: Path) -> None:
+    """Every shard's TTGIR into one folder, renamed as one run would have named it."""
+    from tritongate.ir.index import read_index
+
+    store: IRStore | None = None
+    for s in shards:
+        root = s.path / side / TTGIR_DIR
+        if not (root / INDEX).is_file():
+            continue
+        store = store or IRStore(out)
+        variants = tuple(read_index(root / INDEX))
+        texts = {v.compile_hash: (root / v.file).read_text(encoding="utf-8")
+                 for v in variants if v.file and (root / v.file).is_file()}
+        store.add(RowIR(variants=variants, ttgir=texts))
+    if store is not None:
+        store.close()
+
+
+def merge_shards(paths: Sequence[Path], out: Path, *, allow_partial: bool = False) -> MergeOutcome:
+    """Write ``out/base`` and ``out/candidate`` from the shards' pair directories."""
+    if not paths:
+        raise UsageError("no shard directories given")
+    shards = sorted((load_shard(Path(p)) for p in paths), key=lambda s: s.index)
+    count, missing = _check(shards, allow_partial)
+    out = Path(out)
+    if (out / "base").exists() or (out / "candidate").exists():
+        raise UsageError(f"{out} already holds a merged run; choose an empty --out")
+    keys: dict[tuple[str, str, str], Path] = {}
+    for s in shards:
+        for row in s.runs["base"].rows:
+            if row.key in keys:
+                raise UsageError(f"row {'/'.join(row.key)} is in {keys[row.key]} and {s.path}: "
+                                 "shards of one scan never share a row")
+            keys[row.key] = s.path
+    for side in SIDES:
+        identity: dict[str, Any] = dict(shards[0].runs[side].identity)
+        for k in ("schema_version", "tool_version", "mode"):
+            identity.pop(k, None)
+        identity["merged_from"] = [{"path": str(s.path), "shard": f"{s.index}/{count}"} for s in shards]
+        writer = RunWriter(out / side, identity, mode=shards[0].runs[side].mode)
+        for s in shards:
+            for row in s.runs[side].rows:
+                writer.add(row)
+        writer.finish()
+        _merge_ir(shards, side, out / side)
+    return MergeOutcome(base=out / "base", candidate=out / "candidate", shards=tuple(s.index for s in shards),
+                        count=count, missing=missing, rows=len(keys))
