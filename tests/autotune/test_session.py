@@ -191,3 +191,164 @@ def test_patches_are_removed_after_the_session():
     with autotune_session(AutotuneSession("record")):
         assert Autotuner.run is not run and Autotuner._bench is not bench
     assert Autotuner.run is run and Autotuner._bench is bench
+
+
+# -- FlagGems-like LibTuner: strategy-normalised keys, get_key on a name->value dict ---------
+
+import dataclasses  # noqa: E402
+
+from tests.autotune import fake_libtuner  # noqa: E402
+from tests.autotune.fake_libtuner import (  # noqa: E402
+    FakeLibTuner, KeyedByDataPtrTuner, NargsKeyedTuner, OwnBenchTuner, SuperBenchTuner, libtuner)
+from tritongate.autotune import session as session_mod  # noqa: E402
+from tritongate.autotune.session import AutotuneKeyError  # noqa: E402
+
+LIB_BENCH = ScriptedBench([3.0, 1.0, 2.0])  # BLOCK=64 wins a live sweep
+LIB_CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b, w in ((32, 1), (64, 2), (128, 4))]
+F32 = "torch.float32"
+
+
+@triton.jit
+def lib_scale_kernel(x_ptr, out_ptr, M, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < M
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+
+lib_scale = libtuner(LIB_CONFIGS, key=["M"], do_bench=LIB_BENCH)(lib_scale_kernel)
+lib_ptr = libtuner(LIB_CONFIGS, key=["M"], do_bench=LIB_BENCH, cls=KeyedByDataPtrTuner)(lib_scale_kernel)
+lib_nargs = libtuner(LIB_CONFIGS, key=["M"], do_bench=LIB_BENCH, cls=NargsKeyedTuner)(lib_scale_kernel)
+lib_own_bench = libtuner(LIB_CONFIGS, key=["M"], do_bench=LIB_BENCH, cls=OwnBenchTuner)(lib_scale_kernel)
+lib_super_bench = libtuner(LIB_CONFIGS, key=["M"], do_bench=LIB_BENCH, cls=SuperBenchTuner)(lib_scale_kernel)
+LIB_KID = "tests.autotune.test_session.lib_scale_kernel"
+
+
+@pytest.fixture
+def lib(monkeypatch):
+    """Patch the fake LibTuner's ``run`` as the session patches FlagGems' real one."""
+    classes = session_mod._tuner_classes
+    monkeypatch.setattr(session_mod, "_tuner_classes", lambda: classes() + [FakeLibTuner])
+    for tuner in (lib_scale, lib_ptr, lib_nargs, lib_own_bench, lib_super_bench):
+        tuner.cache.clear()
+    LIB_BENCH.calls = 0
+    yield
+
+
+def lib_launch(tuner, m):
+    x = torch.arange(m, dtype=torch.float32)
+    out = torch.empty_like(x)
+    tuner[lambda meta: (triton.cdiv(m, meta["BLOCK"]),)](x, out, m)
+    assert torch.equal(out, x * 2)
+
+
+def lib_row(session, tuner, sizes=(17, 40), calls=2):
+    with autotune_session(session):
+        session.begin_row("libscale", "+".join(map(str, sizes)), "float32")
+        for _ in range(calls):
+            for m in sizes:
+                lib_launch(tuner, m)
+        return session.end_row()
+
+
+def lib_records(keys, block=128):
+    """Records of ``block`` (not what a live sweep picks) under each key."""
+    cfg = next(c for c in LIB_CONFIGS if c.kwargs["BLOCK"] == block)
+    recs = [Record(op="libscale", kernel=LIB_KID, tuner="FakeLibTuner", key=list(k), config=config_to_dict(cfg))
+            for k in keys]
+    return RecordSet(run_dir=None, meta={"backend": "cpu"}, records={r.match_key: r for r in recs})
+
+
+def test_libtuner_key_is_its_own_get_key_of_the_named_arguments():
+    x = torch.zeros(40)
+    assert autotune_key(lib_scale, (x, x, 17), {}) == (32, F32, F32)
+    assert autotune_key(lib_scale, (x, x), {"M": 40}) == (64, F32, F32)  # kwargs merged, as run does
+    assert autotune_key(lib_ptr, (x, x, 40), {}) == (64, F32, F32, True)
+
+
+@pytest.mark.parametrize("tuner,extra", [(lib_scale, ()), (lib_ptr, (True,))], ids=["align32", "args_lookup"])
+def test_libtuner_record_then_replay_injects_under_the_bucketed_key(lib, tuner, extra):
+    record = AutotuneSession("record")
+    row = lib_row(record, tuner)
+    recs = {tuple(r.key): r for r in record.records()}
+    keys = {(32, F32, F32) + extra, (64, F32, F32) + extra}  # M=17 -> 32, M=40 -> 64
+    assert set(recs) == keys and set(tuner.cache) == keys
+    assert all(r.config["kwargs"] == {"BLOCK": 64} and r.tuner == type(tuner).__name__ for r in recs.values())
+    assert row.sweep_benchmarks == 6 and not row.markers  # one sweep of three configs per bucket
+    assert all(e["source"] == "tuned" and "key_found" not in e for e in row.kernels.values())
+
+    tuner.cache.clear()  # a fresh process
+    LIB_BENCH.calls = 0
+    # the recorded key and config, the config swapped for one a live sweep would not pick
+    cfg = config_to_dict(LIB_CONFIGS[2])
+    replayed = RecordSet(None, {"backend": "cpu"},
+                         {r.match_key: dataclasses.replace(r, config=cfg) for r in recs.values()})
+    row = lib_row(AutotuneSession("replay", replayed), tuner)
+    assert row.sweep_benchmarks == 0 and LIB_BENCH.calls == 0 and not row.markers
+    assert set(tuner.cache) == keys and tuner.best_config.kwargs == {"BLOCK": 128}
+    assert sorted(e["source"] for e in row.kernels.values()) == ["replayed", "replayed"]
+    assert {tuple(e["key"]) for e in row.kernels.values()} == keys
+
+
+def test_replay_under_a_key_the_tuner_never_looks_up_is_marked_swept(lib, monkeypatch):
+    # the old behaviour: Triton's recipe (raw M=17) instead of the tuner's get_key (bucket 32)
+    monkeypatch.setattr(session_mod, "_has_own_get_key", lambda tuner: False)
+    session = AutotuneSession("replay", lib_records([(17, F32, F32)]))
+    row = lib_row(session, lib_scale, sizes=(17,))
+    assert row.markers == [f"AUTOTUNE_REPLAY_FALLBACK reason=swept kernel={LIB_KID}"]
+    assert row.sweep_benchmarks == 3 and LIB_BENCH.calls == 3  # swept once; its winner cached after
+    (entry,) = row.kernels.values()
+    assert entry["source"] == "fallback" and entry["reason"] == "swept" and entry["sweep_benchmarks"] == 3
+    assert entry["config"]["kwargs"] == {"BLOCK": 64}  # what ran, not what was injected
+    assert entry["injected"]["kwargs"] == {"BLOCK": 128}
+    assert lib_scale.best_config.kwargs == {"BLOCK": 64}
+
+
+def test_replay_that_launches_another_cached_winner_is_marked_key_mismatch(lib, monkeypatch):
+    lib_launch(lib_scale, 17)  # a warm cache: BLOCK=64 under the tuner's own key (32, ...)
+    LIB_BENCH.calls = 0
+    monkeypatch.setattr(session_mod, "_has_own_get_key", lambda tuner: False)
+    row = lib_row(AutotuneSession("replay", lib_records([(17, F32, F32)])), lib_scale, sizes=(17,))
+    assert row.markers == [f"AUTOTUNE_REPLAY_FALLBACK reason=key_mismatch kernel={LIB_KID}"]
+    assert row.sweep_benchmarks == 0
+    (entry,) = row.kernels.values()
+    assert entry["source"] == "fallback" and entry["config"]["kwargs"] == {"BLOCK": 64}
+
+
+def test_get_key_that_raises_is_key_unknown_not_another_recipe(lib):
+    x = torch.zeros(17)
+    with pytest.raises(AutotuneKeyError, match="NargsKeyedTuner.get_key: "):
+        autotune_key(lib_nargs, (x, x, 17), {})
+    row = lib_row(AutotuneSession("replay", lib_records([(32, F32, F32)])), lib_nargs, sizes=(17,))
+    assert row.markers == [f"AUTOTUNE_REPLAY_FALLBACK reason=key_unknown kernel={LIB_KID}"]
+    assert row.sweep_benchmarks == 3  # tuned live, and the sweep is reported
+    (entry,) = row.kernels.values()
+    assert entry["source"] == "fallback" and entry["key"] is None and "get_key" in entry["key_error"]
+
+
+def test_record_of_an_unknown_key_is_noted_not_recorded(lib):
+    record = AutotuneSession("record")
+    row = lib_row(record, lib_nargs, sizes=(17,))
+    assert not record.records() and not row.markers
+    (entry,) = row.kernels.values()
+    assert entry["source"] == "tuned" and entry["key"] is None and entry["config"]["kwargs"] == {"BLOCK": 64}
+
+
+def test_record_says_when_its_key_is_not_in_the_tuners_cache(lib, monkeypatch):
+    monkeypatch.setattr(session_mod, "_has_own_get_key", lambda tuner: False)
+    record = AutotuneSession("record")
+    row = lib_row(record, lib_scale, sizes=(17,))
+    (entry,) = row.kernels.values()
+    assert entry["key_found"] is False and entry["config"]["kwargs"] == {"BLOCK": 64}
+
+
+@pytest.mark.parametrize("tuner", [lib_own_bench, lib_super_bench], ids=["own_bench", "super_bench"])
+def test_sweeps_through_a_tuners_own_bench_are_counted_once(lib, tuner):
+    from triton.runtime.autotuner import Autotuner
+    benches = type(tuner)._bench, Autotuner._bench
+    row = lib_row(AutotuneSession("record"), tuner, sizes=(17,))
+    assert row.sweep_benchmarks == 3 and LIB_BENCH.calls == 3  # counted, and once per benchmark
+    assert (type(tuner)._bench, Autotuner._bench) == benches and "_bench" not in vars(FakeLibTuner)
+
+
+def test_fake_libtuner_strategy_is_align32():
+    assert [fake_libtuner.align32(m) for m in (1, 17, 32, 33, 40, 4096)] == [1, 32, 32, 64, 64, 4096]

@@ -52,13 +52,14 @@ class LibTuner(Autotuner):
         super().__init__(*a, **kw)
         self.cache = SqlLikeCache()
 
-    def get_key(self, args):
-        n = args[self.arg_names.index("n")]
-        return (1 << (n - 1).bit_length(), str(args[0].dtype))  # "log" strategy bucket
+    def get_key(self, args):  # args: name -> value, as LibTuner.run passes it
+        n = args["n"]
+        return (1 << (n - 1).bit_length(), str(args["x_ptr"].dtype))  # "log" strategy bucket
 
     def run(self, *args, **kwargs):
         self.nargs = dict(zip(self.arg_names, args))
-        key = self.get_key(args)
+        named = {k: v for k, v in {**self.nargs, **kwargs}.items() if k in self.arg_names}
+        key = self.get_key(named)
         if key not in self.cache:
             timings = {c: self._bench(*args, config=c, **kwargs) for c in self.configs}
             self.cache[key] = min(timings, key=timings.get)

@@ -1,17 +1,42 @@
 """Record and replay autotune choices by patching the tuners' ``run`` at class level.
 
+Keys: ``autotune_key`` computes the key the way the tuner's own ``run`` does. Both Triton's
+``Autotuner.run`` and FlagGems' ``LibTuner.run`` name the arguments the same way (positional
+arguments zipped with ``arg_names``, keyword arguments merged over them, the result filtered to
+``arg_names``). Triton keys on the key-argument values, then the dtype of every argument that
+has one. A tuner with its own ``get_key`` (``LibTuner`` and its subclasses: strategy-normalised
+values such as ``align32`` buckets, ``args[name]`` lookups) is asked for the key with that
+mapping. If its ``get_key`` raises, the key is unknown: never guessed with another recipe.
+
 Record: after every call, read back ``self.cache[key]`` — the config this call used.
 (Never "which key is new": a warm cache adds no key, so a diff of keys records nothing.)
+A key the cache does not hold records ``best_config`` and says ``key_found: false``.
 
 Replay: before every call, unconditionally put the recorded config into ``self.cache[key]``,
 taken from the kernel's own ``configs`` so its ``pre_hook`` survives; the tuner then finds
-the key cached and benchmarks nothing. Fallbacks tune live and mark the row:
-``AUTOTUNE_REPLAY_FALLBACK reason=key_missing|config_not_in_space|compile_failed[_no_evict]
-kernel=<id>``.
+the key cached and benchmarks nothing. Every replayed call is verified, never assumed: the
+config the tuner launched (``best_config``) must be the injected one, and the tuner must have
+run no selection of its own (no ``_bench`` counted for it, no fresh ``configs_timings`` — a
+sweep answered from FlagGems' benchmark cache still rebinds them). Fallbacks tune live (or keep
+what the tuner launched), note the kernel's entry as ``fallback`` with the config actually
+launched, and mark the row ``AUTOTUNE_REPLAY_FALLBACK reason=<r> kernel=<id>``:
+
+- ``key_missing``: the record has no entry for this key.
+- ``config_not_in_space``: the recorded config is not among the kernel's configs.
+- ``compile_failed`` / ``compile_failed_no_evict``: the injected config no longer compiles or
+  launches (dropped and tuned live; ``_no_evict``: a persistent cache that cannot drop it).
+- ``key_unknown``: the tuner's ``get_key`` raised on the arguments its ``run`` passes; the
+  call tunes live (the entry carries ``key_error``; in record mode it is noted, not recorded).
+- ``swept``: the tuner ran a selection during a replayed call, so it did not look up the
+  injected key; the entry carries the call's ``sweep_benchmarks`` and the ``injected`` config.
+- ``key_mismatch``: the tuner launched another config than the injected one without sweeping:
+  it read a winner cached under a key other than the injected one (or its cache did not take
+  the injection).
 
 Works on Triton 3.2-3.9 (``Autotuner.run(*args, **kwargs)`` and its key recipe are the
 same there) and on FlagGems' ``LibTuner`` (a subclass with its own ``run`` and
-``get_key``), when flag_gems is importable.
+``get_key``), when flag_gems is importable. Sweeps are counted at ``Autotuner._bench`` and at
+every loaded subclass that defines its own ``_bench`` (FlagGems has some), once per call.
 """
 
 from __future__ import annotations
@@ -34,17 +59,40 @@ def tuner_kernel_id(tuner: Any) -> str:
     return kernel_id(getattr(tuner, "base_fn", None) or tuner.fn)
 
 
-def autotune_key(tuner: Any, args: tuple, kwargs: dict) -> tuple:
-    """The key ``Autotuner.run`` caches under: key-argument values, then the dtype of every
-    tensor argument in signature order. ``LibTuner`` normalises it with its own ``get_key``."""
-    if hasattr(tuner, "get_key") and type(tuner).__name__ != "Autotuner":
+class AutotuneKeyError(Exception):
+    """The tuner's own ``get_key`` failed on the arguments its ``run`` would pass it."""
+
+
+def _named_args(tuner: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The name->value mapping both ``Autotuner.run`` and ``LibTuner.run`` build: positional
+    arguments by ``arg_names``, keyword arguments over them, only names in ``arg_names``."""
+    all_args = {**dict(zip(tuner.arg_names, args)), **kwargs}
+    return {k: v for k, v in all_args.items() if k in tuner.arg_names}
+
+
+def _has_own_get_key(tuner: Any) -> bool:
+    from triton.runtime.autotuner import Autotuner
+
+    own = getattr(type(tuner), "get_key", None)
+    # Triton 3.2-3.9 has no get_key; should one appear, it goes with Triton's own recipe
+    return own is not None and own is not getattr(Autotuner, "get_key", None)
+
+
+def autotune_key(tuner: Any, args: tuple, kwargs: dict) -> Any:
+    """The key the tuner's ``run`` caches this call under.
+
+    Triton's ``Autotuner``: key-argument values, then ``str(dtype)`` of every named argument
+    that has a dtype. A tuner with its own ``get_key`` (``LibTuner``): whatever ``get_key``
+    returns for the mapping its ``run`` passes. Raises ``AutotuneKeyError`` when that fails.
+    """
+    named = _named_args(tuner, args, kwargs)
+    if _has_own_get_key(tuner):
         try:
-            return tuple(tuner.get_key(args))
-        except TypeError:
-            pass
-    nargs = dict(zip(tuner.arg_names, args))
-    all_args = {**nargs, **kwargs}
-    named = {k: v for k, v in all_args.items() if k in tuner.arg_names}
+            return tuner.get_key(named)
+        except Exception as exc:  # noqa: BLE001 - any failure means the key is unknown
+            if is_fatal(exc):
+                raise
+            raise AutotuneKeyError(f"{type(tuner).__name__}.get_key: {type(exc).__name__}: {exc}") from exc
     key = [named[k] for k in tuner.keys if k in named]
     key += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
     return tuple(key)
@@ -87,9 +135,13 @@ class AutotuneSession:
         self._row: RowAutotune = RowAutotune(mode)
         self._row_label: tuple[str, str] = ("", "")  # (op, "case/dtype")
         self._inside: set[int] = set()  # tuners mid-call: a subclass's run calling super().run
+        self._benching: set[int] = set()  # tuners mid-_bench: a subclass's _bench calling super()
+        # benchmarks per tuner (by id), ever: a call's own sweep is the difference across it,
+        # so a nested tuner's sweep is not blamed on the tuner that launched it
+        self._benches: dict[int, int] = {}
         # (tuner, key) pairs already handled in this row -> the config to inject (replay) or
         # None: the row's thousands of timed launches then skip matching and recording.
-        self._settled: dict[tuple[int, tuple], Any] = {}
+        self._settled: dict[tuple[int, Any], Any] = {}
 
     # -- rows --------------------------------------------------------------------------------
     def begin_row(self, op: str, case: str, dtype: str) -> None:
@@ -105,11 +157,26 @@ class AutotuneSession:
         return list(self._records.values())
 
     # -- called from the patched tuners -----------------------------------------------------
-    def count_benchmark(self) -> None:
+    def count_benchmark(self, tuner: Any = None) -> None:
         self._row.sweep_benchmarks += 1
+        if tuner is not None:
+            self._benches[id(tuner)] = self._benches.get(id(tuner), 0) + 1
 
-    def _note(self, kid: str, key: tuple, config: Any, source: str) -> None:
+    def benchmark(self, tuner: Any, original: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """One sweep benchmark of ``tuner``, counted once however many ``_bench`` layers it
+        passes through."""
+        if id(tuner) in self._benching:
+            return original(tuner, *args, **kwargs)
+        self.count_benchmark(tuner)
+        self._benching.add(id(tuner))
+        try:
+            return original(tuner, *args, **kwargs)
+        finally:
+            self._benching.discard(id(tuner))
+
+    def _note(self, kid: str, key: Any, config: Any, source: str, **extra: Any) -> None:
         entry = {"kernel": kid, "key": jsonable(key), "config": config_to_dict(config), "source": source}
+        entry.update({k: jsonable(v) for k, v in extra.items()})
         self._row.kernels[(kid, key_text(key))] = entry
 
     def _mark(self, reason: str, kid: str) -> None:
@@ -121,33 +188,61 @@ class AutotuneSession:
         # single-config tuners never tune; a nested call is the same call seen twice
         if self.mode == OFF or len(tuner.configs) <= 1 or id(tuner) in self._inside:
             return original(tuner, *args, **kwargs)
-        key = autotune_key(tuner, args, kwargs)
-        settled = (id(tuner), key)
-        if settled in self._settled:
-            config = self._settled[settled]
-            if config is not None:
-                tuner.cache[key] = config
-            return original(tuner, *args, **kwargs)
-        kid = tuner_kernel_id(tuner)
         self._inside.add(id(tuner))
         try:
-            if self.mode == REPLAY:
-                result, injected = self._replay(tuner, original, kid, key, args, kwargs)
-                self._settled[settled] = injected
-            else:
-                result = original(tuner, *args, **kwargs)
-                self._record(tuner, kid, key)
-                self._settled[settled] = None
-            return result
+            return self._call(tuner, original, args, kwargs)
         finally:
             self._inside.discard(id(tuner))
 
-    def _record(self, tuner: Any, kid: str, key: tuple) -> None:
+    def _call(self, tuner: Any, original: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        try:
+            key = autotune_key(tuner, args, kwargs)
+        except AutotuneKeyError as exc:
+            return self._unkeyed(tuner, original, args, kwargs, exc)
+        try:
+            settled = (id(tuner), key)
+            hash(settled)
+        except TypeError:  # a get_key that returns a list (an SQL-backed cache takes one)
+            settled = (id(tuner), key_text(key))
+        if settled in self._settled:
+            config = self._settled[settled]
+            if config is None:
+                return original(tuner, *args, **kwargs)
+            tuner.cache[key] = config
+            watch = self._watch(tuner)
+            result = original(tuner, *args, **kwargs)
+            if not self._verified(tuner, None, key, config, watch):
+                self._settled[settled] = None  # marked; stop injecting where the tuner never reads
+            return result
+        kid = tuner_kernel_id(tuner)
+        if self.mode == REPLAY:
+            result, injected = self._replay(tuner, original, kid, key, args, kwargs)
+            self._settled[settled] = injected
+        else:
+            result = original(tuner, *args, **kwargs)
+            self._record(tuner, kid, key)
+            self._settled[settled] = None
+        return result
+
+    def _unkeyed(self, tuner: Any, original: Callable[..., Any], args: tuple, kwargs: dict,
+                 error: AutotuneKeyError) -> Any:
+        """No key: nothing to inject or record under. Tune live; replay marks the row."""
+        kid = tuner_kernel_id(tuner)
+        if self.mode == REPLAY:
+            self._mark("key_unknown", kid)
+        result = original(tuner, *args, **kwargs)
+        self._note(kid, None, tuner.best_config, "fallback" if self.mode == REPLAY else "tuned",
+                   key_error=str(error))
+        return result
+
+    def _record(self, tuner: Any, kid: str, key: Any) -> None:
+        extra: dict[str, Any] = {}
         try:
             config = tuner.cache[key]
         except (KeyError, TypeError):
             config = tuner.best_config  # key recipe drift: what this very call launched
-        self._note(kid, key, config, "tuned")
+            extra["key_found"] = False  # replay will verify; say so here already
+        self._note(kid, key, config, "tuned", **extra)
         op, label = self._row_label
         match = (kid, key_text(key))
         old = self._records.get(match)
@@ -155,9 +250,10 @@ class AutotuneSession:
         self._records[match] = Record(op=old.op if old else op, kernel=kid, tuner=type(tuner).__name__,
                                       key=jsonable(key), config=config_to_dict(config), cases=cases)
 
-    def _replay(self, tuner, original, kid, key, args, kwargs) -> tuple[Any, Any]:
+    def _replay(self, tuner: Any, original: Callable[..., Any], kid: str, key: Any, args: tuple,
+                kwargs: dict) -> tuple[Any, Any]:
         """Run one call under replay; return its result and the config injected (None when
-        it fell back to live tuning)."""
+        it fell back to live tuning or the injection did not take)."""
         match = (kid, key_text(key))
         rec = self.replay.lookup(kid, key) if self.replay else None
         if rec is None:
@@ -168,6 +264,7 @@ class AutotuneSession:
         if config is None:
             return self._tune_live("config_not_in_space", tuner, original, kid, key, args, kwargs), None
         tuner.cache[key] = config  # unconditionally: a cached live winner must not win
+        watch = self._watch(tuner)
         try:
             result = original(tuner, *args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - the injected config no longer compiles/launches
@@ -178,10 +275,37 @@ class AutotuneSession:
             # live tuning; with no_evict the same bad config is read back and raises again
             reason = "compile_failed" if evicted else "compile_failed_no_evict"
             return self._tune_live(reason, tuner, original, kid, key, args, kwargs), None
+        if not self._verified(tuner, kid, key, config, watch):
+            return result, None
         self._note(kid, key, config, "replayed")
         return result, config
 
-    def _tune_live(self, reason, tuner, original, kid, key, args, kwargs) -> Any:
+    def _watch(self, tuner: Any) -> tuple[int, Any]:
+        """What shows a selection ran during the next call: the tuner's benchmark count and
+        the ``configs_timings`` object every Triton/LibTuner selection rebinds."""
+        return self._benches.get(id(tuner), 0), getattr(tuner, "configs_timings", None)
+
+    def _verified(self, tuner: Any, kid: str | None, key: Any, config: Any, watch: tuple[int, Any]) -> bool:
+        """Whether the call just made launched the injected config without a selection; if
+        not, mark the row and note what was launched instead."""
+        benches = self._benches.get(id(tuner), 0) - watch[0]
+        swept = benches > 0 or getattr(tuner, "configs_timings", None) is not watch[1]
+        launched = getattr(tuner, "best_config", None)
+        # identity first: both tuners launch the very config object they found under the key
+        same = launched is config or (launched is not None and same_config(config_to_dict(config), launched))
+        if same and not swept:
+            return True
+        kid = kid or tuner_kernel_id(tuner)
+        reason = "swept" if swept else "key_mismatch"
+        self._mark(reason, kid)
+        extra: dict[str, Any] = {"reason": reason, "injected": config_to_dict(config), "sweep_benchmarks": benches}
+        if launched is None:
+            extra["launched_unknown"] = True  # a tuner that sets no best_config: noted as injected
+        self._note(kid, key, launched if launched is not None else config, "fallback", **extra)
+        return False
+
+    def _tune_live(self, reason: str, tuner: Any, original: Callable[..., Any], kid: str, key: Any,
+                   args: tuple, kwargs: dict) -> Any:
         """Fall back to the tuner's own choice (a sweep the first time, cached after) and
         mark the row."""
         self._mark(reason, kid)
@@ -189,7 +313,10 @@ class AutotuneSession:
         self._note(kid, key, tuner.best_config, "fallback")
         return result
 
+
 def _tuner_classes() -> list[type]:
+    """The classes whose ``run`` is patched: Triton's ``Autotuner`` and FlagGems' ``LibTuner``
+    (subclasses inherit the patch unless they override ``run`` without calling it)."""
     from triton.runtime.autotuner import Autotuner
 
     classes: list[type] = [Autotuner]
@@ -207,11 +334,25 @@ def _tuner_classes() -> list[type]:
     return classes
 
 
+def _bench_classes() -> list[type]:
+    """``Autotuner`` and every loaded subclass with its own ``_bench`` (FlagGems has tuners
+    that benchmark without calling ``Autotuner._bench``): a sweep through any is counted."""
+    from triton.runtime.autotuner import Autotuner
+
+    seen: list[type] = []
+    todo: list[type] = [Autotuner]
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.append(cls)
+        todo.extend(cls.__subclasses__())
+    return [cls for cls in seen if "_bench" in vars(cls)]
+
+
 @contextlib.contextmanager
 def autotune_session(session: AutotuneSession) -> Iterator[AutotuneSession]:
     """Patch every tuner class's ``run`` (and count ``_bench`` sweeps) for the block."""
-    from triton.runtime.autotuner import Autotuner
-
     restores: list[Callable[[], None]] = []
     for cls in _tuner_classes():
         original = vars(cls)["run"]
@@ -221,14 +362,14 @@ def autotune_session(session: AutotuneSession) -> Iterator[AutotuneSession]:
 
         cls.run = run
         restores.append(lambda cls=cls, original=original: setattr(cls, "run", original))
-    original_bench = vars(Autotuner)["_bench"]
+    for cls in _bench_classes():
+        original_bench = vars(cls)["_bench"]
 
-    def _bench(self: Any, *args: Any, **kwargs: Any) -> Any:
-        session.count_benchmark()
-        return original_bench(self, *args, **kwargs)
+        def _bench(self: Any, *args: Any, _original: Callable[..., Any] = original_bench, **kwargs: Any) -> Any:
+            return session.benchmark(self, _original, args, kwargs)
 
-    Autotuner._bench = _bench
-    restores.append(lambda: setattr(Autotuner, "_bench", original_bench))
+        cls._bench = _bench
+        restores.append(lambda cls=cls, original=original_bench: setattr(cls, "_bench", original))
     try:
         yield session
     finally:
