@@ -24,14 +24,14 @@ def state_file(tmp_path: Path, **fields) -> Path:
 
 @pytest.mark.parametrize("state, expect", [
     ("ok", "Baseline: h200/pr/nvidia-h200/20261129T0200Z-abc, 1.2 days old"),
-    ("stale", "⚠️ Baseline stale: newest good entry Refresh it: python ci/record&#95;baseline.py"),
-    ("missing", "⚠️ Baseline missing: newest good entry Refresh it:"),
+    ("stale", "⚠️ Baseline stale: newest good entry. Refresh it: python ci/record&#95;baseline.py"),
+    ("missing", "⚠️ Baseline missing: newest good entry. Refresh it:"),
 ])
 def test_the_lookup_is_shown_at_the_top_of_the_verdict(tmp_path: Path, capsys, state: str, expect: str) -> None:
     base, cand = pair(tmp_path, [row(seed=1)], [row(seed=2)])
     out = tmp_path / "v"
     assert main(["gate", str(base.path), str(cand.path), "--out", str(out),
-                 "--baseline-state", str(state_file(tmp_path, state=state))]) == 0
+                 "--baseline-state", str(state_file(tmp_path, state=state, record=str(base.path)))]) == 0
     md = (out / "verdict.md").read_text()
     head = md.split("###")[0]
     assert expect.replace("record&#95;baseline", "record_baseline") in head
@@ -53,3 +53,14 @@ def test_a_bad_state_file_is_a_usage_error_naming_it(tmp_path: Path, capsys, con
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and match in err and "lookup.json" in err
     assert not (tmp_path / "v" / "verdict.md").exists()
+
+
+def test_a_fallback_record_is_named_in_the_verdict(tmp_path: Path, capsys) -> None:
+    base, cand = pair(tmp_path, [row(seed=1)], [row(seed=2)])  # the candidate replays base.path
+    out = tmp_path / "v"
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(out), "--baseline-state",
+                 str(state_file(tmp_path, state="missing", record=None, reason="no entry for pr on h200."))]) == 0
+    head = (out / "verdict.md").read_text().split("###")[0]
+    assert ("⚠️ Baseline missing: no entry for pr on h200. This check replayed a baseline recorded with the "
+            f"base build in this job ({base.path.name}).") in head.replace("&#95;", "_")
+    capsys.readouterr()

@@ -45,8 +45,9 @@ class BaselineState:
     def healthy(self) -> bool:
         return self.doc.state == "ok"
 
-    def line(self) -> str:
-        """One line for verdict.md (escaped by the renderer)."""
+    def line(self, replayed: str | None = None) -> str:
+        """One line for verdict.md (escaped by the renderer); ``replayed``: the record the
+        runs replayed, to say when it is not the one the store offered (a fallback)."""
         d = self.doc
         if d.state == "ok":
             entry = d.entry.record_path if d.entry and d.entry.record_path else (d.record or "")
@@ -54,7 +55,11 @@ class BaselineState:
             return f"Baseline: {entry}{age}"
         head = {"stale": "Baseline stale", "mismatched": "Baseline mismatched",
                 "missing": "Baseline missing"}[d.state]
-        return f"⚠️ {head}: {d.reason}" + (f" Refresh it: {d.refresh}" if d.refresh else "")
+        reason = d.reason.rstrip()
+        text = f"⚠️ {head}: {reason}" + ("" if not reason or reason.endswith((".", "!", "?")) else ".")
+        if replayed and (d.record is None or Path(replayed).resolve() != Path(d.record).resolve()):
+            text += f" This check replayed a baseline recorded with the base build in this job ({Path(replayed).name})."
+        return text + (f" Refresh it: {d.refresh}" if d.refresh else "")
 
     def to_dict(self) -> dict[str, Any]:
         d = self.doc

@@ -232,11 +232,16 @@ def _context(result: GateResult, limits: _Limits, artifact_url: str | None,
         "artifact_url": artifact_url, "sections": sections, "per_op": per_op_rows, "per_op_cut": per_op_cut,
         "details": details, "short_of_target": short_section,
         "notes": result.notes + ([ir.note] if ir is not None and ir.note else []),
-        "ir_line": _ir_line(ir), "baseline_line": baseline.line() if baseline is not None else "",
+        "ir_line": _ir_line(ir), "baseline_line": baseline.line(_replayed(result)) if baseline is not None else "",
         "noise_z": f"{pol.noise_z:g}", "min_samples": pol.min_samples,
         "policy_line": f"{pol.min_effect:.1%}" + (f"; {overrides}" if overrides else ""),
         "truncated": "",
     }
+
+
+def _replayed(result: GateResult) -> str | None:
+    value = result.cand.identity.get("replay_from") if isinstance(result.cand.identity, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def _ir_line(ir: IREvidence | None) -> str:

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# The build-compiler action's logic (action.yml calls it; kept here so it can be read, linted
+# and tested as a script). Two sub-commands, both driven by environment variables that
+# action.yml fills from its inputs (never by `${{ }}` inside a script):
+#
+#   build.sh plan    validate the inputs; for mode source, say whether the venv of this
+#                    commit is already built (then the checkout is skipped) and where the
+#                    checkout goes.   outputs: slug, commit, cached, src
+#   build.sh build   make (or reuse) the build's venv and print its interpreter.
+#                    outputs: python, commit
+#
+# Environment: TG_MODE (source|wheel|installed), TG_REPO (owner/name), TG_REF, TG_WHEEL,
+# TG_CACHE_ROOT, TG_PYTHON (the base interpreter), and for `build` in mode source TG_SRC (the
+# checkout, relative to GITHUB_WORKSPACE) and TG_PLAN_COMMIT. Outputs are appended to
+# $GITHUB_OUTPUT (stdout when unset).
+#
+# Cache layout (runner-local, shared by every job of the runner's user):
+#   <cache-root>/<repo-slug>/<commit>/venv        mode source, one venv per compiler commit
+#   <cache-root>/<repo-slug>/wheel-<sha256>/venv  mode wheel, one venv per wheel
+#   <...>/venv/.tritongate-complete               written last: a venv without it is rebuilt
+#   <...>.lock                                    flock: one builder per venv at a time
+set -euo pipefail
+
+die() { local msg="$*"; echo "::error title=build-compiler::${msg//$'\n'/ }" >&2; exit 2; }
+out() {
+  if [[ -n "${GITHUB_OUTPUT:-}" ]]; then echo "$1=$2" >> "$GITHUB_OUTPUT"; else echo "$1=$2"; fi
+}
+
+# Runtime dependencies of tritongate beside torch and the compiler (pyproject.toml's bounds):
+# the parent of a paired run needs all of them; a worker needs numpy and pyyaml.
+TG_DEPS=("numpy>=1.26" "pyyaml>=6.0" "pandas>=2.1" "scipy>=1.11" "jinja2>=3.1" "rich>=13.0" "pydantic>=2.7,<3")
+
+mode="${TG_MODE:-}"
+repo="${TG_REPO:-}"
+ref="${TG_REF:-}"
+
+check_inputs() {
+  case "$mode" in
+    source|wheel|installed) ;;
+    *) die "mode must be source, wheel or installed, got '${mode}'" ;;
+  esac
+  if [[ "$mode" != installed ]]; then
+    [[ "$repo" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ ]] || die "repo must be OWNER/NAME, got '${repo}'"
+    local owner="${repo%%/*}" name="${repo#*/}"
+    [[ "$owner" != . && "$owner" != .. && "$name" != . && "$name" != .. ]] || die "repo must be OWNER/NAME, got '${repo}'"
+  fi
+  if [[ "$mode" == source && -z "$ref" ]]; then die "mode source needs a ref"; fi
+  if [[ "$mode" == wheel && -z "${TG_WHEEL:-}" ]]; then die "mode wheel needs the wheel input (a path or URL)"; fi
+  if [[ "$ref" == -* ]]; then die "ref must not start with '-', got '${ref}'"; fi
+  return 0
+}
+
+repo_slug() {  # triton-lang/triton -> triton-lang__triton (one path component, never '..')
+  local s
+  s="$(printf '%s' "$repo" | tr '[:upper:]' '[:lower:]')"
+  s="${s/\//__}"
+  printf '%s' "${s//[^a-z0-9._-]/-}"
+}
+
+cache_root() {
+  local root="${TG_CACHE_ROOT:-}"
+  [[ -n "$root" ]] || root="$HOME/.cache/tritongate-builds"
+  root="${root/#\~/$HOME}"
+  mkdir -p "$root"
+  (cd "$root" && pwd -P)
+}
+
+is_sha() { [[ "$1" =~ ^[0-9a-f]{40}$ ]]; }
+
+plan() {
+  check_inputs
+  local slug="" commit="" cached=false src=""
+  if [[ "$mode" != installed ]]; then slug="$(repo_slug)"; fi
+  if [[ "$mode" == source ]]; then
+    if is_sha "$ref" && [[ -f "$(cache_root)/$slug/$ref/venv/.tritongate-complete" ]]; then
+      commit="$ref"
+      cached=true
+    else
+      # A fresh folder under the workspace (actions/checkout only writes there); removed after the build.
+      src=".tritongate-src/${slug}-$(date +%s)-$$-${RANDOM}"
+    fi
+  fi
+  out slug "$slug"
+  out commit "$commit"
+  out cached "$cached"
+  out src "$src"
+}
+
+# The absolute path of an interpreter that runs, e.g. `python3` -> /usr/bin/python3.
+resolve_python() {
+  local py="$1" path
+  path="$(command -v -- "$py")" || die "python '$py' not found"
+  [[ "$path" == /* ]] || path="$PWD/$path"
+  "$path" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 9) else 1)' || die "'$path' is not a usable python"
+  printf '%s' "$path"
+}
+
+install_deps() {  # into the venv: tritongate's runtime deps; torch only when the base has none
+  local vpy="$1"
+  "$vpy" -m pip install -q --disable-pip-version-check --upgrade pip
+  if ! "$vpy" -c 'import torch' 2>/dev/null; then
+    echo "torch is not importable from '${TG_PYTHON:-python3}': installing it into the build venv" >&2
+    "$vpy" -m pip install -q --disable-pip-version-check torch
+  fi
+  "$vpy" -m pip install -q --disable-pip-version-check "${TG_DEPS[@]}"
+}
+
+check_compiler() {  # the venv's own triton, not the base interpreter's
+  local venv="$1"
+  "$venv/bin/python" - "$venv" <<'EOF'
+import os, sys
+import triton
+venv = os.path.realpath(sys.argv[1])
+where = os.path.realpath(triton.__file__)
+if not where.startswith(venv + os.sep):
+    sys.exit(f"triton is imported from {where}, not from the build venv {venv}")
+print(f"triton {triton.__version__} from {where}")
+EOF
+}
+
+# Make the venv at $1 under an exclusive lock, unless a complete one is there.
+# $2 is a function that installs the compiler into it.
+make_venv() {
+  local venv="$1" installer="$2" base
+  mkdir -p "$(dirname "$venv")"
+  exec 9>"$(dirname "$venv")/venv.lock"
+  echo "waiting for the build lock $(dirname "$venv")/venv.lock ..." >&2
+  flock -w 10800 9 || die "timed out waiting for another job building $venv"
+  if [[ -f "$venv/.tritongate-complete" ]]; then
+    echo "reusing $venv (built by an earlier job)" >&2
+  else
+    rm -rf "$venv"   # a build that died half-way
+    base="$(resolve_python "${TG_PYTHON:-python3}")"
+    # --system-site-packages: the runner's torch (CUDA build) is reused; the venv's own
+    # compiler shadows any triton the base interpreter has.
+    "$base" -m venv --system-site-packages "$venv"
+    install_deps "$venv/bin/python"
+    "$installer" "$venv/bin/python"
+    check_compiler "$venv"
+    date -u +%Y-%m-%dT%H:%M:%SZ > "$venv/.tritongate-complete"
+  fi
+  flock -u 9
+  exec 9>&-
+}
+
+install_source() {
+  local vpy="$1" src="$GITHUB_WORKSPACE/$TG_SRC" target
+  # Triton >= 3.4 (and forks that follow it) build from the repository root; older
+  # Triton and FlagTree from python/.
+  if [[ -f "$src/setup.py" ]]; then
+    target="$src"
+  elif [[ -f "$src/python/setup.py" || -f "$src/python/pyproject.toml" ]]; then
+    target="$src/python"
+  elif [[ -f "$src/pyproject.toml" ]] && grep -q '^\[build-system\]' "$src/pyproject.toml"; then
+    target="$src"
+  else
+    die "no setup.py or pyproject.toml in $TG_REPO@$TG_REF (looked in ./ and ./python)"
+  fi
+  echo "building $TG_REPO from ${target#"$GITHUB_WORKSPACE/"} (this takes a while the first time)" >&2
+  "$vpy" -m pip install --disable-pip-version-check "$target"
+}
+
+install_wheel() {
+  local vpy="$1"
+  "$vpy" -m pip install --disable-pip-version-check "$TG_WHEEL"
+}
+
+build() {
+  check_inputs
+  local venv commit="" key
+  case "$mode" in
+    installed)  # no commit: nothing says which commit the interpreter's compiler was built from
+      out python "$(resolve_python "${TG_PYTHON:-python3}")"
+      out commit ""
+      return 0
+      ;;
+    source)
+      if [[ -n "${TG_SRC:-}" ]]; then
+        commit="$(git -C "$GITHUB_WORKSPACE/$TG_SRC" rev-parse HEAD)"
+      else
+        commit="${TG_PLAN_COMMIT:-}"
+      fi
+      is_sha "$commit" || die "could not resolve $TG_REPO@$TG_REF to a commit (got '${commit}')"
+      venv="$(cache_root)/$(repo_slug)/$commit/venv"
+      make_venv "$venv" install_source
+      ;;
+    wheel)
+      if [[ -f "$TG_WHEEL" ]]; then
+        key="$(sha256sum -- "$TG_WHEEL" | cut -d' ' -f1)"
+      else
+        key="$(printf '%s' "$TG_WHEEL" | sha256sum | cut -d' ' -f1)"
+      fi
+      is_sha "$ref" && commit="$ref"
+      venv="$(cache_root)/$(repo_slug)/wheel-$key/venv"
+      make_venv "$venv" install_wheel
+      ;;
+  esac
+  out python "$venv/bin/python"
+  out commit "$commit"
+}
+
+case "${1:-}" in
+  plan) plan ;;
+  build) build ;;
+  *) echo "usage: build.sh plan|build (see action.yml)" >&2; exit 2 ;;
+esac

@@ -1,0 +1,310 @@
+"""Security and convention rules for .github/ (DESIGN.md §7, reference/gha_conventions.md).
+
+Structural checks of the parsed YAML: default-deny permissions, SHA-pinned actions, timeouts,
+no pull_request_target, no persisted credentials, no secrets or write tokens on self-hosted
+runners, no expressions inside scripts (they go through env:), the comment job on a
+GitHub-hosted runner that never checks out PR code, and the composite action under the same
+rules. Plus a syntax check of every script with `bash -n`.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+GITHUB = REPO / ".github"
+WORKFLOW_FILES = sorted((GITHUB / "workflows").glob("*.yml"))
+ACTION_FILES = sorted((GITHUB / "actions").glob("*/action.yml"))
+EXPECTED_WORKFLOWS = {"pr-gate.yml", "pr-comment.yml", "nightly-baseline.yml", "deep-scan.yml", "tests.yml"}
+GITHUB_HOSTED = re.compile(r"^(ubuntu|windows|macos)-[\w.-]+$")
+PINNED = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[^@\s]+)?@[0-9a-f]{40}$")
+TRIGGERS_FOR_SELF_HOSTED = {"pull_request", "workflow_call", "workflow_dispatch", "schedule"}
+
+# `${{ }}` inside a `run:` script is template injection waiting to happen; values reach
+# scripts through `env:`. Exceptions, each with its reason: (file, job, step name) -> reason.
+RUN_EXPRESSION_ALLOWLIST: dict[tuple[str, str, str], str] = {}
+
+# Jobs that may hold a write permission, and which.
+WRITE_PERMISSIONS = {
+    ("pr-comment.yml", "comment"): {"pull-requests"},   # the sticky comment
+    ("nightly-baseline.yml", "publish"): {"contents"},  # push to the baseline data branch
+}
+
+
+def load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def triggers(doc: dict) -> dict:
+    value = doc.get("on", doc.get(True))  # PyYAML reads the bare key `on` as True
+    if isinstance(value, str):
+        return {value: None}
+    if isinstance(value, list):
+        return {name: None for name in value}
+    return value or {}
+
+
+def workflows() -> Iterator[tuple[str, dict]]:
+    for path in WORKFLOW_FILES:
+        yield path.name, load(path)
+
+
+def jobs() -> Iterator[tuple[str, str, dict, dict]]:
+    for name, doc in workflows():
+        for job_id, job in doc["jobs"].items():
+            yield name, job_id, job, doc
+
+
+def steps() -> Iterator[tuple[str, str, dict]]:
+    """(file, job id or 'action', step) over every workflow job and every composite action."""
+    for name, job_id, job, _ in jobs():
+        for step in job.get("steps", []):
+            yield name, job_id, step
+    for path in ACTION_FILES:
+        for step in load(path)["runs"].get("steps", []):
+            yield f"{path.parent.name}/action.yml", "action", step
+
+
+def strings(node: Any) -> Iterator[str]:
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            yield from strings(key)
+            yield from strings(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from strings(item)
+
+
+def self_hosted(job: dict) -> bool:
+    """Anything but a literal GitHub-hosted label counts as self-hosted (expressions too)."""
+    runs_on = job.get("runs-on")
+    return not (isinstance(runs_on, str) and GITHUB_HOSTED.match(runs_on))
+
+
+def test_the_expected_files_exist() -> None:
+    assert {p.name for p in WORKFLOW_FILES} == EXPECTED_WORKFLOWS
+    assert [p.parent.name for p in ACTION_FILES] == ["build-compiler"]
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_permissions_default_deny(path: Path) -> None:
+    doc = load(path)
+    assert "permissions" in doc and doc["permissions"] == {}, "top level must be `permissions: {}`"
+    for job_id, job in doc["jobs"].items():
+        assert "permissions" in job, f"{job_id}: every job names its permissions"
+        granted = job["permissions"] or {}
+        assert isinstance(granted, dict), f"{job_id}: permissions as a map, never read-all/write-all"
+        writes = {scope for scope, level in granted.items() if level == "write"}
+        assert writes <= WRITE_PERMISSIONS.get((path.name, job_id), set()), f"{job_id}: unexpected write {writes}"
+
+
+def test_write_permissions_are_where_expected() -> None:
+    found = {(name, job_id): {s for s, lvl in (job.get("permissions") or {}).items() if lvl == "write"}
+             for name, job_id, job, _ in jobs()}
+    for key, scopes in WRITE_PERMISSIONS.items():
+        assert found[key] == scopes, key
+
+
+def test_every_action_is_local_or_pinned_by_sha_with_a_version_comment() -> None:
+    for path in [*WORKFLOW_FILES, *ACTION_FILES]:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            m = re.match(r"^\s*(?:-\s+)?uses:\s*(\S+)(.*)$", line)
+            if not m:
+                continue
+            ref, rest = m.groups()
+            where = f"{path.name}:{number}"
+            if ref.startswith("./"):
+                continue
+            assert PINNED.match(ref), f"{where}: {ref} is not pinned by a 40-hex commit"
+            assert re.match(r"^\s+#\s*v\d+(\.\d+)*\s*$", rest), f"{where}: add the version as `# vX.Y.Z`"
+    # and the parsed view agrees (no flow-style `uses` the line scan could miss)
+    for name, _, step in steps():
+        if "uses" in step:
+            assert step["uses"].startswith("./") or PINNED.match(step["uses"]), (name, step["uses"])
+    for name, job_id, job, _ in jobs():
+        if "uses" in job:
+            assert PINNED.match(job["uses"]), (name, job_id)
+
+
+def test_every_job_has_a_timeout() -> None:
+    for name, job_id, job, _ in jobs():
+        minutes = job.get("timeout-minutes")
+        assert isinstance(minutes, int) and 0 < minutes <= 360, f"{name}:{job_id} needs timeout-minutes (≤ 360)"
+
+
+def test_no_pull_request_target() -> None:
+    for path in WORKFLOW_FILES:
+        assert "pull_request_target" not in triggers(load(path)), path.name
+        assert "pull_request_target" not in path.read_text(encoding="utf-8"), path.name
+
+
+def test_every_checkout_drops_its_credentials() -> None:
+    checkouts = [(name, step) for name, _, step in steps() if step.get("uses", "").startswith("actions/checkout@")]
+    assert checkouts
+    for name, step in checkouts:
+        assert (step.get("with") or {}).get("persist-credentials") is False, f"{name}: {step.get('name')}"
+
+
+def test_self_hosted_jobs_hold_no_secret_and_no_write_token() -> None:
+    seen = 0
+    for name, job_id, job, doc in jobs():
+        if not self_hosted(job):
+            continue
+        seen += 1
+        text = "\n".join(strings(job))
+        assert "secrets." not in text and "secrets:" not in text, f"{name}:{job_id} uses a secret"
+        assert "github.token" not in text, f"{name}:{job_id} hands the token to a step"
+        assert "write" not in (job.get("permissions") or {}).values(), f"{name}:{job_id}"
+        assert set(triggers(doc)) <= TRIGGERS_FOR_SELF_HOSTED, f"{name}: self-hosted job under {set(triggers(doc))}"
+    assert seen >= 4  # gate, nightly record, deep-scan baseline and scan
+
+
+def test_no_expression_inside_a_script() -> None:
+    used = set()
+    for name, job_id, step in steps():
+        script = step.get("run")
+        if script is None:
+            continue
+        key = (name, job_id, step.get("name", ""))
+        if "${{" in script:
+            assert key in RUN_EXPRESSION_ALLOWLIST, f"{key}: pass values through env:, not ${{{{ }}}} in run:"
+            used.add(key)
+    assert used == set(RUN_EXPRESSION_ALLOWLIST), "stale allow-list entries"
+
+
+def test_scripts_are_bash_and_parse(tmp_path: Path) -> None:
+    for index, (name, job_id, step) in enumerate(steps()):
+        if "run" not in step:
+            continue
+        if job_id == "action":
+            assert step.get("shell") == "bash", f"{name}: composite run steps name their shell"
+        script = tmp_path / f"{index}.sh"
+        script.write_text(step["run"], encoding="utf-8")
+        proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert proc.returncode == 0, f"{name}:{job_id}:{step.get('name')}: {proc.stderr}"
+    proc = subprocess.run(["bash", "-n", str(GITHUB / "actions" / "build-compiler" / "build.sh")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_concurrency_everywhere() -> None:
+    for name, job_id, job, doc in jobs():
+        assert "concurrency" in job or "concurrency" in doc, f"{name}:{job_id} needs a concurrency group"
+
+
+def test_composite_action_takes_inputs_through_env_only() -> None:
+    action = load(GITHUB / "actions" / "build-compiler" / "action.yml")
+    assert set(action["inputs"]) == {"repo", "ref", "mode", "wheel", "cache-root", "python"}
+    assert set(action["outputs"]) == {"python", "commit"}
+    for step in action["runs"]["steps"]:
+        if "run" in step:
+            assert "${{" not in step["run"] and "inputs." not in step["run"]
+            assert all("${{" not in key for key in step.get("env", {}))
+
+
+def test_pr_gate_is_reusable_and_gated() -> None:
+    doc = load(GITHUB / "workflows" / "pr-gate.yml")
+    on = triggers(doc)
+    assert set(on) == {"pull_request", "workflow_call"}
+    inputs = on["workflow_call"]["inputs"]
+    for name in ("runner-labels", "suite", "base-ref", "compiler-repo", "compiler-mode", "ops",
+                 "max-age-days", "runner-class", "tritongate-repo", "tritongate-ref"):
+        assert name in inputs, name
+    gate = doc["jobs"]["gate"]
+    assert "TRITONGATE_FORK_APPROVAL" in gate["if"] and "head.repo.full_name" in gate["if"]
+    assert gate["concurrency"]["cancel-in-progress"] is True
+    assert "runner-class" in gate["concurrency"]["group"] and "pull_request.number" in gate["concurrency"]["group"]
+    assert gate["permissions"] == {"contents": "read"}
+    names = [s.get("name") for s in gate["steps"]]
+    uploads = [s for s in gate["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert uploads and all(s["if"].startswith("always()") for s in uploads)
+    assert names[-1] == "Gate result" and gate["steps"][-1]["if"].startswith("always()")
+    pair = next(s for s in gate["steps"] if s.get("id") == "pair")
+    assert "--baseline-state" in pair["run"] and "replay_candidate.py" in pair["run"]
+    lookup = next(s for s in gate["steps"] if s.get("id") == "baseline")
+    assert '--github-output "$GITHUB_OUTPUT"' in lookup["run"] and "--state-out" in lookup["run"]
+
+
+def test_comment_job_runs_default_branch_code_on_a_github_hosted_runner() -> None:
+    gate = load(GITHUB / "workflows" / "pr-gate.yml")
+    doc = load(GITHUB / "workflows" / "pr-comment.yml")
+    on = triggers(doc)
+    assert on["workflow_run"]["workflows"] == [gate["name"]]
+    assert on["workflow_run"]["types"] == ["completed"]
+    job = doc["jobs"]["comment"]
+    assert GITHUB_HOSTED.match(job["runs-on"]) and job["runs-on"].startswith("ubuntu-")
+    assert job["permissions"] == {"contents": "read", "actions": "read", "pull-requests": "write"}
+    assert "workflow_run.event == 'pull_request'" in job["if"]
+    text = "\n".join(strings(job))
+    for needle in ("pip install", "head_branch", "head_repository", "pull_request.head", "setup-python"):
+        assert needle not in text, needle
+    for step in job["steps"]:
+        uses = step.get("uses", "")
+        if uses.startswith("actions/checkout@"):
+            with_ = step["with"]
+            assert "workflow_run" not in str(with_.get("ref", "")) and "head" not in str(with_.get("ref", ""))
+            assert "workflow_run" not in str(with_.get("repository", ""))
+        if uses.startswith("actions/download-artifact@"):
+            with_ = step["with"]
+            gate_uploads = {s["with"]["name"] for s in gate["jobs"]["gate"]["steps"]
+                            if s.get("uses", "").startswith("actions/upload-artifact@")}
+            assert with_["name"] in gate_uploads
+            assert with_["run-id"] == "${{ github.event.workflow_run.id }}"
+            assert str(with_["path"]).startswith("${{ runner.temp }}"), "untrusted data stays out of the workspace"
+    post = next(s for s in job["steps"] if "post_comment.py" in s.get("run", ""))
+    assert post["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"
+    assert post["env"]["EVENT_PR"] == "${{ github.event.workflow_run.pull_requests[0].number }}"
+    assert "--head-sha \"$HEAD_SHA\"" in post["run"]
+
+
+def test_post_comment_needs_only_the_standard_library() -> None:
+    """Why pr-comment.yml installs nothing: -S leaves site-packages out of sys.path."""
+    proc = subprocess.run([sys.executable, "-I", "-S", str(REPO / "ci" / "post_comment.py"), "--help"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_nightly_writes_only_from_main_and_not_from_the_gpu() -> None:
+    doc = load(GITHUB / "workflows" / "nightly-baseline.yml")
+    assert set(triggers(doc)) == {"schedule", "workflow_dispatch"}
+    record, publish = doc["jobs"]["record"], doc["jobs"]["publish"]
+    for job in (record, publish):
+        assert "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)" in job["if"]
+    assert self_hosted(record) and record["permissions"] == {"contents": "read"}
+    assert publish["runs-on"] == "ubuntu-latest" and publish["permissions"] == {"contents": "write"}
+    record_script = "\n".join(s.get("run", "") for s in record["steps"])
+    assert "record_baseline.py" in record_script and "--publish" in record_script
+    assert "--time-identical" in record_script and "replay_candidate.py" in record_script
+    assert "GITHUB_STEP_SUMMARY" in record_script and "REGRESSED" in record_script and "IMPROVED" in record_script
+
+
+def test_deep_scan_shards_and_merges() -> None:
+    doc = load(GITHUB / "workflows" / "deep-scan.yml")
+    inputs = triggers(doc)["workflow_dispatch"]["inputs"]
+    for name in ("ops", "suite", "shape-file", "dtypes", "base-ref", "cand-ref", "shards"):
+        assert name in inputs, name
+    assert inputs["shards"]["default"] == 4
+    scan = doc["jobs"]["scan"]
+    assert scan["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
+    assert scan["strategy"]["fail-fast"] is False
+    pair = next(s for s in scan["steps"] if s.get("id") == "pair")
+    assert '--shard "$SHARD/$SHARDS"' in pair["run"]
+    merge = doc["jobs"]["merge"]
+    assert set(merge["needs"]) >= {"scan"} and "tritongate merge" in "\n".join(s.get("run", "") for s in merge["steps"])
+
+
+def test_tests_workflow_runs_the_readme_command() -> None:
+    doc = load(GITHUB / "workflows" / "tests.yml")
+    assert set(triggers(doc)) == {"push", "pull_request"}
+    job = doc["jobs"]["test"]
+    assert job["runs-on"] == "ubuntu-latest" and job["permissions"] == {"contents": "read"}
+    assert any(s.get("run") == "bash scripts/dev.sh test" for s in job["steps"])
