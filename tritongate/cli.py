@@ -128,6 +128,7 @@ def _progress_printer(color: bool, *, verb: str = "measuring", row_text=_run_row
 def cmd_run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from tritongate.autotune.parallel_sweep import requested_gpus
     from tritongate.autotune.tuner_cache import isolation_requested
     from tritongate.backends import default_measure_config, resolve_backend
     from tritongate.report.table import render_rows
@@ -149,6 +150,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         config=config, allow_busy_gpu=args.allow_busy_gpu,
         replay_from=Path(args.replay_from) if args.replay_from else None,
         isolate_tuner_cache=isolation_requested(args.isolate_tuner_cache),
+        only_rows=_only_rows(args.only_rows) if args.only_rows else None,
+        sweep_gpus=requested_gpus(args.sweep_gpus),
     )
     color = want_color(args.color, sys.stdout)
     outcome = run_suite(request, _progress_printer(want_color(args.color, sys.stderr)))
@@ -159,6 +162,21 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"{len(flagged)} flagged (markers or errors; see run.log)")
     print(outcome.path)
     return ExitCode.OK
+
+
+def _only_rows(path: str) -> frozenset[tuple[str, str, str]]:
+    """A JSON list of [op, case, dtype] (written by the parallel sweep and the batch runner)."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"--only-rows {path}: unreadable ({type(exc).__name__}: {exc}); "
+                         "expected a JSON list of [op, case, dtype]") from None
+    if not isinstance(data, list) or not all(isinstance(r, list) and len(r) == 3 and all(isinstance(x, str) and x
+                                                                                          for x in r) for r in data):
+        raise UsageError(f"--only-rows {path}: expected a JSON list of [op, case, dtype] string triples")
+    return frozenset(tuple(r) for r in data)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
@@ -594,6 +612,13 @@ def build_parser() -> argparse.ArgumentParser:
                           "(also TRITONGATE_ISOLATE_TUNER_CACHE=1 or ZL_ISOLATE_TUNER_CACHE=1)")
     run.add_argument("--allow-busy-gpu", action="store_true",
                      help="measure even when other processes use the GPU (rows get GPU_BUSY)")
+    run.add_argument("--sweep-gpus", type=int, metavar="N",
+                     help="record mode: spread the autotune sweep over N GPUs in shard processes (also "
+                          "PARALLEL_WARMUP_GPUS=N; TRITONGATE_SWEEP_DEVICES=0,1 picks them); measurement stays "
+                          "serial on one GPU; winners that differ across shards are counted and logged")
+    run.add_argument("--only-rows", type=_text, metavar="JSON",
+                     help="measure only these rows: a JSON list of [op, case, dtype] (the parallel sweep's and "
+                          "the batch runner's shards)")
     run.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                      help="colour on a terminal (auto), or force it; run.log is always plain")
     run.set_defaults(func=cmd_run)

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from tritongate.atomicio import write_text_atomic
+from tritongate.autotune.parallel_sweep import SweepOutcome
 from tritongate.autotune.records import RecordSet, load_records, write_records
 from tritongate.autotune.session import AutotuneSession, autotune_session
 from tritongate.autotune.tuner_cache import open_tuner_cache
@@ -54,6 +55,8 @@ class RunRequest:
     device_index: int = 0
     replay_from: Path | None = None  # a record run: replay its autotune configs
     isolate_tuner_cache: bool = False
+    only_rows: frozenset[tuple[str, str, str]] | None = None  # (op, case, dtype): a shard of a sweep or batch
+    sweep_gpus: int = 0  # record mode: spread the autotune sweep over this many GPUs (< 2: serial)
 
     @property
     def mode(self) -> str:
@@ -91,6 +94,8 @@ class Runner:
         self._registry = user_ops.registry_for(suite.modules, search_dir=suite.path.parent)
         planned = plan_rows(suite, self._registry, req.backend, only_ops=req.only_ops or None,
                             only_dtypes=req.only_dtypes or None)
+        if req.only_rows is not None:
+            planned = [p for p in planned if (p.op, p.case, p.dtype) in req.only_rows]
         records = load_records(req.replay_from, backend=req.backend.name) if req.replay_from else None
         check_out_dir(req.out)
         device = make_device(req.backend, req.device_index)
@@ -101,13 +106,35 @@ class Runner:
         req = self.request
         config = req.config or default_measure_config(req.backend)
         gpu_before = self._gpu_state(device, check_idle_now=True)
+        sweep = self._parallel_sweep(planned)
         tuner_cache = open_tuner_cache(req.isolate_tuner_cache)
         try:
-            return self._run(planned, suite, device, records, config, gpu_before, tuner_cache)
+            return self._run(planned, suite, device, records, config, gpu_before, tuner_cache, sweep)
         finally:
             tuner_cache.close()
 
-    def _run(self, planned, suite, device, records, config, gpu_before, tuner_cache) -> RunOutcome:
+    def _parallel_sweep(self, planned: list[PlannedRow]) -> SweepOutcome | None:
+        """Record mode with --sweep-gpus N: the winners of N parallel shard sweeps (or why not)."""
+        from tritongate.autotune import parallel_sweep as ps
+
+        req = self.request
+        if req.sweep_gpus < 2 or req.mode != "record":
+            if req.sweep_gpus >= 2:
+                return ps.SweepOutcome("refused", ps.refusal(req.sweep_gpus, replaying=True,
+                                                             backend_name=req.backend.name, devices=()))
+            return None
+        devices = ps.visible_devices(req.backend.name)
+        why = ps.refusal(req.sweep_gpus, replaying=False, backend_name=req.backend.name, devices=devices)
+        if why:
+            return ps.SweepOutcome("refused", why)
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        self._progress(Progress("note", message=f"parallel sweep over {min(req.sweep_gpus, len(devices))} devices ..."))
+        return ps.run_sweep(suite=req.suite, backend_name=req.backend.name, shape_file=req.shape_file,
+                            rows=[(p.op, p.case, p.dtype) for p in planned], devices=devices, gpus=req.sweep_gpus,
+                            work_dir=Path(req.out) / f".sweep-{stamp}")
+
+    def _run(self, planned, suite, device, records, config, gpu_before, tuner_cache,
+             sweep: SweepOutcome | None = None) -> RunOutcome:
         req = self.request
         path = new_run_dir(req.out, suite.name)
         modules = suite.modules
@@ -126,6 +153,7 @@ class Runner:
             "replay_from": str(records.run_dir.resolve()) if records else None,
             "replay_record": records.meta if records else None,
             "tuner_cache": tuner_cache.to_dict(),
+            "parallel_sweep": sweep.to_dict() if sweep is not None else None,
         }
         write_text_atomic(path / "shapes.yaml", yaml.safe_dump(suite.shapes_document(), sort_keys=False))
         from tritongate.ops.builtin import autotuners
@@ -137,13 +165,17 @@ class Runner:
         # the interpreter compiles nothing: no IR to keep there
         self._ir = None if req.backend.interpreter else IRStore(path)
         outcome = RunOutcome(path=path)
-        session = AutotuneSession(req.mode, records)
+        session = AutotuneSession(req.mode, records,
+                                  presweep=sweep.records if sweep is not None and sweep.status == "used" else None)
         t0 = time.perf_counter()
         with RunLog(path / LOG) as log:
             replay = f"  replay_from={identity['replay_from']}" if records else ""
             log.write(f"tritongate run  mode={req.mode}  suite={suite.name}  backend={req.backend.name}  "
                       f"timer={req.backend.timer.value}  device={identity['device']}  "
                       f"rows={len(planned)}  compiler={identity['compiler_ref']}{replay}")
+            if sweep is not None:
+                log.write(sweep.log_line())
+                self._progress(Progress("note", message=sweep.log_line()))
             self._progress(Progress("start", total=len(planned), message=str(path)))
             if req.backend.interpreter:
                 for slow in slow_rows(planned, self._registry):

@@ -123,13 +123,18 @@ class RowAutotune:
 
 
 class AutotuneSession:
-    def __init__(self, mode: str, replay: RecordSet | None = None) -> None:
+    def __init__(self, mode: str, replay: RecordSet | None = None, *, presweep: RecordSet | None = None) -> None:
+        """``presweep``: record mode only: winners a parallel sweep already chose, put into
+        the tuners' caches instead of sweeping again (recorded as ``presweep``)."""
         if mode not in (RECORD, REPLAY, OFF):
             raise ValueError(f"unknown autotune mode {mode!r}")
         if (mode == REPLAY) != (replay is not None):
             raise ValueError("replay mode needs a record set, and only replay mode takes one")
+        if presweep is not None and mode != RECORD:
+            raise ValueError("presweep winners are for record mode")
         self.mode = mode
         self.replay = replay
+        self.presweep = presweep
         self._records: dict[tuple[str, str], Record] = {}
         self._failed: set[tuple[str, str]] = set()
         self._row: RowAutotune = RowAutotune(mode)
@@ -219,10 +224,21 @@ class AutotuneSession:
             result, injected = self._replay(tuner, original, kid, key, args, kwargs)
             self._settled[settled] = injected
         else:
+            injected = self._inject_presweep(tuner, kid, key)
             result = original(tuner, *args, **kwargs)
-            self._record(tuner, kid, key)
+            self._record(tuner, kid, key, injected=injected)
             self._settled[settled] = None
         return result
+
+    def _inject_presweep(self, tuner: Any, kid: str, key: Any) -> Any:
+        """The parallel sweep's winner for this key, put into the tuner's cache (None: none)."""
+        rec = self.presweep.lookup(kid, key) if self.presweep is not None else None
+        if rec is None:
+            return None
+        config = next((c for c in tuner.configs if same_config(rec.config, c)), None)
+        if config is not None:
+            tuner.cache[key] = config
+        return config
 
     def _unkeyed(self, tuner: Any, original: Callable[..., Any], args: tuple, kwargs: dict,
                  error: AutotuneKeyError) -> Any:
@@ -235,14 +251,21 @@ class AutotuneSession:
                    key_error=str(error))
         return result
 
-    def _record(self, tuner: Any, kid: str, key: Any) -> None:
+    def _record(self, tuner: Any, kid: str, key: Any, *, injected: Any = None) -> None:
         extra: dict[str, Any] = {}
         try:
             config = tuner.cache[key]
         except (KeyError, TypeError):
             config = tuner.best_config  # key recipe drift: what this very call launched
             extra["key_found"] = False  # replay will verify; say so here already
-        self._note(kid, key, config, "tuned", **extra)
+        source = "tuned"
+        if injected is not None:
+            launched = getattr(tuner, "best_config", None)
+            if launched is None or same_config(config_to_dict(injected), launched):
+                source = "presweep"
+            else:  # the tuner looked elsewhere and tuned: record what it launched, say so
+                config, extra["presweep_ignored"] = launched, True
+        self._note(kid, key, config, source, **extra)
         op, label = self._row_label
         match = (kid, key_text(key))
         old = self._records.get(match)
