@@ -732,8 +732,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(func=cmd_show)
 
     from tritongate.baselines.commands import add_baseline_parser
+    from tritongate.batch.commands import add_batch_parser
 
     add_baseline_parser(sub)
+    add_batch_parser(sub)
     return parser
 
 

@@ -1,0 +1,292 @@
+"""``tritongate batch`` and ``tritongate batch-merge``: argparse → library calls → exit codes.
+
+Wired into ``tritongate.cli`` with ``add_batch_parser(sub)``; ``main`` runs the same
+sub-commands standalone (``python -m tritongate.batch batch ...``). Progress goes to stderr,
+one line per op; results to stdout, the batch directory last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence, TextIO
+
+from tritongate.batch.plan import BatchRequest, RunOptions, parse_devices, parse_shard, request_from_manifest
+from tritongate.batch.scheduler import BatchEvent, BatchOutcome, run_batch
+from tritongate.batch.status import OpStatus
+from tritongate.errors import ExitCode, GateError, PreflightError, UsageError
+
+EXIT_CODES = ("exit codes:\n"
+              "  0    every op PASS or SKIP (the last stdout line is the batch directory)\n"
+              "  1    the batch completed, some op FAIL or TIMEOUT (see ops_status.csv)\n"
+              "  2    usage or input error (bad arguments, a batch planned differently, a merge refused)\n"
+              "  3    preflight failed (the suite or shape file: !!! PREFLIGHT_FAILED check=<name>)\n"
+              "  4    internal error\n"
+              "  130  interrupted (Ctrl-C, SIGTERM): the running op was killed; resume with --resume BATCH\n")
+MERGE_EXIT_CODES = ("exit codes:\n"
+                    "  0    merged; every op PASS or SKIP (the last stdout line is the merged batch directory)\n"
+                    "  1    merged; some op FAIL or TIMEOUT\n"
+                    "  2    refused (shards missing, overlapping, unfinished or planned differently) or usage error\n"
+                    "  4    internal error\n")
+
+
+def _text(value: str) -> str:
+    if not value.strip():  # an unset variable in a CI script must not silently change what runs
+        raise argparse.ArgumentTypeError("must not be empty (an unset variable in a script?)")
+    return value
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {value!r}") from None
+    if not number >= 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds >= 0, got {value!r}")
+    return number
+
+
+def _arg(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    def convert(value: str) -> Any:
+        try:
+            return parse(_text(value))
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return convert
+
+
+def _split(values: list[str] | None) -> tuple[str, ...]:
+    return tuple(v for item in values or [] for v in item.replace(",", " ").split() if v)
+
+
+def add_batch_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``batch`` and ``batch-merge`` on the CLI's sub-parsers."""
+    p = sub.add_parser(
+        "batch", help="many ops, each in its own process: timeouts, retries, resume, shards",
+        description="Run every op of a suite (or --ops) in its own `tritongate run` subprocess (its own process "
+                    "group: a crash loses one op), one op at a time per device. Retries crashes and rc=1 (at "
+                    "most --retries, stopping when the same failure repeats), kills an op at --op-timeout "
+                    "(TIMEOUT, not retried), runs a failing op's dtypes one by one to keep those that work, and "
+                    "marks ops that declare they are not supported SKIP. Writes OUT/batch-<suite>_<UTC>/ with "
+                    "ops/<op>/ (each op's run directories and logs), ops_status.csv (rewritten as the batch runs), "
+                    "summary.csv (a line per measured row) and run/ (every PASS op merged: an ordinary run "
+                    "directory for `gate`, `pair` and --replay-from).",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--suite", type=_text, metavar="NAME|PATH", help="a builtin suite name or a suite YAML")
+    p.add_argument("--out", type=_text, metavar="DIR", help="parent directory of the new batch directory")
+    p.add_argument("--resume", type=_text, metavar="BATCH_DIR",
+                   help="continue this batch: PASS/SKIP ops are reused, the others rerun; its plan is kept "
+                        "(options that would change it are refused), execution options may change")
+    g = p.add_argument_group("what to run (the plan)")
+    g.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
+    g.add_argument("--dtypes", type=_text, action="append", metavar="D,E",
+                   help="only these dtypes; an op listing none of them runs its own (note dtype_fallback)")
+    g.add_argument("--backend", type=_text, metavar="NAME", help="passed to every op's run (default auto)")
+    g.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
+    g.add_argument("--rounds", type=int, help="rounds per row (run's default)")
+    g.add_argument("--samples-per-round", type=int, help="samples per round (run's default)")
+    g.add_argument("--l2", choices=["warm", "flush"], help="L2 policy (run's default: warm)")
+    g.add_argument("--isolate-tuner-cache", action="store_true", help="private FlagGems LibTuner DB per op run")
+    g.add_argument("--allow-busy-gpu", action="store_true", help="measure on a busy GPU (rows get GPU_BUSY)")
+    g.add_argument("--replay-root", type=_text, metavar="DIR",
+                   help="replay recorded configs: per op, the op's record run in this batch directory (else its "
+                        "merged run/), or this run directory itself")
+    g.add_argument("--shard", type=_arg(parse_shard), metavar="I/N",
+                   help="run only every N-th op of the plan, from the I-th (round robin); join with batch-merge")
+    e = p.add_argument_group("how to run it")
+    e.add_argument("--devices", type=_arg(parse_devices), metavar="0,1,...",
+                   help="one op at a time on each (sets the backend's visibility variable, e.g. "
+                        "CUDA_VISIBLE_DEVICES, per op); default: one op at a time, devices left as they are")
+    e.add_argument("--op-timeout", type=_seconds, metavar="S",
+                   help="seconds per op process before SIGTERM, then SIGKILL to its process group "
+                        "(default 3600; 0: no limit)")
+    e.add_argument("--kill-grace", type=_seconds, metavar="S", help="seconds between SIGTERM and SIGKILL (default 10)")
+    e.add_argument("--retries", type=int, metavar="N", help="retries after a crash or rc=1 (default 2)")
+    e.add_argument("--python", type=_text, metavar="PY", help="interpreter of the op processes (default: this one)")
+    e.add_argument("--env", type=_text, action="append", metavar="K=V", help="set in every op process (repeatable)")
+    p.set_defaults(func=cmd_batch)
+
+    m = sub.add_parser(
+        "batch-merge", help="join the shard batches of a deep scan (batch --shard I/N) into one batch",
+        description="Check that the batch directories are the finished shards of one plan (suite, ops, dtypes, "
+                    "options, shard count; each index once; no op twice), then write OUT/ with batch.json, "
+                    "ops_status.csv, summary.csv and run/ (every PASS op of every shard).",
+        epilog=MERGE_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    m.add_argument("shards", type=_text, nargs="+", metavar="BATCH_DIR", help="the shard batch directories")
+    m.add_argument("--out", type=_text, required=True, metavar="DIR", help="an empty directory for the merged batch")
+    m.add_argument("--allow-partial", action="store_true",
+                   help="merge the shards given even when some are missing (their ops are listed as MISSING)")
+    m.set_defaults(func=cmd_batch_merge)
+
+
+def _options(args: argparse.Namespace, base: RunOptions | None = None) -> RunOptions:
+    base = base or RunOptions()
+    given = {"backend": args.backend, "shape_file": args.shape_file, "rounds": args.rounds,
+             "samples_per_round": args.samples_per_round, "l2": args.l2,
+             "isolate_tuner_cache": args.isolate_tuner_cache or None, "allow_busy_gpu": args.allow_busy_gpu or None}
+    return replace(base, **{k: v for k, v in given.items() if v is not None})
+
+
+def request_from_args(args: argparse.Namespace) -> BatchRequest:
+    """The batch request the command line asks for (a resume starts from the batch's own)."""
+    from tritongate.pair.build import parse_env_overlay
+
+    if args.retries is not None and args.retries < 0:
+        raise UsageError(f"--retries {args.retries}: expected a whole number >= 0")
+    execution: dict[str, Any] = {
+        "devices": args.devices, "retries": args.retries, "python": args.python, "kill_grace_s": args.kill_grace,
+        "env": parse_env_overlay(args.env, option="--env") if args.env else None}
+    timeout = None if args.op_timeout is None else (args.op_timeout or None)
+    ops, dtypes = _split(args.ops), _split(args.dtypes)
+    if args.resume:
+        if args.out:
+            raise UsageError("--out with --resume: a resumed batch stays in its own directory; leave --out out")
+        request = request_from_manifest(Path(args.resume), **execution)
+        if args.op_timeout is not None:
+            request = replace(request, op_timeout_s=timeout)
+        plan: dict[str, Any] = {"options": _options(args, request.options)}
+        for key, value in (("suite", args.suite), ("ops", ops or None), ("dtypes", dtypes or None),
+                           ("replay_root", Path(args.replay_root) if args.replay_root else None),
+                           ("shard", args.shard)):
+            if value is not None:
+                plan[key] = value
+        return replace(request, **plan)  # run_batch refuses a plan that differs from the batch's
+    if not args.suite or not args.out:
+        raise UsageError("batch needs --suite and --out (or --resume BATCH_DIR)")
+    kw = {k: v for k, v in execution.items() if v is not None}
+    return BatchRequest(suite=args.suite, out=Path(args.out), ops=ops, dtypes=dtypes, options=_options(args),
+                        replay_root=Path(args.replay_root) if args.replay_root else None,
+                        shard=args.shard or (1, 1), op_timeout_s=timeout if args.op_timeout is not None else 3600.0,
+                        **kw)
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    return execute(request_from_args(args))
+
+
+def execute(request: BatchRequest, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run the batch with progress on ``err`` and the summary on ``out``; SIGTERM stops it
+    like Ctrl-C (the running op's process group is killed, the batch stays resumable)."""
+    out, err = out or sys.stdout, err or sys.stderr
+    with _sigterm_as_interrupt():
+        outcome = run_batch(request, progress_printer(err))
+    _print_outcome(outcome, out)
+    return outcome.exit_code
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a CI job cancelled) raises KeyboardInterrupt in the main thread, like Ctrl-C."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt("SIGTERM")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def progress_printer(stream: TextIO) -> Callable[[BatchEvent], None]:
+    """One line per finished op (and per failed attempt) on ``stream``; text from the ops is
+    shown, never obeyed (control characters escaped)."""
+    from tritongate.report.untrusted import neutralize
+
+    def show(event: BatchEvent) -> None:
+        width = len(str(event.total))
+        if event.kind == "start":
+            print(f"batch {neutralize(event.message)}: {event.total} ops", file=stream, flush=True)
+        elif event.kind == "note":
+            print(f"note: {neutralize(event.message)}", file=stream, flush=True)
+        elif event.kind == "attempt" and event.attempt and event.attempt.outcome is not OpStatus.PASS:
+            a = event.attempt
+            which = f" ({','.join(a.dtypes)})" if a.dtypes else ""
+            print(f"  {neutralize(event.op)} attempt {a.number}{which}: {a.outcome.value} "
+                  f"{neutralize(a.reason)[:200]}", file=stream, flush=True)
+        elif event.kind in ("op_done", "reused") and event.result:
+            r = event.result
+            extra = "  (reused)" if event.kind == "reused" else f"  {r.wall_s:.1f} s"
+            device = f"  device {neutralize(r.device)}" if r.device else ""
+            notes = f"  {neutralize('; '.join(r.notes))[:300]}" if r.notes else ""
+            print(f"[{event.done:>{width}}/{event.total}] {r.status.value:<11} {neutralize(r.op)}  "
+                  f"{r.rows} rows{extra}{device}{notes}", file=stream, flush=True)
+        elif event.kind == "merged":
+            print(f"merged run: {neutralize(event.message)}", file=stream, flush=True)
+    return show
+
+
+def _counts(results: Sequence[Any]) -> str:
+    parts = [f"{sum(r.status is s for r in results)} {s.value}" for s in OpStatus
+             if any(r.status is s for r in results)]
+    return ", ".join(parts) or "nothing to run"
+
+
+def _print_outcome(outcome: BatchOutcome, out: TextIO) -> None:
+    print(f"{len(outcome.results)} ops: {_counts(outcome.results)}", file=out)
+    print(f"ops_status: {outcome.path / 'ops_status.csv'}", file=out)
+    print(f"summary:    {outcome.path / 'summary.csv'}", file=out)
+    if outcome.run is not None:
+        print(f"run:        {outcome.run.path} ({outcome.run.rows} rows of {outcome.run.ops} ops)", file=out)
+    else:
+        print("run:        none (no op passed)", file=out)
+    print(outcome.path, file=out)
+
+
+def cmd_batch_merge(args: argparse.Namespace) -> int:
+    from tritongate.batch.shards import merge_batches
+
+    merged = merge_batches([Path(p) for p in args.shards], Path(args.out), allow_partial=args.allow_partial)
+    print(f"merged {len(merged.shards)} of {merged.count} shards"
+          + (f" (missing: {', '.join(f'{i}/{merged.count}' for i in merged.missing)})" if merged.missing else ""))
+    print(f"{len(merged.results)} ops: {_counts(merged.results)}")
+    if merged.run is not None:
+        print(f"run:        {merged.run.path} ({merged.run.rows} rows of {merged.run.ops} ops)")
+    print(merged.path)
+    return merged.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``batch ...`` / ``batch-merge ...`` without the rest of the CLI."""
+    parser = argparse.ArgumentParser(prog="tritongate")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    add_batch_parser(sub)
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:  # --help is 0, bad usage 2
+        return int(exc.code or 0)
+    return dispatch(lambda: args.func(args))
+
+
+def dispatch(func: Callable[[], int]) -> int:
+    """Run a handler, mapping errors to exit codes as ``tritongate.cli.main`` does."""
+    try:
+        return int(func())
+    except PreflightError as exc:
+        print(exc.marker, file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
+        return int(ExitCode.PREFLIGHT)
+    except GateError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt as exc:
+        print("interrupted", file=sys.stderr)
+        for note in getattr(exc, "__notes__", ()):
+            print(note, file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}; free space or fix the path and run again", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    except Exception as exc:  # noqa: BLE001 - a bug: one line, never exit 1 (that means "some op failed")
+        print(f"internal error (a bug in tritongate): {type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
+              file=sys.stderr)
+        return int(ExitCode.INTERNAL)

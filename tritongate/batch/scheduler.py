@@ -1,0 +1,307 @@
+"""``run_batch``: plan, resume, one op at a time per device, status files, the merged run.
+
+The parent holds ``BATCH/.lock`` while it runs (a second batch process on the same
+directory is refused), keeps ``ops_status.csv`` and ``summary.csv`` current (atomic
+rewrites), and at the end merges every PASS op into ``BATCH/run``. Ctrl-C (or SIGTERM,
+which the CLI turns into the same) kills the running ops' process groups, writes their
+status as INTERRUPTED and re-raises ``KeyboardInterrupt``: the batch is left resumable.
+"""
+
+from __future__ import annotations
+
+import collections
+import fcntl
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from tritongate.batch.merge import MergedRun, OpRun, merge_op_runs
+from tritongate.batch.opflow import OpRunner
+from tritongate.batch.plan import (MANIFEST, OPS_DIR, RUN_DIR, BatchRequest, OpPlan, Plan, check_resume, execution_doc,
+                                   op_environment, plan_batch, plan_doc, read_manifest, replay_source, utc_now,
+                                   write_manifest)
+from tritongate.batch.proc import RUNNING, reap_orphan
+from tritongate.batch.status import (OPS_STATUS, SUMMARY, Attempt, OpResult, OpStatus, clear_op_result,
+                                     read_op_result, summary_lines, write_op_result, write_ops_status,
+                                     write_summary)
+from tritongate.errors import GateError, UsageError
+from tritongate.rundir import load_run, new_run_dir
+from tritongate.schema import Row
+
+LOCK = ".lock"
+
+
+@dataclass(frozen=True)
+class BatchEvent:
+    """One progress event (the library never prints; the CLI shows these on stderr)."""
+
+    kind: str  # "start" | "note" | "reused" | "op_start" | "attempt" | "op_done" | "merged"
+    op: str = ""
+    done: int = 0
+    total: int = 0
+    device: str = ""
+    result: OpResult | None = None
+    attempt: Attempt | None = None
+    message: str = ""
+
+
+BatchProgress = Callable[[BatchEvent], None]
+
+
+@dataclass
+class BatchOutcome:
+    path: Path
+    results: list[OpResult] = field(default_factory=list)  # in plan order
+    run: MergedRun | None = None
+
+    def count(self, status: OpStatus) -> int:
+        return sum(r.status is status for r in self.results)
+
+    @property
+    def exit_code(self) -> int:
+        """0: every op PASS or SKIP; 1: some op FAIL or TIMEOUT (the batch itself completed)."""
+        return 1 if any(r.status.failed for r in self.results) else 0
+
+
+class _Board:
+    """The batch's shared state: results per op, the status files, progress events."""
+
+    def __init__(self, batch_dir: Path, plan: Plan, progress: BatchProgress) -> None:
+        self.dir = batch_dir
+        self.order = [p.op for p in plan.ops]
+        self.results: dict[str, OpResult] = {op: OpResult(op, OpStatus.PENDING) for op in self.order}
+        self.summary: dict[str, list[dict[str, object]]] = {}
+        self.lock = threading.Lock()
+        self._progress = progress
+        self._references: dict[str, Mapping[tuple[str, str, str], float]] = {}
+
+    @property
+    def done(self) -> int:
+        return sum(r.status not in (OpStatus.PENDING, OpStatus.RUNNING) for r in self.results.values())
+
+    def event(self, kind: str, **kw: object) -> None:
+        with self.lock:
+            self._progress(BatchEvent(kind, done=self.done, total=len(self.order), **kw))  # type: ignore[arg-type]
+
+    def write(self) -> None:
+        write_ops_status(self.dir / OPS_STATUS, [self.results[op] for op in self.order])
+        write_summary(self.dir / SUMMARY, [line for op in self.order for line in self.summary.get(op, ())])
+
+    def start(self, op: str, device: str) -> None:
+        with self.lock:
+            self.results[op] = OpResult(op, OpStatus.RUNNING, device=device, started_utc=utc_now())
+            self.write()
+            self._progress(BatchEvent("op_start", op=op, device=device, done=self.done, total=len(self.order)))
+
+    def finish(self, result: OpResult, rows: Mapping[str, Sequence[Row]], *, reused: bool = False) -> None:
+        lines = summary_lines(result, rows, self._reference(result.replay_from))
+        with self.lock:
+            if not reused:
+                write_op_result(self.dir / OPS_DIR / result.op, result)
+            self.results[result.op] = result
+            self.summary[result.op] = lines
+            self.write()
+            self._progress(BatchEvent("reused" if reused else "op_done", op=result.op, device=result.device,
+                                      result=result, done=self.done, total=len(self.order)))
+
+    def _reference(self, record: str) -> Mapping[tuple[str, str, str], float]:
+        """The replayed record's medians, for summary.csv's speedup column."""
+        if not record:
+            return {}
+        if record not in self._references:
+            try:
+                run = load_run(Path(record))
+                self._references[record] = {r.key: r.summary.median for r in run.rows if r.summary}
+            except GateError:
+                self._references[record] = {}
+        return self._references[record]
+
+
+def _runs_intact(batch_dir: Path, result: OpResult) -> dict[str, tuple[Row, ...]] | None:
+    """The rows of a reusable result's runs, or None when one is gone or damaged (rerun it)."""
+    rows: dict[str, tuple[Row, ...]] = {}
+    for run in result.runs:
+        try:
+            rows[run] = load_run(batch_dir / run).rows
+        except GateError:
+            return None
+    return rows
+
+
+class _Lock:
+    def __init__(self, batch_dir: Path) -> None:
+        self.fd = os.open(batch_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise UsageError(f"another tritongate batch process is running in {batch_dir}; wait for it, "
+                             "or stop it first") from None
+
+    def release(self) -> None:
+        os.close(self.fd)
+
+
+def run_batch(request: BatchRequest, progress: BatchProgress | None = None) -> BatchOutcome:
+    """Run (or resume) a batch; see the package docstring for the layout and semantics."""
+    plan = plan_batch(request)
+    if request.command is None and not (Path(request.python).is_file() and os.access(request.python, os.X_OK)):
+        raise UsageError(f"--python {request.python}: not an executable file; pass a venv's bin/python")
+    if request.resume is not None:
+        batch_dir = Path(request.resume)
+        saved = check_resume(batch_dir, request, plan)
+    else:
+        index, count = request.shard
+        name = f"batch-{plan.suite.name}" + (f"-shard{index}of{count}" if count > 1 else "")
+        batch_dir = new_run_dir(Path(request.out), name)  # type: ignore[arg-type]
+        saved = {}
+    lock = _Lock(batch_dir)
+    try:
+        return _run(request, plan, batch_dir, saved, progress or (lambda event: None))
+    finally:
+        lock.release()
+
+
+def _run(request: BatchRequest, plan: Plan, batch_dir: Path, saved: Mapping[str, object],
+         progress: BatchProgress) -> BatchOutcome:
+    manifest = {"plan": plan_doc(request, plan), "execution": execution_doc(request),
+                "created_utc": saved.get("created_utc") or utc_now(), "finished": False, "run": None}
+    write_manifest(batch_dir, manifest)
+    board = _Board(batch_dir, plan, progress)
+    board.event("start", message=str(batch_dir))
+    todo: list[OpPlan] = []
+    for p in plan.ops:
+        op_dir = batch_dir / OPS_DIR / p.op
+        if (op_dir / RUNNING).exists():
+            note = reap_orphan(op_dir / RUNNING, request.kill_grace_s)
+            if note:
+                board.event("note", op=p.op, message=f"{p.op}: {note}")
+        done = read_op_result(op_dir, complete_only=True) if request.resume is not None else None
+        rows = _runs_intact(batch_dir, done) if done is not None else None
+        if done is not None and rows is not None:
+            board.finish(done, rows, reused=True)
+            continue
+        clear_op_result(op_dir)
+        todo.append(p)
+    with board.lock:
+        board.write()
+    _execute(request, plan, batch_dir, board, todo)
+    results = [board.results[op] for op in board.order]
+    outcome = BatchOutcome(path=batch_dir, results=results)
+    try:
+        outcome.run = _merge(request, batch_dir, results)
+    except UsageError as exc:
+        write_manifest(batch_dir, {**manifest, "finished": True, "finished_utc": utc_now(), "merge_error": str(exc)})
+        raise
+    if outcome.run is not None:
+        board.event("merged", message=str(outcome.run.path))
+    write_manifest(batch_dir, {**manifest, "finished": True, "finished_utc": utc_now(),
+                               "run": RUN_DIR if outcome.run else None,
+                               "counts": {s.value: outcome.count(s) for s in OpStatus if outcome.count(s)}})
+    return outcome
+
+
+def _execute(request: BatchRequest, plan: Plan, batch_dir: Path, board: _Board, todo: list[OpPlan]) -> None:
+    """One worker thread per device slot pulls ops in plan order."""
+    from tritongate.pair.build import package_path_dir
+
+    # another interpreter (a compiler build's venv) must import this very tritongate
+    pythonpath = package_path_dir(batch_dir / ".pythonpath") if request.python != sys.executable else None
+    queue = collections.deque(todo)
+    qlock = threading.Lock()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def on_attempt(op: str, attempt: Attempt) -> None:
+        board.event("attempt", op=op, attempt=attempt)
+
+    def worker(device: str, finished: threading.Event) -> None:
+        try:
+            _work(device)
+        finally:
+            finished.set()
+
+    def _work(device: str) -> None:
+        env = op_environment(request, device, pythonpath)
+        while not stop.is_set():
+            with qlock:
+                if not queue:
+                    return
+                p = queue.popleft()
+            board.start(p.op, device)
+            replay = replay_source(request.replay_root, p.op) if request.replay_root else None
+            runner = OpRunner(batch_dir, request, p, suite=str(plan.suite.path), device=device, env=env,
+                              stop=stop, replay_from=replay, on_attempt=on_attempt)
+            try:
+                result = runner.run()
+                board.finish(result, runner.kept_rows(result))
+            except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which re-raises
+                errors.append(exc)
+                stop.set()
+                return
+
+    slots = request.devices or ("",)
+    finished = [threading.Event() for _ in slots]
+    for device, event in zip(slots, finished):
+        threading.Thread(target=worker, args=(device, event), name=f"batch-device-{device or 'default'}",
+                         daemon=True).start()
+    try:
+        _wait(finished)
+    except KeyboardInterrupt as exc:
+        stop.set()
+        _wait(finished, patient=True)  # each kills its op's process group
+        with board.lock:
+            for op, r in board.results.items():
+                if r.status is OpStatus.RUNNING:
+                    board.results[op] = OpResult(op, OpStatus.INTERRUPTED, device=r.device)
+            board.write()
+        exc.add_note(f"the batch is resumable: tritongate batch --resume {batch_dir}")
+        raise
+    if errors:
+        raise errors[0]
+
+
+def _wait(finished: Sequence[threading.Event], *, patient: bool = False) -> None:
+    """Until every worker is done. Events, not ``Thread.join``: on Python 3.11 a join that
+    Ctrl-C interrupts marks a thread still running as stopped, and its op would be left running."""
+    for event in finished:
+        while not event.is_set():
+            try:
+                event.wait(0.1)
+            except KeyboardInterrupt:
+                if not patient:
+                    raise  # a second Ctrl-C while stopping is ignored: the ops must be killed first
+
+
+def _merge(request: BatchRequest, batch_dir: Path, results: Sequence[OpResult]) -> MergedRun | None:
+    """Every PASS op's runs into ``BATCH/run`` (rebuilt on each resume); None without any."""
+    sources = [OpRun(op=r.op, path=batch_dir / run, device=r.device, label=run)
+               for r in results if r.status is OpStatus.PASS for run in r.runs]
+    target = batch_dir / RUN_DIR
+    if not sources:
+        if target.exists():  # an earlier merge would now claim ops this batch no longer passes
+            import shutil
+
+            shutil.rmtree(target)
+        return None
+    index, count = request.shard
+    provenance = {"dir": str(batch_dir.resolve()), "shard": f"{index}/{count}", "devices": list(request.devices),
+                  "replay_root": str(request.replay_root.resolve()) if request.replay_root else None}
+    replay = None
+    if request.replay_root is not None:  # the record a gate of BATCH/run compares with: the root's merged run
+        root = request.replay_root.resolve()
+        replay = str(root / RUN_DIR) if (root / MANIFEST).is_file() and (root / RUN_DIR).is_dir() else str(root)
+    return merge_op_runs(sources, target, provenance=provenance, replay_from=replay)
+
+
+def read_batch(batch_dir: Path) -> tuple[dict[str, object], list[OpResult]]:
+    """A finished batch's manifest and its op results (plan order); for batch-merge."""
+    doc = read_manifest(batch_dir)
+    results = []
+    for op in doc["plan"].get("ops", []):
+        r = read_op_result(batch_dir / OPS_DIR / op, complete_only=False)
+        results.append(r if r is not None else OpResult(op, OpStatus.PENDING))
+    return doc, results

@@ -1,0 +1,249 @@
+"""What a batch knows about each op, and the files that say it.
+
+``ops/<op>/result.json`` holds every finished op's result; ``ops/<op>/.complete`` (the same
+document) exists only for PASS and SKIP, which ``--resume`` reuses. ``ops_status.csv`` (one
+line per op) and ``summary.csv`` (one line per measured row) are rewritten atomically, so a
+reader polling them during a batch always parses a whole file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from tritongate.atomicio import write_json_atomic, write_text_atomic
+from tritongate.markers import parse_marker
+from tritongate.schema import Row, RowStatus
+
+RESULT = "result.json"
+COMPLETE = ".complete"
+OPS_STATUS = "ops_status.csv"
+SUMMARY = "summary.csv"
+RESULT_VERSION = 1
+
+
+class OpStatus(str, Enum):
+    PENDING = "PENDING"  # planned, not started (or not reached before an interruption)
+    RUNNING = "RUNNING"
+    PASS = "PASS"  # rows measured (some may be error rows: those are data, the gate sees them)
+    FAIL = "FAIL"  # no usable run after retries and dtype rescue
+    SKIP = "SKIP"  # the op declared it cannot run here (not supported): no signal, not a failure
+    TIMEOUT = "TIMEOUT"  # killed at --op-timeout; never retried
+    INTERRUPTED = "INTERRUPTED"  # the batch was stopped while the op ran; --resume reruns it
+    MISSING = "MISSING"  # batch-merge --allow-partial: the op's shard was not given
+
+    @property
+    def reusable(self) -> bool:
+        return self in (OpStatus.PASS, OpStatus.SKIP)
+
+    @property
+    def failed(self) -> bool:
+        return self in (OpStatus.FAIL, OpStatus.TIMEOUT)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One subprocess of one op."""
+
+    number: int
+    dtypes: tuple[str, ...] | None  # None: the suite's dtypes for the op
+    outcome: OpStatus  # PASS | FAIL | SKIP | TIMEOUT | INTERRUPTED
+    signature: str  # what failed, compared between retries: "rc=1", "signal=SIGABRT", "no_ok_rows" ...
+    reason: str  # one line for people
+    rc: int | None
+    wall_s: float
+    run: str | None  # the run directory it wrote, relative to the batch directory
+    stdout_log: str
+    stderr_log: str
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["outcome"] = self.outcome.value
+        d["dtypes"] = list(self.dtypes) if self.dtypes is not None else None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Attempt":
+        dtypes = d.get("dtypes")
+        return cls(**{**d, "outcome": OpStatus(d["outcome"]),
+                      "dtypes": tuple(dtypes) if dtypes is not None else None})
+
+
+@dataclass(frozen=True)
+class OpResult:
+    op: str
+    status: OpStatus
+    device: str = ""  # the batch's device id ("" without --devices)
+    attempts: tuple[Attempt, ...] = ()
+    runs: tuple[str, ...] = ()  # run directories whose rows the batch keeps (relative to the batch dir)
+    dtypes: tuple[str, ...] = ()  # dtypes that were measured
+    rows: int = 0
+    ok_rows: int = 0
+    error_rows: int = 0
+    flagged_rows: int = 0  # rows with markers
+    marker_counts: Mapping[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    backend: str = ""
+    device_name: str = ""
+    timer: str = ""
+    wall_s: float = 0.0
+    started_utc: str = ""
+    finished_utc: str = ""
+    replay_from: str = ""  # the record the op replayed (absolute), "" in a record batch
+
+    @property
+    def rc(self) -> int | None:
+        """The exit status that decided the op: the passing run's, else the last attempt's."""
+        if self.status is OpStatus.PASS:
+            return 0
+        return self.attempts[-1].rc if self.attempts else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": RESULT_VERSION, "op": self.op, "status": self.status.value,
+                "device": self.device, "attempts": [a.to_dict() for a in self.attempts],
+                "runs": list(self.runs), "dtypes": list(self.dtypes), "rows": self.rows,
+                "ok_rows": self.ok_rows, "error_rows": self.error_rows, "flagged_rows": self.flagged_rows,
+                "marker_counts": dict(self.marker_counts), "notes": list(self.notes),
+                "backend": self.backend, "device_name": self.device_name, "timer": self.timer,
+                "wall_s": round(self.wall_s, 3), "started_utc": self.started_utc,
+                "finished_utc": self.finished_utc, "replay_from": self.replay_from}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "OpResult":
+        if d.get("schema_version") != RESULT_VERSION:
+            raise ValueError(f"result schema {d.get('schema_version')!r}, expected {RESULT_VERSION}")
+        body = {k: v for k, v in d.items() if k != "schema_version"}
+        return cls(**{**body, "status": OpStatus(d["status"]),
+                      "attempts": tuple(Attempt.from_dict(a) for a in d.get("attempts", ())),
+                      "runs": tuple(d.get("runs", ())), "dtypes": tuple(d.get("dtypes", ())),
+                      "marker_counts": dict(d.get("marker_counts", {})), "notes": tuple(d.get("notes", ()))})
+
+    def relocated(self, prefix: str) -> "OpResult":
+        """The same result with run paths seen from another directory (batch-merge)."""
+        return replace(self, runs=tuple(f"{prefix}/{r}" for r in self.runs))
+
+
+def row_counts(rows: Sequence[Row]) -> dict[str, Any]:
+    """Row tallies of an op's kept runs, and how many rows carry each kind of marker (the
+    seed's no_cudagraph_rows / replay_fallback notes: read these before the numbers)."""
+    kinds: dict[str, int] = {}
+    for row in rows:
+        for kind in sorted({_marker_kind(m) for m in row.markers}):
+            kinds[kind] = kinds.get(kind, 0) + 1
+    return {"rows": len(rows), "ok_rows": sum(r.status is RowStatus.OK for r in rows),
+            "error_rows": sum(r.status is not RowStatus.OK for r in rows),
+            "flagged_rows": sum(bool(r.markers) for r in rows), "marker_counts": kinds}
+
+
+def _marker_kind(line: str) -> str:
+    try:
+        return parse_marker(line).kind
+    except ValueError:
+        return line.split(" ", 1)[0] or "MARKER"
+
+
+# -- per-op files ------------------------------------------------------------------------
+
+def write_op_result(op_dir: Path, result: OpResult) -> None:
+    """``result.json`` always; ``.complete`` only for what ``--resume`` may reuse."""
+    op_dir.mkdir(parents=True, exist_ok=True)
+    doc = result.to_dict()
+    write_json_atomic(op_dir / RESULT, doc)
+    if result.status.reusable:
+        write_json_atomic(op_dir / COMPLETE, doc)
+    else:
+        (op_dir / COMPLETE).unlink(missing_ok=True)
+
+
+def clear_op_result(op_dir: Path) -> None:
+    """Before an op reruns: an old marker must never outlive the run that replaces it."""
+    (op_dir / COMPLETE).unlink(missing_ok=True)
+    (op_dir / RESULT).unlink(missing_ok=True)
+
+
+def read_op_result(op_dir: Path, *, complete_only: bool) -> OpResult | None:
+    """The op's recorded result, or None when there is none (or it is damaged: rerun it)."""
+    path = op_dir / (COMPLETE if complete_only else RESULT)
+    try:
+        return OpResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+# -- ops_status.csv ------------------------------------------------------------------------
+
+STATUS_COLUMNS = ("op", "status", "attempts", "rc", "wall_s", "rows", "ok_rows", "error_rows",
+                  "flagged_rows", "dtypes", "backend", "device", "device_name", "timer", "notes",
+                  "run", "log")
+
+
+def status_line(result: OpResult) -> dict[str, Any]:
+    last = result.attempts[-1] if result.attempts else None
+    markers = " ".join(f"{k}={v}" for k, v in sorted(result.marker_counts.items()))
+    notes = "; ".join([*result.notes, *([f"marker rows: {markers}"] if markers else [])])
+    return {"op": result.op, "status": result.status.value, "attempts": len(result.attempts),
+            "rc": "" if result.rc is None else result.rc, "wall_s": f"{result.wall_s:.1f}",
+            "rows": result.rows, "ok_rows": result.ok_rows, "error_rows": result.error_rows,
+            "flagged_rows": result.flagged_rows, "dtypes": ",".join(result.dtypes),
+            "backend": result.backend, "device": result.device, "device_name": result.device_name,
+            "timer": result.timer, "notes": notes, "run": " ".join(result.runs),
+            "log": last.stderr_log if last else ""}
+
+
+def csv_text(columns: Sequence[str], lines: Iterable[Mapping[str, Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    for line in lines:
+        writer.writerow({k: _cell(line.get(k, "")) for k in columns})
+    return buf.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    """One physical line per record: a newline from an error text would split it."""
+    return " ".join(value.split()) if isinstance(value, str) else value
+
+
+def write_ops_status(path: Path, results: Iterable[OpResult]) -> None:
+    write_text_atomic(path, csv_text(STATUS_COLUMNS, (status_line(r) for r in results)))
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+# -- summary.csv ---------------------------------------------------------------------------
+
+SUMMARY_COLUMNS = ("op", "case", "dtype", "status", "backend", "device", "device_name", "timer",
+                   "latency_us", "q1_us", "q3_us", "n", "speedup", "markers", "marker_kinds",
+                   "error", "run")
+
+
+def summary_lines(result: OpResult, rows_by_run: Mapping[str, Sequence[Row]],
+                  reference: Mapping[tuple[str, str, str], float] | None = None) -> list[dict[str, Any]]:
+    """One line per measured row of the op's kept runs. ``speedup`` is the replay record's
+    median over this row's (> 1: faster than the record); empty without a record to compare."""
+    out = []
+    for run in result.runs:
+        for row in rows_by_run.get(run, ()):
+            s = row.summary
+            base = (reference or {}).get(row.key)
+            out.append({
+                "op": row.op, "case": row.case, "dtype": row.dtype, "status": row.status.value,
+                "backend": result.backend, "device": result.device, "device_name": result.device_name,
+                "timer": row.timer, "latency_us": f"{s.median:.6g}" if s else "",
+                "q1_us": f"{s.q1:.6g}" if s else "", "q3_us": f"{s.q3:.6g}" if s else "",
+                "n": len(row.samples), "speedup": f"{base / s.median:.4f}" if s and base else "",
+                "markers": len(row.markers), "marker_kinds": " ".join(sorted({_marker_kind(m) for m in row.markers})),
+                "error": row.error[:300], "run": run})
+    return out
+
+
+def write_summary(path: Path, lines: Iterable[Mapping[str, Any]]) -> None:
+    write_text_atomic(path, csv_text(SUMMARY_COLUMNS, lines))
