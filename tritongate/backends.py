@@ -67,6 +67,7 @@ def resolve_backend(name: str) -> Backend:
 
 def prepare_environment(backend: Backend) -> None:
     """Set what must be set before Triton kernels are defined or compiled."""
+    os.environ["TRITONGATE_BACKEND"] = backend.name  # providers (flag_gems' vendor) follow the backend in use
     if backend.interpreter:
         os.environ["TRITON_INTERPRET"] = "1"
         return

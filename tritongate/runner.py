@@ -102,13 +102,15 @@ class Runner:
         return planned, suite, device, records
 
     def run(self) -> RunOutcome:
-        planned, suite, device, records = self.prepare()
         req = self.request
-        config = req.config or default_measure_config(req.backend)
-        gpu_before = self._gpu_state(device, check_idle_now=True)
-        sweep = self._parallel_sweep(planned)
+        # before the suite loads: a provider suite imports flag_gems, which reads its tuner
+        # DB's location once, at import
         tuner_cache = open_tuner_cache(req.isolate_tuner_cache)
         try:
+            planned, suite, device, records = self.prepare()
+            config = req.config or default_measure_config(req.backend)
+            gpu_before = self._gpu_state(device, check_idle_now=True)
+            sweep = self._parallel_sweep(planned)
             return self._run(planned, suite, device, records, config, gpu_before, tuner_cache, sweep)
         finally:
             tuner_cache.close()
@@ -143,6 +145,10 @@ class Runner:
                        "digest": suite.digest, "description": suite.description}
         if modules:  # the digest covers the YAML only: record which code the user ops ran
             suite_ident["modules"] = user_ops.provenance(modules)
+        if suite.provider:
+            suite_ident.update(provider=suite.provider, inventory=str(suite.inventory) if suite.inventory else None,
+                               dismiss=str(suite.dismiss) if suite.dismiss else None,
+                               dismissed=list(suite.dismissed), shape_sources=dict(suite.shape_sources))
         identity = {
             "suite": suite_ident,
             "backend": req.backend.name, "device": getattr(device, "name", "host"),
@@ -155,6 +161,10 @@ class Runner:
             "tuner_cache": tuner_cache.to_dict(),
             "parallel_sweep": sweep.to_dict() if sweep is not None else None,
         }
+        if suite.provider == "flaggems":
+            from tritongate.ops.providers import flaggems
+
+            identity["flaggems"] = flaggems.identity()
         write_text_atomic(path / "shapes.yaml", yaml.safe_dump(suite.shapes_document(), sort_keys=False))
         from tritongate.ops.builtin import autotuners
 

@@ -1,5 +1,11 @@
 """Suites: which ops, dtypes and shapes a run measures (YAML files in the top-level ``ops/``).
 
+A plain suite names builtin ops (and its ``modules:``' ops). A provider suite
+(``provider: flaggems``) takes its ops from a package by name: they are checked against the
+provider's inventory, ``ops: inventory`` means every op of it that is not dismissed, and
+each op's shapes come through the fallback chain op name -> class -> default
+(``tritongate.ops.providers``). Its ops are named ``flag_gems.<op>`` in rows and the registry.
+
 Every problem is a named preflight failure that says which file and key is wrong.
 """
 
@@ -7,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +21,7 @@ import yaml
 
 from tritongate.errors import PreflightError
 from tritongate.validation import validate
-from tritongate.validation.inputfiles import ShapeFileDoc, SuiteDoc
+from tritongate.validation.inputfiles import ProviderSuiteDoc, ShapeFileDoc, SuiteDoc
 from tritongate.yamlsafe import YamlLimitError, describe_yaml_error, load_bounded
 
 Shape = tuple[int, ...]
@@ -48,6 +54,12 @@ class Suite:
     shapes: dict[str, tuple[Shape, ...]]
     digest: str  # sha256 of the suite and shape files as read
     modules: tuple[str, ...] = ()  # importable modules adding ops (see tritongate.ops.user)
+    # provider suites only (None / empty for plain suites):
+    provider: str | None = None  # e.g. "flaggems": the ops come from that package
+    inventory: Path | None = None
+    dismiss: Path | None = None
+    dismissed: tuple[str, ...] = ()  # inventory ops that `ops: inventory` left out
+    shape_sources: dict[str, str] = field(default_factory=dict)  # op -> "<file>:<key>", "suite", "default:<class>"
 
     def shapes_document(self) -> dict[str, Any]:
         """The shapes actually used, in the shape-file format (for shapes.yaml)."""
@@ -75,10 +87,22 @@ def resolve_suite_path(suite: str) -> Path:
         return candidate
     path = ops_dir() / "suites" / f"{suite}.yaml"
     if not path.is_file():
-        known = ", ".join(builtin_suites()) or "none"
+        names = builtin_suites()
+        provided = [n for n in names if _is_provider_suite(ops_dir() / "suites" / f"{n}.yaml")]
+        known = ", ".join(n for n in names if n not in provided) or "none"
+        extra = f"; suites of flag_gems ops: {', '.join(provided)}" if provided else ""
         raise PreflightError("suite_file", f"no suite named {suite!r} in {ops_dir() / 'suites'} "
-                             f"(builtin suites: {known}); pass a name or a path to a suite YAML")
+                             f"(builtin suites: {known}{extra}); pass a name or a path to a suite YAML")
     return path
+
+
+def _is_provider_suite(path: Path) -> bool:
+    """Whether a suite file takes its ops from a provider (listed apart: they need its package)."""
+    try:
+        doc = load_bounded(path.read_bytes())
+    except (OSError, YamlLimitError, yaml.YAMLError):
+        return False
+    return isinstance(doc, dict) and "provider" in doc
 
 
 def _suite_error(message: str) -> PreflightError:
@@ -98,6 +122,8 @@ def load_suite(suite: str, *, shape_file: str | Path | None = None) -> Suite:
     if not isinstance(raw_doc, dict):
         raise _suite_error(f"{path}: a suite must be a mapping with 'ops' and 'shapes' "
                            f"(see ops/README.md), got {type(raw_doc).__name__}")
+    if "provider" in raw_doc:
+        return _load_provider_suite(path, raw_doc, raw, shape_file)
     doc = validate(SuiteDoc, raw_doc, source=path, error=_suite_error)
     default_dtypes = tuple(doc.dtypes) if doc.dtypes else ("float32",)
     ops = tuple(SuiteOp(name, tuple(entry.dtypes) if entry and entry.dtypes else default_dtypes)
@@ -116,14 +142,56 @@ def load_suite(suite: str, *, shape_file: str | Path | None = None) -> Suite:
         raise _suite_error(f"{path}: 'shapes' must name a shape file (relative to the suite), or pass "
                            f"--shape-file, or give these ops inline shapes: {missing}")
     if shapes_path is not None:
-        shapes_doc, shapes_raw = _read_yaml(shapes_path, "shape_file")
-        if not isinstance(shapes_doc, dict):
-            raise _shape_error(f"{shapes_path}: the top level must map op names to "
-                               "{shapes: [[...], ...]}, e.g. `softmax: {shapes: [[1024, 1024]]}`")
-        parsed = validate(ShapeFileDoc, shapes_doc, source=shapes_path, error=lambda m: _shape_error(
-            f"{m} (a shape file maps op names to {{shapes: [[d0, d1, ...], ...]}})"))
-        shapes = {op: tuple(tuple(s) for s in entry.shapes) for op, entry in parsed.root.items()}
+        shapes, shapes_raw = _read_shape_file(shapes_path)
     shapes.update(inline)  # a suite's own shapes win over the shape file's
     digest = hashlib.sha256(raw + b"\0" + shapes_raw).hexdigest()
     return Suite(name=path.stem, path=path, description=doc.description, ops=ops,
                  shape_file=shapes_path, shapes=shapes, digest=digest, modules=tuple(doc.modules))
+
+
+def _read_shape_file(shapes_path: Path) -> tuple[dict[str, tuple[Shape, ...]], bytes]:
+    shapes_doc, shapes_raw = _read_yaml(shapes_path, "shape_file")
+    if not isinstance(shapes_doc, dict):
+        raise _shape_error(f"{shapes_path}: the top level must map op names to "
+                           "{shapes: [[...], ...]}, e.g. `softmax: {shapes: [[1024, 1024]]}`")
+    parsed = validate(ShapeFileDoc, shapes_doc, source=shapes_path, error=lambda m: _shape_error(
+        f"{m} (a shape file maps op names to {{shapes: [[d0, d1, ...], ...]}})"))
+    return {op: tuple(tuple(s) for s in entry.shapes) for op, entry in parsed.root.items()}, shapes_raw
+
+
+def _load_provider_suite(path: Path, raw_doc: dict[str, Any], raw: bytes,
+                         shape_file: str | Path | None) -> Suite:
+    """A suite of a provider's ops (``provider: flaggems``): checked against the inventory,
+    shapes through the fallback chain, the provider's module added to ``modules``. Reads
+    files only: the provider's package is imported when the registry is built."""
+    from tritongate.ops import providers
+
+    doc = validate(ProviderSuiteDoc, raw_doc, source=path, error=_suite_error)
+    if not doc.ops and not doc.all_inventory:
+        raise PreflightError("suite_empty", f"{path} lists no ops; name some under 'ops:', or write "
+                             "`ops: inventory` for every op of the inventory that is not dismissed")
+    prov = providers.provider(doc.provider)
+    inventory = providers.read_inventory((path.parent / doc.inventory).resolve())
+    dismiss_path = (path.parent / doc.dismiss).resolve() if doc.dismiss else None
+    dismissed, dismiss_raw = providers.read_dismiss(dismiss_path) if dismiss_path else ({}, b"")
+    shapes_path: Path | None = Path(shape_file) if shape_file is not None else \
+        (path.parent / doc.shapes).resolve() if doc.shapes is not None else None
+    by_key: dict[str, tuple[Shape, ...]] = {}
+    shapes_raw = b""
+    if shapes_path is not None:
+        by_key, shapes_raw = _read_shape_file(shapes_path)
+    resolved = providers.resolve_ops(
+        prov, suite_path=path, ops=doc.ops, all_inventory=doc.all_inventory,
+        suite_dtypes=tuple(doc.dtypes) if doc.dtypes else None, inventory=inventory, dismissed=dismissed,
+        shapes_by_key=by_key, shape_label=str(shapes_path) if shapes_path else "")
+    if not resolved.ops:
+        raise PreflightError("suite_empty", f"{path}: every op of {inventory.path} is dismissed or not ok; "
+                             "nothing to measure")
+    # the op list depends on the inventory and the dismiss list as much as on the suite
+    digest = hashlib.sha256(b"\0".join((raw, shapes_raw, inventory.raw, dismiss_raw))).hexdigest()
+    return Suite(name=path.stem, path=path, description=doc.description,
+                 ops=tuple(SuiteOp(r.row_name, r.dtypes) for r in resolved.ops),
+                 shape_file=shapes_path, shapes={r.row_name: r.shapes for r in resolved.ops}, digest=digest,
+                 modules=(prov.module,), provider=prov.name, inventory=inventory.path, dismiss=dismiss_path,
+                 dismissed=tuple(resolved.dismissed),
+                 shape_sources={r.row_name: r.shape_source for r in resolved.ops})

@@ -58,6 +58,11 @@ class TritonExecutor:
         except (TypeError, ValueError) as exc:
             raise UsageError(f"bad measurement settings: {exc}") from exc
         self.index = int(settings.get("device_index", 0))
+        self._stack = contextlib.ExitStack()
+        # before any suite loads: a provider suite imports flag_gems, which reads its tuner DB's
+        # location once, at import
+        self.tuner_cache = open_tuner_cache(bool(settings.get("isolate_tuner_cache")))
+        self._stack.callback(self.tuner_cache.close)
         # Ops of the suite's own modules. Every worker needs them, and only the base worker is
         # asked to plan, so the suite may come with the settings; plan() sets it too.
         self.registry: Registry | None = _suite_registry(settings["suite"], settings.get("shape_file"))[1] \
@@ -65,9 +70,6 @@ class TritonExecutor:
         self.records = load_records(Path(settings["replay_from"]), backend=self.backend.name)
         self.planted_work = planted_work()
         self.device = make_device(self.backend, self.index)
-        self._stack = contextlib.ExitStack()
-        self.tuner_cache = open_tuner_cache(bool(settings.get("isolate_tuner_cache")))
-        self._stack.callback(self.tuner_cache.close)
         self.session = AutotuneSession(REPLAY, self.records)
         self._stack.enter_context(autotune_session(self.session))
         self._stack.enter_context(tuning_context(self.backend))

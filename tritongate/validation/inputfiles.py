@@ -3,9 +3,10 @@ keys are refused (a typo must not silently fall back to a default)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+import datetime as dt
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import ConfigDict, Field, RootModel, StringConstraints
+from pydantic import ConfigDict, Field, PrivateAttr, RootModel, StringConstraints, field_validator, model_validator
 
 from tritongate.validation.core import HandWritten
 
@@ -31,8 +32,83 @@ class SuiteDoc(HandWritten):
     ops: dict[Name, Optional[SuiteOpDoc]] = {}
 
 
+# -- provider suites (ops taken from a package such as flag_gems, by name) -------------------
+
+# The word that, in place of a mapping under `ops:`, means "every op of the inventory that is
+# not dismissed" (resolved when the suite loads).
+INVENTORY_WORD = "inventory"
+PathText = Annotated[str, StringConstraints(min_length=1, max_length=1_000)]
+# Names that become row keys and file names: the provider's own spelling of an op.
+OpName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=200)]
+Dotted = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$",
+                                          max_length=300)]
+
+
+class ProviderSuiteDoc(HandWritten):
+    """A suite whose ops come from a provider package (``provider: flaggems``). A separate
+    model from ``SuiteDoc``, so a plain suite's keys stay exactly what they were."""
+
+    description: Annotated[str, StringConstraints(max_length=2_000)] = ""
+    provider: Literal["flaggems"]
+    inventory: PathText  # the provider's op table (CSV), relative to the suite
+    dismiss: Optional[PathText] = None  # ops `ops: inventory` leaves out, with reason and date
+    shapes: Optional[PathText] = None
+    dtypes: Optional[DtypeList] = None
+    ops: dict[OpName, Optional[SuiteOpDoc]] = {}
+    _all_inventory: bool = PrivateAttr(False)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _inventory_word(cls, data: Any, handler: Any) -> "ProviderSuiteDoc":
+        # `ops: inventory` is a word, not a mapping: taken off before the strict model sees it
+        if isinstance(data, dict) and isinstance(data.get("ops"), str):
+            if data["ops"] != INVENTORY_WORD:
+                raise ValueError(f"ops: expected a mapping of op names, or the word {INVENTORY_WORD!r} "
+                                 f"(every op of the inventory that is not dismissed), got the text "
+                                 f"{data['ops'][:60]!r}")
+            doc = handler({**data, "ops": {}})
+            doc._all_inventory = True
+            return doc
+        return handler(data)
+
+    @property
+    def all_inventory(self) -> bool:
+        """``ops: inventory``: every op of the inventory that is not dismissed."""
+        return self._all_inventory
+
+
+class InventoryRowDoc(HandWritten):
+    """One row of ``inventory_<backend>.csv``."""
+
+    op: OpName
+    callable: Dotted  # where the op is taken from, e.g. flag_gems.mm
+    family: Annotated[str, StringConstraints(pattern=r"^([A-Za-z_][A-Za-z0-9_]*)?$", max_length=200)] = \
+        Field(alias="class")  # the input recipe's class; also the shape file's fallback key
+    status: Literal["ok", "missing", "no_recipe"]
+    module: Annotated[str, StringConstraints(pattern=r"^([A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*)?$",
+                                             max_length=300)] = ""  # where the function is defined
+
+
+class DismissEntryDoc(HandWritten):
+    """One line of ``dismiss.txt``: ``op | YYYY-MM-DD | reason``."""
+
+    op: OpName
+    date: Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}$")]
+    reason: Annotated[str, StringConstraints(min_length=3, max_length=500)]
+
+    @field_validator("date")
+    @classmethod
+    def _real_date(cls, value: str) -> str:
+        try:
+            dt.date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"date {value!r} is not a calendar date (YYYY-MM-DD)") from None
+        return value
+
+
 class ShapeEntryDoc(HandWritten):
     shapes: ShapeList
+    shape_desc: Optional[Annotated[str, StringConstraints(max_length=200)]] = None  # upstream's layout note
 
 
 class ShapeFileDoc(RootModel[dict[Name, ShapeEntryDoc]]):

@@ -1,0 +1,3 @@
+from flag_gems.utils.libentry import libentry, libtuner
+
+__all__ = ["libentry", "libtuner"]
