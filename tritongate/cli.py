@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from tritongate import __version__
+from tritongate.argtypes import finite_number, nonempty_text, shard_spec
 from tritongate.errors import ExitCode, GateError, PreflightError, UsageError
 
 EXIT_CODE_TEXT = {
@@ -272,14 +273,10 @@ def _baseline_state(args: argparse.Namespace):
 
 def _shard(value: str) -> tuple[int, int]:
     """``I/N``: the I-th of N shards (1-based), for argparse."""
-    i, sep, n = value.partition("/")
     try:
-        index, count = int(i), int(n)
-    except ValueError:
-        index = count = 0
-    if not sep or not 1 <= index <= count:
-        raise argparse.ArgumentTypeError(f"expected I/N with 1 <= I <= N (e.g. 2/4), got {value!r}")
-    return index, count
+        return shard_spec(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _changed_from(args: argparse.Namespace):
@@ -469,24 +466,8 @@ def cmd_ops(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _text(value: str) -> str:
-    """An option's text: empty is an error, not "absent" (an unset variable in a CI script
-    would otherwise silently change what runs)."""
-    if not value.strip():
-        raise argparse.ArgumentTypeError("must not be empty (an unset variable in a script?)")
-    return value
-
-
-def _finite(value: str) -> float:
-    import math
-
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not math.isfinite(number):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {value!r}")
-    return number
+_text = nonempty_text
+_finite = finite_number
 
 
 def _url(value: str) -> str:

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from tritongate.argtypes import nonempty_text
 from tritongate.errors import ExitCode, GateError
 
 if TYPE_CHECKING:
@@ -44,10 +45,7 @@ def single_line(value: object) -> str:
     return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
 
 
-def _text(value: str) -> str:
-    if not value.strip():  # an unset variable in a workflow must not silently change the lookup
-        raise argparse.ArgumentTypeError("must not be empty (an unset variable in a script?)")
-    return value
+_text = nonempty_text  # an unset variable in a workflow must not silently change what runs
 
 
 def _days(value: str) -> float:

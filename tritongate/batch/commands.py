@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TextIO
 
+from tritongate.argtypes import nonempty_text
 from tritongate.batch.plan import BatchRequest, RunOptions, parse_devices, parse_shard, request_from_manifest
 from tritongate.batch.scheduler import BatchEvent, BatchOutcome, run_batch
 from tritongate.batch.status import OpStatus
@@ -34,10 +35,7 @@ MERGE_EXIT_CODES = ("exit codes:\n"
                     "  4    internal error\n")
 
 
-def _text(value: str) -> str:
-    if not value.strip():  # an unset variable in a CI script must not silently change what runs
-        raise argparse.ArgumentTypeError("must not be empty (an unset variable in a script?)")
-    return value
+_text = nonempty_text  # an unset variable in a workflow must not silently change what runs
 
 
 def _seconds(value: str) -> float:

@@ -22,9 +22,7 @@ import yaml
 from tritongate.atomicio import write_text_atomic
 from tritongate.errors import GateError, UsageError
 from tritongate.gate.comparability import identity_mismatches
-from tritongate.ir.capture import RowIR
-from tritongate.ir.index import INDEX, read_index
-from tritongate.ir.store import TTGIR_DIR, IRStore
+from tritongate.ir.store import merge_ttgir
 from tritongate.rundir import LOG, Run, RunWriter, load_run
 
 PER_RUN_KEYS = ("schema_version", "tool_version", "mode", "started_utc", "wall_s", "gpu_state_after", "ir",
@@ -163,15 +161,4 @@ def _merge_records(runs: Sequence[tuple[OpRun, Run]], tmp: Path, name: str) -> N
 
 def _merge_ir(paths: Sequence[Path], tmp: Path) -> None:
     """Every run's TTGIR into one folder, renamed as one run would have named it."""
-    store: IRStore | None = None
-    for path in paths:
-        root = path / TTGIR_DIR
-        if not (root / INDEX).is_file():
-            continue
-        store = store or IRStore(tmp)
-        variants = tuple(read_index(root / INDEX))
-        texts = {v.compile_hash: (root / v.file).read_text(encoding="utf-8")
-                 for v in variants if v.file and (root / v.file).is_file()}
-        store.add(RowIR(variants=variants, ttgir=texts))
-    if store is not None:
-        store.close()
+    merge_ttgir(paths, tmp)

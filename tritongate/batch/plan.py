@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from tritongate import __version__
 from tritongate.atomicio import write_json_atomic
+from tritongate.argtypes import shard_spec
 from tritongate.errors import UsageError
 from tritongate.suites import Suite, load_suite
 
@@ -227,14 +228,10 @@ def parse_devices(text: str) -> tuple[str, ...]:
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    i, sep, n = text.partition("/")
     try:
-        index, count = int(i), int(n)
+        return shard_spec(text)
     except ValueError:
-        index = count = 0
-    if not sep or not 1 <= index <= count:
-        raise UsageError(f"--shard {text!r}: expected I/N with 1 <= I <= N (e.g. 2/4)")
-    return index, count
+        raise UsageError(f"--shard {text!r}: expected I/N with 1 <= I <= N (e.g. 2/4)") from None
 
 
 # -- batch.json ---------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import atexit
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
+from typing import Iterable
 
 from tritongate.atomicio import write_text_atomic
 from tritongate.ir import naming
@@ -99,3 +100,20 @@ class IRStore:
     def close(self) -> None:
         self.flush()
         atexit.unregister(self.flush)
+
+
+def merge_ttgir(roots: Iterable[Path], run_dir: Path) -> None:
+    """Every ``ttgir/`` folder of ``roots`` (run directories) into ``run_dir``'s, renamed as
+    one run would have named them (shards of a run, the ops of a batch)."""
+    store: IRStore | None = None
+    for run in roots:
+        root = Path(run) / TTGIR_DIR
+        if not (root / INDEX).is_file():
+            continue
+        store = store or IRStore(run_dir)
+        variants = tuple(read_index(root / INDEX))
+        texts = {v.compile_hash: (root / v.file).read_text(encoding="utf-8")
+                 for v in variants if v.file and (root / v.file).is_file()}
+        store.add(RowIR(variants=variants, ttgir=texts))
+    if store is not None:
+        store.close()

@@ -16,9 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from tritongate.errors import UsageError
 from tritongate.gate.comparability import identity_mismatches
-from tritongate.ir.capture import RowIR
-from tritongate.ir.index import INDEX
-from tritongate.ir.store import TTGIR_DIR, IRStore
+from tritongate.ir.store import merge_ttgir
 from tritongate.rundir import Run, RunWriter, load_run
 
 SIDES = ("base", "candidate")
@@ -96,20 +94,7 @@ def _check(shards: Sequence[Shard], allow_partial: bool) -> tuple[int, tuple[int
 
 def _merge_ir(shards: Sequence[Shard], side: str, out: Path) -> None:
     """Every shard's TTGIR into one folder, renamed as one run would have named it."""
-    from tritongate.ir.index import read_index
-
-    store: IRStore | None = None
-    for s in shards:
-        root = s.path / side / TTGIR_DIR
-        if not (root / INDEX).is_file():
-            continue
-        store = store or IRStore(out)
-        variants = tuple(read_index(root / INDEX))
-        texts = {v.compile_hash: (root / v.file).read_text(encoding="utf-8")
-                 for v in variants if v.file and (root / v.file).is_file()}
-        store.add(RowIR(variants=variants, ttgir=texts))
-    if store is not None:
-        store.close()
+    merge_ttgir((s.path / side for s in shards), out)
 
 
 def merge_shards(paths: Sequence[Path], out: Path, *, allow_partial: bool = False) -> MergeOutcome:
