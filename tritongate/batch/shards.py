@@ -22,6 +22,7 @@ from tritongate.batch.status import (OPS_STATUS, SUMMARY, OpResult, OpStatus, su
                                      write_summary)
 from tritongate.errors import GateError, UsageError
 from tritongate.rundir import load_run
+from tritongate.sharding import check_shard_set
 
 SHARED_PLAN_KEYS = ("suite", "planned_ops", "dtypes", "options", "replay_root")
 
@@ -64,17 +65,9 @@ def _load(path: Path) -> Shard:
 
 
 def _check(shards: Sequence[Shard], allow_partial: bool) -> tuple[int, tuple[int, ...]]:
-    counts = {s.count for s in shards}
-    if len(counts) != 1:
-        raise UsageError("the shards were cut differently ("
-                         + ", ".join(f"{s.path.name}: {s.index}/{s.count}" for s in shards)
-                         + "); merge shards of one deep scan")
-    count = counts.pop()
-    seen: dict[int, Path] = {}
-    for s in shards:
-        if s.index in seen:
-            raise UsageError(f"shard {s.index}/{count} given twice ({seen[s.index]} and {s.path})")
-        seen[s.index] = s.path
+    count, missing = check_shard_set([(s.index, s.count, s.path) for s in shards], allow_partial=allow_partial,
+                                     lost="their ops would be absent from the merged batch",
+                                     fix="pass every shard, or --allow-partial")
     first = shards[0]
     for s in shards[1:]:
         differ = [k for k in SHARED_PLAN_KEYS if s.doc["plan"].get(k) != first.doc["plan"].get(k)]
@@ -87,10 +80,6 @@ def _check(shards: Sequence[Shard], allow_partial: bool) -> tuple[int, tuple[int
             if r.op in owner:
                 raise UsageError(f"op {r.op} is in {owner[r.op]} and {s.path}: shards never share an op")
             owner[r.op] = s.path
-    missing = tuple(i for i in range(1, count + 1) if i not in seen)
-    if missing and not allow_partial:
-        raise UsageError(f"shard(s) {', '.join(f'{i}/{count}' for i in missing)} missing: their ops would be "
-                         "absent from the merged batch; pass every shard, or --allow-partial")
     return count, missing
 
 

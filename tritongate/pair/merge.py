@@ -18,6 +18,7 @@ from tritongate.errors import UsageError
 from tritongate.gate.comparability import identity_mismatches
 from tritongate.ir.store import merge_ttgir
 from tritongate.rundir import Run, RunWriter, load_run
+from tritongate.sharding import check_shard_set
 
 SIDES = ("base", "candidate")
 
@@ -65,20 +66,9 @@ def load_shard(path: Path) -> Shard:
 
 
 def _check(shards: Sequence[Shard], allow_partial: bool) -> tuple[int, tuple[int, ...]]:
-    counts = {s.count for s in shards}
-    if len(counts) != 1:
-        raise UsageError(f"the shards were cut differently ({', '.join(f'{s.path.name}: {s.index}/{s.count}' for s in shards)}); "
-                         "merge shards of one deep scan")
-    count = counts.pop()
-    seen: dict[int, Path] = {}
-    for s in shards:
-        if s.index in seen:
-            raise UsageError(f"shard {s.index}/{count} given twice ({seen[s.index]} and {s.path})")
-        seen[s.index] = s.path
-    missing = tuple(i for i in range(1, count + 1) if i not in seen)
-    if missing and not allow_partial:
-        raise UsageError(f"shard(s) {', '.join(f'{i}/{count}' for i in missing)} missing: their rows would be "
-                         "absent from the verdict; pass every shard, or --allow-partial to gate what is there")
+    count, missing = check_shard_set([(s.index, s.count, s.path) for s in shards], allow_partial=allow_partial,
+                                     lost="their rows would be absent from the verdict",
+                                     fix="pass every shard, or --allow-partial to gate what is there")
     first = shards[0]
     suite = first.runs["base"].identity.get("suite")
     for s in shards[1:]:

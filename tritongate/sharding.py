@@ -1,0 +1,30 @@
+"""Which shards of one split run were given: the same cut, each index once, and which are
+missing. Shared by ``tritongate merge`` (paired runs) and ``batch-merge`` (batches)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from tritongate.errors import UsageError
+
+
+def check_shard_set(shards: Sequence[tuple[int, int, Path]], *, allow_partial: bool, lost: str,
+                    fix: str) -> tuple[int, tuple[int, ...]]:
+    """``shards``: (index, count, path) each. Returns (count, missing indices); ``UsageError``
+    when they were cut differently, an index is given twice, or one is missing and
+    ``allow_partial`` is off (``lost``: what a missing shard takes with it; ``fix``: the way out)."""
+    counts = {count for _, count, _ in shards}
+    if len(counts) != 1:
+        listing = ", ".join(f"{path.name}: {index}/{count}" for index, count, path in shards)
+        raise UsageError(f"the shards were cut differently ({listing}); merge shards of one deep scan")
+    count = counts.pop()
+    seen: dict[int, Path] = {}
+    for index, _, path in shards:
+        if index in seen:
+            raise UsageError(f"shard {index}/{count} given twice ({seen[index]} and {path})")
+        seen[index] = path
+    missing = tuple(i for i in range(1, count + 1) if i not in seen)
+    if missing and not allow_partial:
+        raise UsageError(f"shard(s) {', '.join(f'{i}/{count}' for i in missing)} missing: {lost}; {fix}")
+    return count, missing
