@@ -109,3 +109,19 @@ def test_a_record_run_sweeps_in_shards_and_measures_with_their_winners(tmp_path:
     for r in json.loads((replay / "results.json").read_text())["rows"]:
         assert r["autotune"]["sweep_benchmarks"] == 0
         assert {k["source"] for k in r["autotune"]["kernels"]} == {"replayed"}
+
+
+@pytest.mark.parametrize("content, match", [
+    ("not json", "unreadable"),
+    ('[["add", "4096"]]', "string triples"),
+    ('{"add": 1}', "string triples"),
+])
+def test_a_bad_rows_file_is_a_usage_error(tmp_path: Path, capsys, content: str, match: str) -> None:
+    from tritongate.cli import main
+
+    rows = tmp_path / "rows.json"
+    rows.write_text(content)
+    code = main(["run", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "o"), "--only-rows", str(rows)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: --only-rows") and match in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
