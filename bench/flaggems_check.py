@@ -53,7 +53,7 @@ def autotune_summary(run: Path) -> dict[str, Any]:
         if r["status"] != "ok":
             errors.append(f"{name}: {r.get('error', '')[:160]}")
         if r.get("correctness") and not r["correctness"].get("ok"):
-            incorrect.append(name)
+            incorrect.append(f"{name}: {r['correctness'].get('detail', '')[:160]}")
         at = r.get("autotune") or {}
         sweeps += at.get("sweep_benchmarks", 0)
         for k in at.get("kernels", []):
@@ -62,6 +62,9 @@ def autotune_summary(run: Path) -> dict[str, Any]:
                 not_replayed.append(f"{name}: {k['kernel']} {k['source']} {k.get('reason', '')}")
         for m in r.get("markers", []):
             markers[m.split()[1] if m.startswith("!!!") and len(m.split()) > 1 else m.split()[0]] += 1
+    variants = [r.get("variants") or [] for r in rows if r["status"] == "ok"]
+    # IDENTICAL_BINARY needs every launched kernel of a row with its binary's hash
+    with_binaries = sum(bool(v) and all(x.get("binary_hash") for x in v) for v in variants)
     recs = run / "autotune_records"
     for f in recs.glob("*.json") if recs.is_dir() else []:
         if f.name != "meta.json":
@@ -69,7 +72,8 @@ def autotune_summary(run: Path) -> dict[str, Any]:
                 tuners[e.get("tuner", "?")] += 1
     return {"rows": len(rows), "ok_rows": sum(r["status"] == "ok" for r in rows), "errors": errors[:30],
             "incorrect": incorrect, "sweep_benchmarks": sweeps, "kernel_sources": dict(sources),
-            "not_replayed": not_replayed[:30], "markers": dict(markers), "recorded_by_tuner": dict(tuners)}
+            "not_replayed": not_replayed[:30], "markers": dict(markers), "recorded_by_tuner": dict(tuners),
+            "rows_with_binaries": with_binaries, "rows_without_variants": sum(not v for v in variants)}
 
 
 def main() -> int:
@@ -142,17 +146,19 @@ def render(res: dict[str, Any]) -> str:
     lines = [f"# FlagGems on the GPU ({res['date_utc'][:10]})", "",
              f"{m.get('device')}, driver {m.get('driver')}, torch {m.get('torch')}, triton {m.get('triton')}; "
              f"suite `{res['suite']}`.", "",
-             "| step | exit | wall | rows ok | incorrect | sweep benchmarks | kernel entries | fallback markers |",
-             "|---|---|---:|---:|---:|---:|---|---|"]
+             "| step | exit | wall | rows ok | incorrect | sweep benchmarks | kernel entries | fallback markers "
+             "| rows with every binary hashed |",
+             "|---|---|---:|---:|---:|---:|---|---|---:|"]
     for name, s in (("record", r), ("replay (`run --replay-from`)", rp),
                     ("pair A/A, base side", pr.get("base", {})), ("pair A/A, candidate side", pr.get("candidate", {}))):
         wall = s.get("wall_s", pr.get("wall_s"))
         lines.append(f"| {name} | {s.get('exit', pr.get('exit'))} | {wall} s | {s.get('ok_rows')}/{s.get('rows')} | "
                      f"{len(s.get('incorrect', []))} | {s.get('sweep_benchmarks')} | {s.get('kernel_sources')} | "
-                     f"{s.get('markers')} |")
+                     f"{s.get('markers')} | {s.get('rows_with_binaries')} |")
     lines += ["", f"Recorded winners by tuner: {r.get('recorded_by_tuner')}.",
               f"Pair verdict: {pr.get('headline')} {pr.get('counts')}.",
               f"`flaggems-deep`: {res.get('deep')}."]
+    lines += [f"Incorrect: {line}" for line in r.get("incorrect", [])]
     return "\n".join(lines) + "\n"
 
 

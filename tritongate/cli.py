@@ -7,7 +7,9 @@ Exit codes: 0 pass, 1 gate failed (regression or policy), 2 usage or input error
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -446,20 +448,29 @@ def cmd_ops(args: argparse.Namespace) -> int:
     prepare_environment(resolve_backend("auto"))
     from tritongate.ops.builtin import REGISTRY
 
-    registry, origin = REGISTRY, {}
-    if args.suite:  # the suite's own ops too (its `modules:`)
+    def line(name: str, shape: str, dtypes: str, text: str) -> None:
+        name_, shape, dtypes, text = (terminal_safe(v) for v in (name, shape, dtypes, text))
+        print(f"{name_:<18} {shape:<34} {dtypes:<26} {text}")
+
+    if not args.suite:
+        for name in REGISTRY.names():
+            spec = REGISTRY.get(name)
+            line(name, spec.shape_doc, ", ".join(spec.dtypes), spec.description)
+    else:  # exactly what the suite runs: its ops, the dtypes and shape count it runs them with
         from tritongate.ops.user import registry_for
 
         suite = load_suite(args.suite)
         registry = registry_for(suite.modules, search_dir=suite.path.parent)
-        origin = {name: getattr(registry.get(name).build, "__module__", "?") for name in registry.names()
-                  if name not in REGISTRY}
-    for name in registry.names():
-        spec = registry.get(name)
-        where = f"  (from {origin[name]})" if name in origin else ""
-        name_, shape, dtypes, text = (terminal_safe(v) for v in (name, spec.shape_doc, ", ".join(spec.dtypes),
-                                                                 spec.description + where))
-        print(f"{name_:<18} {shape:<34} {dtypes:<26} {text}")
+        rows = sum(len(suite.shapes.get(op.name, ())) * len(op.dtypes) for op in suite.ops)
+        print(f"suite {suite.name} ({suite.path}): {len(suite.ops)} ops, {rows} rows"
+              + (f"; {len(suite.dismissed)} inventory ops dismissed ({suite.dismiss})" if suite.dismissed else ""))
+        for op in suite.ops:
+            spec = registry.get(op.name)
+            module = getattr(spec.build, "__module__", "?")
+            where = "" if op.name in REGISTRY.names() else f"  (from {module})"
+            count = len(suite.shapes.get(op.name, ()))
+            line(op.name, f"{count} shape{'s' if count != 1 else ''}: {spec.shape_doc}", ", ".join(op.dtypes),
+                 spec.description + where)
     print(f"\nsuites in {ops_dir() / 'suites'}: {', '.join(builtin_suites())}")
     print(f"your own ops: a suite's `modules:` key (example: {ops_dir() / 'examples' / 'user_ops.yaml'}; "
           "see ops/README.md)")
@@ -741,6 +752,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         _print_exc_notes(exc)
         return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as a shell tool does
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 128 + signal.SIGPIPE
     except OSError as exc:  # the disk is full, a path is not writable, a file vanished
         where = f"{exc.filename}: " if exc.filename else ""
         text = _bounded(Exception(f"{where}{exc.strerror or exc}"))

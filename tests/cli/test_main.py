@@ -1,4 +1,7 @@
 import json
+import shlex
+import subprocess
+import sys
 
 from tritongate.cli import main
 from tritongate.rundir import RESULTS, RunWriter
@@ -149,3 +152,19 @@ def test_ops_lists_a_suites_own_ops_and_every_subcommand_names_its_exit_codes(ca
         out = capsys.readouterr().out
         footer = out[out.index("exit codes:"):]
         assert " ".join(line.split()[0] for line in footer.splitlines()[1:] if line[:6].strip().isdigit()) == codes
+
+
+def test_ops_with_a_suite_lists_exactly_that_suites_ops_and_rows(capsys):
+    assert main(["ops", "--suite", "pr"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("suite pr (") and out[0].endswith(": 7 ops, 34 rows")
+    listed = [line.split()[0] for line in out[1:out.index("")]]
+    assert listed == ["add", "silu_mul", "softmax", "rmsnorm", "matmul", "attention", "attention_causal"]
+
+
+def test_a_reader_that_goes_away_stops_the_listing_quietly():
+    # `true` exits before the interpreter has started: every write meets a closed pipe
+    proc = subprocess.run(f"{shlex.quote(sys.executable)} -m tritongate ops --suite pr | true; "
+                          "echo \"rc=${PIPESTATUS[0]}\"", shell=True, executable="/bin/bash",
+                          capture_output=True, text=True, timeout=120)
+    assert proc.stdout.splitlines()[-1] == "rc=141" and proc.stderr == "", proc.stderr

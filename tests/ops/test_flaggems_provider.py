@@ -381,6 +381,9 @@ def test_collect_run_record_and_replay_on_the_stand_in(tmp_path):
     assert all(r["autotune"]["sweep_benchmarks"] == 2 for r in tuned)  # both configs swept live
     # the LibTuner key is its own get_key's: align32 buckets (48 -> 64) and dtypes
     assert [r["autotune"]["kernels"][0]["key"][:3] for r in tuned] == [[32, 32, 32], [64, 64, 32]]
+    # LibEntry serves mm's recording pass from its cache, past the JIT: still one launch recorded
+    assert [[(v["kernel"], v["launches"]) for v in r["variants"]] for r in tuned] == [
+        [("flag_gems.ops.mm.mm_kernel", 1)]] * 2
     identity = json.loads((record / "run_identity.json").read_text())
     assert identity["suite"]["modules"][0]["name"] == "tritongate.ops.providers.flaggems"
 
@@ -399,6 +402,9 @@ def test_collect_run_record_and_replay_on_the_stand_in(tmp_path):
     tuned = [k for r in rows for k in r["autotune"]["kernels"]]
     assert len(tuned) == 2 and all(k["source"] == "replayed" for k in tuned)
     assert all(k["config"]["kwargs"]["BLOCK_M"] == 16 for k in tuned)
+    launched = [v for r in rows if r["op"] == "flag_gems.mm" for v in r["variants"]]
+    assert [(v["kernel"], v["launches"], "BLOCK_M=16" in v["name"]) for v in launched] == [
+        ("flag_gems.ops.mm.mm_kernel", 1, True)] * 2
     assert not (replay / "autotune_records").exists()
 
 

@@ -50,7 +50,7 @@ from tritongate import markers
 from tritongate.autotune.configs import config_to_dict, jsonable, key_text, same_config
 from tritongate.autotune.records import Record, RecordSet
 from tritongate.harness.cuda_errors import is_fatal
-from tritongate.variants import kernel_id
+from tritongate.variants import LIBENTRY_MODULES, kernel_id
 
 RECORD, REPLAY, OFF = "record", "replay", "off"
 
@@ -343,7 +343,7 @@ def _tuner_classes() -> list[type]:
     from triton.runtime.autotuner import Autotuner
 
     classes: list[type] = [Autotuner]
-    for module in ("flag_gems.utils.libentry", "flaggems_vllm.utils.libentry"):
+    for module in LIBENTRY_MODULES:
         top = module.split(".")[0]
         if importlib.util.find_spec(top) is None:
             continue

@@ -283,9 +283,12 @@ _add(Recipe("topk", REDUCE_DIM, (X, const(8), LAST), "torch.topk", out=0, ref_ou
             min_dims=_cols_at_least(8)))
 _add(Recipe("sort", SCAN, (X, LAST), "torch.sort", out=0, ref_out=0))
 # Positive inputs: prefix sums grow without crossing zero, so the relative check stays
-# meaningful (flag_gems accumulates in blocks, torch sequentially: their rounding differs by a
-# few ulps of the running sum, which near a zero crossing no relative tolerance covers).
-_add(Recipe("cumsum", SCAN, (T(domain="small_positive"), LAST), "torch.cumsum"))
+# meaningful. The reference runs on float32 copies: torch's own float16/bfloat16 cumsum drifts
+# from the exact prefix sum by up to 1.5 % / 20 % over 4096 elements (measured on the H200:
+# bench/results/2026-11-30_h200_scan_accuracy.txt), while flag_gems stays within one rounding
+# of the output dtype (4.9e-4 / 3.9e-3). The bands are FlagGems' own (its dtype resolution).
+_add(Recipe("cumsum", SCAN, (T(domain="small_positive"), LAST), "torch.cumsum", ref_upcast=True,
+            tolerance={"float32": (1e-4, 1e-5), "float16": (1e-3, 2e-3), "bfloat16": (1e-2, 1.6e-2)}))
 _add(Recipe("cummax", SCAN, (X, LAST), "torch.cummax", out=0, ref_out=0))
 _add(Recipe("cummin", SCAN, (X, LAST), "torch.cummin", out=0, ref_out=0))
 
