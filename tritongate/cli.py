@@ -725,9 +725,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from tritongate.baselines.commands import add_baseline_parser
     from tritongate.batch.commands import add_batch_parser
+    from tritongate.history.commands import add_history_parser
 
     add_baseline_parser(sub)
     add_batch_parser(sub)
+    add_history_parser(sub)
     return parser
 
 

@@ -308,3 +308,16 @@ def test_tests_workflow_runs_the_readme_command() -> None:
     job = doc["jobs"]["test"]
     assert job["runs-on"] == "ubuntu-latest" and job["permissions"] == {"contents": "read"}
     assert any(s.get("run") == "bash scripts/dev.sh test" for s in job["steps"])
+
+
+def test_the_build_action_installs_pyprojects_runtime_dependencies() -> None:
+    """A build venv runs tritongate from its checkout: it needs every dependency pyproject.toml
+    declares (torch and the compiler come from the build itself)."""
+    import tomllib
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    script = (GITHUB / "actions" / "build-compiler" / "build.sh").read_text()
+    block = re.search(r"^TG_DEPS=\((.*?)\)$", script, re.S | re.M)
+    assert block, "TG_DEPS not found in build.sh"
+    installed = re.findall(r'"([^"]+)"', block.group(1))
+    assert sorted(installed) == sorted(d for d in declared if not d.startswith(("torch", "triton")))

@@ -823,6 +823,10 @@ def test_nightly_records_checks_and_pushes_one_entry(tmp_path: Path) -> None:
     assert (entry_path / "manifest.json").is_file()
     summary = "".join(record.summaries)
     assert "**0** of 1 rows called REGRESSED or IMPROVED" in summary, summary
+    # tonight's history: one entry, too short for change points, reported and uploaded
+    history = record.runner_temp / "tritongate" / "history"
+    assert (history / "history.json").is_file() and (history / "history.md").is_file(), record.log()
+    assert "change points" in summary.lower(), summary
     assert set(uploads) == {"tritongate-baseline-entry", "tritongate-nightly-runs"}
 
     for exists, server in servers.items():

@@ -15,7 +15,6 @@ import argparse
 import datetime as dt
 import json
 import math
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -82,6 +81,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 def _expected_suite(args: argparse.Namespace) -> tuple[str, str | None]:
     """The suite's name and the digest to match (``auto``: as this checkout reads the suite)."""
+    from tritongate.baselines.manifest import suite_folder
+
     choice = args.suite_digest
     if choice == "auto":
         from tritongate.baselines.manifest import BaselineError
@@ -92,9 +93,7 @@ def _expected_suite(args: argparse.Namespace) -> tuple[str, str | None]:
         except GateError as exc:
             raise BaselineError(f"--suite-digest auto: {exc}; or pass --suite-digest HEX|none") from None
         return suite.name, suite.digest
-    path = Path(args.suite)
-    name = path.stem if path.suffix in (".yaml", ".yml") or os.sep in args.suite else args.suite
-    return name, None if choice == "none" else choice
+    return suite_folder(args.suite), None if choice == "none" else choice
 
 
 def output_lines(lookup: Lookup) -> list[tuple[str, str]]:

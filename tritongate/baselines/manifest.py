@@ -9,6 +9,7 @@ when built (a publish never writes a manifest it could not read back) and when r
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -41,6 +42,13 @@ def slug(text: str) -> str:
     if not out:
         raise BaselineError(f"{text!r} has no letters or digits to name a store folder by")
     return out
+
+
+def suite_folder(suite: str) -> str:
+    """The store folder a ``--suite`` argument names: a builtin name as it is, a suite file
+    by its stem (``ops/suites/pr.yaml`` -> ``pr``), as a record names its suite."""
+    path = Path(suite)
+    return path.stem if path.suffix in (".yaml", ".yml") or "/" in suite or os.sep in suite else suite
 
 
 def gpu_slug(device: str) -> str:

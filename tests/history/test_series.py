@@ -1,0 +1,153 @@
+"""Series from a store of real publishes: order, values, gaps, damaged entries, missing nights."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from tritongate.baselines.manifest import BaselineError
+from tritongate.history.series import (ABSENT, HistoryError, MissingNightly, Point, Series, gap_reason,
+                                       load_history, missing_nightlies)
+
+from tests.conftest import make_row
+from tests.gate.helpers import row
+from tests.history.helpers import DAY, T0, commit, publish_nights, series
+
+FALLBACK = "AUTOTUNE_REPLAY_FALLBACK reason=key_missing kernel=k"
+
+
+def _night(i: int) -> list:
+    rows = [row(median=20.0 + i, seed=i), row(case="1024x1024", median=5.0, seed=i)]
+    if i == 1:
+        rows[1] = row(case="1024x1024", status="error", error="RuntimeError: out of\nresources")
+    if i == 2:
+        rows[1] = row(case="1024x1024", median=5.0, markers=(FALLBACK,))
+    if i >= 1:
+        rows.append(row(op="add", case="n=4096", dtype="float32", median=3.0, seed=i))  # an op added on night 1
+    if i == 3:
+        rows.pop(0)  # softmax 4096x4096 left out for a night
+    return rows
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("series")
+    store = tmp / "store"
+    entries = publish_nights(store, tmp / "runs", [_night(i) for i in range(6)], skip=[4])
+    return store, entries
+
+
+def test_series_per_row_in_recorded_order_with_values_and_gaps(store):
+    store, entries = store
+    h = load_history(store, "h200", "pr")
+    assert (h.runner_class, h.suite, h.gpu_slug, h.store) == ("h200", "pr", "nvidia-h200", store)
+    assert [e.record_path for e in h.entries] == [str(p.relative_to(store)) for p in entries]
+    assert [e.recorded for e in h.entries] == [T0 + i * DAY for i in (0, 1, 2, 3, 5)]
+    assert [e.commit for e in h.entries] == [commit(i) for i in (0, 1, 2, 3, 5)]
+    assert h.entries[0].compiler_repo == "org/triton" and h.entries[0].triton_version == "3.6.0"
+    by_key = {s.key: s for s in h.series}
+    assert list(by_key) == sorted(by_key)
+    big = by_key[("softmax", "4096x4096", "float16")]
+    assert [p.median_us for p in big.points][:3] == pytest.approx([20.0, 21.0, 22.0], rel=0.01)
+    expected = row(median=20.0, seed=0).summary
+    assert big.points[0].median_us == expected.median and big.points[0].n == expected.n == 25
+    assert big.points[3].gap == ABSENT and big.points[3].median_us is None  # left out on night 3
+    assert big.points[4].entry == h.entries[4].record_path and big.points[4].commit == commit(5)
+    small = by_key[("softmax", "1024x1024", "float16")]
+    assert small.points[1].gap == "error: RuntimeError: out of resources"
+    assert small.points[2].gap == "marked AUTOTUNE_REPLAY_FALLBACK"
+    assert small.valued() == [0, 3, 4]
+    added = by_key[("add", "n=4096", "float32")]
+    assert len(added.points) == 4 and added.points[0].recorded == T0 + DAY  # starts where the op appeared
+
+
+def test_a_missing_nightly_is_noted(store):
+    store, _ = store
+    h = load_history(store, "h200", "pr")
+    (hole,) = h.missing
+    assert (hole.after, hole.before, hole.missing, hole.spacing_days) == (T0 + 3 * DAY, T0 + 5 * DAY, 1, 1.0)
+    assert hole.note in h.notes and "2026-11-04 03:00 and 2026-11-06 03:00" in hole.note
+
+
+def test_a_damaged_entry_is_skipped_with_a_note(tmp_path):
+    store = tmp_path / "store"
+    entries = publish_nights(store, tmp_path / "runs", [[row(median=20.0, seed=i)] for i in range(3)])
+    results = entries[1] / "results.json"
+    results.write_text(results.read_text().replace("softmax", "softmaz"))
+    (entries[2] / "manifest.json").write_text("{")
+    h = load_history(store, "h200", "pr")
+    assert [e.commit for e in h.entries] == [commit(0)]
+    assert len(h.notes) == 2 and all(n.startswith("skipped ") for n in h.notes)
+    assert any("does not match its sha256" in n for n in h.notes)
+
+
+def test_usage_errors_name_the_input_and_the_fix(tmp_path):
+    with pytest.raises(HistoryError, match="is not a directory"):
+        load_history(tmp_path / "nope", "h200", "pr")
+    store = tmp_path / "store"
+    publish_nights(store, tmp_path / "runs", [[row()]])
+    with pytest.raises(HistoryError, match=r"no readable entries for runner class h200, suite deep in .*"
+                                           r"tritongate baseline list --store"):
+        load_history(store, "h200", "deep")
+    with pytest.raises(HistoryError, match="on nvidia-h100"):
+        load_history(store, "h200", "pr", gpu="NVIDIA H100")
+    with pytest.raises(BaselineError, match="runner class"):
+        load_history(store, "H200", "pr")
+
+
+def test_several_gpus_need_a_choice(tmp_path):
+    store = tmp_path / "store"
+    publish_nights(store, tmp_path / "a", [[row()]] * 2)
+    publish_nights(store, tmp_path / "b", [[row(median=30.0)]] * 2, device="NVIDIA H100")
+    with pytest.raises(HistoryError, match=r"2 GPUs \(nvidia-h100, nvidia-h200\); pass --gpu"):
+        load_history(store, "h200", "pr")
+    h = load_history(store, "h200", "pr", gpu="nvidia-h100")
+    assert h.gpu_slug == "nvidia-h100" and h.series[0].points[0].median_us == pytest.approx(30.0, rel=0.01)
+    assert load_history(store, "h200", "pr", gpu="NVIDIA H200").gpu_slug == "nvidia-h200"
+
+
+def test_missing_nightlies_against_the_usual_spacing():
+    days = [T0 + i * DAY for i in (0, 1, 2, 3, 6, 7, 8)]
+    (hole,) = missing_nightlies(days)
+    assert hole.missing == 2 and hole.after == T0 + 3 * DAY
+    assert not missing_nightlies(days[:2] + [T0 + 9 * DAY])[1:]  # two intervals: one is compared
+    assert not missing_nightlies([T0, T0 + 5 * DAY])  # one interval: no usual spacing
+    assert not missing_nightlies([T0 + i * DAY for i in range(5)])
+    rerun = [T0, T0 + DAY, T0 + DAY + dt.timedelta(hours=2), T0 + 2 * DAY, T0 + 3 * DAY]
+    assert not missing_nightlies(rerun)  # a re-run the same night is not a hole
+
+
+def test_gap_reasons():
+    assert gap_reason(row()) is None
+    assert gap_reason(row(status="timeout", error="killed after 600 s")) == "timeout: killed after 600 s"
+    assert gap_reason(row(markers=("GPU_BUSY pids=1", "GPU_BUSY pids=2", "CORRECTNESS_MISMATCH"))) == \
+        "marked CORRECTNESS_MISMATCH, GPU_BUSY"
+    assert len(gap_reason(row(status="error", error="x" * 1000))) < 220
+    assert gap_reason(make_row(samples=(), skipped="identical_binary")) == "not timed (identical_binary)"
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"recorded": dt.datetime(2026, 1, 1)}, "timezone-aware"),
+    ({"median_us": None}, "gap reason"),
+    ({"gap": "why"}, "not a gap"),
+    ({"median_us": 0.0}, "finite and > 0"),
+    ({"n": 0}, "at least one sample"),
+    ({"median_us": None, "gap": "why", "n": 3}, "no samples"),
+])
+def test_points_are_validated(kw, match):
+    args = {"recorded": T0, "commit": "abc", "entry": "e", "median_us": 1.0, "n": 1, **kw}
+    with pytest.raises(ValueError, match=match):
+        Point(**args)
+
+
+def test_series_and_holes_are_validated():
+    s = series([1.0, 2.0])
+    with pytest.raises(ValueError, match="recorded order"):
+        Series("a", "b", "c", tuple(reversed(s.points)))
+    with pytest.raises(ValueError, match="an op"):
+        Series("", "b", "c", ())
+    with pytest.raises(ValueError, match="earlier and a later"):
+        MissingNightly(after=T0, before=T0, missing=1, spacing_days=1.0)
+    assert Point(recorded=T0.astimezone(dt.timezone(dt.timedelta(hours=2))), commit=None, entry="e",
+                 median_us=1.0, n=1).recorded.tzinfo == dt.timezone.utc

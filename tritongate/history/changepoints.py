@@ -1,0 +1,295 @@
+"""Change points in a nightly series: lasting shifts of a row's median, confirmed twice.
+
+Library: ``ruptures`` (maintained, pure numpy/scipy wheels). MongoDB's
+``signal-processing-algorithms`` (E-Divisive, as used for their nightly performance CI) was
+the alternative; it pulls in gevent and pins numpy < 2, so it is not used.
+
+The rule, on the series' valued points only (gaps and missing nightlies are skipped, never
+imputed):
+
+1. Work on ``y = log(median)``: a shift is relative, whatever the row's scale.
+2. Scale by a robust noise estimate: ``sigma = 1.4826 * MAD(diff(y)) / sqrt(2)``. First
+   differences cancel the level, so a step (or a ramp) hardly inflates it; ``sigma`` is
+   floored at ``noise_floor`` (default 0.2 %) so a perfectly flat series is not infinitely
+   sensitive.
+3. Candidates: PELT (``ruptures.Pelt`` with the ``l2`` cost, from prefix sums; segments of at least ``min_points``)
+   on ``y / sigma`` with the penalty ``beta * log(n)`` per change, ``beta = 2`` by default:
+   BIC for a shift of the mean of unit-variance data (two parameters per change, its place
+   and the new level). BIC is deliberately generous: the confirmation below is the filter.
+4. Confirmation, repeated until every remaining candidate passes: the neighbouring segments'
+   medians differ by at least ``min_effect`` (default 2 %) AND a two-sided Mann–Whitney U
+   test of the points of the two segments gives ``p < p_value`` (default 0.01), each side
+   with at least ``min_points`` (default 3) points. The failing candidate with the largest
+   p-value is dropped and its two segments merged, so a ramp cut into many small steps ends
+   as one or a few steps large enough to pass. Before each round every candidate is moved to
+   the least-squares best split of its two neighbouring segments (a merge can leave a
+   candidate where PELT put it for a neighbour that is gone).
+
+A slow ramp thus gives at least one change point, and ``drift`` (the last segment's median
+over the first's, minus one) shows the total change from the series' start to its end.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+import numpy as np
+import ruptures
+from ruptures.base import BaseCost
+from ruptures.costs import NotEnoughPoints
+from scipy.stats import mannwhitneyu
+
+from tritongate.history.series import Point, Series
+
+MAD_TO_SD = 1.4826  # MAD of normal data times this is its standard deviation
+
+
+@dataclass(frozen=True)
+class Detection:
+    """The change-point rule's parameters (see the module docstring)."""
+
+    min_effect: float = 0.02  # relative change of the segment medians
+    p_value: float = 0.01  # two-sided Mann-Whitney U significance
+    min_points: int = 3  # per side of a change point (and PELT's minimum segment)
+    beta: float = 2.0  # PELT penalty per change: beta * log(n), on noise-scaled log medians
+    noise_floor: float = 0.002  # the least relative noise assumed
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.min_effect) and 0 < self.min_effect < 1):
+            raise ValueError(f"min_effect must be in (0, 1), got {self.min_effect!r}")
+        if not (math.isfinite(self.p_value) and 0 < self.p_value < 1):
+            raise ValueError(f"p_value must be in (0, 1), got {self.p_value!r}")
+        if isinstance(self.min_points, bool) or not isinstance(self.min_points, int) or self.min_points < 2:
+            raise ValueError(f"min_points must be an integer >= 2, got {self.min_points!r}")
+        if not (math.isfinite(self.beta) and self.beta > 0):
+            raise ValueError(f"beta must be > 0, got {self.beta!r}")
+        if not (math.isfinite(self.noise_floor) and self.noise_floor > 0):
+            raise ValueError(f"noise_floor must be > 0, got {self.noise_floor!r}")
+
+    @property
+    def min_length(self) -> int:
+        """Valued points a series needs before a change can be looked for."""
+        return 2 * self.min_points
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"min_effect": self.min_effect, "p_value": self.p_value, "min_points": self.min_points,
+                "penalty": f"{self.beta:g} * log(n) on log medians / noise", "beta": self.beta,
+                "noise_floor": self.noise_floor}
+
+
+@dataclass(frozen=True)
+class Shift:
+    """A confirmed change in a plain sequence of values: ``values[at]`` is the first after."""
+
+    at: int
+    median_before: float
+    median_after: float
+    n_before: int
+    n_after: int
+    p_value: float
+
+    def __post_init__(self) -> None:
+        if not (self.median_before > 0 and self.median_after > 0 and 0 <= self.p_value <= 1 and self.at > 0):
+            raise ValueError(f"a shift needs medians > 0, a p-value in [0, 1] and a place > 0, got {self!r}")
+
+    @property
+    def rel_change(self) -> float:
+        return self.median_after / self.median_before - 1.0
+
+
+@dataclass(frozen=True)
+class Segmentation:
+    """What ``detect`` found in one sequence: its confirmed shifts, the segment medians, and
+    the robust noise estimate it scaled by."""
+
+    shifts: tuple[Shift, ...]
+    levels: tuple[float, ...]  # median of each segment, first to last
+    noise: float  # sigma of the log values (a relative noise level), floored
+
+    @property
+    def drift(self) -> float:
+        """The last segment's median over the first's, minus one (0 without a change)."""
+        return self.levels[-1] / self.levels[0] - 1.0 if self.levels else 0.0
+
+
+def robust_noise(log_values: np.ndarray, floor: float) -> float:
+    """MAD of first differences / sqrt(2), as a standard deviation, at least ``floor``."""
+    if len(log_values) < 3:
+        return floor
+    d = np.diff(log_values)
+    mad = float(np.median(np.abs(d - np.median(d))))
+    return max(MAD_TO_SD * mad / math.sqrt(2.0), floor)
+
+
+class _PrefixL2(BaseCost):
+    """ruptures' ``l2`` cost (squared deviation from the segment mean) from prefix sums: O(1)
+    per segment instead of a numpy reduction, which makes PELT on a year of nightlies fast."""
+
+    model = "l2_prefix"
+
+    def __init__(self) -> None:
+        self.min_size = 1
+        self.signal = np.zeros((0, 1))  # ruptures reads the sample count from it
+        self._s1 = self._s2 = np.zeros(1)
+
+    def fit(self, signal: np.ndarray) -> "_PrefixL2":
+        self.signal = np.asarray(signal, dtype=float).reshape(len(signal), -1)
+        z = self.signal[:, 0]
+        self._s1 = np.concatenate([[0.0], np.cumsum(z)])
+        self._s2 = np.concatenate([[0.0], np.cumsum(z * z)])
+        return self
+
+    def error(self, start: int, end: int) -> float:
+        if end - start < self.min_size:
+            raise NotEnoughPoints
+        s = self._s1[end] - self._s1[start]
+        return max(float(self._s2[end] - self._s2[start] - s * s / (end - start)), 0.0)
+
+
+def _candidates(z: np.ndarray, rule: Detection) -> list[int]:
+    n = len(z)
+    algo = ruptures.Pelt(custom_cost=_PrefixL2(), min_size=rule.min_points, jump=1).fit(z)
+    return [int(b) for b in algo.predict(pen=rule.beta * math.log(n)) if 0 < b < n]
+
+
+def _refine(z: np.ndarray, cuts: list[int], min_points: int) -> list[int]:
+    """Move each cut to the best single split (least squares) of its two neighbouring
+    segments: after a merge, a surviving cut may sit where PELT put it for a neighbour that
+    is gone (on a ramp, before the ramp starts)."""
+    s1, s2 = np.concatenate([[0.0], np.cumsum(z)]), np.concatenate([[0.0], np.cumsum(z * z)])
+
+    def sse(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:  # of z[a:b], from prefix sums
+        return s2[b] - s2[a] - (s1[b] - s1[a]) ** 2 / (np.asarray(b) - np.asarray(a))
+
+    cuts = list(cuts)
+    for i in range(len(cuts)):
+        lo, hi = (cuts[i - 1] if i else 0), (cuts[i + 1] if i + 1 < len(cuts) else len(z))
+        splits = np.arange(lo + min_points, hi - min_points + 1)
+        if not len(splits):
+            continue
+        cost = sse(lo, splits) + sse(splits, hi)
+        best = np.flatnonzero(cost <= cost.min() + 1e-9)  # ties: stay nearest where it was
+        cuts[i] = int(splits[best[np.argmin(np.abs(splits[best] - cuts[i]))]])
+    return cuts
+
+
+def _judge(values: np.ndarray, bounds: list[int], i: int, rule: Detection) -> tuple[Shift, bool]:
+    """The candidate ``bounds[i + 1]`` against its two neighbouring segments."""
+    before, after = values[bounds[i]: bounds[i + 1]], values[bounds[i + 1]: bounds[i + 2]]
+    shift = Shift(at=bounds[i + 1], median_before=float(np.median(before)), median_after=float(np.median(after)),
+                  n_before=len(before), n_after=len(after), p_value=1.0)
+    if min(len(before), len(after)) < rule.min_points:
+        return shift, False
+    p = float(mannwhitneyu(before, after, alternative="two-sided").pvalue)
+    shift = replace(shift, p_value=p if math.isfinite(p) else 1.0)
+    return shift, abs(shift.rel_change) >= rule.min_effect and shift.p_value < rule.p_value
+
+
+def detect(values: Sequence[float], rule: Detection = Detection()) -> Segmentation:
+    """Confirmed change points of ``values`` (medians in µs, in time order, all > 0)."""
+    vals = np.asarray(values, dtype=float)
+    if vals.ndim != 1 or not np.all(np.isfinite(vals)) or np.any(vals <= 0):
+        raise ValueError("values must be a sequence of finite numbers > 0")
+    if len(vals) == 0:
+        return Segmentation(shifts=(), levels=(), noise=rule.noise_floor)
+    y = np.log(vals)
+    noise = robust_noise(y, rule.noise_floor)
+    if len(vals) < rule.min_length:
+        return Segmentation(shifts=(), levels=(float(np.median(vals)),), noise=noise)
+    z = (y - np.median(y)) / noise
+    cuts = _candidates(z, rule)
+    while True:
+        cuts = _refine(z, cuts, rule.min_points)
+        bounds = [0, *cuts, len(vals)]
+        judged = [_judge(vals, bounds, i, rule) for i in range(len(cuts))]
+        failing = [s for s, ok in judged if not ok]
+        if not failing:
+            break
+        worst = max(failing, key=lambda s: (s.p_value, -abs(s.rel_change)))
+        cuts.remove(worst.at)
+    levels = tuple(float(np.median(vals[a:b])) for a, b in zip(bounds, bounds[1:]))
+    return Segmentation(shifts=tuple(s for s, _ in judged), levels=levels, noise=noise)
+
+
+# -- on a series -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """A confirmed change of one row: between ``before`` (its last valued point before the
+    change) and ``after`` (the first valued point after it; ``index`` is its position in the
+    series' points). ``rel_change`` > 0 is slower."""
+
+    op: str
+    case: str
+    dtype: str
+    index: int
+    before: Point
+    after: Point
+    median_before_us: float
+    median_after_us: float
+    n_before: int  # valued points in the segment before
+    n_after: int
+    p_value: float
+
+    def __post_init__(self) -> None:
+        if self.index < 1:
+            raise ValueError(f"a change point's first point after is not the series' first, got {self.index}")
+        if self.before.is_gap or self.after.is_gap:
+            raise ValueError("a change point lies between two valued points")
+        for name in ("median_before_us", "median_after_us"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be finite and > 0 µs, got {value!r}")
+        if not 0 <= self.p_value <= 1:
+            raise ValueError(f"p_value must be in [0, 1], got {self.p_value!r}")
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.op, self.case, self.dtype)
+
+    @property
+    def rel_change(self) -> float:
+        return self.median_after_us / self.median_before_us - 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "case": self.case, "dtype": self.dtype, "index": self.index,
+                "before": self.before.to_dict(), "after": self.after.to_dict(),
+                "median_before_us": self.median_before_us, "median_after_us": self.median_after_us,
+                "rel_change": self.rel_change, "n_before": self.n_before, "n_after": self.n_after,
+                "p_value": self.p_value}
+
+
+@dataclass(frozen=True)
+class SeriesAnalysis:
+    """A series with its change points, drift (start to end) and noise level."""
+
+    series: Series
+    change_points: tuple[ChangePoint, ...]
+    drift: float  # the last segment's median over the first's, minus one
+    noise: float  # robust relative noise of the valued points
+    valued: int  # valued points looked at
+    note: str | None = None  # why no change point was looked for
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.series.to_dict(), "valued": self.valued, "noise": self.noise, "drift": self.drift,
+                "note": self.note, "change_points": [c.to_dict() for c in self.change_points]}
+
+
+def analyse(series: Series, rule: Detection = Detection()) -> SeriesAnalysis:
+    """``detect`` on the series' valued points, mapped back to its points."""
+    where = series.valued()
+    values = [series.points[i].median_us for i in where]
+    seg = detect(values, rule)  # type: ignore[arg-type]  # valued points have a median
+    note = None
+    if len(where) < rule.min_length:
+        note = (f"only {len(where)} valued point{'' if len(where) == 1 else 's'} (of {len(series.points)}); "
+                f"{rule.min_length} needed to look for a change")
+    cps = tuple(ChangePoint(op=series.op, case=series.case, dtype=series.dtype, index=where[s.at],
+                            before=series.points[where[s.at - 1]], after=series.points[where[s.at]],
+                            median_before_us=s.median_before, median_after_us=s.median_after,
+                            n_before=s.n_before, n_after=s.n_after, p_value=s.p_value)
+                for s in seg.shifts)
+    return SeriesAnalysis(series=series, change_points=cps, drift=seg.drift, noise=seg.noise,
+                          valued=len(where), note=note)

@@ -1,0 +1,141 @@
+"""``tritongate history``: the store's nightly series, their change points, plots and reports.
+
+Wired into ``tritongate.cli`` with ``add_history_parser(sub)`` (it sets ``func`` to
+``run_history``); ``main`` runs it standalone. Library errors are ``GateError``s; the caller
+maps them to exit codes (``main`` here maps them the way ``tritongate.cli.main`` does).
+
+Exit codes: 0 the history was written (change points are findings, not a failure), 2 usage or
+input error (unknown store, no entries for that runner class and suite, an output that cannot
+be written), 4 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from tritongate.argtypes import nonempty_text
+from tritongate.errors import ExitCode, GateError
+
+EXIT_CODES = ("exit codes:\n"
+              "  0    written (change points are findings, not a failure); the last line is history.md\n"
+              "  2    usage or input error (unknown store, no entries for the runner class and suite)\n"
+              "  4    internal error\n")
+
+_text = nonempty_text  # an unset variable in a workflow must not silently change what runs
+
+
+def _fraction(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {value!r}") from None
+    if not 0 < number < 1:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (exclusive), got {value!r}")
+    return number
+
+
+def _count(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
+    return number
+
+
+def _safe(value: object) -> str:
+    from tritongate.report.untrusted import neutralize
+
+    return neutralize(value)
+
+
+def run_history(args: argparse.Namespace) -> int:
+    """Read the store, analyse, write history.json, history.md, the plots (and the summary)."""
+    from tritongate.atomicio import write_text_atomic
+    from tritongate.baselines.manifest import suite_folder
+    from tritongate.history.changepoints import Detection
+    from tritongate.history.report import build_report, new_change_points_markdown, write_report
+    from tritongate.history.series import load_history
+
+    rule = Detection(min_effect=args.min_effect, p_value=args.p_value)
+    history = load_history(Path(args.store), args.runner_class, suite_folder(args.suite), args.gpu)
+    report = build_report(history, rule, new_last=args.new_last)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    plots: dict[str, str] = {}
+    if not args.no_plots:
+        from tritongate.history.plot import plot_history
+
+        plots = {op: path.relative_to(out).as_posix() for op, path in plot_history(report, out / "plots").items()}
+    _, md_path = write_report(report, out, plots)
+    if args.summary_out:
+        summary = Path(args.summary_out)
+        summary.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(summary, new_change_points_markdown(report))
+    for note in report.notes:
+        print(f"note: {_safe(note)}", file=sys.stderr)
+    print(_safe(report.headline()))
+    print(md_path)
+    return ExitCode.OK
+
+
+def add_history_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``history`` on the CLI's sub-parsers; its ``func`` is ``run_history``."""
+    p = sub.add_parser(
+        "history", help="nightly history of the baseline store: per-row series, change points, plots",
+        description="Read every entry the nightlies published for one runner class and suite (damaged ones "
+                    "are skipped with a note), follow each row's median over the nights, and find change "
+                    "points: PELT on log medians scaled by their noise, each confirmed by a minimum effect "
+                    "and a Mann-Whitney U test between the neighbouring segments. Writes OUT/history.json, "
+                    "OUT/history.md and OUT/plots/<op>.png.",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--store", type=_text, required=True, metavar="DIR",
+                   help="the baseline store folder (on GitHub a checkout of the data branch)")
+    p.add_argument("--runner-class", type=_text, required=True, metavar="RC", help="e.g. h200")
+    p.add_argument("--suite", type=_text, required=True, metavar="NAME|PATH",
+                   help="the suite: a builtin name (pr) or its YAML file (named by its stem)")
+    p.add_argument("--gpu", type=_text, metavar="NAME|SLUG",
+                   help="only entries recorded on this GPU (needed when the runner class spans several)")
+    p.add_argument("--out", type=_text, required=True, metavar="DIR", help="where the reports and plots go")
+    p.add_argument("--min-effect", type=_fraction, default=0.02, metavar="F",
+                   help="least relative change of the segment medians a change point needs (default 0.02)")
+    p.add_argument("--p-value", type=_fraction, default=0.01, metavar="P",
+                   help="Mann-Whitney U significance a change point needs (default 0.01)")
+    p.add_argument("--new-last", type=_count, default=1, metavar="K",
+                   help="a change point is new when its first point after is among the last K entries (default 1)")
+    p.add_argument("--no-plots", action="store_true", help="write no PNGs")
+    p.add_argument("--summary-out", type=_text, metavar="FILE",
+                   help="also write the new-change-points section alone here (e.g. $GITHUB_STEP_SUMMARY)")
+    p.set_defaults(func=run_history)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``tritongate history ARGV`` without the rest of the CLI."""
+    parser = argparse.ArgumentParser(prog="tritongate")
+    sub = parser.add_subparsers(dest="command")
+    add_history_parser(sub)
+    try:
+        args = parser.parse_args(["history", *(sys.argv[1:] if argv is None else argv)])
+    except SystemExit as exc:  # --help is 0, bad usage 2
+        return int(exc.code or 0)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return int(func(args))
+    except GateError as exc:
+        print(f"error: {_safe(exc)}", file=sys.stderr)
+        return int(exc.exit_code)
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {_safe(f'{where}{exc.strerror or exc}')}; fix the path and run again", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except Exception as exc:  # noqa: BLE001 - a bug: one line, never exit 1 (that means "gate failed")
+        print(f"internal error (a bug in tritongate): {type(exc).__name__}: {_safe(exc)[:300]}", file=sys.stderr)
+        return int(ExitCode.INTERNAL)

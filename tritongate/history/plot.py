@@ -1,0 +1,148 @@
+"""One PNG per op: each (case, dtype) a line of nightly medians over time.
+
+Gaps break the line and show as an ``x`` at the last value before them; missing nightlies
+are shaded; each change point is a dashed vertical line between its two points, labelled with
+the relative change. matplotlib is imported only here, lazily, and drawn through the Agg
+canvas directly (no pyplot: no global figure state, no display needed).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from tritongate.history.series import MissingNightly
+from tritongate.report.untrusted import neutralize
+
+if TYPE_CHECKING:
+    from tritongate.history.changepoints import SeriesAnalysis
+    from tritongate.history.report import HistoryReport
+
+MAX_LABEL = 60  # characters of a name in a title or legend
+MAX_LEGEND = 16  # series named in one plot's legend; the rest are drawn unnamed
+LOG_SCALE_SPAN = 20.0  # a plot whose medians span more than this ratio gets a log y axis
+
+
+def label(value: object, max_chars: int = MAX_LABEL) -> str:
+    """A name from the store as plot text: one line, bounded, and never mathtext (``$``)."""
+    text = neutralize(value)
+    if len(text) > max_chars:
+        text = text[: max_chars - 1] + "…"
+    return text.replace("$", r"\$")
+
+
+def file_name(op: str, taken: set[str]) -> str:
+    """A safe, unique (also on case-insensitive filesystems) PNG name for an op."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", op).strip("-.")[:60] or "op"
+    name, i = stem, 1
+    while name.lower() in taken:
+        i += 1
+        name = f"{stem}-{i}"
+    taken.add(name.lower())
+    return f"{name}.png"
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def render_op(analyses: Sequence["SeriesAnalysis"], missing: Sequence[MissingNightly], title: str) -> bytes:
+    """The PNG of one op's series."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    fig = Figure(figsize=(11, 5.5), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    for m in missing:
+        ax.axvspan(m.after, m.before, color="0.92", zorder=0)
+    values: list[float] = []
+    for i, a in enumerate(analyses):
+        pts = a.series.points
+        xs = [p.recorded for p in pts]
+        ys = [p.median_us if p.median_us is not None else math.nan for p in pts]
+        values += [y for y in ys if not math.isnan(y)]
+        name = f"{label(a.series.case)} {label(a.series.dtype, 20)}" if i < MAX_LEGEND else "_nolegend_"
+        (line,) = ax.plot(xs, ys, marker="o", markersize=3.5, linewidth=1.4, label=name)
+        color = line.get_color()
+        last = math.nan
+        gx, gy = [], []
+        for x, y, p in zip(xs, ys, pts):
+            if p.is_gap:
+                gx.append(x)
+                gy.append(last)
+            else:
+                last = y
+        first_value = next((y for y in ys if not math.isnan(y)), math.nan)
+        gy = [first_value if math.isnan(y) else y for y in gy]  # a gap before any value: at the first one
+        if gx:
+            ax.plot(gx, gy, linestyle="none", marker="x", markersize=7, color=color)
+        for cp in a.change_points:
+            at = cp.before.recorded + (cp.after.recorded - cp.before.recorded) / 2
+            ax.axvline(at, color=color, linestyle="--", linewidth=1.0, alpha=0.8)
+            ax.annotate(f"{cp.rel_change:+.1%}", xy=(at, cp.median_after_us), xytext=(4, 6),
+                        textcoords="offset points", color=color, fontsize=9, fontweight="bold")
+    if values and max(values) / min(values) > LOG_SCALE_SPAN:
+        ax.set_yscale("log")
+    locator = AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+    ax.set_xlabel("recorded (UTC)")
+    ax.set_ylabel("median time per launch (µs)")
+    ax.set_title(title, fontsize=12)
+    ax.grid(True, alpha=0.3)
+    extra = [Line2D([], [], linestyle="none", marker="x", color="0.3", label="gap (no clean value)"),
+             Line2D([], [], linestyle="--", color="0.3", label="change point (+ is slower)")]
+    if missing:
+        from matplotlib.patches import Patch
+
+        extra.append(Patch(color="0.92", label="missing nightly"))
+    handles, names = ax.get_legend_handles_labels()
+    outside = len(handles) > 6
+    ax.legend(handles=handles + extra, fontsize=8, loc="upper left",
+              **({"bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0} if outside else {}))
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    return buf.getvalue()
+
+
+def plot_history(report: "HistoryReport", out_dir: Path) -> dict[str, Path]:
+    """Write one PNG per op into ``out_dir`` (created); returns op -> its file."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    h = report.history
+    by_op: dict[str, list[SeriesAnalysis]] = {}
+    for a in report.analyses:
+        by_op.setdefault(a.series.op, []).append(a)
+    taken: set[str] = set()
+    written = {}
+    for op, analyses in by_op.items():
+        title = f"{label(op)} — {label(h.suite)} on {label(h.runner_class)} ({label(h.gpu_slug)})"
+        path = out_dir / file_name(op, taken)
+        _write_atomic(path, render_op(analyses, h.missing, title))
+        written[op] = path
+    return written

@@ -1,0 +1,277 @@
+"""The store's nightly entries for one runner class and suite, as one series per row.
+
+Entries are read oldest first (recorded UTC, then publish time, then name). An entry whose
+manifest is damaged, whose files do not match their sha256, or whose record does not load is
+skipped with a note, never a crash. Each row key (op, case, dtype) gets one point per entry
+from its first appearance to its last: the median of the row's raw samples (µs) and their
+count, or a *gap* with the reason when the row failed, was not timed, carries a marker (a
+marker means the row is not clean same-config evidence: a fallback, a busy or throttled GPU,
+a correctness mismatch...), or is absent from that entry.
+
+A nightly that did not publish at all leaves no entry; it shows as an interval between two
+entries longer than ``MISSING_FACTOR`` times the usual (median) spacing, reported as a
+``MissingNightly``. Change points are found on the points present; nothing is imputed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from tritongate.baselines.manifest import check_runner_class, gpu_slug
+from tritongate.baselines.store import Entry, check_files, list_entries
+from tritongate.errors import GateError, UsageError
+from tritongate.rundir import load_run
+from tritongate.schema import Row, RowStatus
+
+MISSING_FACTOR = 1.5  # an interval this many times the usual spacing hides a missing nightly
+ABSENT = "not in this entry"
+MAX_REASON = 200  # characters of a gap reason taken from a row's error text
+
+
+class HistoryError(UsageError):
+    """A history that cannot be built from the inputs given (exit code 2)."""
+
+
+def _utc(when: dt.datetime, what: str) -> dt.datetime:
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise ValueError(f"{what} must be timezone-aware, got {when!r}")
+    return when.astimezone(dt.timezone.utc)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One entry's value of one row: a median in µs, or a gap with its reason."""
+
+    recorded: dt.datetime  # the entry's recorded time, UTC
+    commit: str | None  # the compiler commit the entry was built from
+    entry: str  # the entry's folder, relative to the store
+    median_us: float | None
+    n: int = 0  # raw samples behind the median
+    gap: str | None = None  # why there is no value
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "recorded", _utc(self.recorded, "a point's recorded time"))
+        if self.median_us is None:
+            if not self.gap:
+                raise ValueError(f"a point without a value needs a gap reason ({self.entry})")
+            if self.n:
+                raise ValueError(f"a gap has no samples, got n={self.n} ({self.entry})")
+        else:
+            if self.gap is not None:
+                raise ValueError(f"a point with a value is not a gap ({self.entry})")
+            if not (math.isfinite(self.median_us) and self.median_us > 0):
+                raise ValueError(f"a median must be finite and > 0 µs, got {self.median_us!r}")
+            if self.n < 1:
+                raise ValueError(f"a median needs at least one sample, got n={self.n}")
+
+    @property
+    def is_gap(self) -> bool:
+        return self.median_us is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"recorded_utc": self.recorded.isoformat(), "commit": self.commit, "entry": self.entry,
+                "median_us": self.median_us, "n": self.n, "gap": self.gap}
+
+
+@dataclass(frozen=True)
+class Series:
+    """One row's points in recorded order."""
+
+    op: str
+    case: str
+    dtype: str
+    points: tuple[Point, ...]
+
+    def __post_init__(self) -> None:
+        if not (self.op and self.case and self.dtype):
+            raise ValueError("a series needs an op, a case and a dtype")
+        object.__setattr__(self, "points", tuple(self.points))
+        times = [p.recorded for p in self.points]
+        if times != sorted(times):
+            raise ValueError(f"series {self.key}: points must be in recorded order")
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.op, self.case, self.dtype)
+
+    def valued(self) -> list[int]:
+        """Positions of the points that have a value."""
+        return [i for i, p in enumerate(self.points) if not p.is_gap]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "case": self.case, "dtype": self.dtype,
+                "points": [p.to_dict() for p in self.points]}
+
+
+@dataclass(frozen=True)
+class EntryInfo:
+    """What the history keeps of one store entry."""
+
+    record_path: str
+    recorded: dt.datetime
+    commit: str | None
+    compiler_repo: str | None
+    triton_version: str
+    gpu_slug: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "recorded", _utc(self.recorded, "an entry's recorded time"))
+
+    @classmethod
+    def of(cls, entry: Entry) -> "EntryInfo":
+        m = entry.manifest
+        return cls(record_path=m.record_path, recorded=m.recorded, commit=m.compiler_commit,
+                   compiler_repo=m.compiler_repo, triton_version=m.triton_version, gpu_slug=m.gpu_slug)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"entry": self.record_path, "recorded_utc": self.recorded.isoformat(), "commit": self.commit,
+                "compiler_repo": self.compiler_repo, "triton_version": self.triton_version,
+                "gpu_slug": self.gpu_slug}
+
+
+@dataclass(frozen=True)
+class MissingNightly:
+    """An interval between two consecutive entries long enough to hide ``missing`` nightlies."""
+
+    after: dt.datetime  # the last entry before the hole
+    before: dt.datetime  # the first entry after it
+    missing: int  # about how many nightlies did not publish
+    spacing_days: float  # the usual spacing it was measured against
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "after", _utc(self.after, "a hole's start"))
+        object.__setattr__(self, "before", _utc(self.before, "a hole's end"))
+        if not self.after < self.before:
+            raise ValueError("a missing nightly lies between an earlier and a later entry")
+        if self.missing < 1 or not (math.isfinite(self.spacing_days) and self.spacing_days > 0):
+            raise ValueError("a missing nightly counts >= 1 missing entries against a spacing > 0 days")
+
+    @property
+    def note(self) -> str:
+        days = (self.before - self.after).total_seconds() / 86400.0
+        return (f"about {self.missing} nightl{'y' if self.missing == 1 else 'ies'} missing between "
+                f"{self.after:%Y-%m-%d %H:%M} and {self.before:%Y-%m-%d %H:%M} UTC ({days:.1f} days apart; "
+                f"usual spacing {self.spacing_days:.2g} day{'' if self.spacing_days == 1 else 's'})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"after_utc": self.after.isoformat(), "before_utc": self.before.isoformat(),
+                "missing": self.missing, "spacing_days": self.spacing_days, "note": self.note}
+
+
+@dataclass(frozen=True)
+class History:
+    """The series of one runner class, suite and GPU, with what was skipped or missing."""
+
+    store: Path
+    runner_class: str
+    suite: str
+    gpu_slug: str
+    entries: tuple[EntryInfo, ...]  # oldest first
+    series: tuple[Series, ...]
+    missing: tuple[MissingNightly, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("entries", "series", "missing", "notes"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if not self.entries:
+            raise ValueError("a history needs at least one entry")
+
+
+def missing_nightlies(times: Sequence[dt.datetime], factor: float = MISSING_FACTOR) -> list[MissingNightly]:
+    """Intervals longer than ``factor`` times the median interval. Needs three entries (two
+    intervals): with fewer there is no usual spacing to compare with."""
+    ordered = sorted(_utc(t, "an entry time") for t in times)
+    gaps = [(b - a).total_seconds() / 86400.0 for a, b in zip(ordered, ordered[1:])]
+    if len(gaps) < 2:
+        return []
+    usual = statistics.median(gaps)
+    if usual <= 0:
+        return []
+    return [MissingNightly(after=a, before=b, missing=max(1, round(g / usual) - 1), spacing_days=usual)
+            for a, b, g in zip(ordered, ordered[1:], gaps) if g > factor * usual]
+
+
+def gap_reason(row: Row) -> str | None:
+    """Why a row gives no value for the history (None: its median counts)."""
+    if row.status is not RowStatus.OK:
+        error = " ".join(row.error.split())
+        error = error if len(error) <= MAX_REASON else error[: MAX_REASON - 1] + "…"
+        return f"{row.status.value}: {error}" if error else row.status.value
+    if row.markers:
+        kinds = sorted({m.split(" ", 1)[0] for m in row.markers if m.strip()})
+        return f"marked {', '.join(kinds)}"
+    if row.skipped is not None:
+        return f"not timed ({row.skipped.value})"
+    if not row.samples:
+        return "no samples"
+    return None
+
+
+def _point(info: EntryInfo, row: Row | None) -> Point:
+    common = dict(recorded=info.recorded, commit=info.commit, entry=info.record_path)
+    if row is None:
+        return Point(median_us=None, gap=ABSENT, **common)
+    reason = gap_reason(row)
+    if reason is not None:
+        return Point(median_us=None, gap=reason, **common)
+    summary = row.summary
+    assert summary is not None  # an ok row without a skip reason has samples (schema)
+    return Point(median_us=summary.median, n=summary.n, **common)
+
+
+def build_series(entries: Sequence[tuple[EntryInfo, Sequence[Row]]]) -> list[Series]:
+    """One series per row key, sorted by key; a key's points run from the first entry that
+    has it to the last (an entry in between without it is an ``ABSENT`` gap)."""
+    maps = [(info, {r.key: r for r in rows}) for info, rows in entries]
+    keys = sorted({k for _, rows in maps for k in rows})
+    out = []
+    for key in keys:
+        present = [i for i, (_, rows) in enumerate(maps) if key in rows]
+        points = [_point(info, rows.get(key)) for info, rows in maps[present[0]: present[-1] + 1]]
+        out.append(Series(*key, points=tuple(points)))
+    return out
+
+
+def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = None) -> History:
+    """The history of ``runner_class``/``suite`` (on ``gpu``: a GPU name or slug) in ``store``.
+
+    Raises ``HistoryError`` (exit 2) for a store that is not a folder, no readable entries, or
+    entries on several GPUs when ``gpu`` is not given (their timings are not one series).
+    """
+    store = Path(store)
+    check_runner_class(runner_class)
+    wanted = gpu_slug(gpu) if gpu else None
+    listing = f"tritongate baseline list --store {store} --runner-class {runner_class}"
+    if not store.is_dir():
+        raise HistoryError(f"baseline store {store} is not a directory; pass the folder nightlies publish into "
+                           "(on GitHub a checkout of the data branch)")
+    found, notes = list_entries(store, runner_class=runner_class, suite=suite, gpu=wanted)
+    found = sorted(found, key=Entry.sort_key)  # oldest first
+    slugs = sorted({e.manifest.gpu_slug for e in found})
+    if len(slugs) > 1:
+        raise HistoryError(f"entries for runner class {runner_class}, suite {suite} in {store} were recorded on "
+                           f"{len(slugs)} GPUs ({', '.join(slugs)}); pass --gpu with one of them")
+    loaded: list[tuple[EntryInfo, Sequence[Row]]] = []
+    for entry in found:
+        try:
+            check_files(entry.path, entry.manifest)
+            rows = load_run(entry.path).rows
+        except (GateError, OSError) as exc:  # damage is a note, never a crash
+            notes.append(f"skipped {entry.path}: {exc}")
+            continue
+        loaded.append((EntryInfo.of(entry), rows))
+    if not loaded:
+        on = f" on {wanted}" if wanted else ""
+        why = f" ({len(notes)} damaged entr{'y' if len(notes) == 1 else 'ies'} skipped)" if notes else ""
+        raise HistoryError(f"no readable entries for runner class {runner_class}, suite {suite}{on} in {store}{why}; "
+                           f"see what the store holds with `{listing}`")
+    missing = missing_nightlies([info.recorded for info, _ in loaded])
+    return History(store=store, runner_class=runner_class, suite=suite, gpu_slug=loaded[0][0].gpu_slug,
+                   entries=tuple(info for info, _ in loaded), series=tuple(build_series(loaded)),
+                   missing=tuple(missing), notes=tuple(notes) + tuple(m.note for m in missing))
