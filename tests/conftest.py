@@ -11,6 +11,9 @@ import torch
 # defined, so it must be set before any test imports one.
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+# Knobs a developer's shell may carry: no test reads a calibration or a plan unless it sets one.
+for _var in ("TRITONGATE_CALIBRATION", "TRITONGATE_PLANTED_DELAY"):
+    os.environ.pop(_var, None)
 
 from tritongate.schema import MeasurementInfo, Row
 

@@ -18,15 +18,15 @@ def _umask() -> int:
 _FILE_MODE = 0o666 & ~_umask()  # what open() would give: mkstemp's files are 0600
 
 
-def write_text_atomic(path: Path, text: str) -> None:
+def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write to a temp file in the same directory, fsync, then rename over ``path``; the file
     gets the mode a plain write would (the user's umask), not the temp file's 0600."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, _FILE_MODE)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -36,6 +36,10 @@ def write_text_atomic(path: Path, text: str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -188,12 +188,13 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from tritongate.rundir import load_run
 
     policy = _gate_policy(args)
+    calibration = _calibration(args)
     base = load_run(Path(args.base))
     cand = load_run(Path(args.cand))
     result = run_gate(base, cand, policy, allow_mismatch=args.allow_mismatch)
     artifact = _artifact_url(args)
     json_path, md_path = write_verdict(result, Path(args.out), artifact_url=artifact,
-                                       baseline=_baseline_state(args))
+                                       baseline=_baseline_state(args), calibration=calibration)
     _print_notes(result)
     print(result.headline())
     for verdict in ("REGRESSED", "IMPROVED", "REJECTED", "NOT_COMPARABLE", "MISSING"):
@@ -214,6 +215,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
     policy = _gate_policy(args)
     baseline = _baseline_state(args)
+    calibration = _calibration(args)
     artifact = _artifact_url(args)
     out = Path(args.out)
     merged = merge_shards([Path(p) for p in args.shards], out, allow_partial=args.allow_partial)
@@ -221,7 +223,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
     if merged.missing:
         result.notes.insert(0, f"partial: shard(s) {', '.join(f'{i}/{merged.count}' for i in merged.missing)} "
                                "missing; their rows are not in this verdict")
-    json_path, md_path = write_verdict(result, out / "verdict", artifact_url=artifact, baseline=baseline)
+    json_path, md_path = write_verdict(result, out / "verdict", artifact_url=artifact, baseline=baseline,
+                                       calibration=calibration)
     _print_notes(result)
     print(f"merged {len(merged.shards)} of {merged.count} shards, {merged.rows} rows")
     print(result.headline())
@@ -244,7 +247,9 @@ def _pair_progress(color: bool):
     return _progress_printer(color, verb="pairing", row_text=lambda ev: ev.message, flagged_only=False)
 
 
-def _pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy):
+def _pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy, calibration=None):
+    """``calibration``: the summary cited in the verdict (the caller loads it with
+    ``_calibration`` before anything is measured; ``calibrate`` passes none)."""
     from tritongate.autotune.tuner_cache import isolation_requested
     from tritongate.pair.orchestrator import PairRequest, parse_builds
     base, cand = parse_builds(args.base_python, args.cand_python, args.base_env, args.cand_env)
@@ -262,7 +267,7 @@ def _pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy):
         row_timeout_s=args.row_timeout, allow_busy_gpu=args.allow_busy_gpu,
         isolate_tuner_cache=isolation_requested(args.isolate_tuner_cache), policy=policy,
         artifact_url=_artifact_url(args), changed_from=_changed_from(args),
-        baseline_state=_baseline_state(args), shard=getattr(args, "shard", None))
+        baseline_state=_baseline_state(args), calibration=calibration, shard=getattr(args, "shard", None))
 
 
 def _baseline_state(args: argparse.Namespace):
@@ -271,6 +276,15 @@ def _baseline_state(args: argparse.Namespace):
     from tritongate.gate.baseline_state import load_baseline_state
 
     return load_baseline_state(Path(args.baseline_state))
+
+
+def _calibration(args: argparse.Namespace):
+    """The runner's latest calibration summary: --calibration, else $TRITONGATE_CALIBRATION
+    (empty: none), else None. A bad file is a ``UsageError`` naming it."""
+    from tritongate.calibrate.model import CALIBRATION_ENV, load_summary
+
+    value = getattr(args, "calibration", None) or os.environ.get(CALIBRATION_ENV)
+    return load_summary(Path(value)) if value else None
 
 
 def _shard(value: str) -> tuple[int, int]:
@@ -328,19 +342,32 @@ def _gate_policy(args: argparse.Namespace):
 
 
 def cmd_pair(args: argparse.Namespace) -> int:
-    request = _pair_request(args, Path(args.baseline), Path(args.out), _gate_policy(args))
+    request = _pair_request(args, Path(args.baseline), Path(args.out), _gate_policy(args), _calibration(args))
     return _run_pair(request, want_color(args.color, sys.stderr))
 
 
 def cmd_loop(args: argparse.Namespace) -> int:
     """Record the suite, then pair the current build against itself (or against the
     --cand-env/--cand-python build), then gate: the whole PR check on one machine."""
-    import subprocess
-
     out = Path(args.out)
     policy = _gate_policy(args)  # bad policy options fail before anything is measured
-    # The baseline is recorded by the base build (its interpreter and overlay), as the
-    # nightly job records main: the configs it replays then come from the build they belong to.
+    calibration = _calibration(args)  # so does a bad calibration file
+    print(f"1/2 record: {args.suite} ({args.backend})", file=sys.stderr, flush=True)
+    record = _record(args, out)
+    if isinstance(record, int):
+        return record
+    print(f"record:    {record}")
+    print(f"2/2 pair: base and candidate replay {record.name}, rounds alternating", file=sys.stderr, flush=True)
+    return _run_pair(_pair_request(args, record, out, policy, calibration), want_color(args.color, sys.stderr))
+
+
+def _record(args: argparse.Namespace, out: Path) -> Path | int:
+    """Record the suite with the base build (its interpreter and overlay), as the nightly job
+    records main: the configs replayed then come from the build they belong to. In its own
+    process, so this one holds no device context while paired workers measure. The record's
+    path, or the record's exit code when it failed (its output passed on)."""
+    import subprocess
+
     from tritongate.pair.build import parse_env_overlay
 
     base_python = args.base_python or sys.executable
@@ -358,9 +385,6 @@ def cmd_loop(args: argparse.Namespace) -> int:
             record_cmd += [flag, v]
     if args.allow_busy_gpu:
         record_cmd.append("--allow-busy-gpu")
-    print(f"1/2 record: {args.suite} ({args.backend})", file=sys.stderr, flush=True)
-    # The record runs in its own process: this one then holds no device context while the
-    # paired workers measure.
     if base_python != sys.executable:  # the build's interpreter imports this tritongate, and only it
         from tritongate.pair.build import package_path_dir
 
@@ -374,10 +398,42 @@ def cmd_loop(args: argparse.Namespace) -> int:
     if proc.returncode != 0:
         sys.stdout.write(proc.stdout)
         return proc.returncode
-    record = Path(proc.stdout.strip().splitlines()[-1])
-    print(f"record:    {record}")
-    print(f"2/2 pair: base and candidate replay {record.name}, rounds alternating", file=sys.stderr, flush=True)
-    return _run_pair(_pair_request(args, record, out, policy), want_color(args.color, sys.stderr))
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """A/A and planted-slowdown paired runs on this machine: calibration.json, .md, .png."""
+    from tritongate.calibrate.commands import calibration_dir, parse_fractions, print_outcome, run_calibration
+    from tritongate.pair.orchestrator import run_pair
+
+    fractions = parse_fractions(args.planted)
+    if args.aa_runs < 1:
+        raise UsageError(f"--aa-runs must be at least 1, got {args.aa_runs}")
+    policy = _gate_policy(args)
+    out = calibration_dir(Path(args.out), args.suite)
+    args.base_python = args.cand_python = args.python
+    args.base_env = args.cand_env = None
+    color = want_color(args.color, sys.stderr)
+    if args.baseline:
+        record = Path(args.baseline)
+    else:
+        print(f"record: {args.suite} ({args.backend})", file=sys.stderr, flush=True)
+        record = _record(args, out)
+        if isinstance(record, int):
+            return record
+        print(f"record:      {record}")
+    template = _pair_request(args, record, out, policy)
+    steps = args.aa_runs + 1 + len(fractions)
+    done = [0]
+
+    def log(text: str) -> None:
+        done[0] += 1
+        print(f"[{done[0]}/{steps}] {text}", file=sys.stderr, flush=True)
+
+    cal, md, png = run_calibration(template, suite=args.suite, out=out, fractions=fractions, aa_runs=args.aa_runs,
+                                   run=lambda request: run_pair(request, _pair_progress(color)), log=log)
+    print_outcome(cal, out, md, png)
+    return ExitCode.OK
 
 
 def cmd_ir(args: argparse.Namespace) -> int:
@@ -551,12 +607,18 @@ def _pair_options(p: argparse.ArgumentParser) -> None:
                    help="wall seconds the run may spend on extra pairs (default 600; cpu 300)")
 
 
-def _gate_options(p: argparse.ArgumentParser) -> None:
+def _gate_options(p: argparse.ArgumentParser, *, calibration: bool = True) -> None:
+    """``calibration``: offer --calibration (not to ``calibrate``, whose verdicts are the
+    calibration)."""
     g = p.add_argument_group("gate")
     g.add_argument("--policy", type=_text, metavar="YAML", help="thresholds file (default ops/gate.yaml)")
     g.add_argument("--baseline-state", type=_text, metavar="JSON",
                    help="what `tritongate baseline find --state-out` found: shown at the top of verdict.md "
                         "(a stale, mismatched or missing baseline with the command that refreshes it)")
+    if calibration:
+        g.add_argument("--calibration", type=_text, metavar="PATH",
+                       help="the runner's latest `tritongate calibrate` output (calibration.json or its folder), "
+                            "cited in verdict.md's footer; default $TRITONGATE_CALIBRATION")
     g.add_argument("--min-effect", type=_finite, help="default minimum effect, e.g. 0.01 for 1%%")
     g.add_argument("--noise-z", type=_finite, help="noise floor confidence as normal SDs, applied through Student's t for the row's degrees of freedom (default 4)")
     g.add_argument("--min-samples", type=int, help="samples each side needs for a verdict (default 10)")
@@ -663,6 +725,35 @@ def build_parser() -> argparse.ArgumentParser:
     _pair_options(loop)
     _gate_options(loop)
     loop.set_defaults(func=cmd_loop)
+
+    from tritongate.calibrate.commands import FOOTER as CALIBRATE_FOOTER
+
+    cal = sub.add_parser(
+        "calibrate", help="how far this runner's verdicts can be trusted: A/A and planted slowdowns",
+        description="On this machine: record the suite (or take --baseline), then paired runs of the build "
+                    "against itself with every row timed (A/A: every call is a false verdict), one with the "
+                    "planted tail on both sides, and one per --planted size where the candidate's builtin "
+                    "kernels take that fraction of each row's time longer. Writes OUT/calibrate-<suite>_<UTC>/ "
+                    "with each step's pair directory, calibration.json (per row: A/A verdicts, detectable "
+                    "effect, the smallest planted slowdown caught; per size class: catch rates), "
+                    "calibration.md and calibration.png. Builtin ops only (the planted delay is theirs).",
+        epilog=CALIBRATE_FOOTER, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cal.add_argument("--suite", type=_text, default="pr", metavar="NAME|PATH", help="default: pr")
+    cal.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
+    cal.add_argument("--out", type=_text, default="runs", metavar="DIR", help="default: runs")
+    cal.add_argument("--baseline", type=_text, metavar="RECORD", help="a record run to replay (default: record one)")
+    cal.add_argument("--planted", type=_text, default="1,2,5", metavar="P,Q",
+                     help="planted slowdowns in per cent of each row's time (default 1,2,5)")
+    cal.add_argument("--aa-runs", type=int, default=1, metavar="N", help="A/A paired runs (default 1)")
+    cal.add_argument("--python", type=_text, metavar="PY", help="the build's interpreter (default: this one)")
+    _measure_options(cal)
+    g = cal.add_argument_group("pairing")
+    g.add_argument("--row-timeout", type=_finite, default=600.0, metavar="S", help="as for pair (default 600)")
+    g.add_argument("--max-rounds", type=int, metavar="N", help="as for pair")
+    g.add_argument("--row-budget", type=_finite, metavar="S", help="as for pair")
+    g.add_argument("--run-budget", type=_finite, metavar="S", help="as for pair")
+    _gate_options(cal, calibration=False)
+    cal.set_defaults(func=cmd_calibrate, time_identical=True, shard=None, changed_from=None)
 
     ir = sub.add_parser(
         "ir", help="recompile a run's launched kernel variants ahead of time (no GPU needed)",

@@ -24,6 +24,7 @@ from tritongate.harness.cuda_errors import one_line
 from tritongate.harness.measure import Measurement
 from tritongate.ir.capture import CompiledSeen, RowIR, row_ir
 from tritongate.ops.registry import Registry
+from tritongate.planting import PLANTED_DELAY_ENV, Plant, load_plan, make_plant, planted
 from tritongate.preflight import PlannedRow
 from tritongate.schema import Correctness, MeasurementInfo, PairInfo, Row, RowStatus, Variant
 from tritongate.variants import LaunchRecorder
@@ -58,6 +59,18 @@ def planted_work() -> int:
     if value < 1:
         raise UsageError(f"{PLANTED_WORK_ENV}={text!r}: expected a whole number >= 1 (launches per launch)")
     return value
+
+
+def _row_plant(item: PlannedRow, spec: Any, backend: Backend, tdevice: Any) -> Plant | None:
+    """The row's planted delay from ``TRITONGATE_PLANTED_DELAY`` (calibration), or None."""
+    plan = load_plan()
+    delay = plan.delay_for(item.op, item.case, item.dtype) if plan is not None else None
+    if delay is None:
+        return None
+    if not spec.plantable:
+        raise ValueError(f"{item.op} cannot plant a delay ({PLANTED_DELAY_ENV} lists {item.op}/{item.case}/"
+                         f"{item.dtype}); only builtin ops can")
+    return make_plant(delay, tdevice, in_kernel=not backend.interpreter)
 
 
 def tuning_context(backend: Backend) -> contextlib.AbstractContextManager[Any]:
@@ -115,16 +128,21 @@ def prepare_row(item: PlannedRow, backend: Backend, device: Any, device_index: i
     params: dict[str, Any] = {"shape": list(item.shape), "seed": seed}
     if work != 1:
         params["planted_work"] = work
+    plant = _row_plant(item, spec, backend, tdevice)
+    if plant is not None:
+        params["planted_delay_ns"] = plant.delay_ns
     fields = dict(op=item.op, case=item.case, dtype=item.dtype, timer=backend.timer.value, params=params,
                   flops=spec.flops(item.shape) if spec.flops else None,
                   bytes=float(spec.bytes(item.shape, itemsize)))
 
     def make_fn() -> Callable[[], object]:
         gen = torch.Generator(device=tdevice).manual_seed(seed)
-        return _repeat(spec.build(item.shape, dtype, tdevice, gen).launch, work)
+        with planted(plant):
+            return _repeat(spec.build(item.shape, dtype, tdevice, gen).launch, work)
 
     seed_everything(seed)
-    case = spec.build(item.shape, dtype, tdevice, torch.Generator(device=tdevice).manual_seed(seed))
+    with planted(plant):
+        case = spec.build(item.shape, dtype, tdevice, torch.Generator(device=tdevice).manual_seed(seed))
     launch = _repeat(case.launch, work)
     seen: CompiledSeen | None = None
     launches: LaunchRecorder | None = None

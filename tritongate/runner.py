@@ -33,6 +33,7 @@ from tritongate.interpreter_cost import slow_rows
 from tritongate.ir.store import IRStore
 from tritongate.ops.registry import Registry
 from tritongate.preflight import PlannedRow, check_out_dir, plan_rows
+from tritongate.planting import load_plan
 from tritongate.rundir import LOG, RunWriter, new_run_dir
 from tritongate.progress import Progress, ProgressFn, row_line
 from tritongate.runlog import RunLog
@@ -161,6 +162,9 @@ class Runner:
             "tuner_cache": tuner_cache.to_dict(),
             "parallel_sweep": sweep.to_dict() if sweep is not None else None,
         }
+        plan = load_plan()  # read here too: a bad plan stops the run before its first row
+        if plan is not None:
+            identity["planted_delay"] = plan.identity()
         if suite.provider == "flaggems":
             from tritongate.ops.providers import flaggems
 

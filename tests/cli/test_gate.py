@@ -1,8 +1,11 @@
 import json
 
+import pytest
+
+from tritongate.calibrate.model import CALIBRATION_ENV
 from tritongate.cli import main
 
-from tests.gate.helpers import pair, row
+from tests.gate.helpers import CALIBRATION, calibration_file, pair, row
 
 
 def test_gate_pass_is_exit_0_and_prints_where_the_verdict_is(tmp_path, capsys):
@@ -93,3 +96,93 @@ def test_a_moved_base_run_is_still_recognised_as_the_replayed_one(tmp_path):
     moved = shutil.move(str(base.path), str(tmp_path / base.path.name))  # an artifact, downloaded
     result = run_gate(load_run(moved), cand, GatePolicy())
     assert not any("not this base run" in n for n in result.notes)
+
+
+CALIBRATED = ("<sub>Calibrated on this runner 2026-11-30 (`tritongate calibrate`): 0 false verdicts in 102 A/A "
+              "rows; a 2% slowdown caught on 33 of 34 rows.</sub>")
+
+
+@pytest.fixture
+def no_calibration_env(monkeypatch):
+    monkeypatch.delenv(CALIBRATION_ENV, raising=False)
+
+
+def test_gate_cites_the_calibration_in_the_footer(tmp_path, capsys, no_calibration_env):
+    base, cand = pair(tmp_path, [row()], [row(seed=1)])
+    cal = calibration_file(tmp_path / "cal")
+    for name, given in (("file", cal), ("folder", cal.parent)):
+        out = tmp_path / name
+        assert main(["gate", str(base.path), str(cand.path), "--out", str(out), "--calibration", str(given)]) == 0
+        assert CALIBRATED in (out / "verdict.md").read_text()
+        assert json.loads((out / "verdict.json").read_text())["calibration"] == CALIBRATION
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "none")]) == 0
+    assert "Calibrated" not in (tmp_path / "none" / "verdict.md").read_text()
+    assert json.loads((tmp_path / "none" / "verdict.json").read_text())["calibration"] is None
+    capsys.readouterr()
+
+
+def test_the_calibration_env_var_is_used_when_the_option_is_absent(tmp_path, capsys, monkeypatch):
+    base, cand = pair(tmp_path, [row()], [row(seed=1)])
+    monkeypatch.setenv(CALIBRATION_ENV, str(calibration_file(tmp_path / "cal").parent))
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "env")]) == 0
+    assert CALIBRATED in (tmp_path / "env" / "verdict.md").read_text()
+    # the option wins over the variable
+    other = calibration_file(tmp_path / "other", device="NVIDIA H100")
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "opt"), "--calibration",
+                 str(other)]) == 0
+    assert "⚠️ Calibrated on NVIDIA H100, not this GPU (NVIDIA H200)," in (tmp_path / "opt" / "verdict.md").read_text()
+    monkeypatch.setenv(CALIBRATION_ENV, "")  # empty: none
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "empty")]) == 0
+    assert json.loads((tmp_path / "empty" / "verdict.json").read_text())["calibration"] is None
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "cannot read the calibration"),
+    ("{", "not JSON"),
+    ('{"schema": 1, "kind": "something-else"}', "not a tritongate calibration"),
+    ('{"schema": 1, "kind": "tritongate-calibration", "summary": {"device": "x"}}', "summary"),
+])
+def test_a_bad_calibration_file_is_exit_2_naming_it(tmp_path, capsys, no_calibration_env, content, words):
+    base, cand = pair(tmp_path, [row()], [row(seed=1)])
+    path = tmp_path / "missing.json"
+    if content is not None:
+        path.write_text(content)
+    code = main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "v"), "--calibration", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1
+    assert str(path) in err and words in err
+    assert not (tmp_path / "v").exists()
+
+
+@pytest.mark.parametrize("command", [
+    ["pair", "{tmp}/record", "--suite", "smoke", "--backend", "cpu", "--out", "{tmp}/out"],
+    ["loop", "--suite", "smoke", "--backend", "cpu", "--out", "{tmp}/out"],
+    ["merge", "{tmp}/shard", "--out", "{tmp}/out"],
+], ids=["pair", "loop", "merge"])
+@pytest.mark.parametrize("how", ["option", "env"])
+def test_a_bad_calibration_stops_every_verdict_before_anything_runs(tmp_path, capsys, monkeypatch, command, how):
+    missing = tmp_path / "nowhere" / "calibration.json"
+    argv = [a.format(tmp=tmp_path) for a in command]
+    if how == "option":
+        monkeypatch.delenv(CALIBRATION_ENV, raising=False)
+        argv += ["--calibration", str(missing)]
+    else:
+        monkeypatch.setenv(CALIBRATION_ENV, str(missing))
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and str(missing) in err and "tritongate calibrate" in err
+    assert not (tmp_path / "out").exists()  # nothing recorded, measured or merged
+
+
+def test_calibrate_takes_no_calibration(tmp_path, capsys, monkeypatch):
+    """Its own verdicts are the calibration: no option, and the variable (which may name the
+    file this very run is about to write) is not read."""
+    assert main(["calibrate", "--help"]) == 0
+    assert "--calibration" not in capsys.readouterr().out
+    missing = tmp_path / "nowhere" / "calibration.json"
+    monkeypatch.setenv(CALIBRATION_ENV, str(missing))
+    code = main(["calibrate", "--baseline", str(tmp_path / "no-record"), "--suite", "smoke", "--backend", "cpu",
+                 "--out", str(tmp_path / "out"), "--color", "never"])
+    err = capsys.readouterr().err
+    assert code == 3 and "no-record" in err and str(missing) not in err  # it got as far as the first pair

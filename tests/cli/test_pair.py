@@ -30,9 +30,14 @@ def _pair(record: Path, out: Path, capsys, *extra: str) -> tuple[int, dict]:
 
 
 def test_pair_of_a_build_with_itself_passes(record, tmp_path, capsys):
-    code, paths = _pair(record, tmp_path, capsys)
+    from tests.gate.helpers import CALIBRATION, calibration_file
+
+    cal = calibration_file(tmp_path / "cal")  # an H200's calibration: this pair runs on the cpu
+    code, paths = _pair(record, tmp_path / "out", capsys, "--calibration", str(cal.parent))
     assert code == 0
     verdict = json.loads(Path(paths["verdict"]).with_name("verdict.json").read_text())
+    assert verdict["calibration"] == CALIBRATION
+    assert "<sub>⚠️ Calibrated on NVIDIA H200, not this GPU (" in Path(paths["verdict"]).read_text()
     assert {r["verdict"] for r in verdict["rows"]} == {"UNCHANGED"}
     assert all(r["paired"] and r["pairs"] >= 4 for r in verdict["rows"])
     base, cand = load_run(paths["base"]), load_run(paths["candidate"])
@@ -89,3 +94,23 @@ def test_a_cross_backend_baseline_is_refused_by_the_workers(record, tmp_path, ca
 def test_bad_suites_and_options_are_named_errors(record, tmp_path, capsys, extra, code, words):
     assert main(["pair", str(record), "--backend", "cpu", "--out", str(tmp_path), *extra]) == code
     assert words in capsys.readouterr().err
+
+
+def test_a_candidate_with_a_planted_delay_regresses_and_says_so(record, tmp_path, capsys):
+    """The calibration knob end to end: a plan of per-row delays (here 90 % of each row's
+    recorded median) makes exactly the candidate slower, in its params and its identity."""
+    from tritongate.planting import row_key, write_plan
+
+    rows = load_run(record).rows
+    delays = {row_key(r.op, r.case, r.dtype): int(0.9 * sorted(r.samples)[len(r.samples) // 2] * 1000)
+              for r in rows}
+    plan = write_plan(tmp_path / "plan.json", 0.9, delays)
+    code, paths = _pair(record, tmp_path / "pair", capsys, "--cand-env", f"TRITONGATE_PLANTED_DELAY={plan}")
+    assert code == 1
+    verdict = json.loads(Path(paths["verdict"]).with_name("verdict.json").read_text())
+    assert {r["verdict"] for r in verdict["rows"]} == {"REGRESSED"}
+    base, cand = load_run(paths["base"]), load_run(paths["candidate"])
+    assert [r.params["planted_delay_ns"] for r in cand.rows] == [delays[row_key(r.op, r.case, r.dtype)]
+                                                                for r in cand.rows]
+    assert all("planted_delay_ns" not in r.params for r in base.rows)
+    assert cand.identity["planted_delay"]["fraction"] == 0.9 and base.identity["planted_delay"] is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -58,3 +59,22 @@ def pair(tmp_path: Path, base_rows, cand_rows, *, cand_identity=None):
                      identity=cand_identity, replay_from=base.path)
     return base, cand
 
+
+
+CALIBRATION = {"created_utc": "2026-11-30T03:12:00+00:00", "device": "NVIDIA H200", "aa_rows": 102,
+               "aa_false": 0, "fraction": 0.02, "caught": 33, "planted_rows": 34}
+
+
+def calibration_summary(**fields):
+    from tritongate.calibrate.model import CalibrationSummary
+
+    return CalibrationSummary(**{**CALIBRATION, **fields})
+
+
+def calibration_file(folder: Path, **fields) -> Path:
+    """A calibration.json as ``tritongate calibrate`` writes it (only what a verdict reads)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "calibration.json"
+    path.write_text(json.dumps({"schema": 1, "kind": "tritongate-calibration",
+                                "summary": {**CALIBRATION, **fields}}), encoding="utf-8")
+    return path

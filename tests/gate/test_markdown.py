@@ -16,7 +16,7 @@ from tritongate.schema import PairInfo, Row, SkipReason
 
 from tritongate.gate.simulate import synthetic_run
 
-from tests.gate.helpers import binary, pair, row
+from tests.gate.helpers import CALIBRATION, binary, calibration_summary, pair, row
 
 GOLDEN = Path(__file__).parent / "golden" / "verdict.md"
 
@@ -327,3 +327,64 @@ def test_medians_and_iqrs_are_auto_scaled_with_one_unit_per_range(tmp_path):
     assert line["ns"][4] == "824.0 ns (812.0–836.0 ns)"
     # 999.96 µs rounds to 1000.0 µs: shown as 1.000 ms, its lower quartile (999.93) in ms too
     assert line["edge"][4] == "1.000 ms (0.9999–1.000 ms)"
+
+
+def calibration_line(text: str) -> str:
+    """The footer's line before the rule (its own paragraph), or "" when there is none."""
+    lines = text.splitlines()
+    rule = next(i for i, ln in enumerate(lines) if ln.startswith("<sub>Rule: "))
+    assert lines[rule - 1] == ""
+    return lines[rule - 2] if lines[rule - 2].startswith("<sub>") else ""
+
+
+CALIBRATED = ("Calibrated on this runner 2026-11-30 (`tritongate calibrate`): 0 false verdicts in 102 A/A rows; "
+              "a 2% slowdown caught on 33 of 34 rows.")
+
+
+def test_the_footer_cites_the_calibration_and_says_nothing_without_one(tmp_path):
+    result = golden_result(tmp_path)
+    url = "https://github.com/o/r/actions/runs/1/artifacts/2"
+    without = render_markdown(result, artifact_url=url)
+    assert without == GOLDEN.read_text() and "Calibrated" not in without and "calibrat" not in without
+    text = render_markdown(result, artifact_url=url, calibration=calibration_summary())
+    assert calibration_line(text) == f"<sub>{CALIBRATED}</sub>"  # its own line, just before the rule
+    assert calibration_line(without) == ""
+    assert text.replace(f"<sub>{CALIBRATED}</sub>\n\n", "") == without  # nothing else moves
+
+
+def test_a_calibration_from_another_gpu_is_a_warning(tmp_path):
+    result = golden_result(tmp_path)  # measured on an NVIDIA H200
+    text = render_markdown(result, calibration=calibration_summary(device="NVIDIA H100"))
+    assert calibration_line(text) == ("<sub>⚠️ Calibrated on NVIDIA H100, not this GPU (NVIDIA H200), 2026-11-30 "
+                    "(`tritongate calibrate`): 0 false verdicts in 102 A/A rows; a 2% slowdown caught on "
+                    "33 of 34 rows.</sub>")
+    assert calibration_line(render_markdown(result, calibration=calibration_summary())) == f"<sub>{CALIBRATED}</sub>"
+
+
+@pytest.mark.parametrize("name", HOSTILE + ["</sub><b>x</b>", "`tritongate calibrate` <i>"])
+def test_a_hostile_calibration_device_stays_escaped(tmp_path, name):
+    base, cand = pair(tmp_path, [row()], [row(seed=1)])
+    text = render_markdown(run_gate(base, cand, GatePolicy()),
+                           calibration=calibration_summary(device=name, created_utc=f"<b>{name}"))
+    line = calibration_line(text)
+    assert line.startswith("<sub>⚠️ Calibrated on ") and line.endswith("</sub>") and "\n" not in line
+    inner = line[len("<sub>"):-len("</sub>")]
+    for raw in ("<", ">", "](", "@maintainers", "**", "~~", "#123", "|"):
+        assert raw not in inner
+    # the only code span is the fixed command: backticks come in pairs around it
+    assert inner.replace("`tritongate calibrate`", "").count("`") == 0
+
+
+def test_verdict_json_carries_the_calibration(tmp_path):
+    from tritongate.gate.verdict_file import load_verdict
+
+    base, cand = pair(tmp_path, [row()], [row(seed=1)])
+    result = run_gate(base, cand, GatePolicy())
+    write_verdict(result, tmp_path / "with", calibration=calibration_summary())
+    write_verdict(result, tmp_path / "without")
+    doc = json.loads((tmp_path / "with" / "verdict.json").read_text())
+    assert doc["calibration"] == CALIBRATION and doc["schema_version"] == VERDICT_SCHEMA_VERSION
+    assert json.loads((tmp_path / "without" / "verdict.json").read_text())["calibration"] is None
+    assert CALIBRATED in (tmp_path / "with" / "verdict.md").read_text()
+    assert "Calibrated" not in (tmp_path / "without" / "verdict.md").read_text()
+    assert load_verdict(tmp_path / "with").passed  # an optional key: readers of this schema keep reading

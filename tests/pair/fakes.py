@@ -7,7 +7,10 @@ tests.pair.fakes:ScriptedExecutor``); there its behaviour comes from environment
 ``TG_FACTOR`` (time multiplier), ``TG_BINARY`` (binary hash tag), ``TG_CRASH`` /
 ``TG_HANG`` / ``TG_FATAL`` (ops whose prepare crashes, hangs or hits a fatal device error),
 ``TG_PROBE`` (copied into each row's params), ``TG_SLEEP`` (seconds per round),
-``TG_CAPTURE_FAIL_AT`` (graph captures from the n-th on fail: a timer fallback mid-row).
+``TG_CAPTURE_FAIL_AT`` (graph captures from the n-th on fail: a timer fallback mid-row),
+``TG_NOISE`` (``op:sd,...``: that op's per-round placement noise), and the real
+``TRITONGATE_PLANTED_DELAY`` plan: its rows' launches take the planted spin times the op's
+``TG_GAIN`` (``op:gain,...``, default 1: one wave of programs) longer.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from tritongate.harness.measure import MeasureConfig, RowMeasurer, TimerKind
 from tritongate.ops.registry import case_id
 from tritongate.pair.client import WorkerError
 from tritongate.pair.worker import _classify
+from tritongate.planting import load_plan
 
 ROWS = [("add", (4096,), "float16"), ("softmax", (64, 512), "float16"), ("matmul", (64, 64, 64), "float16")]
 COST_US = {"add": 2.0, "softmax": 6.0, "matmul": 40.0}
@@ -60,6 +64,7 @@ class ScriptedDevice:
         self.offset = 1.0
         self.capturing = False
         self.cost_us = 1.0
+        self.extra_us = 0.0  # a planted delay: fixed time per launch, on top of the noisy cost
         self.captures = 0
         self.fail_capture_at: int | None = None  # graph captures from this one on fail
 
@@ -68,6 +73,7 @@ class ScriptedDevice:
             return
         drift = self.world.drift(self.world.rounds_started)
         self.now += self.cost_us * 1e-6 * self.factor * drift * self.offset * (1 + self.rng.gauss(0, self.jitter_sd))
+        self.now += self.extra_us * 1e-6
 
     def synchronize(self) -> None:
         pass
@@ -112,6 +118,8 @@ class ScriptedExecutor:
         factor = float(self.env.get("TG_FACTOR", "1.0"))
         seed = int(self.env.get("TG_SEED", "0")) + (0 if self.side == "base" else 1000)
         self.device = ScriptedDevice(self.world, factor, seed)
+        self.default_placement_sd = self.device.placement_sd
+        self.plant_plan = load_plan(self.env)
         if "TG_CAPTURE_FAIL_AT" in self.env:
             self.device.fail_capture_at = int(self.env["TG_CAPTURE_FAIL_AT"])
         overrides = settings.get("config_overrides") or {}
@@ -128,6 +136,7 @@ class ScriptedExecutor:
                                    "l2": "warm"},
                 "software": {"triton": {"version": "scripted"}}, "host": {}, "codegen_env": {},
                 "compiler_ref": f"scripted {self.side}", "commit": None, "planted_work": 1,
+                "planted_delay": self.plant_plan.identity() if self.plant_plan is not None else None,
                 "tuner_cache": {}, "replay_record": {}, "replay_from": "/baseline",
                 "recorded_launches": self.recorded}
 
@@ -148,7 +157,14 @@ class ScriptedExecutor:
             raise ValueError(f"{op} does not support this shape")
         self._op = op
         self.device.cost_us = COST_US[op]
+        noise = dict(item.split(":") for item in self.env.get("TG_NOISE", "").split(",") if item)
+        self.device.placement_sd = float(noise.get(op, self.default_placement_sd))
         params: dict[str, Any] = {"shape": list(shape), "seed": 1}
+        delay = self.plant_plan.delay_for(op, case_id(tuple(shape)), dtype) if self.plant_plan is not None else None
+        gains = dict(item.split(":") for item in self.env.get("TG_GAIN", "").split(",") if item)
+        self.device.extra_us = (delay or 0) * float(gains.get(op, 1.0)) / 1000
+        if delay is not None:
+            params["planted_delay_ns"] = delay
         if "TG_PROBE" in self.env:
             params["probe"] = self.env["TG_PROBE"]
         binary = f"{op}-{self.env.get('TG_BINARY', 'same')}"

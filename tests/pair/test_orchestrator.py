@@ -191,3 +191,16 @@ def test_the_verdict_names_each_side_by_pair_and_side(tmp_path):
     outcome = run_pair(_request(tmp_path), spawn=_spawner(World()))
     text = outcome.verdict_md.read_text()
     assert f"<code>{outcome.path.name}/base</code>" in text and f"<code>{outcome.path.name}/candidate</code>" in text
+
+
+def test_the_verdict_cites_the_calibration_it_was_given(tmp_path):
+    import json
+
+    from tests.gate.helpers import CALIBRATION, calibration_summary
+
+    outcome = run_pair(_request(tmp_path, calibration=calibration_summary(device="Scripted GPU")),
+                       spawn=_spawner(World()))
+    text = outcome.verdict_md.read_text()
+    assert "<sub>Calibrated on this runner 2026-11-30 (`tritongate calibrate`): 0 false verdicts" in text
+    doc = json.loads(outcome.verdict_json.read_text())
+    assert doc["calibration"] == {**CALIBRATION, "device": "Scripted GPU"}

@@ -74,3 +74,17 @@ def test_shards_that_do_not_belong_together_are_named(tmp_path: Path, capsys) ->
     assert "already holds a merged run" in err
     code = main(["pair", str(tmp_path / "rec"), "--suite", "smoke", "--out", str(tmp_path / "x"), "--shard", "3/2"])
     assert code == 2 and "expected I/N with 1 <= I <= N" in capsys.readouterr().err
+
+
+def test_the_merged_verdict_cites_the_calibration(tmp_path: Path, capsys, monkeypatch) -> None:
+    from tests.gate.helpers import calibration_file
+
+    monkeypatch.delenv("TRITONGATE_CALIBRATION", raising=False)
+    whole = shard(tmp_path, 1, 1)
+    cal = calibration_file(tmp_path / "cal")  # calibrated on an H200; the shards ran on the scripted GPU
+    assert main(["merge", str(whole), "--out", str(tmp_path / "m"), "--calibration", str(cal)]) == 0
+    md = (tmp_path / "m" / "verdict" / "verdict.md").read_text()
+    assert "<sub>⚠️ Calibrated on NVIDIA H200, not this GPU (Scripted GPU), 2026-11-30" in md
+    doc = json.loads((tmp_path / "m" / "verdict" / "verdict.json").read_text())
+    assert doc["calibration"]["device"] == "NVIDIA H200"
+    capsys.readouterr()

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from tritongate import __version__
 from tritongate.atomicio import write_json_atomic, write_text_atomic
+from tritongate.calibrate.model import CalibrationSummary
 from tritongate.errors import UsageError
 from tritongate.gate.baseline_state import BaselineState
 from tritongate.gate.ir_evidence import IREvidence, collect
@@ -29,7 +31,8 @@ def _side(run) -> dict[str, Any]:
 
 
 def verdict_document(result: GateResult, ir: IREvidence | None = None,
-                     baseline: BaselineState | None = None) -> dict[str, Any]:
+                     baseline: BaselineState | None = None,
+                     calibration: CalibrationSummary | None = None) -> dict[str, Any]:
     rows = []
     for r in result.rows:
         d = r.to_dict()
@@ -47,19 +50,23 @@ def verdict_document(result: GateResult, ir: IREvidence | None = None,
         "per_op": per_op(result).to_dict(orient="records"),
         "ir": ir.to_dict() if ir is not None else None,
         "baseline": baseline.to_dict() if baseline is not None else None,
+        "calibration": asdict(calibration) if calibration is not None else None,
         "rows": rows,
     }
 
 
 def write_verdict(result: GateResult, out: Path, *, artifact_url: str | None = None,
-                  baseline: BaselineState | None = None) -> tuple[Path, Path]:
+                  baseline: BaselineState | None = None,
+                  calibration: CalibrationSummary | None = None) -> tuple[Path, Path]:
     """verdict.json, verdict.md and (when both runs kept TTGIR) ir-diff/ in ``out``;
-    ``baseline``: what the baseline lookup found, shown at the top."""
+    ``baseline``: what the baseline lookup found, shown at the top; ``calibration``: the
+    runner's latest ``tritongate calibrate`` summary, cited in the footer."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ir = collect(Path(result.base.path), Path(result.cand.path), out)
-    markdown = render_markdown(result, artifact_url=artifact_url, ir=ir, baseline=baseline)
-    write_json_atomic(out / VERDICT_JSON, verdict_document(result, ir, baseline))
+    markdown = render_markdown(result, artifact_url=artifact_url, ir=ir, baseline=baseline,
+                               calibration=calibration)
+    write_json_atomic(out / VERDICT_JSON, verdict_document(result, ir, baseline, calibration))
     write_text_atomic(out / VERDICT_MD, markdown)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import io
 import math
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from tritongate.atomicio import write_bytes_atomic
 from tritongate.history.series import MissingNightly
 from tritongate.report.untrusted import neutralize
 
@@ -45,27 +44,6 @@ def file_name(op: str, taken: set[str]) -> str:
         name = f"{stem}-{i}"
     taken.add(name.lower())
     return f"{name}.png"
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def render_op(analyses: Sequence["SeriesAnalysis"], missing: Sequence[MissingNightly], title: str) -> bytes:
@@ -143,6 +121,6 @@ def plot_history(report: "HistoryReport", out_dir: Path) -> dict[str, Path]:
     for op, analyses in by_op.items():
         title = f"{label(op)} — {label(h.suite)} on {label(h.runner_class)} ({label(h.gpu_slug)})"
         path = out_dir / file_name(op, taken)
-        _write_atomic(path, render_op(analyses, h.missing, title))
+        write_bytes_atomic(path, render_op(analyses, h.missing, title))
         written[op] = path
     return written

@@ -7,6 +7,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from tritongate import planting
 from tritongate.ops.kernels import attention as attn_k
 from tritongate.ops.kernels import elementwise, matmul as mm_k, reduction
 from tritongate.ops.registry import Case, OpSpec, Registry
@@ -21,10 +22,16 @@ def _randn(shape, dtype, device, gen, scale: float = 1.0):
     return (torch.randn(shape, device=device, generator=gen, dtype=torch.float32) * scale).to(dtype)
 
 
+# Every builder launches with the planted delay of its row, if any (calibration only: see
+# tritongate/planting.py); on the interpreter that is a host spin after the launch.
+def _launch(run, plant):
+    return planting.host_delayed(lambda: run(plant), plant)
+
+
 def _build_add(shape, dtype, device, gen):
     x, y = _randn(shape, dtype, device, gen), _randn(shape, dtype, device, gen)
     out = torch.empty_like(x)
-    return Case(lambda: elementwise.add(x, y, out), lambda: out,
+    return Case(_launch(lambda p: elementwise.add(x, y, out, plant=p), planting.active()), lambda: out,
                 lambda: x.float() + y.float(), (x, y, out))
 
 
@@ -32,14 +39,14 @@ def _build_silu_mul(shape, dtype, device, gen):
     rows, cols = shape
     x = _randn((rows, 2 * cols), dtype, device, gen)
     out = torch.empty((rows, cols), dtype=dtype, device=device)
-    return Case(lambda: elementwise.silu_mul(x, out), lambda: out,
+    return Case(_launch(lambda p: elementwise.silu_mul(x, out, plant=p), planting.active()), lambda: out,
                 lambda: F.silu(x[:, :cols].float()) * x[:, cols:].float(), (x, out))
 
 
 def _build_softmax(shape, dtype, device, gen):
     x = _randn(shape, dtype, device, gen, scale=2.0)
     out = torch.empty_like(x)
-    return Case(lambda: reduction.softmax(x, out), lambda: out,
+    return Case(_launch(lambda p: reduction.softmax(x, out, plant=p), planting.active()), lambda: out,
                 lambda: torch.softmax(x.float(), dim=-1), (x, out))
 
 
@@ -51,7 +58,8 @@ def _build_rmsnorm(shape, dtype, device, gen):
     def ref():
         xf = x.float()
         return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
-    return Case(lambda: reduction.rmsnorm(x, w, out), lambda: out, ref, (x, w, out))
+    return Case(_launch(lambda p: reduction.rmsnorm(x, w, out, plant=p), planting.active()), lambda: out, ref,
+                (x, w, out))
 
 
 def _build_matmul(shape, dtype, device, gen):
@@ -59,7 +67,8 @@ def _build_matmul(shape, dtype, device, gen):
     a = _randn((m, k), dtype, device, gen, scale=1 / math.sqrt(k) ** 0.5)
     b = _randn((k, n), dtype, device, gen, scale=1 / math.sqrt(k) ** 0.5)
     c = torch.empty((m, n), dtype=dtype, device=device)
-    return Case(lambda: mm_k.matmul(a, b, c), lambda: c, lambda: a.float() @ b.float(), (a, b, c))
+    return Case(_launch(lambda p: mm_k.matmul(a, b, c, plant=p), planting.active()), lambda: c,
+                lambda: a.float() @ b.float(), (a, b, c))
 
 
 def _attention_builder(causal: bool):
@@ -69,7 +78,8 @@ def _attention_builder(causal: bool):
 
         def ref():
             return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
-        return Case(lambda: attn_k.attention(q, k, v, out, causal=causal), lambda: out, ref, (q, k, v, out))
+        return Case(_launch(lambda p: attn_k.attention(q, k, v, out, causal=causal, plant=p), planting.active()),
+                    lambda: out, ref, (q, k, v, out))
     return build
 
 
@@ -77,27 +87,32 @@ def _numel(shape) -> int:
     return math.prod(shape)
 
 
-REGISTRY.register(OpSpec(
+def _planted_spec(*args, **kwargs) -> OpSpec:
+    """Every builtin op takes the planted delay of calibration runs."""
+    return OpSpec(*args, **kwargs, plantable=True)
+
+
+REGISTRY.register(_planted_spec(
     "add", "elementwise x + y (autotuned block size)", "[n] or [rows, cols]", (1, 2), FLOAT_DTYPES,
     _build_add, bytes=lambda s, e: 3 * _numel(s) * e, flops=_numel))
-REGISTRY.register(OpSpec(
+REGISTRY.register(_planted_spec(
     "silu_mul", "fused SiLU(gate) * up of a [rows, 2*cols] input (gated MLP)", "[rows, cols]", (2,),
     FLOAT_DTYPES, _build_silu_mul, bytes=lambda s, e: 3 * _numel(s) * e, flops=lambda s: 5 * _numel(s)))
-REGISTRY.register(OpSpec(
+REGISTRY.register(_planted_spec(
     "softmax", "row softmax over the last dimension", "[rows, cols] or [batch, rows, cols]", (2, 3),
     FLOAT_DTYPES, _build_softmax, bytes=lambda s, e: 2 * _numel(s) * e, flops=lambda s: 5 * _numel(s)))
-REGISTRY.register(OpSpec(
+REGISTRY.register(_planted_spec(
     "rmsnorm", "RMSNorm over the last dimension with a weight (autotuned warps)",
     "[rows, cols]", (2, 3), FLOAT_DTYPES, _build_rmsnorm,
     bytes=lambda s, e: (2 * _numel(s) + s[-1]) * e, flops=lambda s: 4 * _numel(s)))
-REGISTRY.register(OpSpec(
+REGISTRY.register(_planted_spec(
     "matmul", "C = A @ B, fp32 accumulate (autotuned tiles, warps, stages)", "[M, N, K]", (3,),
     HALF_DTYPES, _build_matmul,
     bytes=lambda s, e: (s[0] * s[2] + s[2] * s[1] + s[0] * s[1]) * e,
     flops=lambda s: 2.0 * s[0] * s[1] * s[2],
     tolerance={"float16": (2e-2, 1e-2), "bfloat16": (6e-2, 2e-2)}))
 for _causal in (False, True):
-    REGISTRY.register(OpSpec(
+    REGISTRY.register(_planted_spec(
         "attention_causal" if _causal else "attention",
         f"fused attention forward{' with a causal mask' if _causal else ''} (online softmax, autotuned)",
         "[batch, heads, seq, head_dim]", (4,), HALF_DTYPES, _attention_builder(_causal),

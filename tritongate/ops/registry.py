@@ -42,6 +42,7 @@ class OpSpec:
     bytes: Callable[[Shape, int], float]  # bytes moved, given the element size
     flops: Callable[[Shape], float] | None = None
     tolerance: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_TOLERANCE))
+    plantable: bool = False  # builds its case with planting.active()'s delay (calibration)
 
     def check_shape(self, shape: Shape) -> str | None:
         """Why ``shape`` does not fit this op, or None."""

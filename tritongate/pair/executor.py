@@ -47,6 +47,7 @@ class TritonExecutor:
         from tritongate.autotune.session import REPLAY, AutotuneSession, autotune_session
         from tritongate.autotune.tuner_cache import open_tuner_cache
         from tritongate.backends import default_measure_config, make_device, prepare_environment, resolve_backend
+        from tritongate.planting import load_plan
         from tritongate.rowcase import planted_work, tuning_context
 
         self.backend = resolve_backend(settings["backend"])
@@ -69,6 +70,8 @@ class TritonExecutor:
             if settings.get("suite") else None
         self.records = load_records(Path(settings["replay_from"]), backend=self.backend.name)
         self.planted_work = planted_work()
+        plan = load_plan()  # a bad plan stops the worker before its first row
+        self.planted_delay = plan.identity() if plan is not None else None
         self.device = make_device(self.backend, self.index)
         self.session = AutotuneSession(REPLAY, self.records)
         self._stack.enter_context(autotune_session(self.session))
@@ -105,7 +108,7 @@ class TritonExecutor:
             "device_uuid": device_uuid(self.backend.name, self.device, self.index),
             "timer": self.backend.timer.value, "measure_config": config_dict(self.config), "software": software(), "host": host(),
             "codegen_env": codegen_env(), "compiler_ref": compiler_ref(), "commit": source_commit(),
-            "planted_work": self.planted_work, "cpu_affinity": self.cpu_affinity, "tuner_cache": self.tuner_cache.to_dict(),
+            "planted_work": self.planted_work, "planted_delay": self.planted_delay, "cpu_affinity": self.cpu_affinity, "tuner_cache": self.tuner_cache.to_dict(),
             "replay_record": self.records.meta, "replay_from": str(self.records.run_dir.resolve()),
             "recorded_launches": [[*key, k] for key, k in sorted(self.records.launches.items())],
         }

@@ -29,6 +29,7 @@ import yaml
 
 from tritongate import markers
 from tritongate.atomicio import write_text_atomic
+from tritongate.calibrate.model import CalibrationSummary
 from tritongate.errors import MeasurementError, PreflightError, UsageError
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.rule import paired_log_ratios, precision
@@ -98,6 +99,7 @@ class PairRequest:
     cache_root: Path | None = None  # private TRITON_CACHE_DIRs live here (default OUT/.triton-cache)
     changed_from: ChangedRows | None = None  # rows unchanged ahead of time are not run
     baseline_state: BaselineState | None = None  # the baseline lookup, shown in the verdict
+    calibration: CalibrationSummary | None = None  # the runner's latest calibration, cited in the verdict
     shard: tuple[int, int] | None = None  # (I, N): every N-th planned row from the I-th (1-based)
 
 
@@ -294,6 +296,7 @@ class PairRunner:
             "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "replay_from": h.get("replay_from"), "replay_record": h.get("replay_record"),
             "tuner_cache": h.get("tuner_cache"), "planted_work": h.get("planted_work", 1),
+            "planted_delay": h.get("planted_delay"),
             "cpu_affinity": h.get("cpu_affinity"),
             "pair": {"pair_id": self._pair_id, "side": side.name, "other_run": f"../{other}",
                      "build": side.build.to_dict(), "device_uuid": h.get("device_uuid"),
@@ -578,7 +581,7 @@ class PairRunner:
         outcome.result = result
         outcome.verdict_json, outcome.verdict_md = write_verdict(
             result, self._pair_dir / "verdict", artifact_url=self.request.artifact_url,
-            baseline=self.request.baseline_state)
+            baseline=self.request.baseline_state, calibration=self.request.calibration)
 
 
 def _identical(base: PreparedRow, cand: PreparedRow) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 
 import jinja2
 
+from tritongate.calibrate.model import CalibrationSummary
 from tritongate.gate.baseline_state import BaselineState
 from tritongate.gate.ir_evidence import IREvidence, RowIR
 from tritongate.gate.policy import GatePolicy
@@ -177,7 +178,8 @@ def _ir_rows(result: GateResult, ir: IREvidence | None, limits: _Limits, budget:
 
 
 def _context(result: GateResult, limits: _Limits, artifact_url: str | None,
-             ir: IREvidence | None = None, baseline: BaselineState | None = None) -> dict[str, Any]:
+             ir: IREvidence | None = None, baseline: BaselineState | None = None,
+             calibration: CalibrationSummary | None = None) -> dict[str, Any]:
     show_ir = ir is not None and bool(ir.rows)
     budget = [limits.inline_diffs]
     sections = []
@@ -233,10 +235,34 @@ def _context(result: GateResult, limits: _Limits, artifact_url: str | None,
         "details": details, "short_of_target": short_section,
         "notes": result.notes + ([ir.note] if ir is not None and ir.note else []),
         "ir_line": _ir_line(ir), "baseline_line": baseline.line(_replayed(result)) if baseline is not None else "",
+        "calibration_line": _calibration_line(calibration, result),
         "noise_z": f"{pol.noise_z:g}", "min_samples": pol.min_samples,
         "policy_line": f"{pol.min_effect:.1%}" + (f"; {overrides}" if overrides else ""),
         "truncated": "",
     }
+
+
+CALIBRATE_CODE = "`tritongate calibrate`"  # the one code span of a calibration line: fixed text
+
+
+def _calibration_line(calibration: CalibrationSummary | None, result: GateResult) -> str:
+    """The runner's latest calibration, one line for the footer ("" without one), checked
+    against the candidate's device. Every other character (the file's device name and date,
+    the run's device name) is escaped like a table cell, so a hostile name stays text."""
+    if calibration is None:
+        return ""
+    ident = result.cand.identity if isinstance(result.cand.identity, dict) else {}
+    device = ident.get("device")
+    text = calibration.line(device if isinstance(device, str) and device else None)
+    return CALIBRATE_CODE.join(_spaced(part) for part in text.split(CALIBRATE_CODE))
+
+
+def _spaced(text: str) -> str:
+    """``cell(text)`` keeping one space at either end where ``text`` had one (``cell``
+    trims them; next to a code span they matter)."""
+    if not text.strip():
+        return " " if text else ""
+    return (" " if text[0].isspace() else "") + cell(text) + (" " if text[-1].isspace() else "")
 
 
 def _replayed(result: GateResult) -> str | None:
@@ -259,18 +285,19 @@ def _ir_line(ir: IREvidence | None) -> str:
 
 def render_markdown(result: GateResult, *, artifact_url: str | None = None,
                     limit: int = COMMENT_LIMIT, ir: IREvidence | None = None,
-                    baseline: BaselineState | None = None) -> str:
+                    baseline: BaselineState | None = None,
+                    calibration: CalibrationSummary | None = None) -> str:
     """The verdict as Markdown, under ``limit`` characters: first the inline IR diffs and the
     unchanged rows are cut, then every section is shortened, each cut said in the text."""
     limits = _Limits()
     template = _ENV.get_template("verdict.md.j2")
-    text = template.render(**_context(result, limits, artifact_url, ir, baseline))
+    text = template.render(**_context(result, limits, artifact_url, ir, baseline, calibration))
     if len(text) <= limit:
         return text
     total = len(result.rows)
     for detail_rows, section_rows in [(None, None), (0, None)] + [(0, n) for n in (200, 100, 50, 20, 10, 5, 1, 0)]:
         limits = _Limits(section_rows=section_rows, detail_rows=detail_rows, inline_diffs=0)
-        ctx = _context(result, limits, artifact_url, ir, baseline)
+        ctx = _context(result, limits, artifact_url, ir, baseline, calibration)
         ctx["truncated"] = (f"This comment was shortened to stay under {limit:,} characters "
                             f"({total} rows in all); the artifact's verdict.json has every row.")
         text = template.render(**ctx)

@@ -38,8 +38,9 @@ def compiled_matmul():
     fn = matmul_kernel_fixed
     sig = {n: "*fp16" for n in ("a_ptr", "b_ptr", "c_ptr")}
     sig.update({n: "i32" for n in fn.arg_names[3:12]})
-    sig.update({n: "constexpr" for n in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")})
-    consts = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}
+    sig.update(plant_cycles="i64")
+    sig.update({n: "constexpr" for n in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PLANT")})
+    consts = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "PLANT": False}
     attrs = {(i,): DIV16 for i in (0, 1, 2, 3, 4, 5, 6, 8, 10)}
     return triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
                           target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 3})

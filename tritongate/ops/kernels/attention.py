@@ -5,6 +5,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from tritongate.ops.kernels.planted import plant_kwargs, planted_tail
+
 
 @triton.autotune(
     configs=[
@@ -15,9 +17,9 @@ import triton.language as tl
     key=["S", "HEAD_DIM", "CAUSAL"],
 )
 @triton.jit
-def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, S,
+def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, S, plant_cycles,
                          HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr,
-                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PLANT: tl.constexpr):
     start_m = tl.program_id(0)
     bh = tl.program_id(1)
     base = bh * S * HEAD_DIM
@@ -48,10 +50,12 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, S,
     out = acc / l_i[:, None]
     tl.store(o_ptr + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], out.to(o_ptr.dtype.element_ty),
              mask=offs_m[:, None] < S)
+    if PLANT:
+        planted_tail(plant_cycles)
 
 
-def attention(q, k, v, out, *, causal: bool = False) -> None:
+def attention(q, k, v, out, *, causal: bool = False, plant=None) -> None:
     B, H, S, D = q.shape
     scale = 1.0 / (D ** 0.5)
     grid = lambda meta: (triton.cdiv(S, meta["BLOCK_M"]), B * H)  # noqa: E731
-    attention_fwd_kernel[grid](q, k, v, out, scale, S, HEAD_DIM=D, CAUSAL=causal)
+    attention_fwd_kernel[grid](q, k, v, out, scale, S, HEAD_DIM=D, CAUSAL=causal, **plant_kwargs(plant))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from tritongate.ops.kernels.planted import plant_kwargs, planted_tail
+
 MATMUL_CONFIGS = [
     triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}, num_stages=3, num_warps=8),
     triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}, num_stages=4, num_warps=4),
@@ -20,9 +22,9 @@ FIXED_CONFIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "nu
 
 @triton.jit
 def matmul_kernel_fixed(a_ptr, b_ptr, c_ptr, M, N, K,
-                        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, plant_cycles,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                        GROUP_M: tl.constexpr):
+                        GROUP_M: tl.constexpr, PLANT: tl.constexpr):
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -49,6 +51,8 @@ def matmul_kernel_fixed(a_ptr, b_ptr, c_ptr, M, N, K,
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, c, mask=mask)
+    if PLANT:
+        planted_tail(plant_cycles)
 
 
 matmul_kernel = triton.autotune(configs=MATMUL_CONFIGS, key=["M", "N", "K"])(matmul_kernel_fixed)
@@ -58,11 +62,11 @@ def _grid(M: int, N: int):
     return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
 
-def matmul(a, b, c, *, autotuned: bool = True) -> None:
+def matmul(a, b, c, *, autotuned: bool = True, plant=None) -> None:
     M, K = a.shape
     _, N = b.shape
     args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
     if autotuned:
-        matmul_kernel[_grid(M, N)](*args)
+        matmul_kernel[_grid(M, N)](*args, **plant_kwargs(plant))
     else:
-        matmul_kernel_fixed[_grid(M, N)(FIXED_CONFIG)](*args, **FIXED_CONFIG)
+        matmul_kernel_fixed[_grid(M, N)(FIXED_CONFIG)](*args, **FIXED_CONFIG, **plant_kwargs(plant))

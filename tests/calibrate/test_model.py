@@ -1,0 +1,84 @@
+"""The calibration's figures, its JSON and the summary a verdict cites."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tritongate.calibrate.model import (Calibration, CalibrationSummary, PlantedOutcome, RowCalibration,
+                                        load_summary, size_class)
+from tritongate.errors import SchemaVersionError, UsageError
+
+
+def row(op: str, us: float, caught: dict[str, bool], aa=("UNCHANGED",)) -> RowCalibration:
+    planted = {k: PlantedOutcome(10, "REGRESSED" if v else "UNCHANGED", 0.02) for k, v in caught.items()}
+    return RowCalibration(op=op, case="8", dtype="float16", kernel_us=us, zero_us=us, gain=1.0, aa_verdicts=aa,
+                          aa_effects=(0.0,) * len(aa), detectable=0.01, planted=planted)
+
+
+def cal(rows) -> Calibration:
+    return Calibration(created_utc="2026-11-30T05:00:00+00:00", suite="pr", runner={"device": "NVIDIA H200"},
+                       fractions=(0.01, 0.02, 0.05), rows=tuple(rows), steps=())
+
+
+@pytest.mark.parametrize("us,name", [(0.5, "< 3 µs"), (2.999, "< 3 µs"), (3.0, "3–10 µs"), (10.0, "10–100 µs"),
+                                     (99.9, "10–100 µs"), (100.0, "≥ 100 µs"), (5000.0, "≥ 100 µs")])
+def test_size_classes_have_their_lower_bound_inclusive(us, name):
+    assert size_class(us) == name
+
+
+def test_rates_by_class_goals_and_the_smallest_catch():
+    rows = [row("small", 1.0, {"0.01": False, "0.02": False, "0.05": True}),
+            row("mid", 20.0, {"0.01": True, "0.02": True, "0.05": True}),
+            row("big", 200.0, {"0.01": False, "0.02": True, "0.05": True}, aa=("UNCHANGED", "REGRESSED"))]
+    c = cal(rows)
+    assert [r.smallest_caught for r in rows] == [0.05, 0.01, 0.02]
+    assert (c.rate(0.02).caught, c.rate(0.02).rows) == (2, 3)
+    assert (c.rate(0.02, size="< 3 µs").caught, c.rate(0.02, size="< 3 µs").rows) == (0, 1)
+    assert c.rate(0.02, min_kernel_us=10).rate == 1.0
+    assert [(g.fraction, g.met) for g in c.goals()] == [(0.02, True), (0.05, True)]
+    assert (c.aa_rows, c.aa_false) == (4, 1)
+    doc = c.to_dict()
+    assert doc["aa"] == {"rows": 4, "false_verdicts": 1}
+    assert [k["rows"] for k in doc["classes"]] == [1, 0, 1, 1]
+    assert doc["summary"] == {"created_utc": "2026-11-30T05:00:00+00:00", "device": "NVIDIA H200", "aa_rows": 4,
+                              "aa_false": 1, "fraction": 0.02, "caught": 2, "planted_rows": 3}
+
+
+def test_a_row_without_a_positive_time_is_refused():
+    with pytest.raises(ValueError, match="kernel time 0.0 µs"):
+        row("x", 0.0, {})
+
+
+def test_the_summary_line_names_a_calibration_from_another_gpu():
+    s = CalibrationSummary("2026-11-30T05:00:00+00:00", "NVIDIA H200", 102, 0, 0.02, 33, 34)
+    assert s.line("NVIDIA H200") == ("Calibrated on this runner 2026-11-30 (`tritongate calibrate`): 0 false "
+                                     "verdicts in 102 A/A rows; a 2% slowdown caught on 33 of 34 rows.")
+    assert s.line("NVIDIA A100").startswith("⚠️ Calibrated on NVIDIA H200, not this GPU (NVIDIA A100), 2026-11-30")
+
+
+def test_a_written_calibration_reads_back_as_its_summary(tmp_path):
+    c = cal([row("mid", 20.0, {"0.02": True})])
+    c.write(tmp_path / "calibration.json")
+    assert load_summary(tmp_path) == c.summary() == load_summary(tmp_path / "calibration.json")
+
+
+@pytest.mark.parametrize("body,error,fragment", [
+    (None, UsageError, "cannot read the calibration"),
+    ("{", UsageError, "not JSON"),
+    (json.dumps({"schema": 1}), UsageError, "not a tritongate calibration"),
+    (json.dumps({"schema": 2, "kind": "tritongate-calibration"}), SchemaVersionError, "upgrade tritongate"),
+    (json.dumps({"schema": 1, "kind": "tritongate-calibration", "summary": {"created_utc": "x"}}), UsageError,
+     "summary"),
+    (json.dumps({"schema": 1, "kind": "tritongate-calibration", "summary": {
+        "created_utc": "x", "device": "d", "aa_rows": "102", "aa_false": 0, "fraction": 0.02, "caught": 1,
+        "planted_rows": 1}}), UsageError, "aa_rows"),
+])
+def test_a_bad_calibration_file_is_one_line_naming_it(tmp_path, body, error, fragment):
+    path = tmp_path / "calibration.json"
+    if body is not None:
+        path.write_text(body)
+    with pytest.raises(error) as err:
+        load_summary(path)
+    assert str(path) in str(err.value) and fragment in str(err.value)

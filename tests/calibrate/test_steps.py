@@ -1,0 +1,76 @@
+"""A calibration on scripted devices with known noise: the real paired runs and gate rule,
+the real plan files; the device adds the planted delay to each launch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tritongate.calibrate.commands import run_calibration
+from tritongate.calibrate.model import CALIBRATION_JSON, load_summary
+from tritongate.pair.build import CompilerBuild
+from tritongate.pair.orchestrator import PairRequest, run_pair
+
+from tests.pair.fakes import InProcessWorker, ScriptedExecutor, World
+
+
+def _calibrate(tmp_path: Path, env: dict | None = None, fractions=(0.01, 0.02, 0.05), aa_runs: int = 1):
+    world = World()
+
+    def spawn(spec):
+        return InProcessWorker(spec.side, lambda settings, spec=spec: ScriptedExecutor(
+            settings, world=world, env=spec.env, side=spec.side))
+
+    template = PairRequest(baseline=tmp_path / "baseline", suite="scripted", out=tmp_path / "unused",
+                           base=CompilerBuild("base", env=env or {}), cand=CompilerBuild("candidate", env=env or {}),
+                           executor="tests.pair.fakes:ScriptedExecutor")
+    out = tmp_path / "cal"
+    out.mkdir()
+    log: list[str] = []
+    cal, md, png = run_calibration(template, suite="scripted", out=out, fractions=fractions, aa_runs=aa_runs,
+                                   run=lambda request: run_pair(request, spawn=spawn), log=log.append)
+    return cal, md, png, out, log
+
+
+def test_a_quiet_device_catches_every_planted_slowdown_of_2_and_5_percent(tmp_path):
+    """matmul's launches gain 4 ns per ns spun (several waves): measured, and planted right."""
+    cal, md, png, out, log = _calibrate(tmp_path, env={"TG_GAIN": "matmul:4"}, aa_runs=2)
+    assert [line.split(":")[0] for line in log] == ["A/A 1/2", "A/A 2/2", "gain", "planted 1%", "planted 2%",
+                                                    "planted 5%"]
+    rows = {r.op: r for r in cal.rows}
+    assert {op: r.size_class for op, r in rows.items()} == {"add": "< 3 µs", "softmax": "3–10 µs",
+                                                           "matmul": "10–100 µs"}
+    assert cal.aa_rows == 6 and cal.aa_false == 0
+    assert rows["matmul"].gain == pytest.approx(4, rel=0.05) and rows["add"].gain == pytest.approx(1, rel=0.1)
+    for f in (0.02, 0.05):
+        assert cal.rate(f).caught == cal.rate(f).rows == 3
+        for r in rows.values():  # the gate's estimate is the planted size
+            assert r.planted[f"{f:g}"].effect == pytest.approx(f, abs=0.004)
+            assert r.planted[f"{f:g}"].delay_ns == round(f * r.zero_us * 1000 / r.gain)
+    assert all(g.met for g in cal.goals())
+    doc = json.loads((out / CALIBRATION_JSON).read_text())
+    assert doc["schema"] == 1 and doc["aa"] == {"rows": 6, "false_verdicts": 0}
+    assert doc["catch"]["0.05"] == {"rows": 3, "caught": 3, "rate": 1.0}
+    assert [c["rows"] for c in doc["classes"]] == [1, 1, 1, 0]
+    # each step is an ordinary pair directory; the candidate of a planted step says it was planted
+    planted = json.loads(next((out / "planted-0.05").glob("pair-*/candidate/run_identity.json")).read_text())
+    assert planted["planted_delay"]["fraction"] == 0.05
+    text = md.read_text()
+    assert "**A/A: 0 false verdicts in 6 rows**" in text and "| 10–100 µs | 1 |" in text
+    assert png is not None and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = load_summary(out)
+    assert (summary.aa_false, summary.caught, summary.planted_rows, summary.fraction) == (0, 3, 3, 0.02)
+
+
+def test_a_noisy_row_misses_what_its_noise_hides_and_the_classes_say_so(tmp_path):
+    """matmul with 5 % placement noise per round: its detectable effect is above 5 %, so no
+    planted size is caught there; the quiet rows still catch 2 % and 5 %."""
+    cal, _md, _png, _out, _log = _calibrate(tmp_path, env={"TG_NOISE": "matmul:0.05"}, fractions=(0.02, 0.05))
+    rows = {r.op: r for r in cal.rows}
+    assert rows["matmul"].detectable > 0.05 and rows["matmul"].smallest_caught is None
+    assert rows["add"].smallest_caught == rows["softmax"].smallest_caught == 0.02
+    assert cal.rate(0.02, size="10–100 µs").caught == 0 and cal.rate(0.05).caught == 2
+    assert [g.met for g in cal.goals()] == [False, False]  # 2 % on rows >= 10 µs: 0 of 1; 5 % on all: 2 of 3
+    assert cal.aa_false == 0

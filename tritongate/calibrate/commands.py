@@ -1,0 +1,79 @@
+"""``tritongate calibrate``: the steps on this machine, then calibration.json, .md and .png.
+
+The parser lives in ``tritongate.cli`` (it shares the measurement and gate options of ``pair``
+and the record step of ``loop``); this module runs the calibration from a template pair
+request and prints what it wrote.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from tritongate.calibrate.model import CALIBRATION_JSON, Calibration
+from tritongate.calibrate.report import write_reports
+from tritongate.calibrate.steps import CalibrationPlan, calibrate
+from tritongate.errors import UsageError
+
+FOOTER = """exit codes:
+  0    calibrated (false verdicts and missed goals are findings: see calibration.md); the last line is calibration.md
+  2    usage or input error (bad fractions, a baseline that is not a record run)
+  3    preflight failed (the suite, the GPU)
+  4    internal error
+  130  interrupted: the step directories written so far are kept
+"""
+
+
+def parse_fractions(text: str) -> tuple[float, ...]:
+    """``"1,2,5"`` (per cent) -> ``(0.01, 0.02, 0.05)``, sorted, each in (0, 100)."""
+    try:
+        values = sorted({float(v) for v in text.replace(" ", "").split(",") if v})
+    except ValueError:
+        raise UsageError(f"--planted {text!r}: expected per-cent numbers, e.g. 1,2,5") from None
+    if not values or any(not 0 < v < 100 for v in values):
+        raise UsageError(f"--planted {text!r}: every slowdown must be between 0 and 100 (per cent)")
+    return tuple(v / 100 for v in values)
+
+
+def calibration_dir(out: Path, suite: str) -> Path:
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    name = Path(suite).stem if suite.endswith((".yaml", ".yml")) else suite
+    path = out / f"calibrate-{name}_{stamp}"
+    path.mkdir(parents=True, exist_ok=False)
+    return path
+
+
+def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence[float], aa_runs: int,
+                    run: Callable[[Any], Any], log: Callable[[str], None]) -> tuple[Calibration, Path, Path | None]:
+    """Every step as ``template`` (a PairRequest) with its own directory and environment
+    overlays on the template's interpreter, every row timed; then the reports."""
+    from tritongate.pair.build import CompilerBuild
+
+    def make_request(step_out: Path, base_env: dict, cand_env: dict) -> Any:
+        return replace(template, out=step_out, time_identical=True,
+                       base=CompilerBuild("base", python=template.base.python, env={**template.base.env, **base_env}),
+                       cand=CompilerBuild("candidate", python=template.cand.python,
+                                          env={**template.cand.env, **cand_env}))
+
+    plan = CalibrationPlan(suite=suite, out=out, fractions=tuple(fractions), aa_runs=aa_runs)
+    cal = calibrate(plan, make_request, run, log)
+    cal.write(out / CALIBRATION_JSON)
+    md, png = write_reports(cal, out)
+    return cal, md, png
+
+
+def print_outcome(cal: Calibration, out: Path, md: Path, png: Path | None) -> None:
+    print(f"A/A: {cal.aa_false} false verdicts in {cal.aa_rows} rows")
+    for f in cal.fractions:
+        rate = cal.rate(f)
+        print(f"planted {f:.0%}: caught on {rate.caught} of {rate.rows} rows")
+    for g in cal.goals():
+        print(f"goal {'met' if g.met else 'MISSED' if g.met is False else 'n/a'}: {g.text()}")
+    print(f"calibration: {out / CALIBRATION_JSON}")
+    if png is not None:
+        print(f"plot:        {png}")
+    print(md)
+    sys.stdout.flush()

@@ -1,0 +1,241 @@
+"""The calibration's results: per row, per size class, the goals, and a one-line summary
+that every verdict can cite. Versioned JSON, validated when read."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from tritongate.atomicio import write_json_atomic
+from tritongate.errors import SchemaVersionError, UsageError
+
+SCHEMA = 1
+KIND = "tritongate-calibration"
+CALIBRATION_JSON = "calibration.json"
+CALIBRATION_ENV = "TRITONGATE_CALIBRATION"
+DEFAULT_FRACTIONS = (0.01, 0.02, 0.05)
+# Kernel-time classes (µs, by the row's A/A median): launch-bound, short, medium, long.
+SIZE_CLASSES: tuple[tuple[str, float, float], ...] = (
+    ("< 3 µs", 0.0, 3.0), ("3–10 µs", 3.0, 10.0), ("10–100 µs", 10.0, 100.0), ("≥ 100 µs", 100.0, math.inf))
+# The goals a calibration is held to: (fraction, smallest kernel time in µs, least catch rate).
+GOALS: tuple[tuple[float, float, float], ...] = ((0.02, 10.0, 0.95), (0.05, 0.0, 0.95))
+CAUGHT = "REGRESSED"
+
+
+def size_class(kernel_us: float) -> str:
+    for name, lo, hi in SIZE_CLASSES:
+        if lo <= kernel_us < hi:
+            return name
+    raise ValueError(f"kernel time {kernel_us!r} µs has no size class")
+
+
+def fraction_key(fraction: float) -> str:
+    """``0.02`` -> ``"0.02"``: the JSON key of a planted fraction."""
+    return f"{fraction:g}"
+
+
+@dataclass(frozen=True)
+class PlantedOutcome:
+    delay_ns: int  # spun per program
+    verdict: str
+    effect: float | None  # the gate's estimate, candidate / base - 1
+
+    @property
+    def caught(self) -> bool:
+        return self.verdict == CAUGHT
+
+
+@dataclass(frozen=True)
+class RowCalibration:
+    op: str
+    case: str
+    dtype: str
+    kernel_us: float  # A/A base median, the unplanted kernel
+    zero_us: float | None  # the planted spin compiled in and 0 (the planted runs' base), gain step
+    gain: float | None  # time a launch gains per nanosecond every program spins
+    aa_verdicts: tuple[str, ...]  # one per A/A run
+    aa_effects: tuple[float | None, ...]
+    detectable: float | None  # smallest effect the row could call in its (first) A/A run
+    planted: Mapping[str, PlantedOutcome] = field(default_factory=dict)  # fraction key -> outcome
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.kernel_us) and self.kernel_us > 0):
+            raise ValueError(f"{self.key}: kernel time {self.kernel_us!r} µs is not a positive number")
+
+    @property
+    def key(self) -> str:
+        return f"{self.op}/{self.case}/{self.dtype}"
+
+    @property
+    def size_class(self) -> str:
+        return size_class(self.kernel_us)
+
+    @property
+    def aa_false(self) -> int:
+        return sum(v in ("REGRESSED", "IMPROVED") for v in self.aa_verdicts)
+
+    @property
+    def smallest_caught(self) -> float | None:
+        caught = [float(k) for k, o in self.planted.items() if o.caught]
+        return min(caught) if caught else None
+
+
+@dataclass(frozen=True)
+class Rate:
+    rows: int
+    caught: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.caught / self.rows if self.rows else None
+
+
+@dataclass(frozen=True)
+class Goal:
+    fraction: float
+    min_kernel_us: float
+    least_rate: float
+    rate: Rate
+
+    @property
+    def met(self) -> bool | None:
+        return None if self.rate.rows == 0 else (self.rate.rate or 0.0) >= self.least_rate
+
+    def text(self) -> str:
+        rows = "rows ≥ 10 µs" if self.min_kernel_us else "all rows"
+        got = "no rows" if self.rate.rows == 0 else f"{self.rate.caught} of {self.rate.rows} ({self.rate.rate:.0%})"
+        return f"{self.fraction:.0%} caught on ≥ {self.least_rate:.0%} of {rows}: {got}"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    created_utc: str
+    suite: str
+    runner: Mapping[str, Any]  # device, driver, torch, triton, host
+    fractions: tuple[float, ...]
+    rows: tuple[RowCalibration, ...]
+    steps: tuple[Mapping[str, Any], ...]  # name, fraction, wall_s, pair directory
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.fractions or any(not (0 < f < 1) for f in self.fractions):
+            raise ValueError(f"planted fractions {self.fractions!r}: each must be in (0, 1)")
+
+    @property
+    def aa_rows(self) -> int:
+        return sum(len(r.aa_verdicts) for r in self.rows)
+
+    @property
+    def aa_false(self) -> int:
+        return sum(r.aa_false for r in self.rows)
+
+    def rate(self, fraction: float, *, size: str | None = None, min_kernel_us: float = 0.0) -> Rate:
+        key = fraction_key(fraction)
+        rows = [r for r in self.rows if key in r.planted and r.kernel_us >= min_kernel_us
+                and (size is None or r.size_class == size)]
+        return Rate(len(rows), sum(r.planted[key].caught for r in rows))
+
+    def goals(self) -> list[Goal]:
+        return [Goal(f, lo, least, self.rate(f, min_kernel_us=lo)) for f, lo, least in GOALS
+                if any(math.isclose(f, g) for g in self.fractions)]
+
+    def summary(self) -> "CalibrationSummary":
+        two = next((f for f in self.fractions if math.isclose(f, 0.02)), self.fractions[0])
+        rate = self.rate(two)
+        return CalibrationSummary(created_utc=self.created_utc, device=str(self.runner.get("device", "?")),
+                                  aa_rows=self.aa_rows, aa_false=self.aa_false, fraction=two,
+                                  caught=rate.caught, planted_rows=rate.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA, "kind": KIND, "created_utc": self.created_utc, "suite": self.suite,
+            "runner": dict(self.runner), "fractions": list(self.fractions), "notes": list(self.notes),
+            "summary": asdict(self.summary()),
+            "aa": {"rows": self.aa_rows, "false_verdicts": self.aa_false},
+            "catch": {fraction_key(f): _rate_dict(self.rate(f)) for f in self.fractions},
+            "classes": [{"name": name, "lo_us": lo, "hi_us": None if math.isinf(hi) else hi,
+                         "rows": sum(r.size_class == name for r in self.rows),
+                         "catch": {fraction_key(f): _rate_dict(self.rate(f, size=name)) for f in self.fractions}}
+                        for name, lo, hi in SIZE_CLASSES],
+            "goals": [{"text": g.text(), "fraction": g.fraction, "min_kernel_us": g.min_kernel_us,
+                       "least_rate": g.least_rate, "met": g.met, **_rate_dict(g.rate)} for g in self.goals()],
+            "steps": [dict(s) for s in self.steps],
+            "rows": [_row_dict(r) for r in self.rows],
+        }
+
+    def write(self, path: Path) -> Path:
+        write_json_atomic(path, self.to_dict())
+        return path
+
+
+def _rate_dict(rate: Rate) -> dict[str, Any]:
+    return {"rows": rate.rows, "caught": rate.caught, "rate": rate.rate}
+
+
+def _row_dict(r: RowCalibration) -> dict[str, Any]:
+    return {"op": r.op, "case": r.case, "dtype": r.dtype, "kernel_us": r.kernel_us, "zero_us": r.zero_us,
+            "gain": r.gain,
+            "size_class": r.size_class, "aa_verdicts": list(r.aa_verdicts), "aa_effects": list(r.aa_effects),
+            "detectable": r.detectable, "smallest_caught": r.smallest_caught,
+            "planted": {k: asdict(o) for k, o in r.planted.items()}}
+
+
+@dataclass(frozen=True)
+class CalibrationSummary:
+    """What a verdict's footer says about the runner's latest calibration."""
+
+    created_utc: str
+    device: str
+    aa_rows: int
+    aa_false: int
+    fraction: float
+    caught: int
+    planted_rows: int
+
+    def line(self, verdict_device: str | None = None) -> str:
+        rate = f"{self.caught} of {self.planted_rows} rows" if self.planted_rows else "no rows planted"
+        text = (f"Calibrated on this runner {self.created_utc[:10]} (`tritongate calibrate`): "
+                f"{self.aa_false} false verdicts in {self.aa_rows} A/A rows; a {self.fraction:.0%} slowdown "
+                f"caught on {rate}.")
+        if verdict_device and self.device and verdict_device != self.device:
+            text = "⚠️ " + text.replace("on this runner", f"on {self.device}, not this GPU ({verdict_device}),")
+        return text
+
+
+def load_summary(path: Path) -> CalibrationSummary:
+    """The summary of a calibration.json (or of a folder holding one). Raises ``UsageError``
+    naming the file and the fix."""
+    path = path / CALIBRATION_JSON if path.is_dir() else path
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the calibration ({exc.strerror or exc}); run "
+                         "`tritongate calibrate --suite pr --out DIR` on this runner, or drop --calibration") from None
+    except ValueError as exc:
+        raise UsageError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("kind") != KIND:
+        raise UsageError(f"{path}: not a tritongate calibration (no \"kind\": \"{KIND}\")")
+    if doc.get("schema") != SCHEMA:
+        raise SchemaVersionError(f"{path}: calibration schema {doc.get('schema')!r}, this tritongate reads "
+                                 f"{SCHEMA}; upgrade tritongate or calibrate again")
+    from tritongate.validation import validate
+    from tritongate.validation.core import StrictDoc
+
+    class _Summary(StrictDoc):
+        created_utc: str
+        device: str
+        aa_rows: int
+        aa_false: int
+        fraction: float
+        caught: int
+        planted_rows: int
+
+    doc_summary = validate(_Summary, doc.get("summary"), source=f"{path}: summary", error=UsageError)
+    return CalibrationSummary(**doc_summary.model_dump())
+
+
+def rows_by_key(rows: Sequence[RowCalibration]) -> dict[str, RowCalibration]:
+    return {r.key: r for r in rows}

@@ -1,0 +1,111 @@
+"""The calibration as Markdown (catch rates by size class, goals, every row) and as a plot of
+each row's detectable effect against its kernel time."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+from tritongate.atomicio import write_bytes_atomic, write_text_atomic
+from tritongate.calibrate.model import SIZE_CLASSES, Calibration, fraction_key
+from tritongate.report.untrusted import markdown_cell
+
+CALIBRATION_MD = "calibration.md"
+CALIBRATION_PNG = "calibration.png"
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{value * 100:+.{digits}f} %"
+
+
+def _rate(caught: int, rows: int) -> str:
+    return "–" if rows == 0 else f"{caught}/{rows} ({caught / rows:.0%})"
+
+
+def render(cal: Calibration) -> str:
+    r = cal.runner
+    lines = [f"# Calibration of `{markdown_cell(cal.suite)}` ({cal.created_utc[:10]})", "",
+             f"{markdown_cell(str(r.get('device')))}, driver {markdown_cell(str(r.get('driver')))}, torch "
+             f"{markdown_cell(str(r.get('torch')))}, triton {markdown_cell(str(r.get('triton')))}, timer "
+             f"{markdown_cell(str(r.get('timer')))}.", "",
+             f"**A/A: {cal.aa_false} false verdicts in {cal.aa_rows} rows** (the build against itself, every row "
+             "timed; every REGRESSED or IMPROVED is false).", ""]
+    goals = cal.goals()
+    if goals:
+        lines += ["Goals:", ""] + [f"- {'✅' if g.met else '❌' if g.met is False else '–'} {g.text()}" for g in goals]
+        lines.append("")
+    head = "| size class | rows | " + " | ".join(f"{f:.0%} caught" for f in cal.fractions) + " |"
+    lines += [head, "|---|---:|" + "---:|" * len(cal.fractions)]
+    for name, _lo, _hi in SIZE_CLASSES:
+        rows = sum(x.size_class == name for x in cal.rows)
+        cells = [_rate(cal.rate(f, size=name).caught, cal.rate(f, size=name).rows) for f in cal.fractions]
+        lines.append(f"| {name} | {rows} | " + " | ".join(cells) + " |")
+    totals = [_rate(cal.rate(f).caught, cal.rate(f).rows) for f in cal.fractions]
+    lines += [f"| all | {len(cal.rows)} | " + " | ".join(totals) + " |", ""]
+    lines += ["| op | case | dtype | kernel (µs) | A/A | detectable | gain | " + " | ".join(f"{f:.0%}" for f in cal.fractions)
+              + " | smallest caught |", "|---|---|---|---:|---|---:|---:|" + "---|" * len(cal.fractions) + "---:|"]
+    for x in sorted(cal.rows, key=lambda x: x.kernel_us):
+        cells = []
+        for f in cal.fractions:
+            o = x.planted.get(fraction_key(f))
+            cells.append("–" if o is None else f"{'✅' if o.caught else '·'} {_pct(o.effect)}")
+        aa = ", ".join(f"{v.lower()} {_pct(e)}" for v, e in zip(x.aa_verdicts, x.aa_effects))
+        smallest = f"{x.smallest_caught:.0%}" if x.smallest_caught is not None else "none"
+        lines.append(f"| {markdown_cell(x.op)} | {markdown_cell(x.case)} | {markdown_cell(x.dtype)} | "
+                     f"{x.kernel_us:.2f} | {markdown_cell(aa)} | {_pct(x.detectable)} | "
+                     f"{'n/a' if x.gain is None else f'{x.gain:.2f}'} | " + " | ".join(cells)
+                     + f" | {smallest} |")
+    lines += ["", "Cost: " + ", ".join(f"{s['name']} {s['wall_s']} s" for s in cal.steps) + f" (total "
+              f"{sum(float(s['wall_s']) for s in cal.steps):.0f} s).", "",
+              "Planted runs: both sides have the planted spin compiled in (every program spins after its "
+              "work; `tritongate/ops/kernels/planted.py`), the base spinning 0, the candidate the fraction times "
+              "the row's time over its gain (measured in the `gain` step); the effect column is the gate's own "
+              "estimate of what the spin added. ✅ caught (REGRESSED), · not caught."]
+    lines += [f"- note: {markdown_cell(n)}" for n in cal.notes]
+    return "\n".join(lines) + "\n"
+
+
+def plot(cal: Calibration, path: Path) -> Path | None:
+    """Detectable effect against kernel time, one point per row, coloured by the smallest
+    planted slowdown the row caught. None when no row has a detectable effect."""
+    pts = [(x.kernel_us, x.detectable, x.smallest_caught) for x in cal.rows
+           if x.detectable is not None and math.isfinite(x.detectable)]
+    if not pts:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4.5), dpi=110)
+    ax = fig.add_subplot()
+    colours = {None: "#999999"}
+    palette = ["#1a9850", "#fee08b", "#d73027", "#4575b4"]
+    for i, f in enumerate(sorted(cal.fractions)):
+        colours[f] = palette[i % len(palette)]
+    for caught in [*sorted(cal.fractions), None]:
+        xs = [p[0] for p in pts if p[2] == caught]
+        ys = [p[1] * 100 for p in pts if p[2] == caught]
+        if xs:
+            label = f"smallest caught: {caught:.0%}" if caught is not None else "none caught"
+            ax.scatter(xs, ys, s=28, color=colours[caught], edgecolors="black", linewidths=0.4, label=label)
+    for f in cal.fractions:
+        ax.axhline(f * 100, color="#cccccc", linewidth=0.8, linestyle="--")
+    ax.set_xscale("log")
+    ax.set_xlabel("kernel time (µs, A/A median)")
+    ax.set_ylabel("detectable effect in the A/A run (%)")
+    ax.set_title(f"{cal.suite} on {cal.runner.get('device')} ({cal.created_utc[:10]})")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="major", alpha=0.3)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    write_bytes_atomic(path, buf.getvalue())
+    return path
+
+
+def write_reports(cal: Calibration, out: Path) -> tuple[Path, Path | None]:
+    md = out / CALIBRATION_MD
+    write_text_atomic(md, render(cal))
+    return md, plot(cal, out / CALIBRATION_PNG)
