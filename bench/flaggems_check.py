@@ -23,22 +23,13 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchlib import timed  # noqa: E402
+
 PY = [sys.executable, "-m", "tritongate"]
-
-
-def _run(cmd: list[str], log: Path, timeout: float) -> tuple[int, float, list[str]]:
-    t0 = time.perf_counter()
-    with open(log, "w") as err:
-        try:
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return 124, time.perf_counter() - t0, []
-    return proc.returncode, time.perf_counter() - t0, proc.stdout.strip().splitlines()
 
 
 def autotune_summary(run: Path) -> dict[str, Any]:
@@ -94,7 +85,8 @@ def main() -> int:
         (out / "flaggems_check.json").write_text(json.dumps(res, indent=1))
 
     common = ["--suite", args.suite, "--backend", "cuda", "--isolate-tuner-cache", "--color", "never"]
-    code, wall, so = _run(PY + ["run", *common, "--out", str(work / "rec")], out / "record.log", args.timeout)
+    code, wall, so = timed(PY + ["run", *common, "--out", str(work / "rec")], out / "record.log",
+                           timeout=args.timeout)
     res["record"] = {"exit": code, "wall_s": round(wall, 1)}
     save()
     if code != 0:
@@ -109,15 +101,15 @@ def main() -> int:
     res["record"].update(autotune_summary(rec))
     save()
 
-    code, wall, so = _run(PY + ["run", *common, "--out", str(work / "rep"), "--replay-from", str(rec)],
-                          out / "replay.log", args.timeout)
+    code, wall, so = timed(PY + ["run", *common, "--out", str(work / "rep"), "--replay-from", str(rec)],
+                           out / "replay.log", timeout=args.timeout)
     res["replay"] = {"exit": code, "wall_s": round(wall, 1)}
     if code == 0:
         res["replay"].update(autotune_summary(Path(so[-1])))
     save()
 
-    code, wall, so = _run(PY + ["pair", str(rec), *common, "--out", str(work / "pair")], out / "pair.log",
-                          args.timeout * 2)
+    code, wall, so = timed(PY + ["pair", str(rec), *common, "--out", str(work / "pair")], out / "pair.log",
+                           timeout=args.timeout * 2)
     res["pair"] = {"exit": code, "wall_s": round(wall, 1)}
     paths = {line.split(":", 1)[0]: line.split(":", 1)[1].strip() for line in so
              if line.split(":", 1)[0] in ("base", "candidate", "verdict")}

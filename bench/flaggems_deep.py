@@ -18,25 +18,15 @@ import argparse
 import csv
 import datetime as dt
 import json
-import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchlib import timed  # noqa: E402
+
 PY = [sys.executable, "-m", "tritongate"]
 SUITE = "flaggems-deep"
-
-
-def timed(cmd: list[str], log: Path, timeout: float) -> tuple[int, float, list[str]]:
-    t0 = time.perf_counter()
-    with open(log, "w") as err:
-        try:
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return 124, time.perf_counter() - t0, []
-    return proc.returncode, time.perf_counter() - t0, proc.stdout.strip().splitlines()
 
 
 def suite_size() -> dict[str, int]:
@@ -63,7 +53,7 @@ def main() -> int:
 
     code, wall, so = timed(PY + ["batch", "--suite", SUITE, "--backend", "cuda", "--shard", args.shard,
                                  "--isolate-tuner-cache", "--op-timeout", "300", "--out", str(work / "rec")],
-                           out / "record.log", 560)
+                           out / "record.log", timeout=560)
     res["record"] = {"exit": code, "wall_s": round(wall, 1)}
     save()
     if not so:
@@ -85,7 +75,7 @@ def main() -> int:
     passed = [o["op"] for o in ops if o["status"] == "PASS"]
     code, wall, so = timed(PY + ["pair", str(bdir / "run"), "--suite", SUITE, "--backend", "cuda",
                                  "--ops", ",".join(passed), "--time-identical", "--isolate-tuner-cache",
-                                 "--color", "never", "--out", str(work / "pair")], out / "pair.log", 560)
+                                 "--color", "never", "--out", str(work / "pair")], out / "pair.log", timeout=560)
     res["pair"] = {"exit": code, "wall_s": round(wall, 1)}
     verdict = next((line.split(":", 1)[1].strip() for line in so if line.startswith("verdict:")), None)
     if verdict:

@@ -35,15 +35,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchlib import timed  # noqa: E402
+
 PY = [sys.executable, "-m", "tritongate"]
 WGMMA = "ttng.warp_group_dot"
-
-
-def _run(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> tuple[int, float, list[str]]:
-    t0 = time.perf_counter()
-    with open(log, "w") as err:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env={**os.environ, **(env or {})})
-    return proc.returncode, time.perf_counter() - t0, proc.stdout.strip().splitlines()
 
 
 def _index(run_or_ttgir: Path) -> list[dict[str, str]]:
@@ -93,7 +88,7 @@ def check_replay(rec: Path, rep: Path, diff_dir: Path, log: Path) -> dict[str, A
     differ = [("/".join(k), sorted(v["compile_hash"] for v in rec_l.get(k, [])),
                sorted(v["compile_hash"] for v in rep_l.get(k, []))) for k in set(rec_l) | set(rep_l)]
     differ = [d for d in differ if d[1] != d[2]]
-    code, _, out = _run(PY + ["ir-diff", str(rec), str(rep), "--out", str(diff_dir)], log)
+    code, _, out = timed(PY + ["ir-diff", str(rec), str(rep), "--out", str(diff_dir)], log)
     statuses: dict[str, int] = {}
     for v in _index(diff_dir):
         statuses[v["status"]] = statuses.get(v["status"], 0) + 1
@@ -144,7 +139,7 @@ def main() -> int:
     def save() -> None:
         (out / "ir_check.json").write_text(json.dumps(res, indent=1, default=sorted))
 
-    code, wall, so = _run(PY + ["run", "--suite", args.suite, "--backend", "cuda", "--out", str(work / "rec"),
+    code, wall, so = timed(PY + ["run", "--suite", args.suite, "--backend", "cuda", "--out", str(work / "rec"),
                                 "--color", "never"], out / "record.log")
     rec = Path(so[-1])
     ident = json.loads((rec / "run_identity.json").read_text())
@@ -156,7 +151,7 @@ def main() -> int:
     shutil.copy(rec / "ttgir" / "naming.md", out / "record_ttgir_naming.md")
     save()
 
-    code, wall, so = _run(PY + ["run", "--suite", args.suite, "--backend", "cuda", "--out", str(work / "rep"),
+    code, wall, so = timed(PY + ["run", "--suite", args.suite, "--backend", "cuda", "--out", str(work / "rep"),
                                 "--replay-from", str(rec), "--color", "never"], out / "replay.log")
     rep = Path(so[-1])
     res["steps"]["replay"] = {"exit": code, "wall_s": round(wall, 1), "capture": check_capture(rep),
@@ -164,7 +159,7 @@ def main() -> int:
     save()
 
     expected = wgmma_rows(rec)
-    code, wall, so = _run(PY + ["pair", str(rec), "--suite", args.suite, "--backend", "cuda", "--out",
+    code, wall, so = timed(PY + ["pair", str(rec), "--suite", args.suite, "--backend", "cuda", "--out",
                                 str(work / "pair"), "--cand-env", "DISABLE_MMA_V3=1", "--color", "never"],
                           out / "pair.log")
     paths = _paths(so)
@@ -176,15 +171,15 @@ def main() -> int:
     save()
 
     t0 = time.perf_counter()
-    c1, w1, _ = _run(PY + ["ir", "--from", str(rec), "--target", "cuda:90", "--out", str(work / "aot_base")],
+    c1, w1, _ = timed(PY + ["ir", "--from", str(rec), "--target", "cuda:90", "--out", str(work / "aot_base")],
                      out / "aot_base.log")
-    c2, w2, _ = _run(PY + ["ir", "--from", str(rec), "--target", "cuda:90", "--out", str(work / "aot_cand")],
+    c2, w2, _ = timed(PY + ["ir", "--from", str(rec), "--target", "cuda:90", "--out", str(work / "aot_cand")],
                      out / "aot_cand.log", env={"DISABLE_MMA_V3": "1"})
-    c3, _, dso = _run(PY + ["ir-diff", str(work / "aot_base"), str(work / "aot_cand"), "--out", str(work / "d")],
+    c3, _, dso = timed(PY + ["ir-diff", str(work / "aot_base"), str(work / "aot_cand"), "--out", str(work / "d")],
                       out / "aot_diff.log")
     aot_wall = time.perf_counter() - t0
     shutil.copy(work / "d" / "summary.md", out / "aot_ir_diff_summary.md")
-    code, wall, so = _run(PY + ["pair", str(rec), "--suite", args.suite, "--backend", "cuda", "--out",
+    code, wall, so = timed(PY + ["pair", str(rec), "--suite", args.suite, "--backend", "cuda", "--out",
                                 str(work / "pair2"), "--cand-env", "DISABLE_MMA_V3=1", "--changed-from",
                                 str(work / "d"), "--color", "never"], out / "pair_changed_from.log")
     vmd2 = Path(_paths(so)["verdict"])

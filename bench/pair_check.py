@@ -24,18 +24,12 @@ import platform
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
+from benchlib import timed  # noqa: E402
+
 DOT_OPS = ("matmul", "attention", "attention_causal")
-
-
-def _run(cmd: list[str], log: Path) -> tuple[int, float, list[str]]:
-    t0 = time.perf_counter()
-    with open(log, "w") as err:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
-    return proc.returncode, time.perf_counter() - t0, proc.stdout.strip().splitlines()
 
 
 def _paths(stdout: list[str]) -> dict[str, str]:
@@ -113,7 +107,7 @@ def main() -> int:
         counts[name] = counts.get(name, 0) + 1
         tag = f"{name}_{counts[name]}"
         if name == "record":
-            rc, wall, stdout = _run(tg + ["run", "--suite", args.suite, "--backend", args.backend, "--out",
+            rc, wall, stdout = timed(tg + ["run", "--suite", args.suite, "--backend", args.backend, "--out",
                                           str(work / "runs"), "--color", "never", *sel], out / f"{tag}.log")
             record = stdout[-1] if stdout else None
             doc["steps"].append({"name": tag, "exit_code": rc, "wall_s": wall, "record": record})
@@ -122,7 +116,7 @@ def main() -> int:
                 break
             continue
         extra = {"aa": ["--time-identical"], "skip": [], "mma": ["--cand-env", "DISABLE_MMA_V3=1"]}[name]
-        rc, wall, stdout = _run(tg + ["pair", str(record), "--suite", args.suite, "--backend", args.backend,
+        rc, wall, stdout = timed(tg + ["pair", str(record), "--suite", args.suite, "--backend", args.backend,
                                       "--out", str(work / "pairs"), "--color", "never", *sel, *extra],
                                 out / f"{tag}.log")
         paths = _paths(stdout)

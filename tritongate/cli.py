@@ -406,10 +406,22 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from tritongate.calibrate.commands import calibration_dir, parse_fractions, print_outcome, run_calibration
     from tritongate.pair.orchestrator import run_pair
 
+    if args.allow_loosen and not args.write_thresholds:
+        raise UsageError("--allow-loosen needs --write-thresholds FILE")
+    if args.from_calibration:  # thresholds from an earlier calibration: nothing is measured
+        if not args.write_thresholds:
+            raise UsageError("--from needs --write-thresholds FILE (it only derives thresholds)")
+        from tritongate.calibrate.model import load_calibration
+
+        return _write_thresholds(load_calibration(Path(args.from_calibration)), args)
     fractions = parse_fractions(args.planted)
     if args.aa_runs < 1:
         raise UsageError(f"--aa-runs must be at least 1, got {args.aa_runs}")
     policy = _gate_policy(args)
+    if args.write_thresholds:  # a bad policy file fails now, not after the calibration
+        from tritongate.gate.policy import load_policy
+
+        load_policy(Path(args.write_thresholds))
     out = calibration_dir(Path(args.out), args.suite)
     args.base_python = args.cand_python = args.python
     args.base_env = args.cand_env = None
@@ -433,6 +445,20 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     cal, md, png = run_calibration(template, suite=args.suite, out=out, fractions=fractions, aa_runs=args.aa_runs,
                                    run=lambda request: run_pair(request, _pair_progress(color)), log=log)
     print_outcome(cal, out, md, png)
+    if args.write_thresholds:
+        return _write_thresholds(cal, args)
+    return ExitCode.OK
+
+
+def _write_thresholds(cal: Any, args: argparse.Namespace) -> int:
+    from tritongate.calibrate.thresholds import write_thresholds
+
+    path = Path(args.write_thresholds)
+    changes = write_thresholds(cal, path, allow_loosen=args.allow_loosen)
+    for change in changes:
+        print(f"threshold {terminal_safe(change.line())}")
+    print(f"{path}: {len(changes)} per-op minimum effect(s) changed" if changes else
+          f"{path}: every per-op minimum effect already matches the calibration")
     return ExitCode.OK
 
 
@@ -746,6 +772,16 @@ def build_parser() -> argparse.ArgumentParser:
                      help="planted slowdowns in per cent of each row's time (default 1,2,5)")
     cal.add_argument("--aa-runs", type=int, default=1, metavar="N", help="A/A paired runs (default 1)")
     cal.add_argument("--python", type=_text, metavar="PY", help="the build's interpreter (default: this one)")
+    t = cal.add_argument_group("thresholds")
+    t.add_argument("--write-thresholds", type=_text, metavar="YAML",
+                   help="set per-op minimum effects in this policy file (e.g. ops/gate.yaml) from the A/A runs: the "
+                        "largest A/A effect of the op's rows x1.5, rounded up to 0.5%%, where that exceeds the "
+                        "default; only the file's ops: block changes")
+    t.add_argument("--allow-loosen", action="store_true",
+                   help="allow --write-thresholds to raise a minimum effect (the gate then misses smaller changes "
+                        "of that op); without it such a write is refused and listed")
+    t.add_argument("--from", dest="from_calibration", type=_text, metavar="CALIBRATION",
+                   help="derive thresholds from this calibration.json (or its folder) instead of measuring")
     _measure_options(cal)
     g = cal.add_argument_group("pairing")
     g.add_argument("--row-timeout", type=_finite, default=600.0, metavar="S", help="as for pair (default 600)")

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tritongate.history import commands
-from tritongate.history.commands import add_history_parser, main, run_history
+from tritongate.cli import main as cli_main
+from tritongate.history.commands import add_history_parser, run_history
 
 from tests.gate.helpers import row
 from tests.history.helpers import commit, publish_nights
@@ -38,7 +39,7 @@ def store(tmp_path_factory) -> Path:
 
 
 def _run(store: Path, out: Path, *extra: str) -> int:
-    return main(["--store", str(store), "--runner-class", "h200", "--suite", "pr", "--out", str(out), *extra])
+    return cli_main(["history", "--store", str(store), "--runner-class", "h200", "--suite", "pr", "--out", str(out), *extra])
 
 
 def test_history_end_to_end(store, tmp_path, capsys):
@@ -102,7 +103,7 @@ def test_input_errors_exit_2_with_one_line(store, tmp_path, capsys, argv, messag
     args = {"--store": str(store), "--runner-class": "h200", "--suite": "pr", "--out": str(tmp_path / "o")}
     for flag, value in zip(argv[::2], argv[1::2]):
         args[flag] = value.format(tmp=tmp_path)
-    assert main([x for kv in args.items() for x in kv]) == 2
+    assert cli_main(["history", *[x for kv in args.items() for x in kv]]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: ") and message in err
     if "--suite" in argv:
@@ -118,7 +119,7 @@ def test_bad_options_exit_2(store, tmp_path, capsys, extra):
 
 
 def test_missing_required_options_exit_2(capsys):
-    assert main(["--store", "x"]) == 2
+    assert cli_main(["history", "--store", "x"]) == 2
     assert "required" in capsys.readouterr().err
 
 

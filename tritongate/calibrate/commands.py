@@ -20,7 +20,8 @@ from tritongate.errors import UsageError
 
 FOOTER = """exit codes:
   0    calibrated (false verdicts and missed goals are findings: see calibration.md); the last line is calibration.md
-  2    usage or input error (bad fractions, a baseline that is not a record run)
+  2    usage or input error (bad fractions, a baseline that is not a record run, a threshold raise
+       refused without --allow-loosen: listed, nothing written)
   3    preflight failed (the suite, the GPU)
   4    internal error
   130  interrupted: the step directories written so far are kept

@@ -205,6 +205,25 @@ class CalibrationSummary:
         return text
 
 
+def load_calibration(path: Path) -> Calibration:
+    """A whole calibration.json (or the folder holding one) back as a ``Calibration``."""
+    path = path / CALIBRATION_JSON if path.is_dir() else path
+    load_summary(path)  # the file, its kind and schema, with their one-line errors
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        rows = tuple(RowCalibration(
+            op=r["op"], case=r["case"], dtype=r["dtype"], kernel_us=float(r["kernel_us"]),
+            zero_us=r.get("zero_us"), gain=r.get("gain"), aa_verdicts=tuple(r["aa_verdicts"]),
+            aa_effects=tuple(r["aa_effects"]), detectable=r.get("detectable"),
+            planted={k: PlantedOutcome(int(o["delay_ns"]), str(o["verdict"]), o.get("effect"))
+                     for k, o in r.get("planted", {}).items()}) for r in doc["rows"])
+        return Calibration(created_utc=str(doc["created_utc"]), suite=str(doc["suite"]), runner=dict(doc["runner"]),
+                           fractions=tuple(float(f) for f in doc["fractions"]), rows=rows,
+                           steps=tuple(doc.get("steps", ())), notes=tuple(doc.get("notes", ())))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"{path}: not a complete calibration ({type(exc).__name__}: {exc}); calibrate again") from None
+
+
 def load_summary(path: Path) -> CalibrationSummary:
     """The summary of a calibration.json (or of a folder holding one). Raises ``UsageError``
     naming the file and the fix."""

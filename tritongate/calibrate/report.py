@@ -69,7 +69,8 @@ def render(cal: Calibration) -> str:
 def plot(cal: Calibration, path: Path) -> Path | None:
     """Detectable effect against kernel time, one point per row, coloured by the smallest
     planted slowdown the row caught. None when no row has a detectable effect."""
-    pts = [(x.kernel_us, x.detectable, x.smallest_caught) for x in cal.rows
+    # each row: (time, detectable, smallest planted size caught; None: none caught; "-": not planted)
+    pts = [(x.kernel_us, x.detectable, x.smallest_caught if x.planted else "-") for x in cal.rows
            if x.detectable is not None and math.isfinite(x.detectable)]
     if not pts:
         return None
@@ -80,16 +81,15 @@ def plot(cal: Calibration, path: Path) -> Path | None:
 
     fig = Figure(figsize=(7, 4.5), dpi=110)
     ax = fig.add_subplot()
-    colours = {None: "#999999"}
     palette = ["#1a9850", "#fee08b", "#d73027", "#4575b4"]
-    for i, f in enumerate(sorted(cal.fractions)):
-        colours[f] = palette[i % len(palette)]
-    for caught in [*sorted(cal.fractions), None]:
-        xs = [p[0] for p in pts if p[2] == caught]
-        ys = [p[1] * 100 for p in pts if p[2] == caught]
+    styles = {f: (f"smallest caught: {f:.0%}", palette[i % len(palette)]) for i, f in enumerate(sorted(cal.fractions))}
+    styles[None] = ("none caught", "#555555")
+    styles["-"] = ("not planted", "none")
+    for key, (label, colour) in styles.items():
+        xs = [p[0] for p in pts if p[2] == key]
+        ys = [p[1] * 100 for p in pts if p[2] == key]
         if xs:
-            label = f"smallest caught: {caught:.0%}" if caught is not None else "none caught"
-            ax.scatter(xs, ys, s=28, color=colours[caught], edgecolors="black", linewidths=0.4, label=label)
+            ax.scatter(xs, ys, s=28, color=colour, edgecolors="black", linewidths=0.6, label=label)
     for f in cal.fractions:
         ax.axhline(f * 100, color="#cccccc", linewidth=0.8, linestyle="--")
     ax.set_xscale("log")

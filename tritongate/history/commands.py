@@ -1,8 +1,8 @@
 """``tritongate history``: the store's nightly series, their change points, plots and reports.
 
 Wired into ``tritongate.cli`` with ``add_history_parser(sub)`` (it sets ``func`` to
-``run_history``); ``main`` runs it standalone. Library errors are ``GateError``s; the caller
-maps them to exit codes (``main`` here maps them the way ``tritongate.cli.main`` does).
+``run_history``). Library errors are ``GateError``s; ``tritongate.cli.main`` maps them to exit
+codes.
 
 Exit codes: 0 the history was written (change points are findings, not a failure), 2 usage or
 input error (unknown store, no entries for that runner class and suite, an output that cannot
@@ -14,10 +14,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
 
 from tritongate.argtypes import nonempty_text
-from tritongate.errors import ExitCode, GateError
+from tritongate.errors import ExitCode
 
 EXIT_CODES = ("exit codes:\n"
               "  0    written (change points are findings, not a failure); the last line is history.md\n"
@@ -112,30 +111,3 @@ def add_history_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
                    help="also write the new-change-points section alone here (e.g. $GITHUB_STEP_SUMMARY)")
     p.set_defaults(func=run_history)
     return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``tritongate history ARGV`` without the rest of the CLI."""
-    parser = argparse.ArgumentParser(prog="tritongate")
-    sub = parser.add_subparsers(dest="command")
-    add_history_parser(sub)
-    try:
-        args = parser.parse_args(["history", *(sys.argv[1:] if argv is None else argv)])
-    except SystemExit as exc:  # --help is 0, bad usage 2
-        return int(exc.code or 0)
-    func: Callable[[argparse.Namespace], int] = args.func
-    try:
-        return int(func(args))
-    except GateError as exc:
-        print(f"error: {_safe(exc)}", file=sys.stderr)
-        return int(exc.exit_code)
-    except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {_safe(f'{where}{exc.strerror or exc}')}; fix the path and run again", file=sys.stderr)
-        return int(ExitCode.USAGE)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
-    except Exception as exc:  # noqa: BLE001 - a bug: one line, never exit 1 (that means "gate failed")
-        print(f"internal error (a bug in tritongate): {type(exc).__name__}: {_safe(exc)[:300]}", file=sys.stderr)
-        return int(ExitCode.INTERNAL)

@@ -1,0 +1,156 @@
+"""Per-op minimum effects from a calibration, written into a gate policy file.
+
+An op's threshold is the largest effect its rows showed in the A/A runs (the build against
+itself: every effect there is noise the rule must not call), times ``MARGIN``, rounded up to
+the next half per cent, and never below the policy's default. Raising an op's minimum effect
+makes the gate blind to smaller changes of that op, so it is never done silently: a write that
+would raise one is refused unless asked for (``--allow-loosen``), and every change is listed.
+The policy file keeps its text: only its ``ops:`` block is rewritten, each entry with a comment
+naming the calibration it came from. The verdict's footer lists every per-op threshold, so a
+changed one shows in the next PR comment.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import yaml
+
+from tritongate.atomicio import write_text_atomic
+from tritongate.calibrate.model import Calibration
+from tritongate.errors import UsageError
+
+MARGIN = 1.5
+STEP = 0.005  # thresholds are whole half per cents
+
+
+@dataclass(frozen=True)
+class ThresholdChange:
+    op: str
+    old: float  # the op's effective minimum effect before (its entry, else the default)
+    new: float
+    evidence: str  # the A/A effect it came from
+
+    @property
+    def loosens(self) -> bool:
+        return self.new > self.old + 1e-12
+
+    def line(self) -> str:
+        verb = "raised (less sensitive)" if self.loosens else "lowered"
+        return f"{self.op}: {self.old:.1%} -> {self.new:.1%} {verb}; {self.evidence}"
+
+
+def derive(cal: Calibration, default: float) -> dict[str, tuple[float, str]]:
+    """op -> (threshold, evidence) for every op whose A/A noise needs more than ``default``."""
+    worst: dict[str, tuple[float, str]] = {}
+    for r in cal.rows:
+        for effect in r.aa_effects:
+            if effect is not None and math.isfinite(effect) and abs(effect) > worst.get(r.op, (0.0, ""))[0]:
+                worst[r.op] = (abs(effect), f"A/A {effect:+.2%} on {r.case} {r.dtype}")
+    out = {}
+    for op, (effect, evidence) in worst.items():
+        value = math.ceil(round(effect * MARGIN / STEP, 9)) * STEP
+        if value > default + 1e-12:
+            out[op] = (round(value, 4), evidence)
+    return out
+
+
+def plan_changes(derived: Mapping[str, tuple[float, str]], current: Mapping[str, float],
+                 default: float) -> list[ThresholdChange]:
+    """The changes ``derived`` makes to a policy whose per-op entries are ``current``."""
+    changes = []
+    for op, (value, evidence) in sorted(derived.items()):
+        old = current.get(op, default)
+        if not math.isclose(old, value):
+            changes.append(ThresholdChange(op, old, value, evidence))
+    return changes
+
+
+_OPS_LINE = re.compile(r"^ops\s*:(.*)$")
+_KEY = re.compile(r"^(\s+)([^\s:#'\"][^:#]*?|'[^']*'|\"[^\"]*\")\s*:")
+
+
+def _entry(op: str, value: float, comment: str) -> str:
+    key = yaml.safe_dump(op, default_flow_style=True).splitlines()[0]
+    return f"  {key}: {{min_effect: {value:g}}}" + (f"  # {comment}" if comment else "")
+
+
+def rewrite_ops_block(text: str, current: Mapping[str, float], changes: Mapping[str, tuple[float, str]]) -> str:
+    """``text`` with the entries of ``changes`` (op -> (value, comment)) set in its top-level
+    ``ops:`` block: a changed op's entry replaced, a new op's appended; every other line,
+    comments and other entries included, kept as it was."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if _OPS_LINE.match(line)), None)
+    if start is None:
+        return "\n".join(lines + ["ops:"] + [_entry(op, v, c) for op, (v, c) in sorted(changes.items())]) + "\n"
+    inline = _OPS_LINE.match(lines[start]).group(1).split("#")[0].strip()
+    if inline:  # a flow mapping on the ops line (no comments inside to keep): written out as a block
+        merged = {op: (v, "") for op, v in current.items()} | dict(changes)
+        block = ["ops:" if merged else "ops: {}"] + [_entry(op, v, c) for op, (v, c) in sorted(merged.items())]
+        return "\n".join(lines[:start] + block + lines[start + 1:]) + "\n"
+    end = start + 1
+    while end < len(lines) and (lines[end].startswith((" ", "\t")) or not lines[end].strip()):
+        end += 1
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    body = lines[start + 1:end]
+    indent = min((len(m.group(1)) for line in body if (m := _KEY.match(line))), default=2)
+    spans: dict[str, tuple[int, int]] = {}  # op -> its lines in body
+    for i, line in enumerate(body):
+        m = _KEY.match(line)
+        if m and len(m.group(1)) == indent:
+            op = yaml.safe_load(m.group(2))
+            j = i + 1
+            while j < len(body) and not (_KEY.match(body[j]) and len(_KEY.match(body[j]).group(1)) == indent):
+                j += 1
+            spans[str(op)] = (i, j)
+    out: list[str] = []
+    i = 0
+    by_start = {a: (op, b) for op, (a, b) in spans.items()}
+    while i < len(body):
+        if i in by_start and by_start[i][0] in changes:
+            op, b = by_start[i]
+            value, comment = changes[op]
+            out.append(_entry(op, value, comment))
+            i = b
+            continue
+        out.append(body[i])
+        i += 1
+    out += [_entry(op, v, c) for op, (v, c) in sorted(changes.items()) if op not in spans]
+    return "\n".join(lines[:start + 1] + out + lines[end:]) + "\n"
+
+
+def write_thresholds(cal: Calibration, path: Path, *, allow_loosen: bool) -> list[ThresholdChange]:
+    """Derive, check, write (atomically, validated first). Returns the changes made; raises
+    ``UsageError`` listing the raises when ``allow_loosen`` is not given."""
+    from tritongate.gate.policy import load_policy
+
+    policy = load_policy(path)  # validates the file as it is
+    derived = derive(cal, policy.min_effect)
+    changes = plan_changes(derived, policy.op_min_effect, policy.min_effect)
+    loosening = [c for c in changes if c.loosens]
+    if loosening and not allow_loosen:
+        raise UsageError(f"{path}: the calibration would raise {len(loosening)} minimum effect(s), making the "
+                         f"gate blind to smaller changes of those ops ({'; '.join(c.line() for c in loosening)}); "
+                         "pass --allow-loosen to write them")
+    if not changes:
+        return []
+    stamp = cal.created_utc[:10]
+    updates = {c.op: (c.new, f"calibration {stamp}: {c.evidence}") for c in changes}
+    text = rewrite_ops_block(path.read_text(encoding="utf-8") if path.is_file() else "", policy.op_min_effect,
+                             updates)
+    candidate = path.with_name(f".{path.name}.check")
+    try:
+        write_text_atomic(candidate, text)
+        check = load_policy(candidate)
+    finally:
+        candidate.unlink(missing_ok=True)
+    expected = {**policy.op_min_effect, **{op: v for op, (v, _c) in updates.items()}}
+    if dict(check.op_min_effect) != expected:
+        raise UsageError(f"{path}: the rewritten ops block did not read back as written; edit it by hand")
+    write_text_atomic(path, text)
+    return changes
