@@ -48,7 +48,7 @@ def test_a_bad_plan_stops_a_run_before_its_first_row(tmp_path, monkeypatch, caps
     assert main(["run", "--suite", "smoke", "--ops", "add", "--backend", "cpu", "--out", str(tmp_path / "runs"),
                  "--color", "never"]) == 2
     assert f"{PLANTED_DELAY_ENV}=" in capsys.readouterr().err
-    assert not list((tmp_path / "runs").glob("*/results.json"))
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())  # no run directory left
 
 
 def test_the_host_spin_follows_each_launch_and_a_device_plant_is_left_to_the_kernel():
@@ -82,3 +82,27 @@ def test_a_plan_naming_a_row_of_an_op_that_cannot_plant_fails_that_row(tmp_path,
     monkeypatch.setenv(PLANTED_DELAY_ENV, str(write_plan(tmp_path / "p.json", 0.05, {"mine/8/float32": 100})))
     with pytest.raises(ValueError, match="mine cannot plant a delay .*only builtin ops can"):
         prepare_row(PlannedRow("mine", (8,), "float32"), BACKENDS["cpu"], None, registry=registry)
+
+
+@pytest.mark.parametrize("knob,text", [
+    ({"planted_delay": {"file": "p.json", "sha256": "x", "fraction": 0.02, "rows": 3}},
+     "TRITONGATE_PLANTED_DELAY, fraction 0.02"),
+    ({"planted_work": 2}, "TRITONGATE_PLANTED_WORK=2"),
+])
+def test_a_planted_run_is_never_published_and_a_gate_says_what_it_is(tmp_path, knob, text):
+    from tritongate.baselines.manifest import BaselineError
+    from tritongate.baselines.store import publish
+    from tritongate.gate.policy import GatePolicy
+    from tritongate.gate.verdict import run_gate
+    from tritongate.rundir import load_run
+
+    from tests.baselines.test_store import make_record
+
+    planted = make_record(tmp_path / "planted", identity=knob)
+    with pytest.raises(BaselineError, match=rf"planted run \({text}\).*unset the variable"):
+        publish(tmp_path / "store", planted, runner_class="h200")
+    plain = make_record(tmp_path / "plain")
+    result = run_gate(load_run(plain), load_run(planted), GatePolicy())
+    assert any(n.startswith(f"the candidate is a planted run ({text})") for n in result.notes), result.notes
+    plain2 = make_record(tmp_path / "plain2")
+    assert not any("planted" in n for n in run_gate(load_run(plain), load_run(plain2), GatePolicy()).notes)

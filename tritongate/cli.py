@@ -283,8 +283,17 @@ def _calibration(args: argparse.Namespace):
     (empty: none), else None. A bad file is a ``UsageError`` naming it."""
     from tritongate.calibrate.model import CALIBRATION_ENV, load_summary
 
-    value = getattr(args, "calibration", None) or os.environ.get(CALIBRATION_ENV)
-    return load_summary(Path(value)) if value else None
+    option = getattr(args, "calibration", None)
+    if option:
+        return load_summary(Path(option))
+    value = os.environ.get(CALIBRATION_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        return load_summary(Path(value))
+    except GateError as exc:  # say where the path came from: the user typed no option
+        exc.args = (f"{CALIBRATION_ENV}={value}: {exc}",)
+        raise
 
 
 def _shard(value: str) -> tuple[int, int]:
@@ -401,9 +410,23 @@ def _record(args: argparse.Namespace, out: Path) -> Path | int:
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
+def _check_record(path: Path, option: str) -> None:
+    """``path`` must be a finished record run (what a paired run replays)."""
+    from tritongate.rundir import load_run
+
+    try:
+        run = load_run(path)
+    except GateError as exc:
+        raise UsageError(f"{option} {path}: {exc}") from None
+    if run.mode != "record":
+        raise UsageError(f"{option} {path}: a {run.mode} run, not a record run; pass the record it replayed, or "
+                         "leave the option out to record one")
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """A/A and planted-slowdown paired runs on this machine: calibration.json, .md, .png."""
-    from tritongate.calibrate.commands import calibration_dir, parse_fractions, print_outcome, run_calibration
+    from tritongate.calibrate.commands import (calibration_dir, parse_fractions, plantable_ops, print_outcome,
+                                               run_calibration)
     from tritongate.pair.orchestrator import run_pair
 
     if args.allow_loosen and not args.write_thresholds:
@@ -417,6 +440,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     fractions = parse_fractions(args.planted)
     if args.aa_runs < 1:
         raise UsageError(f"--aa-runs must be at least 1, got {args.aa_runs}")
+    plantable = plantable_ops(args.suite)
+    if args.baseline:  # a record run of this suite, checked before anything is made or measured
+        _check_record(Path(args.baseline), "--baseline")
     policy = _gate_policy(args)
     if args.write_thresholds:  # a bad policy file fails now, not after the calibration
         from tritongate.gate.policy import load_policy
@@ -443,7 +469,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"[{done[0]}/{steps}] {text}", file=sys.stderr, flush=True)
 
     cal, md, png = run_calibration(template, suite=args.suite, out=out, fractions=fractions, aa_runs=args.aa_runs,
-                                   run=lambda request: run_pair(request, _pair_progress(color)), log=log)
+                                   run=lambda request: run_pair(request, _pair_progress(color)), log=log,
+                                   plantable=plantable)
     print_outcome(cal, out, md, png)
     if args.write_thresholds:
         return _write_thresholds(cal, args)
@@ -775,8 +802,8 @@ def build_parser() -> argparse.ArgumentParser:
     t = cal.add_argument_group("thresholds")
     t.add_argument("--write-thresholds", type=_text, metavar="YAML",
                    help="set per-op minimum effects in this policy file (e.g. ops/gate.yaml) from the A/A runs: the "
-                        "largest A/A effect of the op's rows x1.5, rounded up to 0.5%%, where that exceeds the "
-                        "default; only the file's ops: block changes")
+                        "largest A/A effect of the op's rows x1.5, rounded up to 0.5%%, or the "
+                        "default where that is enough; only the file's ops: block changes")
     t.add_argument("--allow-loosen", action="store_true",
                    help="allow --write-thresholds to raise a minimum effect (the gate then misses smaller changes "
                         "of that op); without it such a write is refused and listed")

@@ -139,6 +139,7 @@ class Runner:
     def _run(self, planned, suite, device, records, config, gpu_before, tuner_cache,
              sweep: SweepOutcome | None = None) -> RunOutcome:
         req = self.request
+        plan = load_plan()  # a bad plan stops the run before its directory or first row exists
         path = new_run_dir(req.out, suite.name)
         modules = suite.modules
         suite_ident = {"name": suite.name, "path": str(suite.path),
@@ -162,7 +163,6 @@ class Runner:
             "tuner_cache": tuner_cache.to_dict(),
             "parallel_sweep": sweep.to_dict() if sweep is not None else None,
         }
-        plan = load_plan()  # read here too: a bad plan stops the run before its first row
         if plan is not None:
             identity["planted_delay"] = plan.identity()
         if suite.provider == "flaggems":

@@ -82,3 +82,18 @@ def test_a_bad_calibration_file_is_one_line_naming_it(tmp_path, body, error, fra
     with pytest.raises(error) as err:
         load_summary(path)
     assert str(path) in str(err.value) and fragment in str(err.value)
+
+
+def test_a_calibration_with_a_bad_row_is_one_line_not_a_crash(tmp_path):
+    from tritongate.calibrate.model import load_calibration
+
+    c = cal([row("mid", 20.0, {"0.02": True})])
+    doc = c.to_dict()
+    doc["rows"][0]["aa_effects"] = ["x"]
+    (tmp_path / "calibration.json").write_text(json.dumps(doc))
+    with pytest.raises(UsageError, match=r"not a complete calibration \(ValueError: expected a number or null"):
+        load_calibration(tmp_path)
+    doc["summary"]["caught"] = 10
+    (tmp_path / "calibration.json").write_text(json.dumps(doc))
+    with pytest.raises(UsageError, match="more false verdicts or catches than rows"):
+        load_summary(tmp_path)

@@ -30,7 +30,8 @@ def _calibrate(tmp_path: Path, env: dict | None = None, fractions=(0.01, 0.02, 0
     out.mkdir()
     log: list[str] = []
     cal, md, png = run_calibration(template, suite="scripted", out=out, fractions=fractions, aa_runs=aa_runs,
-                                   run=lambda request: run_pair(request, spawn=spawn), log=log.append)
+                                   run=lambda request: run_pair(request, spawn=spawn), log=log.append,
+                                   plantable=frozenset({"add", "softmax", "matmul"}))
     return cal, md, png, out, log
 
 
@@ -74,3 +75,26 @@ def test_a_noisy_row_misses_what_its_noise_hides_and_the_classes_say_so(tmp_path
     assert cal.rate(0.02, size="10–100 µs").caught == 0 and cal.rate(0.05).caught == 2
     assert [g.met for g in cal.goals()] == [False, False]  # 2 % on rows >= 10 µs: 0 of 1; 5 % on all: 2 of 3
     assert cal.aa_false == 0
+
+
+def test_a_probe_lost_in_a_rows_noise_leaves_the_row_unplanted_and_says_why(tmp_path):
+    cal, _md, _png, _out, _log = _calibrate(tmp_path, env={"TG_NOISE": "matmul:0.3"}, fractions=(0.05,))
+    rows = {r.op: r for r in cal.rows}
+    assert rows["matmul"].gain is None and rows["matmul"].planted == {}
+    assert any("matmul/64x64x64/float16 (the" in n and "probe was within the noise" in n for n in cal.notes), cal.notes
+    assert cal.rate(0.05).rows == 2  # the rate counts only what was planted
+
+
+def test_a_suite_without_builtin_ops_is_refused_before_anything_runs(tmp_path):
+    from tritongate.calibrate.commands import plantable_ops
+    from tritongate.errors import UsageError
+    from tritongate.suites import ops_dir
+
+    example = ops_dir() / "examples"
+    suite = tmp_path / "mine.yaml"  # beside a copy of the example module: the suite's folder is searched
+    (tmp_path / "scale_shift.py").write_text((example / "scale_shift.py").read_text())
+    suite.write_text("description: user ops only\nmodules: [scale_shift]\n"
+                     "dtypes: [float32]\nops:\n  scale_shift: {shapes: [[4096]]}\n")
+    with pytest.raises(UsageError, match="none of its ops takes the planted slowdown"):
+        plantable_ops(str(suite))
+    assert plantable_ops(str(example / "user_ops.yaml")) == frozenset({"add"})

@@ -45,11 +45,22 @@ def report():
 def test_change_points_newest_first_and_the_new_flag(report):
     cps = report.change_points
     assert [(c.op, c.index) for c in cps] == [("softmax", 14), (HOSTILE, 8)]
-    assert [report.is_new(c) for c in cps] == [False, False]  # night 14 of 20 is not the last entry
+    assert [report.is_new(c) for c in cps] == [False, False]  # both were found without tonight too
     wide = build_report(report.history, new_last=6)
     assert [wide.is_new(c) for c in wide.change_points] == [True, False]
     assert "1 new" in wide.headline() and "4 series over 20 entries, 0 missing nightlies; 2 change points" \
         in wide.headline()
+
+
+def test_a_change_is_new_the_night_the_history_first_shows_it():
+    """A 7 % step after 14 nights needs 3 nights after it to be called: on night 17 it is new,
+    the night after it is not (it was found the night before too)."""
+    values = noisy([1.0] * 14 + [1.07] * 4, 0.003, seed=4)
+    tonight = build_report(history_of(series(values[:17])), new_last=1)
+    assert [(c.index, tonight.is_new(c)) for c in tonight.change_points] == [(14, True)]
+    assert tonight.new_change_points and "1 new" in tonight.headline()
+    next_night = build_report(history_of(series(values)), new_last=1)
+    assert [(c.index, next_night.is_new(c)) for c in next_night.change_points] == [(14, False)]
 
 
 def test_history_json_is_versioned_and_complete(report):

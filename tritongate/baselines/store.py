@@ -214,6 +214,12 @@ def _load_publishable(run_dir: Path) -> Run:
                             f"{len(run.rows)} rows); {_FIX}")
     if not run.rows:
         raise BaselineError(f"refusing to publish {run_dir}: it has no rows; {_FIX}")
+    from tritongate.gate.comparability import planted_knobs
+
+    planted = planted_knobs(run.identity)
+    if planted:
+        raise BaselineError(f"refusing to publish {run_dir}: it is a planted run ({planted}), its kernels slowed "
+                            f"on purpose; unset the variable and {_RECORD}")
     backend = run.identity.get("backend")
     if not isinstance(backend, str) or not backend:
         raise BaselineError(f"refusing to publish {run_dir}: {IDENTITY} names no backend; {_FIX}")

@@ -72,12 +72,17 @@ def gains_from(rows: Sequence[StepRow], probe_ns: Mapping[str, int]) -> tuple[di
     times its base median over the spin); rows without a usable gain are named in a note."""
     gains: dict[str, float] = {}
     unusable = []
+    seen = {r.key for r in rows}
+    unusable += [f"{key} (not in the gain step)" for key in sorted(probe_ns) if key not in seen]
     for r in rows:
         spun = probe_ns.get(r.key)
         if spun is None:
             continue
         if r.effect is None or r.base_median_us is None:
             unusable.append(f"{r.key} (not timed: {r.verdict})")
+            continue
+        if r.verdict != "REGRESSED":  # the probe must stand out of the row's noise, or its size is noise
+            unusable.append(f"{r.key} (the {r.effect:+.1%} probe was within the noise)")
             continue
         gain = r.effect * r.base_median_us * 1000 / spun
         if not MIN_GAIN <= gain <= MAX_GAIN:
@@ -107,8 +112,9 @@ def analyse(*, created_utc: str, suite: str, runner: Mapping[str, Any], aa: Sequ
         for step in planted:
             got = next((x for x in step.rows if x.key == key), None)
             delay = (step.delays_ns or {}).get(key)
-            if got is not None and delay is not None and step.fraction is not None:
-                planted_out[fraction_key(step.fraction)] = PlantedOutcome(delay, got.verdict, got.effect)
+            if delay is not None and step.fraction is not None:  # planted and missing: not caught
+                planted_out[fraction_key(step.fraction)] = PlantedOutcome(
+                    delay, got.verdict if got is not None else "MISSING", got.effect if got is not None else None)
         z = zero_rows.get(key)
         rows.append(RowCalibration(
             op=r.op, case=r.case, dtype=r.dtype, kernel_us=r.base_median_us,

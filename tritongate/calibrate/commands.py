@@ -47,8 +47,25 @@ def calibration_dir(out: Path, suite: str) -> Path:
     return path
 
 
+def plantable_ops(suite_arg: str) -> frozenset[str]:
+    """The suite's ops whose kernels take the planted spin (builtin ops); ``UsageError`` when
+    none does (a FlagGems or user-op suite cannot be calibrated by planting)."""
+    from tritongate.ops.user import registry_for
+    from tritongate.suites import load_suite
+
+    suite = load_suite(suite_arg)
+    registry = registry_for(suite.modules, search_dir=suite.path.parent)
+    ops = frozenset(op.name for op in suite.ops if registry.get(op.name).plantable)
+    if not ops:
+        raise UsageError(f"suite {suite.name}: none of its ops takes the planted slowdown (only the builtin ops "
+                         "do: add, silu_mul, softmax, rmsnorm, matmul, attention, attention_causal); calibrate the "
+                         "runner with a builtin suite, e.g. --suite pr")
+    return ops
+
+
 def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence[float], aa_runs: int,
-                    run: Callable[[Any], Any], log: Callable[[str], None]) -> tuple[Calibration, Path, Path | None]:
+                    run: Callable[[Any], Any], log: Callable[[str], None],
+                    plantable: frozenset[str]) -> tuple[Calibration, Path, Path | None]:
     """Every step as ``template`` (a PairRequest) with its own directory and environment
     overlays on the template's interpreter, every row timed; then the reports."""
     from tritongate.pair.build import CompilerBuild
@@ -59,7 +76,7 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
                        cand=CompilerBuild("candidate", python=template.cand.python,
                                           env={**template.cand.env, **cand_env}))
 
-    plan = CalibrationPlan(suite=suite, out=out, fractions=tuple(fractions), aa_runs=aa_runs)
+    plan = CalibrationPlan(suite=suite, out=out, fractions=tuple(fractions), aa_runs=aa_runs, plantable=plantable)
     cal = calibrate(plan, make_request, run, log)
     cal.write(out / CALIBRATION_JSON)
     md, png = write_reports(cal, out)

@@ -23,6 +23,7 @@ SIZE_CLASSES: tuple[tuple[str, float, float], ...] = (
 # The goals a calibration is held to: (fraction, smallest kernel time in µs, least catch rate).
 GOALS: tuple[tuple[float, float, float], ...] = ((0.02, 10.0, 0.95), (0.05, 0.0, 0.95))
 CAUGHT = "REGRESSED"
+TIMED_CALLS = ("REGRESSED", "IMPROVED", "UNCHANGED")
 
 
 def size_class(kernel_us: float) -> str:
@@ -78,6 +79,11 @@ class RowCalibration:
         return sum(v in ("REGRESSED", "IMPROVED") for v in self.aa_verdicts)
 
     @property
+    def aa_timed(self) -> int:
+        """A/A runs in which the row was timed and called (a missing or rejected row checked nothing)."""
+        return sum(v in TIMED_CALLS for v in self.aa_verdicts)
+
+    @property
     def smallest_caught(self) -> float | None:
         caught = [float(k) for k, o in self.planted.items() if o.caught]
         return min(caught) if caught else None
@@ -126,7 +132,8 @@ class Calibration:
 
     @property
     def aa_rows(self) -> int:
-        return sum(len(r.aa_verdicts) for r in self.rows)
+        """Row checks the A/A runs made: timed and called, in every A/A run."""
+        return sum(r.aa_timed for r in self.rows)
 
     @property
     def aa_false(self) -> int:
@@ -210,12 +217,21 @@ def load_calibration(path: Path) -> Calibration:
     path = path / CALIBRATION_JSON if path.is_dir() else path
     load_summary(path)  # the file, its kind and schema, with their one-line errors
     doc = json.loads(path.read_text(encoding="utf-8"))
+
+    def number(value: Any) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"expected a number or null, got {value!r}")
+        return float(value)
+
     try:
         rows = tuple(RowCalibration(
-            op=r["op"], case=r["case"], dtype=r["dtype"], kernel_us=float(r["kernel_us"]),
-            zero_us=r.get("zero_us"), gain=r.get("gain"), aa_verdicts=tuple(r["aa_verdicts"]),
-            aa_effects=tuple(r["aa_effects"]), detectable=r.get("detectable"),
-            planted={k: PlantedOutcome(int(o["delay_ns"]), str(o["verdict"]), o.get("effect"))
+            op=str(r["op"]), case=str(r["case"]), dtype=str(r["dtype"]), kernel_us=number(r["kernel_us"]),
+            zero_us=number(r.get("zero_us")), gain=number(r.get("gain")),
+            aa_verdicts=tuple(str(v) for v in r["aa_verdicts"]),
+            aa_effects=tuple(number(e) for e in r["aa_effects"]), detectable=number(r.get("detectable")),
+            planted={str(k): PlantedOutcome(int(o["delay_ns"]), str(o["verdict"]), number(o.get("effect")))
                      for k, o in r.get("planted", {}).items()}) for r in doc["rows"])
         return Calibration(created_utc=str(doc["created_utc"]), suite=str(doc["suite"]), runner=dict(doc["runner"]),
                            fractions=tuple(float(f) for f in doc["fractions"]), rows=rows,
@@ -231,8 +247,8 @@ def load_summary(path: Path) -> CalibrationSummary:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise UsageError(f"{path}: cannot read the calibration ({exc.strerror or exc}); run "
-                         "`tritongate calibrate --suite pr --out DIR` on this runner, or drop --calibration") from None
+        raise UsageError(f"{path}: cannot read the calibration ({exc.strerror or exc}); pass the calibration.json "
+                         "(or its folder) that `tritongate calibrate` wrote on this runner") from None
     except ValueError as exc:
         raise UsageError(f"{path}: not JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
@@ -243,16 +259,20 @@ def load_summary(path: Path) -> CalibrationSummary:
     from tritongate.validation import validate
     from tritongate.validation.core import StrictDoc
 
+    from pydantic import Field
+
     class _Summary(StrictDoc):
         created_utc: str
         device: str
-        aa_rows: int
-        aa_false: int
-        fraction: float
-        caught: int
-        planted_rows: int
+        aa_rows: int = Field(ge=0)
+        aa_false: int = Field(ge=0)
+        fraction: float = Field(gt=0, lt=1)
+        caught: int = Field(ge=0)
+        planted_rows: int = Field(ge=0)
 
     doc_summary = validate(_Summary, doc.get("summary"), source=f"{path}: summary", error=UsageError)
+    if doc_summary.aa_false > doc_summary.aa_rows or doc_summary.caught > doc_summary.planted_rows:
+        raise UsageError(f"{path}: summary counts more false verdicts or catches than rows; calibrate again")
     return CalibrationSummary(**doc_summary.model_dump())
 
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from tritongate.calibrate.analysis import Step, StepRow, analyse, delays_for, gains_from, step_rows
 from tritongate.calibrate.model import Calibration, fraction_key
-from tritongate.planting import PLANTED_DELAY_ENV, write_plan
+from tritongate.planting import MAX_DELAY_NS, PLANTED_DELAY_ENV, write_plan
 
 # (step out dir, base env overlay, candidate env overlay) -> a PairRequest with every row timed
 MakeRequest = Callable[[Path, Mapping[str, str], Mapping[str, str]], Any]
@@ -35,6 +35,7 @@ class CalibrationPlan:
     out: Path
     fractions: Sequence[float]
     aa_runs: int = 1
+    plantable: frozenset[str] = frozenset()  # ops whose kernels take the planted spin (builtin ops)
 
     def __post_init__(self) -> None:
         if self.aa_runs < 1:
@@ -51,6 +52,14 @@ def _timed_step(name: str, fraction: float | None, request: Any, run: RunPair,
         raise RuntimeError(f"calibration step {name}: the paired run gave no verdict ({outcome.path})")
     return Step(name, fraction, step_rows(outcome.result), time.perf_counter() - t0, str(outcome.path),
                 delays), outcome
+
+
+def _bounded(delays: Mapping[str, int]) -> tuple[dict[str, int], list[str]]:
+    """The delays a plan can hold; the others (a row far slower than any GPU kernel, e.g. under
+    the interpreter) named in a note."""
+    keep = {k: v for k, v in delays.items() if v <= MAX_DELAY_NS}
+    over = sorted(set(delays) - set(keep))
+    return keep, ([f"not planted (its spin would exceed {MAX_DELAY_NS / 1e9:g} s): {', '.join(over)}"] if over else [])
 
 
 def runner_of(outcome_identity: Mapping[str, Any]) -> dict[str, Any]:
@@ -73,19 +82,31 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, lo
         step, outcome = _timed_step(f"aa-{i}", None, make_request(out / f"aa-{i}", {}, {}), run)
         aa.append(step)
         identity = identity or (outcome.result.base.identity or {})
-    timed = [r for r in aa[0].rows if r.base_median_us]
+    timed = [r for r in aa[0].rows if r.base_median_us and r.op in plan.plantable]
+    notes = [f"not planted (the op has no planted spin: only builtin ops do): {', '.join(sorted(skip))}"
+             for skip in [{r.key for r in aa[0].rows if r.op not in plan.plantable}] if skip]
     zero_plan = write_plan(plans / "zero.json", 0.0, {r.key: 0 for r in timed})
     zero_env = {PLANTED_DELAY_ENV: str(zero_plan.resolve())}
-    probe = delays_for(timed, PROBE)
+    probe, too_long = _bounded(delays_for(timed, PROBE))
+    notes += too_long
+    if not probe:
+        raise ValueError("no row of the suite can be planted (builtin ops timed in the A/A run); "
+                         "calibrate a suite of builtin ops, e.g. pr")
     probe_plan = write_plan(plans / "gain.json", PROBE, probe)
     log(f"gain: the candidate spinning {PROBE:.0%} of each row's time per program, the base 0")
     gain_step, _ = _timed_step("gain", None, make_request(out / "gain", zero_env,
                                                           {PLANTED_DELAY_ENV: str(probe_plan.resolve())}), run, probe)
-    gains, notes = gains_from(gain_step.rows, probe)
+    gains, gain_notes = gains_from(gain_step.rows, probe)
+    notes += gain_notes
     base_rows: list[StepRow] = [r for r in gain_step.rows if r.key in gains]
     planted: list[Step] = []
     for f in plan.fractions:
-        delays = delays_for(base_rows, f, gains)
+        delays, too_long = _bounded(delays_for(base_rows, f, gains))
+        notes += too_long
+        if not delays:
+            notes.append(f"planted {f:.0%}: no row to plant (no usable gain), not run")
+            log(f"planted {f:.0%}: no row to plant, skipped")
+            continue
         path = write_plan(plans / f"planted-{fraction_key(f)}.json", f, delays)
         log(f"planted {f:.0%}: the candidate {f:.0%} slower on each of {len(delays)} rows")
         step, _ = _timed_step(f"planted-{fraction_key(f)}", f, make_request(

@@ -45,17 +45,18 @@ class ThresholdChange:
 
 
 def derive(cal: Calibration, default: float) -> dict[str, tuple[float, str]]:
-    """op -> (threshold, evidence) for every op whose A/A noise needs more than ``default``."""
+    """op -> (threshold, evidence) for every op of the calibration: its A/A noise with the
+    margin, or ``default`` where that is enough."""
     worst: dict[str, tuple[float, str]] = {}
     for r in cal.rows:
         for effect in r.aa_effects:
             if effect is not None and math.isfinite(effect) and abs(effect) > worst.get(r.op, (0.0, ""))[0]:
                 worst[r.op] = (abs(effect), f"A/A {effect:+.2%} on {r.case} {r.dtype}")
     out = {}
-    for op, (effect, evidence) in worst.items():
+    for op in sorted({r.op for r in cal.rows}):
+        effect, evidence = worst.get(op, (0.0, "no A/A effect"))
         value = math.ceil(round(effect * MARGIN / STEP, 9)) * STEP
-        if value > default + 1e-12:
-            out[op] = (round(value, 4), evidence)
+        out[op] = (round(value, 4), evidence) if value > default + 1e-12 else (default, f"{evidence} (the default is enough)")
     return out
 
 
@@ -65,7 +66,7 @@ def plan_changes(derived: Mapping[str, tuple[float, str]], current: Mapping[str,
     changes = []
     for op, (value, evidence) in sorted(derived.items()):
         old = current.get(op, default)
-        if not math.isclose(old, value):
+        if not math.isclose(old, value):  # an op at the default with no entry needs none
             changes.append(ThresholdChange(op, old, value, evidence))
     return changes
 
@@ -139,18 +140,22 @@ def write_thresholds(cal: Calibration, path: Path, *, allow_loosen: bool) -> lis
                          "pass --allow-loosen to write them")
     if not changes:
         return []
-    stamp = cal.created_utc[:10]
-    updates = {c.op: (c.new, f"calibration {stamp}: {c.evidence}") for c in changes}
+    where = f"calibration {cal.created_utc[:10]} on {cal.runner.get('device')} ({cal.runner.get('backend')})"
+    updates = {c.op: (c.new, f"{where}: {c.evidence}") for c in changes}
     text = rewrite_ops_block(path.read_text(encoding="utf-8") if path.is_file() else "", policy.op_min_effect,
                              updates)
     candidate = path.with_name(f".{path.name}.check")
     try:
         write_text_atomic(candidate, text)
         check = load_policy(candidate)
+    except UsageError as exc:
+        raise UsageError(f"{path}: its ops block, rewritten, would not be a valid policy ({exc}); nothing was "
+                         "written; edit it by hand") from None
     finally:
         candidate.unlink(missing_ok=True)
     expected = {**policy.op_min_effect, **{op: v for op, (v, _c) in updates.items()}}
     if dict(check.op_min_effect) != expected:
-        raise UsageError(f"{path}: the rewritten ops block did not read back as written; edit it by hand")
+        raise UsageError(f"{path}: its ops block, rewritten, did not read back as written (an op name the block "
+                         "cannot hold?); nothing was written; edit it by hand")
     write_text_atomic(path, text)
     return changes

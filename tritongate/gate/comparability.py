@@ -68,6 +68,18 @@ def identity_mismatches(base: Identity, cand: Identity) -> list[Mismatch]:
     return out
 
 
+def planted_knobs(ident: Identity) -> str:
+    """The test knobs a run was made with (``TRITONGATE_PLANTED_DELAY``, ``..._WORK``), or ""."""
+    knobs = []
+    delay = ident.get("planted_delay")
+    if isinstance(delay, dict):
+        knobs.append(f"TRITONGATE_PLANTED_DELAY, fraction {delay.get('fraction')}")
+    work = ident.get("planted_work", 1)
+    if work not in (1, None):
+        knobs.append(f"TRITONGATE_PLANTED_WORK={work}")
+    return "; ".join(knobs)
+
+
 def notes(base: Identity, cand: Identity, base_path: str | None = None) -> list[str]:
     """Differences worth saying that do not stop a comparison."""
     out = []
@@ -75,6 +87,10 @@ def notes(base: Identity, cand: Identity, base_path: str | None = None) -> list[
         overlay = overlaid_env(ident)
         if overlay:
             out.append(f"{side} environment overlay: " + " ".join(f"{k}={v}" for k, v in sorted(overlay.items())))
+        planted = planted_knobs(ident)
+        if planted:
+            out.append(f"the {side} is a planted run ({planted}): its builtin kernels were slowed on purpose, "
+                       "for a calibration; this is not a comparison of compilers")
     bs, cs = base.get("suite") or {}, cand.get("suite") or {}
     if bs.get("digest") and bs.get("digest") != cs.get("digest"):
         out.append(f"suite files differ (base {bs.get('name')} {str(bs.get('digest'))[:8]}, candidate "

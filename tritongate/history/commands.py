@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from tritongate.argtypes import nonempty_text
-from tritongate.errors import ExitCode
+from tritongate.errors import ExitCode, UsageError
 
 EXIT_CODES = ("exit codes:\n"
               "  0    written (change points are findings, not a failure); the last line is history.md\n"
@@ -54,7 +54,6 @@ def _safe(value: object) -> str:
 
 def run_history(args: argparse.Namespace) -> int:
     """Read the store, analyse, write history.json, history.md, the plots (and the summary)."""
-    from tritongate.atomicio import write_text_atomic
     from tritongate.baselines.manifest import suite_folder
     from tritongate.history.changepoints import Detection
     from tritongate.history.report import build_report, new_change_points_markdown, write_report
@@ -71,10 +70,13 @@ def run_history(args: argparse.Namespace) -> int:
 
         plots = {op: path.relative_to(out).as_posix() for op, path in plot_history(report, out / "plots").items()}
     _, md_path = write_report(report, out, plots)
-    if args.summary_out:
+    if args.summary_out:  # appended, as to $GITHUB_STEP_SUMMARY: what the step wrote before stays
         summary = Path(args.summary_out)
+        if summary.is_dir():
+            raise UsageError(f"--summary-out {summary} is a directory; pass a file (e.g. $GITHUB_STEP_SUMMARY)")
         summary.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(summary, new_change_points_markdown(report))
+        with open(summary, "a", encoding="utf-8") as f:
+            f.write(new_change_points_markdown(report))
     for note in report.notes:
         print(f"note: {_safe(note)}", file=sys.stderr)
     print(_safe(report.headline()))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
@@ -53,10 +53,15 @@ class HistoryReport:
         cps = [c for a in self.analyses for c in a.change_points]
         return sorted(cps, key=lambda c: (-c.after.recorded.timestamp(), -abs(c.rel_change), c.key))
 
+    # (series key, index of the first point after) of the change points found with the last
+    # ``new_last`` entries left out: what the history said before those nights
+    earlier: frozenset[tuple[tuple[str, str, str], int]] = frozenset()
+
     def is_new(self, cp: ChangePoint) -> bool:
-        """Its first point after is one of the last ``new_last`` entries."""
-        recent = {e.record_path for e in self.history.entries[-self.new_last:]}
-        return cp.after.entry in recent
+        """Not found (within one point) when the last ``new_last`` entries are left out: first
+        seen in them. A change needs points on both sides, so it is seen some nights after it
+        happened; "new" says when the history first showed it."""
+        return not any((cp.key, cp.index + d) in self.earlier for d in (-1, 0, 1))
 
     @property
     def new_change_points(self) -> list[ChangePoint]:
@@ -95,7 +100,13 @@ def build_report(history: History, rule: Detection = Detection(), *, new_last: i
                  now: dt.datetime | None = None) -> HistoryReport:
     """Analyse every series of ``history``."""
     analyses = tuple(analyse(s, rule) for s in history.series)
-    return HistoryReport(history=history, analyses=analyses, rule=rule, new_last=new_last,
+    cut = {e.record_path for e in history.entries[-new_last:]}
+    earlier = frozenset(
+        (a.series.key, c.index) for a in (analyse(replace(s, points=tuple(p for p in s.points if p.entry not in cut)),
+                                                  rule) for s in history.series
+                                          if any(p.entry not in cut for p in s.points))
+        for c in a.change_points)
+    return HistoryReport(history=history, analyses=analyses, rule=rule, new_last=new_last, earlier=earlier,
                          **({"generated": now} if now else {}))
 
 
@@ -189,6 +200,8 @@ def render_markdown(report: HistoryReport, plots: Mapping[str, str] | None = Non
     lines += ["", "## All change points (newest first)", ""]
     if cps:
         lines += _table(report, cps, flag=True)
+    elif not any(a.note is None for a in report.analyses):
+        lines.append(f"No change points looked for: no series has the {rule.min_length} valued points it takes.")
     else:
         lines.append(f"No change points: no series moved by {rule.min_effect:.1%} or more beyond its noise.")
     notes = report.notes
