@@ -4,6 +4,7 @@ the real plan files; the device adds the planted delay to each launch."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,16 +86,23 @@ def test_a_probe_lost_in_a_rows_noise_leaves_the_row_unplanted_and_says_why(tmp_
     assert cal.rate(0.05).rows == 2  # the rate counts only what was planted
 
 
-def test_a_suite_without_builtin_ops_is_refused_before_anything_runs(tmp_path):
+def test_a_suite_without_builtin_ops_is_refused_before_anything_runs(tmp_path, monkeypatch):
     from tritongate.calibrate.commands import plantable_ops
     from tritongate.errors import UsageError
     from tritongate.suites import ops_dir
 
     example = ops_dir() / "examples"
-    suite = tmp_path / "mine.yaml"  # beside a copy of the example module: the suite's folder is searched
-    (tmp_path / "scale_shift.py").write_text((example / "scale_shift.py").read_text())
-    suite.write_text("description: user ops only\nmodules: [scale_shift]\n"
+    # beside a copy of the example module under a name of its own (the suite's folder is searched;
+    # the example's own module name stays the example's for the tests that import it)
+    suite = tmp_path / "mine.yaml"
+    (tmp_path / "calibrate_user_op.py").write_text((example / "scale_shift.py").read_text())
+    monkeypatch.delitem(sys.modules, "calibrate_user_op", raising=False)
+    suite.write_text("description: user ops only\nmodules: [calibrate_user_op]\n"
                      "dtypes: [float32]\nops:\n  scale_shift: {shapes: [[4096]]}\n")
     with pytest.raises(UsageError, match="none of its ops takes the planted slowdown"):
         plantable_ops(str(suite))
+    monkeypatch.delitem(sys.modules, "calibrate_user_op", raising=False)
+    had_example = "scale_shift" in sys.modules
     assert plantable_ops(str(example / "user_ops.yaml")) == frozenset({"add"})
+    if not had_example:  # leave the import state as it was for the user-op tests
+        sys.modules.pop("scale_shift", None)
