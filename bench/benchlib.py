@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -19,3 +20,11 @@ def timed(cmd: list[str], log: Path, *, env: dict[str, str] | None = None,
         except subprocess.TimeoutExpired:
             return 124, time.perf_counter() - t0, []
     return proc.returncode, time.perf_counter() - t0, proc.stdout.strip().splitlines()
+
+
+def fresh_work_dir(name: str) -> Path:
+    """``$TMPDIR/<name>`` (default /tmp), emptied: a bench run never reads an earlier one's files."""
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / name
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    return work

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -27,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchlib import timed  # noqa: E402
+from benchlib import fresh_work_dir, timed  # noqa: E402
 
 PY = [sys.executable, "-m", "tritongate"]
 
@@ -75,9 +74,7 @@ def main() -> int:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    work = Path(os.environ.get("TMPDIR", "/tmp")) / "tg_flaggems"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = fresh_work_dir("tg_flaggems")
     res: dict[str, Any] = {"date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                            "suite": args.suite}
 

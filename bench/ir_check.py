@@ -27,7 +27,6 @@ import csv
 import datetime as dt
 import html
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -35,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib import timed  # noqa: E402
+from benchlib import fresh_work_dir, timed  # noqa: E402
 
 PY = [sys.executable, "-m", "tritongate"]
 WGMMA = "ttng.warp_group_dot"
@@ -130,9 +129,7 @@ def main() -> int:
     ap.add_argument("--suite", default="pr")
     args = ap.parse_args()
     out = Path(args.out)
-    work = Path(os.environ.get("TMPDIR", "/tmp")) / "tg_ir_check"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = fresh_work_dir("tg_ir_check")
     res: dict[str, Any] = {"date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                            "suite": args.suite, "steps": {}}
 

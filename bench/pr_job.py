@@ -40,6 +40,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchlib import fresh_work_dir  # noqa: E402
 from tests.workflows.test_pr_gate_steps import (  # noqa: E402
     ACTION_DIR, BUILD_ACTION, JobRun, call_inputs, clean_env, gate_job, pr_event)
 
@@ -119,9 +120,7 @@ def main() -> int:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    work = Path(os.environ.get("TMPDIR", "/tmp")) / "tg_pr_job"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = fresh_work_dir("tg_pr_job")
     base_py = make_build(work / "base-build")
     cand_py = make_build(work / "cand-build", WGMMA_OFF)
     res: dict[str, Any] = {"date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

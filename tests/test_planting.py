@@ -69,7 +69,7 @@ def test_builders_see_the_plant_only_inside_the_block():
     assert active() is None
 
 
-def test_a_plan_naming_a_row_of_an_op_that_cannot_plant_fails_that_row(tmp_path, monkeypatch):
+def test_a_plan_naming_a_row_of_an_op_that_cannot_plant_fails_that_row(tmp_path):
     from tritongate.backends import BACKENDS
     from tritongate.ops.registry import Case, OpSpec, Registry
     from tritongate.preflight import PlannedRow
@@ -79,9 +79,9 @@ def test_a_plan_naming_a_row_of_an_op_that_cannot_plant_fails_that_row(tmp_path,
     registry.register(OpSpec("mine", "a user op", "[n]", (1,), ("float32",),
                              lambda s, d, dev, g: Case(lambda: None, lambda: None, lambda: None, ()),
                              bytes=lambda s, e: 0.0))
-    monkeypatch.setenv(PLANTED_DELAY_ENV, str(write_plan(tmp_path / "p.json", 0.05, {"mine/8/float32": 100})))
+    plan = load_plan({PLANTED_DELAY_ENV: str(write_plan(tmp_path / "p.json", 0.05, {"mine/8/float32": 100}))})
     with pytest.raises(ValueError, match="mine cannot plant a delay .*only builtin ops can"):
-        prepare_row(PlannedRow("mine", (8,), "float32"), BACKENDS["cpu"], None, registry=registry)
+        prepare_row(PlannedRow("mine", (8,), "float32"), BACKENDS["cpu"], None, registry=registry, plan=plan)
 
 
 @pytest.mark.parametrize("knob,text", [

@@ -1,10 +1,11 @@
-"""Argument types shared by every command line (``tritongate``, its ``baseline`` and
-``batch`` commands): each refuses a bad value with one line, before anything runs."""
+"""Argument types shared by every command line (``tritongate``, its ``baseline``, ``batch``
+and ``history`` commands): each refuses a bad value with one line, before anything runs."""
 
 from __future__ import annotations
 
 import argparse
 import math
+from typing import Callable
 
 
 def nonempty_text(value: str) -> str:
@@ -22,6 +23,37 @@ def finite_number(value: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
     if not math.isfinite(number):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {value!r}")
+    return number
+
+
+def number_in(low: float, high: float = math.inf, *, what: str = "a number",
+              open_low: bool = False, open_high: bool = False) -> Callable[[str], float]:
+    """A finite number from ``low`` to ``high`` (each end closed unless ``open_*``), for argparse."""
+    def bound(value: float, is_open: bool, op: str) -> str:
+        return f"{op}{'' if is_open else '='} {value:g}"
+
+    limits = " and ".join([bound(low, open_low, ">")] + ([bound(high, open_high, "<")] if math.isfinite(high) else []))
+
+    def convert(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {value!r}") from None
+        inside = (number > low if open_low else number >= low) and (number < high if open_high else number <= high)
+        if not (math.isfinite(number) and inside):
+            raise argparse.ArgumentTypeError(f"expected {what} {limits}, got {value!r}")
+        return number
+    return convert
+
+
+def whole_number(value: str) -> int:
+    """A count of at least 1, for argparse."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
     return number
 
 

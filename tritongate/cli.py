@@ -784,9 +784,10 @@ def build_parser() -> argparse.ArgumentParser:
     cal = sub.add_parser(
         "calibrate", help="how far this runner's verdicts can be trusted: A/A and planted slowdowns",
         description="On this machine: record the suite (or take --baseline), then paired runs of the build "
-                    "against itself with every row timed (A/A: every call is a false verdict), one with the "
-                    "planted tail on both sides, and one per --planted size where the candidate's builtin "
-                    "kernels take that fraction of each row's time longer. Writes OUT/calibrate-<suite>_<UTC>/ "
+                    "against itself with every row timed (A/A: every call is a false verdict), one measuring each "
+                    "row's gain from the planted spin (base spinning 0, candidate 10 %% of the row's time), and "
+                    "one per --planted size where the candidate's builtin kernels take that fraction of each "
+                    "row's time longer. Writes OUT/calibrate-<suite>_<UTC>/ "
                     "with each step's pair directory, calibration.json (per row: A/A verdicts, detectable "
                     "effect, the smallest planted slowdown caught; per size class: catch rates), "
                     "calibration.md and calibration.png. Builtin ops only (the planted delay is theirs).",

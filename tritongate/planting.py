@@ -40,7 +40,7 @@ class PlantPlan:
     delays_ns: Mapping[str, int]
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.fraction) and 0 <= self.fraction < 1):  # 0: the tail alone
+        if not (math.isfinite(self.fraction) and 0 <= self.fraction < 1):  # 0: the spin compiled in, spinning 0
             raise ValueError(f"fraction {self.fraction!r} is not in [0, 1)")
         for row, ns in self.delays_ns.items():
             if not isinstance(ns, int) or isinstance(ns, bool) or not 0 <= ns <= MAX_DELAY_NS:

@@ -24,7 +24,7 @@ from tritongate.harness.cuda_errors import one_line
 from tritongate.harness.measure import Measurement
 from tritongate.ir.capture import CompiledSeen, RowIR, row_ir
 from tritongate.ops.registry import Registry
-from tritongate.planting import PLANTED_DELAY_ENV, Plant, load_plan, make_plant, planted
+from tritongate.planting import PLANTED_DELAY_ENV, Plant, PlantPlan, make_plant, planted
 from tritongate.preflight import PlannedRow
 from tritongate.schema import Correctness, MeasurementInfo, PairInfo, Row, RowStatus, Variant
 from tritongate.variants import LaunchRecorder
@@ -61,9 +61,8 @@ def planted_work() -> int:
     return value
 
 
-def _row_plant(item: PlannedRow, spec: Any, backend: Backend, tdevice: Any) -> Plant | None:
-    """The row's planted delay from ``TRITONGATE_PLANTED_DELAY`` (calibration), or None."""
-    plan = load_plan()
+def _row_plant(item: PlannedRow, spec: Any, backend: Backend, tdevice: Any, plan: PlantPlan | None) -> Plant | None:
+    """The row's planted delay in ``plan`` (calibration), or None."""
     delay = plan.delay_for(item.op, item.case, item.dtype) if plan is not None else None
     if delay is None:
         return None
@@ -106,11 +105,13 @@ def _repeat(launch: Callable[[], object], times: int) -> Callable[[], object]:
 
 
 def prepare_row(item: PlannedRow, backend: Backend, device: Any, device_index: int = 0, *,
-                registry: Registry | None = None, ir_sink: Callable[[RowIR], None] | None = None) -> PreparedRow:
+                registry: Registry | None = None, ir_sink: Callable[[RowIR], None] | None = None,
+                plan: PlantPlan | None = None) -> PreparedRow:
     """Build, compile/tune, record variants and check correctness. Raises what the op raises.
     ``registry``: the suite's ops (builtin plus its modules'); default the builtin ones.
     ``ir_sink`` receives the row's compiled variants (launched and sweep losers) with their
-    TTGIR, also when the row fails part-way: what compiled before a crash is kept."""
+    TTGIR, also when the row fails part-way: what compiled before a crash is kept. ``plan``: the
+    process's planted-delay plan (``planting.load_plan``, read once by the caller), or None."""
     import torch
 
     from tritongate.ir.capture import observe_compiled
@@ -128,7 +129,7 @@ def prepare_row(item: PlannedRow, backend: Backend, device: Any, device_index: i
     params: dict[str, Any] = {"shape": list(item.shape), "seed": seed}
     if work != 1:
         params["planted_work"] = work
-    plant = _row_plant(item, spec, backend, tdevice)
+    plant = _row_plant(item, spec, backend, tdevice, plan)
     if plant is not None:
         params["planted_delay_ns"] = plant.delay_ns
     fields = dict(op=item.op, case=item.case, dtype=item.dtype, timer=backend.timer.value, params=params,

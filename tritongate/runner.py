@@ -33,7 +33,7 @@ from tritongate.interpreter_cost import slow_rows
 from tritongate.ir.store import IRStore
 from tritongate.ops.registry import Registry
 from tritongate.preflight import PlannedRow, check_out_dir, plan_rows
-from tritongate.planting import load_plan
+from tritongate.planting import PlantPlan, load_plan
 from tritongate.rundir import LOG, RunWriter, new_run_dir
 from tritongate.progress import Progress, ProgressFn, row_line
 from tritongate.runlog import RunLog
@@ -83,6 +83,7 @@ class Runner:
         self._progress = progress or (lambda event: None)
         self._registry: Registry | None = None  # the suite's ops (builtin plus its modules'), set by prepare
         self._ir: IRStore | None = None  # the run's ttgir/ (GPU backends)
+        self._plan: PlantPlan | None = None  # TRITONGATE_PLANTED_DELAY's plan, read once when the run starts
 
     # -- set-up ----------------------------------------------------------------------------
     def prepare(self) -> tuple[list[PlannedRow], Any, Any, RecordSet | None]:
@@ -139,7 +140,7 @@ class Runner:
     def _run(self, planned, suite, device, records, config, gpu_before, tuner_cache,
              sweep: SweepOutcome | None = None) -> RunOutcome:
         req = self.request
-        plan = load_plan()  # a bad plan stops the run before its directory or first row exists
+        self._plan = plan = load_plan()  # before the run's directory: a bad plan leaves nothing behind
         path = new_run_dir(req.out, suite.name)
         modules = suite.modules
         suite_ident = {"name": suite.name, "path": str(suite.path),
@@ -273,7 +274,7 @@ class Runner:
         try:
             with tuning_context(backend):
                 prepared = prepare_row(item, backend, device, self.request.device_index, registry=self._registry,
-                                       ir_sink=self._ir.add if self._ir is not None else None)
+                                       ir_sink=self._ir.add if self._ir is not None else None, plan=self._plan)
                 m = measure(prepared.make_fn, device=device, timer=backend.timer, config=config,
                             launches_per_sample=launches_per_sample)
         except GateError:

@@ -14,12 +14,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from tritongate.argtypes import nonempty_text
+from tritongate.argtypes import nonempty_text, number_in
 from tritongate.errors import ExitCode, GateError
 
 if TYPE_CHECKING:
@@ -45,16 +44,7 @@ def single_line(value: object) -> str:
 
 
 _text = nonempty_text  # an unset variable in a workflow must not silently change what runs
-
-
-def _days(value: str) -> float:
-    try:
-        days = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of days, got {value!r}") from None
-    if not math.isfinite(days) or days < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number of days >= 0, got {value!r}")
-    return days
+_days = number_in(0, what="a number of days")
 
 
 def _store(args: argparse.Namespace) -> Path:

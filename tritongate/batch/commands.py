@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TextIO
 
-from tritongate.argtypes import nonempty_text
+from tritongate.argtypes import nonempty_text, number_in
 from tritongate.batch.plan import BatchRequest, RunOptions, parse_devices, parse_shard, request_from_manifest
 from tritongate.batch.scheduler import BatchEvent, BatchOutcome, run_batch
 from tritongate.batch.status import OpStatus
@@ -36,16 +36,7 @@ MERGE_EXIT_CODES = ("exit codes:\n"
 
 
 _text = nonempty_text  # an unset variable in a workflow must not silently change what runs
-
-
-def _seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {value!r}") from None
-    if not number >= 0 or number == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number of seconds >= 0, got {value!r}")
-    return number
+_seconds = number_in(0, what="seconds")
 
 
 def _arg(parse: Callable[[str], Any]) -> Callable[[str], Any]:

@@ -7,16 +7,17 @@ request and prints what it wrote.
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from tritongate.baselines.manifest import suite_folder
 from tritongate.calibrate.model import CALIBRATION_JSON, Calibration
 from tritongate.calibrate.report import write_reports
 from tritongate.calibrate.steps import CalibrationPlan, calibrate
 from tritongate.errors import UsageError
+from tritongate.rundir import new_run_dir
 
 FOOTER = """exit codes:
   0    calibrated (false verdicts and missed goals are findings: see calibration.md); the last line is calibration.md
@@ -40,11 +41,9 @@ def parse_fractions(text: str) -> tuple[float, ...]:
 
 
 def calibration_dir(out: Path, suite: str) -> Path:
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    name = Path(suite).stem if suite.endswith((".yaml", ".yml")) else suite
-    path = out / f"calibrate-{name}_{stamp}"
-    path.mkdir(parents=True, exist_ok=False)
-    return path
+    """``out/calibrate-<suite>_<UTC>/``, made like a run directory (a second one in the same
+    second gets a suffix)."""
+    return new_run_dir(out, f"calibrate-{suite_folder(suite)}")
 
 
 def plantable_ops(suite_arg: str) -> frozenset[str]:

@@ -7,7 +7,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import SchemaVersionError, UsageError
@@ -274,7 +274,3 @@ def load_summary(path: Path) -> CalibrationSummary:
     if doc_summary.aa_false > doc_summary.aa_rows or doc_summary.caught > doc_summary.planted_rows:
         raise UsageError(f"{path}: summary counts more false verdicts or catches than rows; calibrate again")
     return CalibrationSummary(**doc_summary.model_dump())
-
-
-def rows_by_key(rows: Sequence[RowCalibration]) -> dict[str, RowCalibration]:
-    return {r.key: r for r in rows}

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from tritongate.atomicio import write_bytes_atomic, write_text_atomic
+from tritongate.baselines.manifest import suite_folder
 from tritongate.calibrate.model import SIZE_CLASSES, Calibration, fraction_key
 from tritongate.report.units import format_time
 from tritongate.report.untrusted import markdown_cell
@@ -26,8 +27,7 @@ def _rate(caught: int, rows: int) -> str:
 
 def render(cal: Calibration) -> str:
     r = {k: markdown_cell(str(v)) if v is not None else "n/a" for k, v in cal.runner.items()}
-    name = Path(cal.suite).stem if cal.suite.endswith((".yaml", ".yml")) else cal.suite
-    lines = [f"# Calibration of `{markdown_cell(name)}` ({cal.created_utc[:10]})", "",
+    lines = [f"# Calibration of `{markdown_cell(suite_folder(cal.suite))}` ({cal.created_utc[:10]})", "",
              f"{r.get('device', 'n/a')}, driver {r.get('driver', 'n/a')}, torch {r.get('torch', 'n/a')}, triton "
              f"{r.get('triton', 'n/a')}, timer {r.get('timer', 'n/a')}.", "",
              f"**A/A: {cal.aa_false} false verdicts in {cal.aa_rows} rows** (the build against itself, every row "

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tritongate.argtypes import nonempty_text
+from tritongate.argtypes import nonempty_text, number_in, whole_number
 from tritongate.errors import ExitCode, UsageError
 
 EXIT_CODES = ("exit codes:\n"
@@ -24,26 +24,8 @@ EXIT_CODES = ("exit codes:\n"
               "  4    internal error\n")
 
 _text = nonempty_text  # an unset variable in a workflow must not silently change what runs
-
-
-def _fraction(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {value!r}") from None
-    if not 0 < number < 1:  # also refuses nan and inf
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (exclusive), got {value!r}")
-    return number
-
-
-def _count(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
-    return number
+_fraction = number_in(0, 1, open_low=True, open_high=True)
+_count = whole_number
 
 
 def _safe(value: object) -> str:

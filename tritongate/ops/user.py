@@ -138,13 +138,14 @@ def _import(name: str, entry: str | None) -> ModuleType:
         if missing == name or name.startswith(f"{missing}."):
             _fail(f"module {name!r} (suite modules:) not found; searched {where}: put "
                   f"{name.replace('.', '/')}.py next to the suite, or install it")
-        _fail(f"importing module {name!r} raised {_describe(exc)}; install what it imports or fix the module")
+        _fail(f"importing module {name!r} raised {describe_import_error(exc)}; install what it imports or fix the module")
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a user's module; Ctrl-C still stops us
-        _fail(f"importing module {name!r} raised {_describe(exc)}; fix the module "
+        _fail(f"importing module {name!r} raised {describe_import_error(exc)}; fix the module "
               f"(try `python -c 'import {name}'` in its directory)")
 
 
-def _describe(exc: BaseException) -> str:
+def describe_import_error(exc: BaseException) -> str:
+    """An exception raised while importing a module as one bounded line: its type and first line."""
     lines = str(exc).strip().splitlines()
     first = lines[0].strip() if lines else ""
     if len(first) > 200:

@@ -70,8 +70,8 @@ class TritonExecutor:
             if settings.get("suite") else None
         self.records = load_records(Path(settings["replay_from"]), backend=self.backend.name)
         self.planted_work = planted_work()
-        plan = load_plan()  # a bad plan stops the worker before its first row
-        self.planted_delay = plan.identity() if plan is not None else None
+        self.plant_plan = load_plan()  # read once; a bad plan stops the worker before its first row
+        self.planted_delay = self.plant_plan.identity() if self.plant_plan is not None else None
         self.device = make_device(self.backend, self.index)
         self.session = AutotuneSession(REPLAY, self.records)
         self._stack.enter_context(autotune_session(self.session))
@@ -148,7 +148,7 @@ class TritonExecutor:
         self.session.begin_row(item.op, item.case, item.dtype)
         store = self._ir_store(run_dir)
         self._prepared = prepare_row(item, self.backend, self.device, self.index, registry=self.registry,
-                                     ir_sink=store.add if store is not None else None)
+                                     ir_sink=store.add if store is not None else None, plan=self.plant_plan)
         if self.config.fresh_segments:
             self.device.release_cached()  # the other worker measures next: hold nothing
         p = self._prepared

@@ -5,7 +5,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from tritongate.ops.kernels.planted import plant_kwargs, planted_tail
+from tritongate.ops.kernels.planted import plant_kwargs, planted_spin
 
 
 @triton.autotune(
@@ -51,7 +51,7 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, S, plant_cycles,
     tl.store(o_ptr + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], out.to(o_ptr.dtype.element_ty),
              mask=offs_m[:, None] < S)
     if PLANT:
-        planted_tail(plant_cycles)
+        planted_spin(plant_cycles)
 
 
 def attention(q, k, v, out, *, causal: bool = False, plant=None) -> None:

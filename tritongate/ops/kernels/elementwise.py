@@ -5,7 +5,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from tritongate.ops.kernels.planted import plant_kwargs, planted_tail
+from tritongate.ops.kernels.planted import plant_kwargs, planted_spin
 
 
 @triton.autotune(
@@ -24,7 +24,7 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, plant_cycles, BLOCK: tl.constexpr, PLAN
     y = tl.load(y_ptr + offs, mask=mask)
     tl.store(out_ptr + offs, x + y, mask=mask)
     if PLANT:
-        planted_tail(plant_cycles)
+        planted_spin(plant_cycles)
 
 
 @triton.jit
@@ -61,7 +61,7 @@ def silu_mul_kernel(x_ptr, out_ptr, n_rows, n_cols, plant_cycles, BLOCK: tl.cons
     act = gate / (1.0 + tl.exp(-gate))
     tl.store(out_ptr + row * n_cols + cols, (act * up).to(out_ptr.dtype.element_ty), mask=mask)
     if PLANT:
-        planted_tail(plant_cycles)
+        planted_spin(plant_cycles)
 
 
 def silu_mul(x, out, *, plant=None) -> None:

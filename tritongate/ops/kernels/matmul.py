@@ -5,7 +5,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from tritongate.ops.kernels.planted import plant_kwargs, planted_tail
+from tritongate.ops.kernels.planted import plant_kwargs, planted_spin
 
 MATMUL_CONFIGS = [
     triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}, num_stages=3, num_warps=8),
@@ -52,7 +52,7 @@ def matmul_kernel_fixed(a_ptr, b_ptr, c_ptr, M, N, K,
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, c, mask=mask)
     if PLANT:
-        planted_tail(plant_cycles)
+        planted_spin(plant_cycles)
 
 
 matmul_kernel = triton.autotune(configs=MATMUL_CONFIGS, key=["M", "N", "K"])(matmul_kernel_fixed)

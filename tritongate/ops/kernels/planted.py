@@ -32,7 +32,7 @@ def _clock():
 
 
 @triton.jit
-def planted_tail(delay_cycles):
+def planted_spin(delay_cycles):
     start = _clock()
     while _clock() - start < delay_cycles:
         pass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from tritongate.ops.kernels.planted import plant_kwargs, planted_tail
+from tritongate.ops.kernels.planted import plant_kwargs, planted_spin
 
 
 @triton.jit
@@ -20,7 +20,7 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, x_stride, out_stride, plant_cycles, B
     out = num / tl.sum(num, axis=0)
     tl.store(out_ptr + row * out_stride + cols, out.to(out_ptr.dtype.element_ty), mask=mask)
     if PLANT:
-        planted_tail(plant_cycles)
+        planted_spin(plant_cycles)
 
 
 def _warps(block: int) -> int:
@@ -51,7 +51,7 @@ def rmsnorm_kernel(x_ptr, w_ptr, out_ptr, n_cols, eps, plant_cycles, BLOCK: tl.c
     rms = tl.sqrt(tl.sum(x * x, axis=0) / n_cols + eps)
     tl.store(out_ptr + row * n_cols + cols, (x / rms * w).to(out_ptr.dtype.element_ty), mask=mask)
     if PLANT:
-        planted_tail(plant_cycles)
+        planted_spin(plant_cycles)
 
 
 def rmsnorm(x, weight, out, eps: float = 1e-6, *, plant=None) -> None:

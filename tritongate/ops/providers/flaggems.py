@@ -33,6 +33,7 @@ from tritongate.ops.providers.flaggems_recipes import (
     RECIPES, ROW_DEVICE, ROW_DTYPE, Recipe, S, Seq, T, shape_problem,
 )
 from tritongate.ops.registry import DEFAULT_TOLERANCE, Case, OpSpec
+from tritongate.ops.user import describe_import_error
 
 CHECK = "flaggems"
 PACKAGE = "flag_gems"
@@ -109,13 +110,13 @@ def import_flag_gems(backend: str | None = None) -> ModuleType:
     except ModuleNotFoundError as exc:
         if exc.name in (PACKAGE, None) or (exc.name or "").startswith(PACKAGE + "."):
             raise PreflightError(CHECK, f"this suite takes its ops from flag_gems, which is not installed "
-                                 f"({_describe(exc)}); install it with `pip install {PIN}` (on the GPU "
+                                 f"({describe_import_error(exc)}); install it with `pip install {PIN}` (on the GPU "
                                  "machine: it needs one), or run a builtin suite (pr, smoke, deep)") from None
         raise PreflightError(CHECK, f"importing flag_gems failed: a module it needs is missing "
-                             f"({_describe(exc)}); install it, or reinstall with `pip install {PIN}`") from None
+                             f"({describe_import_error(exc)}); install it, or reinstall with `pip install {PIN}`") from None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - flag_gems needs a device at import
         vendor = os.environ.get("GEMS_VENDOR", "<unset>")
-        raise PreflightError(CHECK, f"importing flag_gems failed ({_describe(exc)}) with GEMS_VENDOR={vendor}; "
+        raise PreflightError(CHECK, f"importing flag_gems failed ({describe_import_error(exc)}) with GEMS_VENDOR={vendor}; "
                              "flag_gems needs its vendor's GPU and driver at import: run on the GPU machine "
                              f"(`pip install {PIN}` there), or run a builtin suite (pr, smoke, deep)") from None
 
@@ -309,11 +310,3 @@ def _reference(path: str) -> Callable[..., Any]:
             obj = getattr(obj, part)
         return obj
     return _custom_references()[path]
-
-
-def _describe(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    first = lines[0].strip() if lines else ""
-    if len(first) > 200:
-        first = first[:197] + "..."
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
