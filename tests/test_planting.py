@@ -106,3 +106,15 @@ def test_a_planted_run_is_never_published_and_a_gate_says_what_it_is(tmp_path, k
     assert any(n.startswith(f"the candidate is a planted run ({text})") for n in result.notes), result.notes
     plain2 = make_record(tmp_path / "plain2")
     assert not any("planted" in n for n in run_gate(load_run(plain), load_run(plain2), GatePolicy()).notes)
+
+
+def test_a_single_run_records_the_whole_launch_knob_in_its_identity(tmp_path, monkeypatch, capsys):
+    import json
+
+    from tritongate.cli import main
+
+    monkeypatch.setenv("TRITONGATE_PLANTED_WORK", "2")
+    assert main(["run", "--suite", "smoke", "--ops", "add", "--dtypes", "float32", "--backend", "cpu",
+                 "--out", str(tmp_path), "--color", "never"]) == 0
+    (run,) = tmp_path.glob("smoke_*")
+    assert json.loads((run / "run_identity.json").read_text())["planted_work"] == 2

@@ -37,7 +37,7 @@ from tritongate.planting import PlantPlan, load_plan
 from tritongate.rundir import LOG, RunWriter, new_run_dir
 from tritongate.progress import Progress, ProgressFn, row_line
 from tritongate.runlog import RunLog
-from tritongate.rowcase import describe, error_row, finish_row, prepare_row, tuning_context
+from tritongate.rowcase import describe, error_row, finish_row, planted_work, prepare_row, tuning_context
 from tritongate.schema import Row, RowStatus
 from tritongate.suites import load_suite
 
@@ -166,6 +166,9 @@ class Runner:
         }
         if plan is not None:
             identity["planted_delay"] = plan.identity()
+        work = planted_work()
+        if work != 1:  # as a paired run's sides record it: a planted run never passes for a plain one
+            identity["planted_work"] = work
         if suite.provider == "flaggems":
             from tritongate.ops.providers import flaggems
 

@@ -13,6 +13,8 @@ Versioned output (bump ``VERDICT_SCHEMA_VERSION`` on any change a reader must kn
       diff's path inside the verdict folder, variants only one side launched; null when the
       runs kept no IR) and a top-level ``ir`` (the ir-diff folder, variants per status, a
       note when the IR could not be compared).
+      Added since, optional, without a bump (readers ignore keys they do not know): a top-level
+      ``calibration`` (the runner's calibration summary the footer cites; null without one).
 """
 
 from __future__ import annotations
