@@ -470,7 +470,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     cal, md, png = run_calibration(template, suite=args.suite, out=out, fractions=fractions, aa_runs=args.aa_runs,
                                    run=lambda request: run_pair(request, _pair_progress(color)), log=log,
-                                   plantable=plantable)
+                                   plantable=plantable, detail=lambda text: print(f"  {text}", file=sys.stderr,
+                                                                                  flush=True))
     print_outcome(cal, out, md, png)
     if args.write_thresholds:
         return _write_thresholds(cal, args)
@@ -784,10 +785,10 @@ def build_parser() -> argparse.ArgumentParser:
     cal = sub.add_parser(
         "calibrate", help="how far this runner's verdicts can be trusted: A/A and planted slowdowns",
         description="On this machine: record the suite (or take --baseline), then paired runs of the build "
-                    "against itself with every row timed (A/A: every call is a false verdict), one measuring each "
-                    "row's gain from the planted spin (base spinning 0, candidate 10 %% of the row's time), and "
-                    "one per --planted size where the candidate's builtin kernels take that fraction of each "
-                    "row's time longer. Writes OUT/calibrate-<suite>_<UTC>/ "
+                    "against itself with every row timed (A/A: every call is a false verdict); an aim step that times "
+                    "each row, in one process, along a ladder of planted spins and keeps per --planted size the "
+                    "spin that made it that much slower; and one paired run per size where the candidate's builtin "
+                    "kernels spin that long (the base spinning 0). Writes OUT/calibrate-<suite>_<UTC>/ "
                     "with each step's pair directory, calibration.json (per row: A/A verdicts, detectable "
                     "effect, the smallest planted slowdown caught; per size class: catch rates), "
                     "calibration.md and calibration.png. Builtin ops only (the planted delay is theirs).",

@@ -2,9 +2,9 @@
 
 ``TRITONGATE_PLANTED_DELAY=FILE`` names a plan written by ``tritongate calibrate``: the
 fraction it plants and, per row (``op/case/dtype``), the spin in nanoseconds that adds that
-fraction to the row's time (the row's measured gain taken into account). A builtin op of a
-planned row launches its kernel with the spin inside (``ops/kernels/planted.py``: every
-program spins after its work); under the interpreter the launch is followed by a host spin.
+fraction to the row's time (found by timing the row at several spins: ``calibrate/aim.py``).
+A builtin op of a planned row launches its kernel with the spin inside
+(``ops/kernels/planted.py``: every program spins after its work); under the interpreter the launch is followed by a host spin.
 Off by default; when on it is in the run identity and in every planted row's params, so a
 planted run can never pass for a plain one.
 """

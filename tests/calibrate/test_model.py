@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from tritongate.calibrate.model import (Calibration, CalibrationSummary, PlantedOutcome, RowCalibration,
+from tritongate.calibrate.model import (Calibration, CalibrationSummary, PlantedOutcome, Rate, RowCalibration,
                                         load_summary, size_class)
 from tritongate.errors import SchemaVersionError, UsageError
 
 
 def row(op: str, us: float, caught: dict[str, bool], aa=("UNCHANGED",)) -> RowCalibration:
     planted = {k: PlantedOutcome(10, "REGRESSED" if v else "UNCHANGED", 0.02) for k, v in caught.items()}
-    return RowCalibration(op=op, case="8", dtype="float16", kernel_us=us, zero_us=us, gain=1.0, aa_verdicts=aa,
+    return RowCalibration(op=op, case="8", dtype="float16", kernel_us=us, zero_us=us, aa_verdicts=aa,
                           aa_effects=(0.0,) * len(aa), detectable=0.01, planted=planted)
 
 
@@ -46,6 +46,20 @@ def test_rates_by_class_goals_and_the_smallest_catch():
                               "aa_false": 1, "fraction": 0.02, "caught": 2, "planted_rows": 3}
 
 
+def test_a_size_the_aim_could_not_plant_is_left_out_of_the_rate_and_a_miss_for_the_goal():
+    unplantable = RowCalibration(op="add", case="4096", dtype="float16", kernel_us=12.0, zero_us=12.0,
+                                 aa_verdicts=("UNCHANGED",), aa_effects=(0.0,), detectable=0.01,
+                                 planted={"0.05": PlantedOutcome(40, "REGRESSED", 0.05, 0.049)},
+                                 aim={"missed": {"0.02": "no spin lands within ±25% of 2%"}})
+    c = cal([row("mid", 20.0, {"0.02": True, "0.05": True}), unplantable])
+    assert c.rate(0.02) == Rate(rows=1, caught=1, unplanted=1)
+    assert c.rate(0.05) == Rate(rows=2, caught=2, unplanted=0)
+    assert c.goals()[0].text() == ("2% caught on ≥ 95% of rows ≥ 10 µs: 1 of 2 (50%), counting 1 that could not "
+                                   "be planted at 2% as missed")
+    assert [g.met for g in c.goals()] == [False, True]
+    assert c.to_dict()["catch"]["0.02"] == {"rows": 1, "caught": 1, "rate": 1.0, "unplanted": 1}
+
+
 def test_a_row_without_a_positive_time_is_refused():
     with pytest.raises(ValueError, match="kernel time 0.0 µs"):
         row("x", 0.0, {})
@@ -68,10 +82,11 @@ def test_a_written_calibration_reads_back_as_its_summary(tmp_path):
     (None, UsageError, "cannot read the calibration"),
     ("{", UsageError, "not JSON"),
     (json.dumps({"schema": 1}), UsageError, "not a tritongate calibration"),
-    (json.dumps({"schema": 2, "kind": "tritongate-calibration"}), SchemaVersionError, "upgrade tritongate"),
-    (json.dumps({"schema": 1, "kind": "tritongate-calibration", "summary": {"created_utc": "x"}}), UsageError,
+    (json.dumps({"schema": 1, "kind": "tritongate-calibration"}), SchemaVersionError, "calibrate again"),
+    (json.dumps({"schema": 3, "kind": "tritongate-calibration"}), SchemaVersionError, "upgrade tritongate"),
+    (json.dumps({"schema": 2, "kind": "tritongate-calibration", "summary": {"created_utc": "x"}}), UsageError,
      "summary"),
-    (json.dumps({"schema": 1, "kind": "tritongate-calibration", "summary": {
+    (json.dumps({"schema": 2, "kind": "tritongate-calibration", "summary": {
         "created_utc": "x", "device": "d", "aa_rows": "102", "aa_false": 0, "fraction": 0.02, "caught": 1,
         "planted_rows": 1}}), UsageError, "aa_rows"),
 ])

@@ -15,7 +15,7 @@ from tritongate.gate.policy import default_policy_file, load_policy
 
 
 def row(op: str, effects: tuple[float, ...], case: str = "4096") -> RowCalibration:
-    return RowCalibration(op=op, case=case, dtype="float16", kernel_us=2.0, zero_us=2.0, gain=1.0,
+    return RowCalibration(op=op, case=case, dtype="float16", kernel_us=2.0, zero_us=2.0,
                           aa_verdicts=("UNCHANGED",) * len(effects), aa_effects=effects, detectable=0.01)
 
 

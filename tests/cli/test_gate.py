@@ -141,7 +141,7 @@ def test_the_calibration_env_var_is_used_when_the_option_is_absent(tmp_path, cap
     (None, "cannot read the calibration"),
     ("{", "not JSON"),
     ('{"schema": 1, "kind": "something-else"}', "not a tritongate calibration"),
-    ('{"schema": 1, "kind": "tritongate-calibration", "summary": {"device": "x"}}', "summary"),
+    ('{"schema": 2, "kind": "tritongate-calibration", "summary": {"device": "x"}}', "summary"),
 ])
 def test_a_bad_calibration_file_is_exit_2_naming_it(tmp_path, capsys, no_calibration_env, content, words):
     base, cand = pair(tmp_path, [row()], [row(seed=1)])

@@ -6,6 +6,7 @@ import json
 import random
 from pathlib import Path
 
+from tritongate.calibrate.model import SCHEMA
 from tritongate.rundir import RunWriter, load_run
 from tritongate.schema import MeasurementInfo, Row, Variant
 
@@ -75,6 +76,6 @@ def calibration_file(folder: Path, **fields) -> Path:
     """A calibration.json as ``tritongate calibrate`` writes it (only what a verdict reads)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "calibration.json"
-    path.write_text(json.dumps({"schema": 1, "kind": "tritongate-calibration",
+    path.write_text(json.dumps({"schema": SCHEMA, "kind": "tritongate-calibration",
                                 "summary": {**CALIBRATION, **fields}}), encoding="utf-8")
     return path

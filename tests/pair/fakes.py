@@ -10,7 +10,9 @@ tests.pair.fakes:ScriptedExecutor``); there its behaviour comes from environment
 ``TG_CAPTURE_FAIL_AT`` (graph captures from the n-th on fail: a timer fallback mid-row),
 ``TG_NOISE`` (``op:sd,...``: that op's per-round placement noise), and the real
 ``TRITONGATE_PLANTED_DELAY`` plan: its rows' launches take the planted spin times the op's
-``TG_GAIN`` (``op:gain,...``, default 1: one wave of programs) longer.
+``TG_GAIN`` (``op:gain,...``, default 1: one wave of programs) longer, less what ``TG_HIDE``
+(``op:ns,...``: a spin up to that long ends under the kernel's own memory traffic) hides, plus
+``TG_FIXED`` (``op:ns,...``: what any spin at all costs once, as a one-wave kernel on the H200).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from tritongate.harness.measure import MeasureConfig, RowMeasurer, TimerKind
 from tritongate.ops.registry import case_id
 from tritongate.pair.client import WorkerError
 from tritongate.pair.worker import _classify
-from tritongate.planting import load_plan
+from tritongate.planting import PlantPlan, load_plan
 
 ROWS = [("add", (4096,), "float16"), ("softmax", (64, 512), "float16"), ("matmul", (64, 64, 64), "float16")]
 COST_US = {"add": 2.0, "softmax": 6.0, "matmul": 40.0}
@@ -146,6 +148,11 @@ class ScriptedExecutor:
                 "rows": [{"op": op, "shape": list(shape), "dtype": dt, "case": case_id(shape)}
                          for op, shape, dt in ROWS]}
 
+    def set_plant(self, delays_ns: dict[str, int] | None, fraction: float = 0.0) -> dict[str, Any]:
+        self.plant_plan = load_plan(self.env) if delays_ns is None else PlantPlan("<set_plant>", "", fraction,
+                                                                                   dict(delays_ns))
+        return {}
+
     def prepare(self, op: str, shape: list[Any], dtype: str, run_dir: str | None = None) -> dict[str, Any]:
         if op in self.env.get("TG_CRASH", "").split(","):
             os.kill(os.getpid(), signal.SIGSEGV)
@@ -162,7 +169,10 @@ class ScriptedExecutor:
         params: dict[str, Any] = {"shape": list(shape), "seed": 1}
         delay = self.plant_plan.delay_for(op, case_id(tuple(shape)), dtype) if self.plant_plan is not None else None
         gains = dict(item.split(":") for item in self.env.get("TG_GAIN", "").split(",") if item)
-        self.device.extra_us = (delay or 0) * float(gains.get(op, 1.0)) / 1000
+        hidden = dict(item.split(":") for item in self.env.get("TG_HIDE", "").split(",") if item)
+        fixed = dict(item.split(":") for item in self.env.get("TG_FIXED", "").split(",") if item)
+        self.device.extra_us = (max(0, (delay or 0) - float(hidden.get(op, 0))) * float(gains.get(op, 1.0))
+                                + (float(fixed.get(op, 0)) if delay else 0.0)) / 1000
         if delay is not None:
             params["planted_delay_ns"] = delay
         if "TG_PROBE" in self.env:

@@ -63,11 +63,16 @@ def plantable_ops(suite_arg: str) -> frozenset[str]:
 
 
 def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence[float], aa_runs: int,
-                    run: Callable[[Any], Any], log: Callable[[str], None],
-                    plantable: frozenset[str]) -> tuple[Calibration, Path, Path | None]:
+                    run: Callable[[Any], Any], log: Callable[[str], None], plantable: frozenset[str],
+                    spawn: Callable[[Any], Any] | None = None,
+                    detail: Callable[[str], None] | None = None) -> tuple[Calibration, Path, Path | None]:
     """Every step as ``template`` (a PairRequest) with its own directory and environment
-    overlays on the template's interpreter, every row timed; then the reports."""
+    overlays on the template's interpreter, every row timed; then the reports. ``log`` gets one
+    line per step, ``detail`` (default ``log``) one per row of the aim step. ``spawn`` starts
+    the aim step's worker (default: a process, as the paired runs' workers)."""
+    from tritongate.calibrate.aim_worker import AimWorker, aim_rows
     from tritongate.pair.build import CompilerBuild
+    from tritongate.pair.orchestrator import spawn_process
 
     def make_request(step_out: Path, base_env: dict, cand_env: dict) -> Any:
         return replace(template, out=step_out, time_identical=True,
@@ -76,7 +81,12 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
                                           env={**template.cand.env, **cand_env}))
 
     plan = CalibrationPlan(suite=suite, out=out, fractions=tuple(fractions), aa_runs=aa_runs, plantable=plantable)
-    cal = calibrate(plan, make_request, run, log)
+    def aim(keys: Sequence[str], sizes: Sequence[float]) -> Any:
+        # the base build as the planted runs' base has it, replaying the same baseline
+        with AimWorker(replace(template, out=out / "aim"), out / "aim", spawn=spawn or spawn_process) as worker:
+            return aim_rows(worker, keys, sizes, detail or log)
+
+    cal = calibrate(plan, make_request, run, aim, log)
     cal.write(out / CALIBRATION_JSON)
     md, png = write_reports(cal, out)
     return cal, md, png

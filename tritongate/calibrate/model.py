@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import SchemaVersionError, UsageError
 
-SCHEMA = 1
+SCHEMA = 2  # 2: rows carry their aim (spins timed, the effect aimed at), no gain
 KIND = "tritongate-calibration"
 CALIBRATION_JSON = "calibration.json"
 CALIBRATION_ENV = "TRITONGATE_CALIBRATION"
@@ -43,6 +43,7 @@ class PlantedOutcome:
     delay_ns: int  # spun per program
     verdict: str
     effect: float | None  # the gate's estimate, candidate / base - 1
+    aimed: float | None = None  # what the spin added when aimed, in one process (the planted size)
 
     @property
     def caught(self) -> bool:
@@ -55,12 +56,12 @@ class RowCalibration:
     case: str
     dtype: str
     kernel_us: float  # A/A base median, the unplanted kernel
-    zero_us: float | None  # the planted spin compiled in and 0 (the planted runs' base), gain step
-    gain: float | None  # time a launch gains per nanosecond every program spins
+    zero_us: float | None  # the planted spin compiled in and 0 (the planted runs' base), in the aim step
     aa_verdicts: tuple[str, ...]  # one per A/A run
     aa_effects: tuple[float | None, ...]
     detectable: float | None  # smallest effect the row could call in its (first) A/A run
     planted: Mapping[str, PlantedOutcome] = field(default_factory=dict)  # fraction key -> outcome
+    aim: Mapping[str, Any] | None = None  # ``aim.RowAim.to_dict()``: every spin timed, and why a size was not planted
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.kernel_us) and self.kernel_us > 0):
@@ -91,8 +92,9 @@ class RowCalibration:
 
 @dataclass(frozen=True)
 class Rate:
-    rows: int
+    rows: int  # planted
     caught: int
+    unplanted: int = 0  # calibrated rows the aim could not plant at this size (not counted in rows)
 
     @property
     def rate(self) -> float | None:
@@ -107,12 +109,21 @@ class Goal:
     rate: Rate
 
     @property
+    def counted(self) -> int:
+        """Rows the goal is judged on: a row the aim could not plant at the size counts as a miss
+        (the calibration cannot say the gate would catch it)."""
+        return self.rate.rows + self.rate.unplanted
+
+    @property
     def met(self) -> bool | None:
-        return None if self.rate.rows == 0 else (self.rate.rate or 0.0) >= self.least_rate
+        return None if self.counted == 0 else self.rate.caught / self.counted >= self.least_rate
 
     def text(self) -> str:
         rows = "rows ≥ 10 µs" if self.min_kernel_us else "all rows"
-        got = "no rows" if self.rate.rows == 0 else f"{self.rate.caught} of {self.rate.rows} ({self.rate.rate:.0%})"
+        got = "no rows" if self.counted == 0 else \
+            f"{self.rate.caught} of {self.counted} ({self.rate.caught / self.counted:.0%})"
+        if self.rate.unplanted:
+            got += f", counting {self.rate.unplanted} that could not be planted at {self.fraction:.0%} as missed"
         return f"{self.fraction:.0%} caught on ≥ {self.least_rate:.0%} of {rows}: {got}"
 
 
@@ -141,9 +152,10 @@ class Calibration:
 
     def rate(self, fraction: float, *, size: str | None = None, min_kernel_us: float = 0.0) -> Rate:
         key = fraction_key(fraction)
-        rows = [r for r in self.rows if key in r.planted and r.kernel_us >= min_kernel_us
-                and (size is None or r.size_class == size)]
-        return Rate(len(rows), sum(r.planted[key].caught for r in rows))
+        rows = [r for r in self.rows if r.kernel_us >= min_kernel_us and (size is None or r.size_class == size)]
+        planted = [r for r in rows if key in r.planted]
+        unplanted = sum(r.aim is not None and key in (r.aim.get("missed") or {}) for r in rows)
+        return Rate(len(planted), sum(r.planted[key].caught for r in planted), unplanted)
 
     def goals(self) -> list[Goal]:
         return [Goal(f, lo, least, self.rate(f, min_kernel_us=lo)) for f, lo, least in GOALS
@@ -179,15 +191,14 @@ class Calibration:
 
 
 def _rate_dict(rate: Rate) -> dict[str, Any]:
-    return {"rows": rate.rows, "caught": rate.caught, "rate": rate.rate}
+    return {"rows": rate.rows, "caught": rate.caught, "rate": rate.rate, "unplanted": rate.unplanted}
 
 
 def _row_dict(r: RowCalibration) -> dict[str, Any]:
     return {"op": r.op, "case": r.case, "dtype": r.dtype, "kernel_us": r.kernel_us, "zero_us": r.zero_us,
-            "gain": r.gain,
             "size_class": r.size_class, "aa_verdicts": list(r.aa_verdicts), "aa_effects": list(r.aa_effects),
             "detectable": r.detectable, "smallest_caught": r.smallest_caught,
-            "planted": {k: asdict(o) for k, o in r.planted.items()}}
+            "planted": {k: asdict(o) for k, o in r.planted.items()}, "aim": r.aim}
 
 
 @dataclass(frozen=True)
@@ -228,16 +239,23 @@ def load_calibration(path: Path) -> Calibration:
     try:
         rows = tuple(RowCalibration(
             op=str(r["op"]), case=str(r["case"]), dtype=str(r["dtype"]), kernel_us=number(r["kernel_us"]),
-            zero_us=number(r.get("zero_us")), gain=number(r.get("gain")),
+            zero_us=number(r.get("zero_us")),
             aa_verdicts=tuple(str(v) for v in r["aa_verdicts"]),
             aa_effects=tuple(number(e) for e in r["aa_effects"]), detectable=number(r.get("detectable")),
-            planted={str(k): PlantedOutcome(int(o["delay_ns"]), str(o["verdict"]), number(o.get("effect")))
-                     for k, o in r.get("planted", {}).items()}) for r in doc["rows"])
+            planted={str(k): PlantedOutcome(int(o["delay_ns"]), str(o["verdict"]), number(o.get("effect")),
+                                            number(o.get("aimed"))) for k, o in r.get("planted", {}).items()},
+            aim=_aim(r.get("aim"))) for r in doc["rows"])
         return Calibration(created_utc=str(doc["created_utc"]), suite=str(doc["suite"]), runner=dict(doc["runner"]),
                            fractions=tuple(float(f) for f in doc["fractions"]), rows=rows,
                            steps=tuple(doc.get("steps", ())), notes=tuple(doc.get("notes", ())))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise UsageError(f"{path}: not a complete calibration ({type(exc).__name__}: {exc}); calibrate again") from None
+
+
+def _aim(value: Any) -> Mapping[str, Any] | None:
+    if value is not None and not (isinstance(value, dict) and isinstance(value.get("missed", {}), dict)):
+        raise ValueError(f"a row's aim is {type(value).__name__}, expected an object")
+    return value
 
 
 def load_summary(path: Path) -> CalibrationSummary:

@@ -46,25 +46,30 @@ def render(cal: Calibration) -> str:
         lines.append(f"| {name} | {rows} | " + " | ".join(cells) + " |")
     totals = [_rate(cal.rate(f).caught, cal.rate(f).rows) for f in cal.fractions]
     lines += [f"| all | {len(cal.rows)} | " + " | ".join(totals) + " |", ""]
-    lines += ["| op | case | dtype | kernel | A/A | detectable | gain | " + " | ".join(f"{f:.0%}" for f in cal.fractions)
-              + " | smallest caught |", "|---|---|---|---:|---|---:|---:|" + "---|" * len(cal.fractions) + "---:|"]
+    unplanted = [(f, cal.rate(f).unplanted) for f in cal.fractions if cal.rate(f).unplanted]
+    if unplanted:
+        lines += ["Not plantable (no spin timed within ±25 % of the size; not counted above): "
+                  + ", ".join(f"{f:.0%} on {n} rows" for f, n in unplanted) + ".", ""]
+    lines += ["| op | case | dtype | kernel | A/A | detectable | " + " | ".join(f"{f:.0%}" for f in cal.fractions)
+              + " | smallest caught |", "|---|---|---|---:|---|---:|" + "---|" * len(cal.fractions) + "---:|"]
     for x in sorted(cal.rows, key=lambda x: x.kernel_us):
         cells = []
         for f in cal.fractions:
             o = x.planted.get(fraction_key(f))
-            cells.append("–" if o is None else f"{'✅' if o.caught else '·'} {_pct(o.effect)}")
+            cells.append("–" if o is None else f"{'✅' if o.caught else '·'} {_pct(o.effect)} (planted {_pct(o.aimed)})")
         aa = ", ".join(f"{v.lower()} {_pct(e)}" for v, e in zip(x.aa_verdicts, x.aa_effects))
         smallest = f"{x.smallest_caught:.0%}" if x.smallest_caught is not None else "none"
         lines.append(f"| {markdown_cell(x.op)} | {markdown_cell(x.case)} | {markdown_cell(x.dtype)} | "
                      f"{format_time(x.kernel_us)} | {markdown_cell(aa)} | {_pct(x.detectable)} | "
-                     f"{'n/a' if x.gain is None else f'{x.gain:.2f}'} | " + " | ".join(cells)
-                     + f" | {smallest} |")
+                     + " | ".join(cells) + f" | {smallest} |")
     lines += ["", "Cost: " + ", ".join(f"{s['name']} {s['wall_s']} s" for s in cal.steps) + f" (total "
               f"{sum(float(s['wall_s']) for s in cal.steps):.0f} s).", "",
               "Planted runs: both sides have the planted spin compiled in (every program spins after its "
-              "work; `tritongate/ops/kernels/planted.py`), the base spinning 0, the candidate the fraction times "
-              "the row's time over its gain (measured in the `gain` step); the effect column is the gate's own "
-              "estimate of what the spin added. ✅ caught (REGRESSED), · not caught."]
+              "work; `tritongate/ops/kernels/planted.py`), the base spinning 0, the candidate the spin aimed at "
+              "the size: in the `aim` step each row was timed, in one process, along a ladder of spins, and the "
+              "spin whose time came closest to the size was kept (planted: what it added there). A cell shows "
+              "the gate's own estimate of the effect, then the planted size. ✅ caught (REGRESSED), · not caught, "
+              "– not planted."]
     lines += [f"- note: {markdown_cell(n)}" for n in cal.notes]
     return "\n".join(lines) + "\n"
 

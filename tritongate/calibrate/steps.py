@@ -2,12 +2,11 @@
 
 1. ``aa-<i>``: the build against itself, every row timed (``--time-identical``): every REGRESSED
    or IMPROVED is a false verdict; the base medians are the rows' kernel times.
-2. ``gain``: both sides with the planted spin compiled in, the base spinning 0, the candidate
-   ``PROBE`` (10 %) of each row's A/A time per program: the base is the one every planted run is
-   measured against, and the effect gives the row's gain, the time a launch gains per
-   nanosecond every program spins (1 for one wave of programs, more for several).
-3. ``planted-<f>``: the base as in ``gain``, the candidate spinning ``f`` times the row's time
-   over its gain (``TRITONGATE_PLANTED_DELAY``): a REGRESSED is a catch.
+2. ``aim``: in one worker of the build, each row timed with the planted spin compiled in and
+   spinning 0, then at the spins that find, per fraction, the spin that makes it that much
+   slower (``aim``): what a spin adds is measured, never extrapolated.
+3. ``planted-<f>``: both sides with the planted spin compiled in, the base spinning 0, the
+   candidate the spin aimed at ``f`` (``TRITONGATE_PLANTED_DELAY``): a REGRESSED is a catch.
 """
 
 from __future__ import annotations
@@ -18,15 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from tritongate.calibrate.analysis import Step, StepRow, analyse, delays_for, gains_from, step_rows
+from tritongate.calibrate.aim import RowAim
+from tritongate.calibrate.analysis import Step, analyse, step_rows
 from tritongate.calibrate.model import Calibration, fraction_key
-from tritongate.planting import MAX_DELAY_NS, PLANTED_DELAY_ENV, write_plan
+from tritongate.planting import PLANTED_DELAY_ENV, write_plan
 
 # (step out dir, base env overlay, candidate env overlay) -> a PairRequest with every row timed
 MakeRequest = Callable[[Path, Mapping[str, str], Mapping[str, str]], Any]
 RunPair = Callable[[Any], Any]  # PairRequest -> PairOutcome
 Log = Callable[[str], None]
-PROBE = 0.10  # the gain step's spin, as a fraction of each row's A/A time
+# (row keys, fractions) -> each row's aim, and notes on the rows that could not be aimed
+Aim = Callable[[Sequence[str], Sequence[float]], tuple[Mapping[str, RowAim], list[str]]]
 
 
 @dataclass(frozen=True)
@@ -54,14 +55,6 @@ def _timed_step(name: str, fraction: float | None, request: Any, run: RunPair,
                 delays), outcome
 
 
-def _bounded(delays: Mapping[str, int]) -> tuple[dict[str, int], list[str]]:
-    """The delays a plan can hold; the others (a row far slower than any GPU kernel, e.g. under
-    the interpreter) named in a note."""
-    keep = {k: v for k, v in delays.items() if v <= MAX_DELAY_NS}
-    over = sorted(set(delays) - set(keep))
-    return keep, ([f"not planted (its spin would exceed {MAX_DELAY_NS / 1e9:g} s): {', '.join(over)}"] if over else [])
-
-
 def runner_of(outcome_identity: Mapping[str, Any]) -> dict[str, Any]:
     ident = outcome_identity or {}
     sw = ident.get("software") or {}
@@ -71,8 +64,11 @@ def runner_of(outcome_identity: Mapping[str, Any]) -> dict[str, Any]:
             "host": (ident.get("host") or {}).get("hostname")}
 
 
-def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, log: Log = lambda _: None) -> Calibration:
+def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, aim: Aim,
+              log: Log = lambda _: None) -> Calibration:
     """Run every step and analyse them."""
+    from tritongate.calibrate.aim_worker import unplanted_notes
+
     out = plan.out
     plans = out / "plans"
     aa: list[Step] = []
@@ -82,35 +78,34 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, lo
         step, outcome = _timed_step(f"aa-{i}", None, make_request(out / f"aa-{i}", {}, {}), run)
         aa.append(step)
         identity = identity or (outcome.result.base.identity or {})
-    timed = [r for r in aa[0].rows if r.base_median_us and r.op in plan.plantable]
+    timed = [r.key for r in aa[0].rows if r.base_median_us and r.op in plan.plantable]
     notes = [f"not planted (the op has no planted spin: only builtin ops do): {', '.join(sorted(skip))}"
              for skip in [{r.key for r in aa[0].rows if r.op not in plan.plantable}] if skip]
-    zero_plan = write_plan(plans / "zero.json", 0.0, {r.key: 0 for r in timed})
-    zero_env = {PLANTED_DELAY_ENV: str(zero_plan.resolve())}
-    probe, too_long = _bounded(delays_for(timed, PROBE))
-    notes += too_long
-    if not probe:
+    if not timed:
         raise ValueError("no row of the suite can be planted (builtin ops timed in the A/A run); "
                          "calibrate a suite of builtin ops, e.g. pr")
-    probe_plan = write_plan(plans / "gain.json", PROBE, probe)
-    log(f"gain: the candidate spinning {PROBE:.0%} of each row's time per program, the base 0")
-    gain_step, _ = _timed_step("gain", None, make_request(out / "gain", zero_env,
-                                                          {PLANTED_DELAY_ENV: str(probe_plan.resolve())}), run, probe)
-    gains, gain_notes = gains_from(gain_step.rows, probe)
-    notes += gain_notes
-    base_rows: list[StepRow] = [r for r in gain_step.rows if r.key in gains]
+    log(f"aim: the spin for {', '.join(f'{f:.0%}' for f in plan.fractions)} on each of {len(timed)} rows, "
+        "timed in one process")
+    t0 = time.perf_counter()
+    aims, aim_notes = aim(timed, plan.fractions)
+    aim_s = time.perf_counter() - t0
+    notes += aim_notes + unplanted_notes(aims)
+    zero_plan = write_plan(plans / "zero.json", 0.0, {key: 0 for key in aims})
+    zero_env = {PLANTED_DELAY_ENV: str(zero_plan.resolve())}
     planted: list[Step] = []
     for f in plan.fractions:
-        delays, too_long = _bounded(delays_for(base_rows, f, gains))
-        notes += too_long
+        k = fraction_key(f)
+        delays = {key: a.spins_ns[k] for key, a in aims.items() if k in a.spins_ns}
         if not delays:
-            notes.append(f"planted {f:.0%}: no row to plant (no usable gain), not run")
+            notes.append(f"planted {f:.0%}: no row could be aimed at it, not run")
             log(f"planted {f:.0%}: no row to plant, skipped")
             continue
-        path = write_plan(plans / f"planted-{fraction_key(f)}.json", f, delays)
+        # the rows not planted at f spin 0, as on the base: their binaries match across the pair
+        path = write_plan(plans / f"planted-{k}.json", f, {**{key: 0 for key in aims}, **delays})
         log(f"planted {f:.0%}: the candidate {f:.0%} slower on each of {len(delays)} rows")
-        step, _ = _timed_step(f"planted-{fraction_key(f)}", f, make_request(
-            out / f"planted-{fraction_key(f)}", zero_env, {PLANTED_DELAY_ENV: str(path.resolve())}), run, delays)
+        step, _ = _timed_step(f"planted-{k}", f, make_request(
+            out / f"planted-{k}", zero_env, {PLANTED_DELAY_ENV: str(path.resolve())}), run, delays)
         planted.append(step)
     return analyse(created_utc=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), suite=plan.suite,
-                   runner=runner_of(identity), aa=aa, gain=gain_step, gains=gains, planted=planted, notes=notes)
+                   runner=runner_of(identity), aa=aa, fractions=plan.fractions, aims=aims, aim_s=aim_s,
+                   planted=planted, notes=notes)

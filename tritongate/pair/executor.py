@@ -135,6 +135,21 @@ class TritonExecutor:
                 "shapes": loaded.shapes_document(),
                 "rows": [{"op": r.op, "shape": list(r.shape), "dtype": r.dtype, "case": r.case} for r in rows]}
 
+    def set_plant(self, delays_ns: dict[str, int] | None, fraction: float = 0.0) -> dict[str, Any]:
+        """Plant these per-row spins (``op/case/dtype`` -> ns) in the rows prepared from now on:
+        a calibration's aim step tries several spins per row in one process. None: back to the
+        plan the process started with."""
+        from tritongate.planting import PlantPlan, load_plan
+
+        if delays_ns is None:
+            self.plant_plan = load_plan()
+            return {}
+        try:
+            self.plant_plan = PlantPlan("<set_plant>", "", float(fraction), dict(delays_ns))
+        except ValueError as exc:
+            raise UsageError(f"set_plant: {exc}") from None
+        return {}
+
     # -- one row ---------------------------------------------------------------------------
     def prepare(self, op: str, shape: list[Any], dtype: str, run_dir: str | None = None) -> dict[str, Any]:
         from tritongate.ops.builtin import REGISTRY

@@ -149,13 +149,34 @@ class _RowState:
     fell_back: bool = False  # the worker switched timers mid-row
 
 
-def _spawn_process(spec: WorkerSpec) -> Worker:
+def spawn_process(spec: WorkerSpec) -> Worker:
     return WorkerProcess(spec)
+
+
+def worker_settings(req: "PairRequest") -> dict[str, Any]:
+    """What every worker of ``req`` is initialised with."""
+    return {"backend": req.backend, "replay_from": str(Path(req.baseline).resolve()),
+            "config_overrides": dict(req.config_overrides), "device_index": req.device_index,
+            "isolate_tuner_cache": req.isolate_tuner_cache,
+            # every worker (a restarted one too) loads the suite's own op modules at init
+            "suite": req.suite, "shape_file": str(req.shape_file) if req.shape_file else None,
+            # the interpreter backend pins both workers to this one core (see the executor)
+            "cpu_affinity": [max(os.sched_getaffinity(0))] if hasattr(os, "sched_getaffinity") else None}
+
+
+def side_worker_spec(req: "PairRequest", name: str, build: CompilerBuild, workers_dir: Path) -> WorkerSpec:
+    """How to start the worker of one side (``name``: base or candidate) of ``req``: the build's
+    interpreter and environment, its own Triton cache, its log under ``workers_dir``."""
+    cache_root = Path(req.cache_root) if req.cache_root else Path(req.out) / ".triton-cache"
+    env = build.environment(os.environ, pythonpath=package_path_dir(workers_dir / "pythonpath"),
+                            cache_dir=(cache_root / f"{name}-{build.digest()}").resolve())
+    return WorkerSpec(side=name, argv=[build.python, "-m", "tritongate.pair.worker", "--executor", req.executor],
+                      env=env, log_path=workers_dir / f"{name}.log")
 
 
 class PairRunner:
     def __init__(self, request: PairRequest, progress: ProgressFn | None = None, *,
-                 spawn: SpawnFn = _spawn_process, clock: Callable[[], float] = time.monotonic) -> None:
+                 spawn: SpawnFn = spawn_process, clock: Callable[[], float] = time.monotonic) -> None:
         self.request = request
         self._progress = progress or (lambda event: None)
         self._spawn = spawn
@@ -165,14 +186,7 @@ class PairRunner:
 
     # -- set-up ----------------------------------------------------------------------------
     def _settings(self) -> dict[str, Any]:
-        req = self.request
-        return {"backend": req.backend, "replay_from": str(Path(req.baseline).resolve()),
-                "config_overrides": dict(req.config_overrides), "device_index": req.device_index,
-                "isolate_tuner_cache": req.isolate_tuner_cache,
-                # every worker (a restarted one too) loads the suite's own op modules at init
-                "suite": req.suite, "shape_file": str(req.shape_file) if req.shape_file else None,
-                # the interpreter backend pins both workers to this one core (see the executor)
-                "cpu_affinity": [max(os.sched_getaffinity(0))] if hasattr(os, "sched_getaffinity") else None}
+        return worker_settings(self.request)
 
     def _start(self, side: _Side) -> None:
         side.worker.start()
@@ -244,19 +258,9 @@ class PairRunner:
             return
         self._check_same_device()
 
-    def _worker_log(self, name: str) -> Path:
-        return self._pair_dir / "workers" / f"{name}.log"
-
     def _make_sides(self) -> None:
-        req = self.request
-        cache_root = Path(req.cache_root) if req.cache_root else Path(req.out) / ".triton-cache"
-        pythonpath = package_path_dir(self._pair_dir / "workers" / "pythonpath")
-        for name, build in (("base", req.base), ("candidate", req.cand)):
-            env = build.environment(os.environ, pythonpath=pythonpath,
-                                    cache_dir=(cache_root / f"{name}-{build.digest()}").resolve())
-            spec = WorkerSpec(side=name, argv=[build.python, "-m", "tritongate.pair.worker",
-                                               "--executor", req.executor],
-                              env=env, log_path=self._worker_log(name))
+        for name, build in (("base", self.request.base), ("candidate", self.request.cand)):
+            spec = side_worker_spec(self.request, name, build, self._pair_dir / "workers")
             self._sides[name] = _Side(name=name, build=build, worker=self._spawn(spec))
 
     def _check_same_device(self) -> None:
@@ -626,7 +630,7 @@ def _row_summary(base: Row, cand: Row) -> str:
 
 
 def run_pair(request: PairRequest, progress: ProgressFn | None = None, *,
-             spawn: SpawnFn = _spawn_process) -> PairOutcome:
+             spawn: SpawnFn = spawn_process) -> PairOutcome:
     return PairRunner(request, progress, spawn=spawn).run()
 
 
@@ -643,4 +647,5 @@ def parse_builds(base_python: str | None, cand_python: str | None, base_env: Ite
     return base, cand
 
 
-__all__ = ["PairOutcome", "PairRequest", "PairRunner", "default_schedule", "parse_builds", "run_pair"]
+__all__ = ["PairOutcome", "PairRequest", "PairRunner", "default_schedule", "parse_builds", "run_pair",
+           "side_worker_spec", "spawn_process", "worker_settings"]

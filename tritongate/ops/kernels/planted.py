@@ -2,10 +2,11 @@
 
 With ``PLANT`` set, every program spins ``plant_cycles`` SM clock cycles after its own work.
 Nothing is shared between programs (no atomics, no memory), so a planted kernel costs the same
-in any process: only its spin differs between the sides of a calibration's paired run. A
-single-wave kernel ends exactly that much later; a kernel of several waves ends later by about
-that times its waves, less what other resident programs hide: the calibration measures each
-row's gain (time added per cycle spun) before planting (``tritongate/calibrate/steps.py``).
+in any process: only its spin differs between the sides of a calibration's paired run. What a
+spin adds to a launch is not proportional to it (a short spin can end under the kernel's own
+memory traffic, a kernel of several waves can pay it once or once per wave;
+``bench/results/2026-11-30_h200_planted_delay.md``), so the calibration times each row at
+several spins before planting (``tritongate/calibrate/aim.py``).
 
 The spin counts ``%clock64``: the GPU's nanosecond ``%globaltimer`` advances in steps of a few
 hundred nanoseconds on the H200 (``bench/results/2026-11-30_h200_planted_delay_counter.md``), too

@@ -1,0 +1,100 @@
+"""The aim step's measurements: one worker of the base build (the paired runs' own worker
+code, replaying the same baseline's configs) times each row at the spins ``aim.aim_row`` asks
+for, switching the planted spin between timings (``set_plant``) instead of restarting."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from tritongate.calibrate.aim import RowAim, aim_row
+from tritongate.errors import MeasurementError, PreflightError, UsageError
+from tritongate.pair.client import WorkerError, WorkerFailure
+from tritongate.pair.orchestrator import (STARTUP_TIMEOUT_S, PairRequest, SpawnFn, side_worker_spec, spawn_process,
+                                          worker_settings)
+
+AIM_ROUNDS = 3  # rounds per timing; each round's samples as the paired runs take them
+AIM_WARMUP_S = 0.05  # a row is warm from its last timing: a short steady warm-up per spin is enough
+ROW_TIMEOUT_S = 600.0
+
+
+class AimWorker:
+    """``with AimWorker(request, work_dir) as w: w.time_row(key, spin_ns)``."""
+
+    def __init__(self, request: PairRequest, work_dir: Path, *, spawn: SpawnFn = spawn_process,
+                 rounds: int = AIM_ROUNDS) -> None:
+        overrides = {**request.config_overrides, "warmup_budget_s": AIM_WARMUP_S}
+        self.request = replace(request, config_overrides=overrides)
+        self.rounds = rounds
+        self._worker = spawn(side_worker_spec(self.request, "base", self.request.base, Path(work_dir) / "workers"))
+        self._rows: dict[str, dict[str, Any]] = {}
+
+    def __enter__(self) -> "AimWorker":
+        req = self.request
+        self._worker.start()
+        try:
+            self._worker.call("init", STARTUP_TIMEOUT_S, settings=worker_settings(req))
+            plan = self._worker.call("plan", STARTUP_TIMEOUT_S, suite=req.suite,
+                                     shape_file=str(req.shape_file) if req.shape_file else None,
+                                     only_ops=list(req.only_ops), only_dtypes=list(req.only_dtypes))
+        except WorkerError as exc:
+            self._worker.kill()
+            if exc.kind == "preflight":
+                raise PreflightError(str(exc.check or "worker"), f"aim step: {exc}") from None
+            raise UsageError(f"aim step ({req.base.python}): {exc}") from None
+        except WorkerFailure as exc:
+            self._worker.kill()
+            raise MeasurementError(f"aim step: the worker ({req.base.python}) could not start: {exc.reason}") from None
+        self._rows = {f"{r['op']}/{r['case']}/{r['dtype']}": r for r in plan["rows"]}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._worker.close()
+
+    def time_row(self, key: str, spin_ns: int) -> float:
+        """The row's median time per launch (µs) with every program spinning ``spin_ns``."""
+        row = self._rows[key]
+        call = self._worker.call
+        call("set_plant", ROW_TIMEOUT_S, delays_ns={key: spin_ns}, fraction=0.0)
+        call("prepare", ROW_TIMEOUT_S, op=row["op"], shape=row["shape"], dtype=row["dtype"], run_dir=None)
+        try:
+            call("warm_up", ROW_TIMEOUT_S)
+            samples = [s for _ in range(self.rounds) for s in call("round", ROW_TIMEOUT_S)["samples"]]
+        finally:
+            call("finish", ROW_TIMEOUT_S)
+        if not samples:
+            raise ValueError(f"{key}: no samples at a spin of {spin_ns} ns")
+        return statistics.median(samples)
+
+
+def aim_rows(worker: AimWorker, keys: Sequence[str], fractions: Sequence[float],
+             log: Callable[[str], None] = lambda _: None) -> tuple[dict[str, RowAim], list[str]]:
+    """Each row's aim; a row that fails (or is not in the suite's plan) is named in a note. A
+    worker that dies stops the step (``MeasurementError``)."""
+    aims: dict[str, RowAim] = {}
+    failed: list[str] = []
+    for i, key in enumerate(keys, 1):
+        try:
+            aims[key] = aim_row(key, lambda spin, key=key: worker.time_row(key, spin), fractions)
+        except KeyError:
+            failed.append(f"{key} (not in the suite's plan)")
+            continue
+        except (WorkerError, ValueError) as exc:
+            failed.append(f"{key} ({exc})")
+            continue
+        except WorkerFailure as exc:
+            raise MeasurementError(f"aim step: the worker failed on {key}: {exc.reason}") from None
+        got = aims[key]
+        log(f"aim {i}/{len(keys)} {key}: {len(got.points)} spins timed; "
+            + ", ".join([f"{k} -> {got.spins_ns[k]} ns ({got.aimed[k]:+.2%})" for k in got.spins_ns]
+                        + [f"{k} not plantable" for k in got.missed]))
+    notes = [f"not aimed, so not planted: {', '.join(failed)}"] if failed else []
+    return aims, notes
+
+
+def unplanted_notes(aims: Mapping[str, RowAim]) -> list[str]:
+    """One note per row and fraction the aim could not plant, with the closest it got."""
+    return [f"{key} not planted at {float(k):.0%}: {why}" for key, a in sorted(aims.items())
+            for k, why in sorted(a.missed.items())]
