@@ -655,7 +655,7 @@ def _pair_options(p: argparse.ArgumentParser) -> None:
                    help="a worker that does not answer within S seconds is killed and restarted; its row is "
                         "REJECTED (default 600)")
     g.add_argument("--max-rounds", type=int, metavar="N",
-                   help="pairs a row may grow to while short of its precision target (default 20; cpu 24)")
+                   help="pairs a row may grow to while short of its precision target (default 80; cpu 24)")
     g.add_argument("--row-budget", type=_finite, metavar="S", help="wall seconds one row's timing may take (default 30; cpu 8)")
     g.add_argument("--run-budget", type=_finite, metavar="S",
                    help="wall seconds the run may spend on extra pairs (default 600; cpu 300)")

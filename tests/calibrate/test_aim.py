@@ -25,12 +25,30 @@ def row(us: float, *, gain: float = 1.0, hidden_ns: float = 0.0, fixed_ns: float
 def test_a_proportional_row_is_aimed_at_each_size_and_each_chosen_spin_confirmed():
     measure, calls = row(10.0)
     aim = aim_row("add/4096/float16", measure, (0.01, 0.02, 0.05))
-    assert calls[0] == 0 and calls[1] == ladder_start(10.0, (0.01, 0.02, 0.05)) == 25
-    ladder = calls[:-18]  # then each chosen spin three more times, alternating with 0
-    assert len(ladder) == len(set(ladder)) and calls[-18:] == [0, 100] * 3 + [0, 200] * 3 + [0, 500] * 3
+    # three timings at 0 agree, so the ladder is not paired; it starts at a quarter of 1 %
+    assert calls[:4] == [0, 0, 0, ladder_start(10.0, (0.01, 0.02, 0.05))] and ladder_start(10.0, (0.01,)) == 25
+    assert not aim.paired_ladder
     assert aim.spins_ns == {"0.01": 100, "0.02": 200, "0.05": 500} and not aim.missed
     assert aim.aimed == pytest.approx({"0.01": 0.01, "0.02": 0.02, "0.05": 0.05})
-    assert aim.points[0].spin_ns == 0 and aim.zero_us == 10.0
+    # each chosen spin confirmed three more times, each timing between two timings at 0
+    assert calls[-21:] == [100] + [100, 0] * 3 + [200] + [200, 0] * 3 + [500] + [500, 0] * 3
+    assert {p.spin_ns: p.timings for p in aim.points if p.spin_ns in (100, 200, 500)} == {100: 4, 200: 4, 500: 4}
+    assert aim.zero_us == 10.0
+
+
+def test_a_row_whose_time_at_0_moves_pairs_every_ladder_step_and_aims_through_the_drift():
+    """A power-capped kernel: its time drifts 0.3 % a timing; each step against the 0s beside it."""
+    state = {"n": 0}
+
+    def measure(spin: int) -> float:
+        state["n"] += 1
+        drift = 1 + 0.003 * state["n"]
+        return (48.0 + spin / 1000) * drift
+
+    aim = aim_row("matmul/4096x4096x4096/float16", measure, (0.02, 0.05))
+    assert aim.paired_ladder
+    for k, f in (("0.02", 0.02), ("0.05", 0.05)):
+        assert abs(aim.aimed[k] - f) <= 0.25 * f and aim.spins_ns[k] == pytest.approx(f * 48_000, rel=0.1)
 
 
 @pytest.mark.parametrize("gain,hidden_ns", [(4.0, 0.0), (1.0, 300.0), (8.0, 150.0)])

@@ -67,7 +67,8 @@ def test_a_quiet_device_catches_every_planted_slowdown_of_2_and_5_percent(tmp_pa
     assert [s["name"] for s in doc["steps"]] == ["aa-1", "aa-2", "aim", "planted-0.01", "planted-0.02",
                                                  "planted-0.05"]
     softmax = next(r for r in doc["rows"] if r["op"] == "softmax")
-    assert softmax["aim"]["points"][0][0] == 0 and len(softmax["aim"]["points"]) >= 5
+    spins = [point[0] for point in softmax["aim"]["points"]]  # [spin, effect, timings], the hidden 300 ns in it
+    assert len(spins) >= 5 and min(spins) < 300 < max(spins) and softmax["aim"]["zero_us"] > 0
     # each step is an ordinary pair directory; the candidate of a planted step says it was planted
     planted = json.loads(next((out / "planted-0.05").glob("pair-*/candidate/run_identity.json")).read_text())
     assert planted["planted_delay"]["fraction"] == 0.05
@@ -79,9 +80,9 @@ def test_a_quiet_device_catches_every_planted_slowdown_of_2_and_5_percent(tmp_pa
 
 
 def test_a_noisy_row_misses_what_its_noise_hides_and_the_classes_say_so(tmp_path):
-    """matmul with 5 % placement noise per round: its detectable effect is above 5 %, so no
+    """matmul with 10 % placement noise per round: its detectable effect is above 5 %, so no
     planted size is caught there; the quiet rows still catch 2 % and 5 %."""
-    cal, _md, _png, _out, _log = _calibrate(tmp_path, env={"TG_NOISE": "matmul:0.05"}, fractions=(0.02, 0.05))
+    cal, _md, _png, _out, _log = _calibrate(tmp_path, env={"TG_NOISE": "matmul:0.1"}, fractions=(0.02, 0.05))
     rows = {r.op: r for r in cal.rows}
     assert rows["matmul"].detectable > 0.05 and rows["matmul"].smallest_caught is None
     assert rows["add"].smallest_caught == rows["softmax"].smallest_caught == 0.02

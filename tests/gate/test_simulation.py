@@ -1,6 +1,8 @@
 """The gate's false-alarm rate and power on synthetic samples drawn at H200 noise levels
 (the noise model is in tritongate.gate.simulate)."""
 
+import math
+
 from tritongate.gate.simulate import GRAPH_TIMER_REL_IQR, H200_REL_IQRS, simulate
 from tritongate.gate.verdict import Verdict
 
@@ -30,13 +32,17 @@ def test_planted_5_percent_speedup_is_caught_too():
 
 def test_paired_aa_with_shared_drift_and_the_adaptive_schedule_calls_nothing():
     """1,000 A/A rows at the measured noise levels, a drift shared by both sides, rows short
-    of their target growing to 20 pairs: no row is called."""
-    from tritongate.gate.simulate import simulate_paired
+    of their target growing as on a GPU (to 80 pairs, five looks): no row is called."""
+    import dataclasses
 
-    result = simulate_paired(rows=ROWS, shift=0.0, rel_iqrs=H200_REL_IQRS, seed=20261129)
+    from tritongate.gate.simulate import simulate_paired
+    from tritongate.pair.orchestrator import default_schedule
+
+    schedule = dataclasses.replace(default_schedule("cuda", 5), row_budget_s=math.inf, run_budget_s=math.inf)
+    result = simulate_paired(rows=ROWS, shift=0.0, rel_iqrs=H200_REL_IQRS, seed=20261129, schedule=schedule)
     assert len(result.by(Verdict.REGRESSED)) == len(result.by(Verdict.IMPROVED)) == 0
     rounds = [r.rounds for r in result.rows]
-    assert min(rounds) == 5 and max(rounds) == 20  # the schedule did add pairs
+    assert min(rounds) == 5 and max(rounds) == 80  # the schedule did add pairs
     assert all(r.timing.paired for r in result.rows)
 
 

@@ -184,7 +184,8 @@ def test_bad_schedule_options_are_usage_errors(tmp_path):
         run_pair(_request(tmp_path, schedule_overrides={"max_rounds": 1}), spawn=_spawner(World()))
     # a minimum above the default cap raises the cap instead of failing
     from tritongate.pair.orchestrator import default_schedule
-    assert default_schedule("cuda", 30).max_rounds == 30 and default_schedule("cpu", 6).max_rounds == 24
+    assert default_schedule("cuda", 5).max_rounds == 80 and default_schedule("cuda", 100).max_rounds == 100
+    assert default_schedule("cpu", 6).max_rounds == 24
 
 
 def test_the_verdict_names_each_side_by_pair_and_side(tmp_path):

@@ -5,12 +5,17 @@ a short spin can end under the kernel's own memory traffic and add nothing, a on
 can pay a fixed cost once any spin runs, a kernel of several waves can gain one spin or one
 per wave. So nothing is extrapolated: in one process, the row is timed with the spin compiled
 in and 0, then along a ladder of spins (each ×√2, from below the smallest fraction) until the
-largest fraction is passed; for each fraction the spin between the two ladder steps around it
-is interpolated and timed too, and the timed spin closest to the fraction is chosen, then timed
-``confirm`` more times alternating with 0 (the median is its planted size); where that moves
-it out of the tolerance, a secant step along the ladder's slope is tried, and confirmed. A fraction no
-chosen spin lands within ``tolerance`` of (relative) is not planted on that row, and says why:
-the instrument cannot plant it there, which is not the gate missing it.
+largest fraction is passed; for each fraction a weighted least-squares line through the spins
+timed around the ladder's crossing of it gives the spin to try. That spin is timed again,
+alternating with 0, until what it adds is known to a third of the tolerance (or
+``MAX_CONFIRM`` timings): that median is its planted size. Where it lands outside the
+tolerance, a new line (with those timings in it) gives another spin, confirmed the same way. A
+fraction no chosen spin lands within ``tolerance`` of (relative) is not planted on that row,
+and says why: the instrument cannot plant it there, which is not the gate missing it.
+
+A row whose time at 0 moves between timings (a power-capped matmul: its clock follows the
+power limit) times 0 again after every ladder step too, and each step's effect is against the
+0s either side of it, as a paired run pairs its rounds.
 """
 
 from __future__ import annotations
@@ -27,17 +32,17 @@ MeasureUs = Callable[[int], float]  # spin per program (ns) -> the row's median 
 GROWTH = math.sqrt(2.0)
 MAX_STEPS = 24  # ladder steps per row: from a quarter of the smallest fraction to the largest, with room
 TOLERANCE = 0.25  # a planted 2 % lands within 1.5–2.5 %
-CONFIRM = 3  # more timings of each chosen spin and of 0, interleaved
+ZEROS = 3  # timings at 0 before the ladder: their spread decides whether the ladder is paired
+CONFIRM = 3  # least timings of a chosen spin beyond its ladder step, each against the 0s beside it
+MAX_CONFIRM = 8  # most, for a row whose noise keeps its planted size uncertain
 REFINE = 2  # secant steps for a chosen spin that its confirmation moved out of the tolerance
 
 
 @dataclass(frozen=True)
 class AimPoint:
     spin_ns: int
-    time_us: float
-
-    def effect(self, zero_us: float) -> float:
-        return self.time_us / zero_us - 1
+    effect: float  # median of its timings, each over the time at 0 beside it, minus 1
+    timings: int
 
 
 @dataclass(frozen=True)
@@ -51,13 +56,15 @@ class RowAim:
     spins_ns: Mapping[str, int] = field(default_factory=dict)  # fraction key -> spin
     aimed: Mapping[str, float] = field(default_factory=dict)  # fraction key -> effect at that spin, in process
     missed: Mapping[str, str] = field(default_factory=dict)  # fraction key -> why not planted
+    paired_ladder: bool = False  # the time at 0 moved: every ladder step was paired with 0s
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.zero_us) and self.zero_us > 0):
             raise ValueError(f"{self.key}: time spinning 0 is {self.zero_us!r} µs")
 
     def to_dict(self) -> dict[str, object]:
-        return {"zero_us": self.zero_us, "points": [[p.spin_ns, p.time_us] for p in self.points],
+        return {"zero_us": self.zero_us, "paired_ladder": self.paired_ladder,
+                "points": [[p.spin_ns, p.effect, p.timings] for p in self.points],
                 "spins_ns": dict(self.spins_ns), "aimed": dict(self.aimed), "missed": dict(self.missed)}
 
 
@@ -66,87 +73,106 @@ def ladder_start(zero_us: float, fractions: Sequence[float]) -> int:
     return max(1, math.floor(min(fractions) * zero_us * 1000 / 4))
 
 
+class _Timings:
+    """A row's timings as effects: each spin's time over the time at 0 beside it."""
+
+    def __init__(self, measure: MeasureUs, key: str, quiet_within: float) -> None:
+        self.measure = measure
+        self.zeros = [measure(0) for _ in range(ZEROS)]
+        zero = statistics.median(self.zeros)
+        if not (math.isfinite(zero) and zero > 0):
+            raise ValueError(f"{key}: time spinning 0 is {zero!r} µs")
+        self.paired = (max(self.zeros) - min(self.zeros)) / zero > quiet_within
+        self.effects: dict[int, list[float]] = {}
+
+    def time(self, spin: int, *, paired: bool) -> None:
+        """One more timing of ``spin``; paired: against the 0 before it and one timed after."""
+        t = self.measure(spin)
+        if paired:
+            before = self.zeros[-1]
+            self.zeros.append(self.measure(0))
+            ref = (before + self.zeros[-1]) / 2
+        else:
+            ref = statistics.median(self.zeros)
+        self.effects.setdefault(spin, []).append(t / ref - 1)
+
+    def effect(self, spin: int) -> float:
+        if spin not in self.effects:
+            self.time(spin, paired=self.paired)
+        return statistics.median(self.effects[spin])
+
+    def sure(self, spin: int, within: float) -> bool:
+        got = self.effects[spin]
+        return len(got) >= 2 and statistics.stdev(got) / math.sqrt(len(got)) <= within
+
+    def confirm(self, spin: int, within: float) -> float:
+        """Time ``spin`` (paired) until its effect's standard error is at most ``within``."""
+        self.effect(spin)
+        done = 0
+        while done < MAX_CONFIRM and (done < CONFIRM or not self.sure(spin, within)):
+            self.time(spin, paired=True)
+            done += 1
+        return statistics.median(self.effects[spin])
+
+
 def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, tolerance: float = TOLERANCE,
-            max_steps: int = MAX_STEPS, confirm: int = CONFIRM) -> RowAim:
+            max_steps: int = MAX_STEPS) -> RowAim:
     """Time the row along the ladder and choose a spin per fraction (see the module's doc)."""
     if not fractions or any(not 0 < f < 1 for f in fractions):
         raise ValueError(f"fractions {list(fractions)}: each must be in (0, 1)")
-    zero = measure(0)
-    if not (math.isfinite(zero) and zero > 0):
-        raise ValueError(f"{key}: time spinning 0 is {zero!r} µs")
-    timed: dict[int, float] = {0: zero}
-
-    def time_spin(spin: int) -> float:
-        if spin not in timed:
-            timed[spin] = measure(spin)
-        return timed[spin] / zero - 1
-
+    t = _Timings(measure, key, quiet_within=tolerance * min(fractions) / 2)
+    zero = statistics.median(t.zeros)
     top = max(fractions) * (1 + tolerance)
     spin = ladder_start(zero, fractions)
-    while spin > 1 and time_spin(spin) >= min(fractions):  # a kernel of many waves: start lower
+    while spin > 1 and t.effect(spin) >= min(fractions):  # a kernel of many waves: start lower
         spin = max(1, spin // 4)
     ladder: list[int] = []
     for _ in range(max_steps):
         ladder.append(spin)
-        if time_spin(spin) >= top:
+        if t.effect(spin) >= top:
             break
         spin = min(MAX_DELAY_NS, max(spin + 1, math.ceil(spin * GROWTH)))
         if spin == ladder[-1]:
             break
-    chosen: dict[str, int] = {}
-    for f in sorted(fractions):
-        past = next((i for i, s in enumerate(ladder) if timed[s] / zero - 1 >= f), 0)
-        if past:  # interpolate between the last ladder step short of f and the first at or past it
-            lo, hi = ladder[past - 1], ladder[past]
-            e_lo, e_hi = timed[lo] / zero - 1, timed[hi] / zero - 1
-            guess = round(lo + (f - e_lo) / (e_hi - e_lo) * (hi - lo))
-            if lo < guess < hi:
-                time_spin(guess)
-        chosen[fraction_key(f)] = min((s for s in timed if s), key=lambda s: (abs(timed[s] / zero - 1 - f), s))
-    # Each chosen spin is timed again, alternating with the spin at 0, so what it adds is not one
-    # timing's noise (a ladder step's error would otherwise become the planted size).
-    repeats: dict[int, list[float]] = {0: [zero]}
+    def predict(f: float) -> int | None:
+        """The spin a weighted least-squares line through the spins timed around the ladder's
+        crossing of ``f`` puts at ``f`` (one timing's noise would steer a two-point secant
+        anywhere); None below the ladder's first step or where the line is not rising."""
+        past = next((i for i, s in enumerate(ladder) if t.effect(s) >= f), 0)
+        if not past:
+            return None
+        lo, hi = ladder[past - 1] / GROWTH, ladder[past] * GROWTH
+        near = [(s, t.effect(s), len(t.effects[s])) for s in t.effects if lo <= s <= hi]
+        n = sum(w for _, _, w in near)
+        mx = sum(s * w for s, _, w in near) / n
+        my = sum(e * w for _, e, w in near) / n
+        sxx = sum(w * (s - mx) ** 2 for s, _, w in near)
+        slope = sum(w * (s - mx) * (e - my) for s, e, w in near) / sxx if sxx else 0.0
+        if slope <= 0:
+            return None
+        return min(max(1, round(mx + (f - my) / slope)), MAX_DELAY_NS)
 
-    def confirmed(spin: int) -> float:
-        if spin not in repeats:
-            repeats[spin] = [timed[spin]] if spin in timed else []
-            for _ in range(confirm):
-                repeats[0].append(measure(0))
-                repeats[spin].append(measure(spin))
-        return statistics.median(repeats[spin]) / statistics.median(repeats[0]) - 1
-
-    def slope_at(spin: int) -> float:
-        """Effect per ns around ``spin``, from the ladder steps either side of it."""
-        lo = max((s for s in ladder if s < spin), default=0)
-        hi = min((s for s in ladder if s > spin), default=spin)
-        return (timed[hi] - timed[lo]) / zero / (hi - lo) if hi > lo else 0.0
-
-    for f in sorted(fractions):
-        k = fraction_key(f)
-        best, got = chosen[k], confirmed(chosen[k])
-        for _ in range(REFINE):  # missed by the noise of the ladder's timings: one secant step, confirmed
-            slope = slope_at(best)
-            if abs(got - f) <= tolerance * f or slope <= 0:
-                break
-            nxt = round(best + (f - got) / slope)
-            if nxt < 1 or nxt > MAX_DELAY_NS or nxt in repeats:
-                break
-            got_nxt = confirmed(nxt)
-            if abs(got_nxt - f) < abs(got - f):
-                best, got = nxt, got_nxt
-        chosen[k] = best
-    zero_confirmed = statistics.median(repeats[0])
     spins, aimed, missed = {}, {}, {}
     for f in sorted(fractions):
         k = fraction_key(f)
-        best = chosen[k]
-        got = statistics.median(repeats[best]) / zero_confirmed - 1
+        within = tolerance * f / 3
+        guess = predict(f)
+        best = guess if guess is not None else min(t.effects, key=lambda s: (abs(t.effect(s) - f), s))
+        got = t.confirm(best, within)
+        for _ in range(REFINE):  # the confirmed size is off: a new line, with the confirmed timings in it
+            if abs(got - f) <= tolerance * f:
+                break
+            nxt = predict(f)
+            if nxt is None or nxt == best:
+                break
+            got_nxt = t.confirm(nxt, within)
+            if abs(got_nxt - f) < abs(got - f):
+                best, got = nxt, got_nxt
         if abs(got - f) <= tolerance * f:
             spins[k], aimed[k] = best, got
         else:
             missed[k] = (f"no spin lands within ±{tolerance:.0%} of {f:.0%}: the closest, {best} ns, "
                          f"added {got:+.2%}")
-    for spin, times in repeats.items():  # the points show every spin timed, each at its median
-        timed[spin] = statistics.median(times)
-    points = tuple(AimPoint(s, t) for s, t in sorted(timed.items()))
-    return RowAim(key=key, zero_us=zero_confirmed, points=points, spins_ns=spins, aimed=aimed, missed=missed)
+    points = tuple(AimPoint(s, statistics.median(e), len(e)) for s, e in sorted(t.effects.items()))
+    return RowAim(key=key, zero_us=statistics.median(t.zeros), points=points, spins_ns=spins, aimed=aimed,
+                  missed=missed, paired_ladder=t.paired)

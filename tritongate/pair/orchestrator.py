@@ -48,6 +48,7 @@ from tritongate.rundir import LOG, RunWriter, new_run_dir
 from tritongate.runlog import RunLog
 from tritongate.schema import Correctness, PairInfo, Row, RowStatus, SkipReason, Variant
 
+GPU_MAX_ROUNDS = 80
 STARTUP_TIMEOUT_S = 600.0  # importing torch/triton and creating a device context
 MAX_RESTARTS = 10  # per side: a worker that keeps dying stops the run
 PAIR_SIDES = ("base", "candidate")
@@ -104,11 +105,13 @@ class PairRequest:
 
 
 def default_schedule(backend: str, rounds: int) -> PairSchedule:
-    """Rows short of their target grow to 20 pairs on a GPU (30 s a row, 10 min a run); on
-    the interpreter, whose host timings are noisy, to 24 pairs within 8 s a row."""
+    """Rows short of their target grow to 80 pairs on a GPU (30 s a row, 10 min a run): a row
+    whose memory placement moves its time by 2 % a round (a skinny matmul on the H200) needs
+    that many to resolve 2 % (``bench/results/2026-11-30_h200_pair_noise.md``). On the
+    interpreter, whose host timings are noisy, to 24 pairs within 8 s a row."""
     if backend == "cpu":
         return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, 24), row_budget_s=8.0, run_budget_s=300.0)
-    return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, 20))
+    return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, GPU_MAX_ROUNDS))
 
 
 @dataclass
