@@ -24,8 +24,8 @@ class AimWorker:
     """``with AimWorker(request, work_dir) as w: w.time_row(key, spin_ns)``."""
 
     def __init__(self, request: PairRequest, work_dir: Path, *, spawn: SpawnFn = spawn_process,
-                 rounds: int = AIM_ROUNDS) -> None:
-        overrides = {**request.config_overrides, "warmup_budget_s": AIM_WARMUP_S}
+                 rounds: int = AIM_ROUNDS, warmup_s: float = AIM_WARMUP_S) -> None:
+        overrides = {**request.config_overrides, "warmup_budget_s": warmup_s}
         self.request = replace(request, config_overrides=overrides)
         self.rounds = rounds
         self._worker = spawn(side_worker_spec(self.request, "base", self.request.base, Path(work_dir) / "workers"))
