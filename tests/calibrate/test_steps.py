@@ -58,14 +58,16 @@ def test_a_quiet_device_catches_every_planted_slowdown_of_2_and_5_percent(tmp_pa
         assert cal.rate(f).caught == cal.rate(f).rows == 3
         for r in rows.values():  # the gate's estimate is the planted size, as the aim measured it
             o = r.planted[f"{f:g}"]
-            assert abs(o.aimed - f) <= 0.25 * f and o.effect == pytest.approx(o.aimed, abs=0.004)
+            # two estimates of one size, each with its own noise (about 0.2 % here)
+            assert abs(o.aimed - f) <= 0.25 * f and o.effect == pytest.approx(o.aimed, abs=0.006)
     assert all(g.met for g in cal.goals())
     doc = json.loads((out / CALIBRATION_JSON).read_text())
     assert doc["schema"] == 2 and doc["aa"] == {"rows": 6, "false_verdicts": 0}
     assert doc["catch"]["0.05"] == {"rows": 3, "caught": 3, "rate": 1.0, "unplanted": 0}
     assert [c["rows"] for c in doc["classes"]] == [1, 1, 1, 0]
-    assert [s["name"] for s in doc["steps"]] == ["aa-1", "aa-2", "aim", "planted-0.01", "planted-0.02",
-                                                 "planted-0.05"]
+    names = [s["name"] for s in doc["steps"]]  # a size the aim was unsure of is checked by a paired run
+    assert names[:3] == ["aa-1", "aa-2", "aim"] and names[-3:] == ["planted-0.01", "planted-0.02", "planted-0.05"]
+    assert all(n.startswith("check-") for n in names[3:-3])
     softmax = next(r for r in doc["rows"] if r["op"] == "softmax")
     spins = [point[0] for point in softmax["aim"]["points"]]  # [spin, effect, timings], the hidden 300 ns in it
     assert len(spins) >= 5 and min(spins) < 300 < max(spins) and softmax["aim"]["zero_us"] > 0
@@ -103,6 +105,24 @@ def test_a_row_whose_spin_costs_a_fixed_time_is_not_planted_at_sizes_below_it_an
                                      "planted at 5% as missed")
     assert "Not plantable (no spin timed within ±25 % of the size; not counted above): 2% on 1 rows, 5% on 1 rows." \
         in md.read_text()
+
+
+def test_a_row_whose_time_moves_in_one_process_is_sized_by_paired_checks_and_caught(tmp_path):
+    """matmul moves 3 % a round in the aim's worker only (a power-capped kernel): the aim is
+    unsure of its sizes, so paired runs of its spin measure them; the planted runs that follow
+    plant those sizes and catch them."""
+    cal, md, _png, out, log = _calibrate(tmp_path, env={"TG_AIM_NOISE": "matmul:0.03"}, fractions=(0.02, 0.05))
+    matmul = next(r for r in cal.rows if r.op == "matmul")
+    assert set(matmul.aim["unsure"]) == {"0.02", "0.05"} and set(matmul.aim["checked"]) == {"0.02", "0.05"}
+    assert any(line.startswith("check 2% (1/3): 1 rows") for line in log)
+    for f in (0.02, 0.05):
+        o = matmul.planted[f"{f:g}"]
+        spin, effect = min(matmul.aim["checked"][f"{f:g}"], key=lambda c: abs(c[1] - f))
+        assert (o.delay_ns, o.aimed) == (spin, effect) and abs(effect - f) <= 0.25 * f  # the check's size
+        assert o.delay_ns == pytest.approx(f * 40_000, rel=0.3) and o.caught  # what the script says it takes
+    checks = [s for s in json.loads((out / CALIBRATION_JSON).read_text())["steps"] if s["name"].startswith("check-")]
+    assert checks and all(Path(s["path"]).name.startswith("pair-") for s in checks)
+    assert all(g.met for g in cal.goals())
 
 
 def test_a_suite_without_builtin_ops_is_refused_before_anything_runs(tmp_path, monkeypatch):

@@ -13,6 +13,8 @@ tests.pair.fakes:ScriptedExecutor``); there its behaviour comes from environment
 ``TG_GAIN`` (``op:gain,...``, default 1: one wave of programs) longer, less what ``TG_HIDE``
 (``op:ns,...``: a spin up to that long ends under the kernel's own memory traffic) hides, plus
 ``TG_FIXED`` (``op:ns,...``: what any spin at all costs once, as a one-wave kernel on the H200).
+``TG_AIM_NOISE`` (``op:sd,...``) is that op's per-round noise in a calibration's aim worker
+only (side ``aim``): a power-bound kernel whose clock moves between timings in one process.
 """
 
 from __future__ import annotations
@@ -166,6 +168,9 @@ class ScriptedExecutor:
         self.device.cost_us = COST_US[op]
         noise = dict(item.split(":") for item in self.env.get("TG_NOISE", "").split(",") if item)
         self.device.placement_sd = float(noise.get(op, self.default_placement_sd))
+        if self.side == "aim":
+            aim_noise = dict(item.split(":") for item in self.env.get("TG_AIM_NOISE", "").split(",") if item)
+            self.device.placement_sd = float(aim_noise.get(op, self.device.placement_sd))
         params: dict[str, Any] = {"shape": list(shape), "seed": 1}
         delay = self.plant_plan.delay_for(op, case_id(tuple(shape)), dtype) if self.plant_plan is not None else None
         gains = dict(item.split(":") for item in self.env.get("TG_GAIN", "").split(",") if item)

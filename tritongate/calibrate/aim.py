@@ -13,9 +13,10 @@ tolerance, a new line (with those timings in it) gives another spin, confirmed t
 fraction no chosen spin lands within ``tolerance`` of (relative) is not planted on that row,
 and says why: the instrument cannot plant it there, which is not the gate missing it.
 
-A row whose time at 0 moves between timings (a power-capped matmul: its clock follows the
-power limit) times 0 again after every ladder step too, and each step's effect is against the
-0s either side of it, as a paired run pairs its rounds.
+A row whose time at 0 moves between timings times 0 again after every ladder step too, and
+each step's effect is against the 0s either side of it, as a paired run pairs its rounds. A
+size still uncertain after ``MAX_CONFIRM`` timings (a power-capped matmul, whose clock follows
+the power limit) is marked ``unsure``: ``aim_check`` measures it by paired runs instead.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ class RowAim:
     aimed: Mapping[str, float] = field(default_factory=dict)  # fraction key -> effect at that spin, in process
     missed: Mapping[str, str] = field(default_factory=dict)  # fraction key -> why not planted
     paired_ladder: bool = False  # the time at 0 moved: every ladder step was paired with 0s
+    tried: Mapping[str, int] = field(default_factory=dict)  # fraction key -> the spin chosen, planted or not
+    unsure: tuple[str, ...] = ()  # fraction keys whose size stayed uncertain after MAX_CONFIRM timings
+    checked: Mapping[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)  # paired checks: (spin, effect)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.zero_us) and self.zero_us > 0):
@@ -65,7 +69,8 @@ class RowAim:
     def to_dict(self) -> dict[str, object]:
         return {"zero_us": self.zero_us, "paired_ladder": self.paired_ladder,
                 "points": [[p.spin_ns, p.effect, p.timings] for p in self.points],
-                "spins_ns": dict(self.spins_ns), "aimed": dict(self.aimed), "missed": dict(self.missed)}
+                "spins_ns": dict(self.spins_ns), "aimed": dict(self.aimed), "missed": dict(self.missed),
+                "tried": dict(self.tried), "unsure": list(self.unsure), "checked": {k: [list(c) for c in v] for k, v in self.checked.items()}}
 
 
 def ladder_start(zero_us: float, fractions: Sequence[float]) -> int:
@@ -152,7 +157,8 @@ def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, toleran
             return None
         return min(max(1, round(mx + (f - my) / slope)), MAX_DELAY_NS)
 
-    spins, aimed, missed = {}, {}, {}
+    spins, aimed, missed, tried = {}, {}, {}, {}
+    unsure: list[str] = []
     for f in sorted(fractions):
         k = fraction_key(f)
         within = tolerance * f / 3
@@ -168,6 +174,9 @@ def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, toleran
             got_nxt = t.confirm(nxt, within)
             if abs(got_nxt - f) < abs(got - f):
                 best, got = nxt, got_nxt
+        tried[k] = best
+        if not t.sure(best, within):
+            unsure.append(k)
         if abs(got - f) <= tolerance * f:
             spins[k], aimed[k] = best, got
         else:
@@ -175,4 +184,4 @@ def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, toleran
                          f"added {got:+.2%}")
     points = tuple(AimPoint(s, statistics.median(e), len(e)) for s, e in sorted(t.effects.items()))
     return RowAim(key=key, zero_us=statistics.median(t.zeros), points=points, spins_ns=spins, aimed=aimed,
-                  missed=missed, paired_ladder=t.paired)
+                  missed=missed, paired_ladder=t.paired, tried=tried, unsure=tuple(unsure))

@@ -28,7 +28,8 @@ class AimWorker:
         overrides = {**request.config_overrides, "warmup_budget_s": warmup_s}
         self.request = replace(request, config_overrides=overrides)
         self.rounds = rounds
-        self._worker = spawn(side_worker_spec(self.request, "base", self.request.base, Path(work_dir) / "workers"))
+        self._worker = spawn(side_worker_spec(self.request, "base", self.request.base, Path(work_dir) / "workers",
+                                              label="aim"))
         self._rows: dict[str, dict[str, Any]] = {}
 
     def __enter__(self) -> "AimWorker":

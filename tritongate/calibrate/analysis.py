@@ -54,7 +54,7 @@ def step_rows(result: Any) -> tuple[StepRow, ...]:
 
 def analyse(*, created_utc: str, suite: str, runner: Mapping[str, Any], aa: Sequence[Step],
             fractions: Sequence[float], aims: Mapping[str, RowAim], aim_s: float, planted: Sequence[Step],
-            notes: Sequence[str] = ()) -> Calibration:
+            checks: Sequence[Step] = (), notes: Sequence[str] = ()) -> Calibration:
     """Rows timed in the first A/A run are calibrated; the others are noted."""
     if not aa:
         raise ValueError("a calibration needs at least one A/A run")
@@ -88,6 +88,8 @@ def analyse(*, created_utc: str, suite: str, runner: Mapping[str, Any], aa: Sequ
     steps = tuple([*({"name": s.name, "fraction": s.fraction, "wall_s": round(s.wall_s, 1), "path": s.path}
                      for s in aa),
                    {"name": "aim", "fraction": None, "wall_s": round(aim_s, 1), "path": ""},
+                   *({"name": s.name, "fraction": s.fraction, "wall_s": round(s.wall_s, 1), "path": s.path}
+                     for s in checks),
                    *({"name": s.name, "fraction": s.fraction, "wall_s": round(s.wall_s, 1), "path": s.path}
                      for s in planted)])
     return Calibration(created_utc=created_utc, suite=suite, runner=dict(runner), fractions=tuple(fractions),

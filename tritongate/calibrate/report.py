@@ -67,7 +67,9 @@ def render(cal: Calibration) -> str:
               "Planted runs: both sides have the planted spin compiled in (every program spins after its "
               "work; `tritongate/ops/kernels/planted.py`), the base spinning 0, the candidate the spin aimed at "
               "the size: in the `aim` step each row was timed, in one process, along a ladder of spins, and the "
-              "spin whose time came closest to the size was kept (planted: what it added there). A cell shows "
+              "spin whose time came closest to the size was kept (planted: what it added there); a size it could "
+              "not pin down in one process (a power-bound kernel, whose clock moves between timings) was measured "
+              "instead by a paired run of that spin (the `check-*` steps). A cell shows "
               "the gate's own estimate of the effect, then the planted size. ✅ caught (REGRESSED), · not caught, "
               "– not planted."]
     lines += [f"- note: {markdown_cell(n)}" for n in cal.notes]

@@ -5,12 +5,15 @@
 2. ``aim``: in one worker of the build, each row timed with the planted spin compiled in and
    spinning 0, then at the spins that find, per fraction, the spin that makes it that much
    slower (``aim``): what a spin adds is measured, never extrapolated.
+   ``check-<f>-<n>``: for rows whose time moves in one process (power-bound), the aimed spin
+   in a paired run of their ops, rescaled until it lands (``aim_check``).
 3. ``planted-<f>``: both sides with the planted spin compiled in, the base spinning 0, the
    candidate the spin aimed at ``f`` (``TRITONGATE_PLANTED_DELAY``): a REGRESSED is a catch.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 from dataclasses import dataclass
@@ -18,7 +21,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from tritongate.calibrate.aim import RowAim
-from tritongate.calibrate.analysis import Step, analyse, step_rows
+from tritongate.calibrate.aim_check import check_aims
+from tritongate.calibrate.analysis import Step, StepRow, analyse, step_rows
 from tritongate.calibrate.model import Calibration, fraction_key
 from tritongate.planting import PLANTED_DELAY_ENV, write_plan
 
@@ -89,9 +93,20 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
     t0 = time.perf_counter()
     aims, aim_notes = aim(timed, plan.fractions)
     aim_s = time.perf_counter() - t0
-    notes += aim_notes + unplanted_notes(aims)
     zero_plan = write_plan(plans / "zero.json", 0.0, {key: 0 for key in aims})
     zero_env = {PLANTED_DELAY_ENV: str(zero_plan.resolve())}
+    checks: list[Step] = []
+
+    def run_check(name: str, f: float, spins: Mapping[str, int]) -> dict[str, StepRow]:
+        path = write_plan(plans / f"{name}.json", f, {**{key: 0 for key in aims}, **spins})
+        request = make_request(out / name, zero_env, {PLANTED_DELAY_ENV: str(path.resolve())})
+        request = dataclasses.replace(request, only_ops=tuple(sorted({key.split("/")[0] for key in spins})))
+        step, _ = _timed_step(name, None, request, run, dict(spins))
+        checks.append(step)
+        return {r.key: r for r in step.rows}
+
+    aims = check_aims(aims, plan.fractions, run_check, log=log)
+    notes += aim_notes + unplanted_notes(aims)
     planted: list[Step] = []
     for f in plan.fractions:
         k = fraction_key(f)
@@ -108,4 +123,4 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
         planted.append(step)
     return analyse(created_utc=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), suite=plan.suite,
                    runner=runner_of(identity), aa=aa, fractions=plan.fractions, aims=aims, aim_s=aim_s,
-                   planted=planted, notes=notes)
+                   checks=checks, planted=planted, notes=notes)

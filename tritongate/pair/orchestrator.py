@@ -167,14 +167,17 @@ def worker_settings(req: "PairRequest") -> dict[str, Any]:
             "cpu_affinity": [max(os.sched_getaffinity(0))] if hasattr(os, "sched_getaffinity") else None}
 
 
-def side_worker_spec(req: "PairRequest", name: str, build: CompilerBuild, workers_dir: Path) -> WorkerSpec:
+def side_worker_spec(req: "PairRequest", name: str, build: CompilerBuild, workers_dir: Path, *,
+                     label: str | None = None) -> WorkerSpec:
     """How to start the worker of one side (``name``: base or candidate) of ``req``: the build's
-    interpreter and environment, its own Triton cache, its log under ``workers_dir``."""
+    interpreter and environment, the side's own Triton cache, its log under ``workers_dir``
+    (named ``label``, default ``name``: another worker of the same build shares its cache)."""
     cache_root = Path(req.cache_root) if req.cache_root else Path(req.out) / ".triton-cache"
     env = build.environment(os.environ, pythonpath=package_path_dir(workers_dir / "pythonpath"),
                             cache_dir=(cache_root / f"{name}-{build.digest()}").resolve())
-    return WorkerSpec(side=name, argv=[build.python, "-m", "tritongate.pair.worker", "--executor", req.executor],
-                      env=env, log_path=workers_dir / f"{name}.log")
+    return WorkerSpec(side=label or name, argv=[build.python, "-m", "tritongate.pair.worker", "--executor",
+                                                req.executor],
+                      env=env, log_path=workers_dir / f"{label or name}.log")
 
 
 class PairRunner:

@@ -1,0 +1,91 @@
+"""Checking the aim of rows whose time will not hold still in one process, by paired runs.
+
+A power-bound kernel (a large matmul under the H200's power cap) moves 11-17 % between the
+aim's timings, whatever their warm-up (``bench/results/2026-11-30_h200_aim_warmup.md``): its
+clock follows the power limit, and only timings as close together as a paired run's rounds
+share a clock. Where the aim could not pin a size down (``RowAim.unsure``) its spin is
+therefore run in a paired run of its own (the base spinning 0, the candidate that spin; only
+the ops of such rows), and the effect that run measures is the size planted, provided that run could
+resolve the size (its detectable effect at most the size; a noisier row stays unplanted). A spin whose check lands
+outside the tolerance is scaled by size / measured (the time a spin adds grows with it) and
+checked again, up to ``CHECKS`` runs per size. The planted run that follows is another run:
+its call is not the check's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Mapping, Sequence
+
+from tritongate.calibrate.aim import TOLERANCE, RowAim
+from tritongate.calibrate.analysis import StepRow
+from tritongate.calibrate.model import fraction_key
+from tritongate.planting import MAX_DELAY_NS
+
+CHECKS = 3  # paired runs per size at most
+MAX_SCALE = 4.0  # a check moves a spin by at most this factor, up or down
+
+# (step name, size, the checked rows' spins) -> the rows of that paired run, by key
+RunCheck = Callable[[str, float, Mapping[str, int]], Mapping[str, StepRow]]
+
+
+def unsure_rows(aims: Mapping[str, RowAim]) -> list[str]:
+    """The rows with a size the aim could not pin down."""
+    return sorted(k for k, a in aims.items() if a.unsure)
+
+
+def check_aims(aims: Mapping[str, RowAim], fractions: Sequence[float], run_check: RunCheck, *,
+               tolerance: float = TOLERANCE, checks: int = CHECKS,
+               log: Callable[[str], None] = lambda _: None) -> dict[str, RowAim]:
+    """``aims`` with each unsure row's spins and sizes replaced by what paired runs measured."""
+    out = dict(aims)
+    unsure = unsure_rows(aims)
+    if not unsure:
+        return out
+    found: dict[str, dict[str, list[tuple[int, float]]]] = {k: {} for k in unsure}
+    for f in sorted(fractions):
+        fk = fraction_key(f)
+        spins = {k: aims[k].tried[fk] for k in unsure if fk in aims[k].unsure and fk in aims[k].tried}
+        for n in range(1, checks + 1):
+            if not spins:
+                break
+            log(f"check {f:.0%} ({n}/{checks}): {len(spins)} rows the aim could not size in one process, paired")
+            rows = run_check(f"check-{fk}-{n}", f, spins)
+            again = {}
+            for key, spin in spins.items():
+                row = rows.get(key)
+                if row is None or row.effect is None or row.detectable is None or row.detectable > f:
+                    continue  # not measured, or not precisely enough to know the size it planted
+                found[key].setdefault(fk, []).append((spin, row.effect))
+                if abs(row.effect - f) > tolerance * f:
+                    scale = min(MAX_SCALE, max(1 / MAX_SCALE, f / row.effect)) if row.effect > 0 else MAX_SCALE
+                    nxt = min(MAX_DELAY_NS, max(1, round(spin * scale)))
+                    if nxt != spin:
+                        again[key] = nxt
+            spins = again
+    for key in unsure:
+        out[key] = _checked(aims[key], found[key], [f for f in fractions if fraction_key(f) in aims[key].unsure],
+                            tolerance)
+    return out
+
+
+def _checked(aim: RowAim, found: Mapping[str, list[tuple[int, float]]], fractions: Sequence[float],
+             tolerance: float) -> RowAim:
+    spins, aimed, missed = dict(aim.spins_ns), dict(aim.aimed), dict(aim.missed)
+    for f in fractions:
+        fk = fraction_key(f)
+        tries = found.get(fk)
+        spins.pop(fk, None)
+        aimed.pop(fk, None)
+        missed.pop(fk, None)
+        if not tries:
+            missed[fk] = "the aim could not size it in one process, and no paired check measured it"
+            continue
+        spin, effect = min(tries, key=lambda t: abs(t[1] - f))
+        if abs(effect - f) <= tolerance * f:
+            spins[fk], aimed[fk] = spin, effect
+        else:
+            missed[fk] = (f"the aim could not size it in one process; paired checks of {len(tries)} spins, the closest "
+                          f"{spin} ns at {effect:+.2%}, none within ±{tolerance:.0%} of {f:.0%}")
+    return dataclasses.replace(aim, spins_ns=spins, aimed=aimed, missed=missed,
+                               checked={k: tuple(v) for k, v in found.items()})
