@@ -85,3 +85,16 @@ def test_bad_sizes_and_a_row_that_takes_no_time_are_refused():
         aim_row("x", measure, (0.0,))
     with pytest.raises(ValueError, match="time spinning 0"):
         aim_row("x", lambda spin: 0.0, (0.02,))
+
+
+def test_the_next_checked_spin_interpolates_between_checks_either_side_else_scales():
+    from tritongate.calibrate.aim_check import MAX_SCALE, next_spin
+
+    # a power-bound row: 700 ns added 0.4 %, 2800 ns added 4 % -> between them for 2 %
+    assert next_spin([(700, 0.004), (2800, 0.04)], 0.02) == round(700 + (0.016 / 0.036) * 2100)
+    assert next_spin([(700, 0.004)], 0.02) == 700 * MAX_SCALE  # at most MAX_SCALE up
+    assert next_spin([(1000, 0.04)], 0.02) == 500
+    assert next_spin([(1000, -0.01)], 0.02) == 1000 * MAX_SCALE  # nothing added yet: the largest step
+    assert next_spin([(500, 0.01), (1000, 0.04), (600, 0.012)], 0.02) == round(600 + (0.008 / 0.028) * 400)
+    assert next_spin([(500, 0.01), (502, 0.03)], 0.02) == 501
+    assert next_spin([(500, 0.01), (501, 0.03)], 0.02) is None  # the line lands on a spin checked already

@@ -5,11 +5,11 @@ aim's timings, whatever their warm-up (``bench/results/2026-11-30_h200_aim_warmu
 clock follows the power limit, and only timings as close together as a paired run's rounds
 share a clock. Where the aim could not pin a size down (``RowAim.unsure``) its spin is
 therefore run in a paired run of its own (the base spinning 0, the candidate that spin; only
-the ops of such rows), and the effect that run measures is the size planted, provided that run could
-resolve the size (its detectable effect at most the size; a noisier row stays unplanted). A spin whose check lands
-outside the tolerance is scaled by size / measured (the time a spin adds grows with it) and
-checked again, up to ``CHECKS`` runs per size. The planted run that follows is another run:
-its call is not the check's.
+the ops of such rows), and the effect that run measures is the size planted, provided that run
+could resolve the size (its detectable effect at most the size; a noisier row stays
+unplanted). A check outside the tolerance is followed by a spin interpolated between the row's
+checks either side of the size, or scaled by size / measured (``next_spin``), up to ``CHECKS``
+runs per size. The planted run that follows is another run: its call is not the check's.
 """
 
 from __future__ import annotations
@@ -58,15 +58,32 @@ def check_aims(aims: Mapping[str, RowAim], fractions: Sequence[float], run_check
                     continue  # not measured, or not precisely enough to know the size it planted
                 found[key].setdefault(fk, []).append((spin, row.effect))
                 if abs(row.effect - f) > tolerance * f:
-                    scale = min(MAX_SCALE, max(1 / MAX_SCALE, f / row.effect)) if row.effect > 0 else MAX_SCALE
-                    nxt = min(MAX_DELAY_NS, max(1, round(spin * scale)))
-                    if nxt != spin:
+                    nxt = next_spin([c for cs in found[key].values() for c in cs], f)
+                    if nxt is not None:
                         again[key] = nxt
             spins = again
     for key in unsure:
         out[key] = _checked(aims[key], found[key], [f for f in fractions if fraction_key(f) in aims[key].unsure],
                             tolerance)
     return out
+
+
+def next_spin(checked: Sequence[tuple[int, float]], f: float) -> int | None:
+    """The next spin to check for size ``f``, from every (spin, effect) checked on the row (any
+    size: it is one curve): between the two checks either side of ``f``, linearly; else the
+    closest check scaled by ``f`` over its effect (at most ``MAX_SCALE`` either way). None when
+    that spin was checked already."""
+    below = [c for c in checked if c[1] < f]
+    above = [c for c in checked if c[1] >= f]
+    if below and above:
+        (s0, e0), (s1, e1) = max(below, key=lambda c: c[1]), min(above, key=lambda c: c[1])
+        nxt = round(s0 + (f - e0) / (e1 - e0) * (s1 - s0))
+    else:
+        spin, effect = min(checked, key=lambda c: abs(c[1] - f))
+        scale = min(MAX_SCALE, max(1 / MAX_SCALE, f / effect)) if effect > 0 else MAX_SCALE
+        nxt = round(spin * scale)
+    nxt = min(MAX_DELAY_NS, max(1, nxt))
+    return None if any(nxt == s for s, _ in checked) else nxt
 
 
 def _checked(aim: RowAim, found: Mapping[str, list[tuple[int, float]]], fractions: Sequence[float],
