@@ -437,7 +437,25 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         from tritongate.calibrate.model import load_calibration
 
         return _write_thresholds(load_calibration(Path(args.from_calibration)), args)
-    fractions = parse_fractions(args.planted)
+    from tritongate.calibrate.resume import Settings, check_same, load_settings
+
+    if args.resume:  # go on with the calibration's own settings and record
+        if args.baseline:
+            raise UsageError("--resume goes on with the calibration's own record; drop --baseline")
+        out = Path(args.resume)
+        settings = load_settings(out)
+        check_same(settings, {"suite": args.suite, "aa_runs": args.aa_runs,
+                              "fractions": parse_fractions(args.planted) if args.planted else None,
+                              "only_ops": tuple(_split(args.ops)) or None,
+                              "only_dtypes": tuple(_split(args.dtypes)) or None})
+        args.suite, args.aa_runs = settings.suite, settings.aa_runs
+        args.ops, args.dtypes = list(settings.only_ops), list(settings.only_dtypes)
+        fractions = settings.fractions
+        _check_record(Path(settings.record), f"--resume {out}: its record")
+    else:
+        args.suite = args.suite or "pr"
+        args.aa_runs = 1 if args.aa_runs is None else args.aa_runs
+        fractions = parse_fractions(args.planted or "1,2,5")
     if args.aa_runs < 1:
         raise UsageError(f"--aa-runs must be at least 1, got {args.aa_runs}")
     plantable = plantable_ops(args.suite)
@@ -448,18 +466,24 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         from tritongate.gate.policy import load_policy
 
         load_policy(Path(args.write_thresholds))
-    out = calibration_dir(Path(args.out), args.suite)
     args.base_python = args.cand_python = args.python
     args.base_env = args.cand_env = None
     color = want_color(args.color, sys.stderr)
-    if args.baseline:
-        record = Path(args.baseline)
+    if args.resume:
+        record = Path(settings.record)
+        print(f"resume:      {out} (record {record})", file=sys.stderr, flush=True)
     else:
-        print(f"record: {args.suite} ({args.backend})", file=sys.stderr, flush=True)
-        record = _record(args, out)
-        if isinstance(record, int):
-            return record
-        print(f"record:      {record}")
+        out = calibration_dir(Path(args.out), args.suite)
+        if args.baseline:
+            record = Path(args.baseline)
+        else:
+            print(f"record: {args.suite} ({args.backend})", file=sys.stderr, flush=True)
+            record = _record(args, out)
+            if isinstance(record, int):
+                return record
+            print(f"record:      {record}")
+        Settings(suite=args.suite, fractions=tuple(fractions), aa_runs=args.aa_runs, record=str(record.resolve()),
+                 only_ops=tuple(_split(args.ops)), only_dtypes=tuple(_split(args.dtypes))).write(out)
     template = _pair_request(args, record, out, policy)
     steps = args.aa_runs + 1 + len(fractions)
     done = [0]
@@ -794,13 +818,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "effect, the smallest planted slowdown caught; per size class: catch rates), "
                     "calibration.md and calibration.png. Builtin ops only (the planted delay is theirs).",
         epilog=CALIBRATE_FOOTER, formatter_class=argparse.RawDescriptionHelpFormatter)
-    cal.add_argument("--suite", type=_text, default="pr", metavar="NAME|PATH", help="default: pr")
+    cal.add_argument("--suite", type=_text, metavar="NAME|PATH", help="default: pr")
     cal.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
     cal.add_argument("--out", type=_text, default="runs", metavar="DIR", help="default: runs")
     cal.add_argument("--baseline", type=_text, metavar="RECORD", help="a record run to replay (default: record one)")
-    cal.add_argument("--planted", type=_text, default="1,2,5", metavar="P,Q",
+    cal.add_argument("--planted", type=_text, metavar="P,Q",
                      help="planted slowdowns in per cent of each row's time (default 1,2,5)")
-    cal.add_argument("--aa-runs", type=int, default=1, metavar="N", help="A/A paired runs (default 1)")
+    cal.add_argument("--aa-runs", type=int, metavar="N", help="A/A paired runs (default 1)")
+    cal.add_argument("--resume", type=_text, metavar="CALDIR",
+                     help="go on with a calibration that stopped part-way (its folder, calibrate-<suite>_<UTC>): "
+                          "its own settings and record; finished steps are read back, not measured again")
     cal.add_argument("--python", type=_text, metavar="PY", help="the build's interpreter (default: this one)")
     t = cal.add_argument_group("thresholds")
     t.add_argument("--write-thresholds", type=_text, metavar="YAML",

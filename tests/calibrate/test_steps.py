@@ -145,3 +145,41 @@ def test_a_suite_without_builtin_ops_is_refused_before_anything_runs(tmp_path, m
     assert plantable_ops(str(example / "user_ops.yaml")) == frozenset({"add"})
     if not had_example:  # leave the import state as it was for the user-op tests
         sys.modules.pop("scale_shift", None)
+
+
+def test_a_calibration_stopped_part_way_resumes_without_measuring_a_finished_step_again(tmp_path):
+    """The last planted step never finished (no step.json): a second run_calibration on the same
+    folder reads back the A/A runs, the aim and the other planted steps, and runs only that one."""
+    cal, _md, _png, out, _log = _calibrate(tmp_path, env={"TG_GAIN": "matmul:4"}, fractions=(0.02, 0.05))
+    assert (out / "aim.json").is_file() and all((out / s / "step.json").is_file()
+                                               for s in ("aa-1", "planted-0.02", "planted-0.05"))
+    (out / "planted-0.05" / "step.json").unlink()
+    world = World()
+    spawned: list[str] = []
+    pairs: list[str] = []
+
+    def spawn(spec):
+        spawned.append(spec.side)
+        return InProcessWorker(spec.side, lambda settings, spec=spec: ScriptedExecutor(
+            settings, world=world, env=spec.env, side=spec.side))
+
+    def run(request):
+        pairs.append(Path(request.out).name)
+        return run_pair(request, spawn=spawn)
+
+    template = PairRequest(baseline=tmp_path / "baseline", suite="scripted", out=tmp_path / "unused",
+                           base=CompilerBuild("base", env={"TG_GAIN": "matmul:4"}),
+                           cand=CompilerBuild("candidate", env={"TG_GAIN": "matmul:4"}),
+                           executor="tests.pair.fakes:ScriptedExecutor")
+    log: list[str] = []
+    again, _md2, _png2 = run_calibration(template, suite="scripted", out=out, fractions=(0.02, 0.05), aa_runs=1,
+                                         run=run, log=log.append, plantable=frozenset({"add", "softmax", "matmul"}),
+                                         spawn=spawn)
+    assert pairs == ["planted-0.05"] and "aim" not in spawned  # the rest was read back
+    assert "aim: finished before, read back from aim.json" in log  # run_calibration: detail defaults to log
+    assert any(line.startswith("aa-1: finished before, read back from ") for line in log)
+    assert [r.aa_verdicts for r in again.rows] == [r.aa_verdicts for r in cal.rows]
+    assert [{k: o.delay_ns for k, o in r.planted.items()} for r in again.rows] == \
+        [{k: o.delay_ns for k, o in r.planted.items()} for r in cal.rows]
+    assert [s["wall_s"] for s in again.steps][:2] == [s["wall_s"] for s in cal.steps][:2]  # the cost it had
+    assert again.rate(0.05).caught == again.rate(0.05).rows == 3

@@ -8,6 +8,7 @@ request and prints what it wrote.
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -71,6 +72,7 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
     line per step, ``detail`` (default ``log``) one per row of the aim step. ``spawn`` starts
     the aim step's worker (default: a process, as the paired runs' workers)."""
     from tritongate.calibrate.aim_worker import AimWorker, aim_rows
+    from tritongate.calibrate.resume import load_aims, resumable, save_aims
     from tritongate.pair.build import CompilerBuild
     from tritongate.pair.orchestrator import spawn_process
 
@@ -82,14 +84,33 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
 
     plan = CalibrationPlan(suite=suite, out=out, fractions=tuple(fractions), aa_runs=aa_runs, plantable=plantable)
     def aim(keys: Sequence[str], sizes: Sequence[float]) -> Any:
+        done = load_aims(out)
+        if done is not None:
+            (detail or log)("aim: finished before, read back from aim.json")
+            return done
+        t0 = time.perf_counter()
         # the base build as the planted runs' base has it, replaying the same baseline
         with AimWorker(replace(template, out=out / "aim"), out / "aim", spawn=spawn or spawn_process) as worker:
-            return aim_rows(worker, keys, sizes, detail or log)
+            aims, notes = aim_rows(worker, keys, sizes, detail or log)
+        wall = time.perf_counter() - t0
+        save_aims(out, aims, notes, wall)
+        return aims, notes, wall
 
-    cal = calibrate(plan, make_request, run, aim, log)
+    cal = calibrate(plan, make_request, resumable(run, _regate, detail or log), aim, log, detail)
     cal.write(out / CALIBRATION_JSON)
     md, png = write_reports(cal, out)
     return cal, md, png
+
+
+def _regate(request: Any, pair_dir: Path) -> Any:
+    """A finished step's outcome, read back: its two run directories, gated again."""
+    from tritongate.gate.verdict import run_gate
+    from tritongate.pair.orchestrator import PairOutcome
+    from tritongate.rundir import load_run
+
+    base, cand = pair_dir / "base", pair_dir / "candidate"
+    return PairOutcome(path=pair_dir, base_path=base, cand_path=cand,
+                       result=run_gate(load_run(base), load_run(cand), request.policy))
 
 
 def print_outcome(cal: Calibration, out: Path, md: Path, png: Path | None) -> None:

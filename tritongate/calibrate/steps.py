@@ -30,8 +30,8 @@ from tritongate.planting import PLANTED_DELAY_ENV, write_plan
 MakeRequest = Callable[[Path, Mapping[str, str], Mapping[str, str]], Any]
 RunPair = Callable[[Any], Any]  # PairRequest -> PairOutcome
 Log = Callable[[str], None]
-# (row keys, fractions) -> each row's aim, and notes on the rows that could not be aimed
-Aim = Callable[[Sequence[str], Sequence[float]], tuple[Mapping[str, RowAim], list[str]]]
+# (row keys, fractions) -> each row's aim, notes on the rows that could not be aimed, seconds it took
+Aim = Callable[[Sequence[str], Sequence[float]], tuple[Mapping[str, RowAim], list[str], float]]
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,9 @@ def _timed_step(name: str, fraction: float | None, request: Any, run: RunPair,
     outcome = run(request)
     if outcome.result is None:
         raise RuntimeError(f"calibration step {name}: the paired run gave no verdict ({outcome.path})")
-    return Step(name, fraction, step_rows(outcome.result), time.perf_counter() - t0, str(outcome.path),
-                delays), outcome
+    # a step read back by --resume reports what it cost when it ran
+    wall = getattr(outcome, "wall_s", 0.0) or time.perf_counter() - t0
+    return Step(name, fraction, step_rows(outcome.result), wall, str(outcome.path), delays), outcome
 
 
 def runner_of(outcome_identity: Mapping[str, Any]) -> dict[str, Any]:
@@ -69,8 +70,9 @@ def runner_of(outcome_identity: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, aim: Aim,
-              log: Log = lambda _: None) -> Calibration:
-    """Run every step and analyse them."""
+              log: Log = lambda _: None, detail: Log | None = None) -> Calibration:
+    """Run every step and analyse them. ``log``: a line per step; ``detail``: a line per
+    paired check of the aim (default ``log``)."""
     from tritongate.calibrate.aim_worker import unplanted_notes
 
     out = plan.out
@@ -90,9 +92,7 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
                          "calibrate a suite of builtin ops, e.g. pr")
     log(f"aim: the spin for {', '.join(f'{f:.0%}' for f in plan.fractions)} on each of {len(timed)} rows, "
         "timed in one process")
-    t0 = time.perf_counter()
-    aims, aim_notes = aim(timed, plan.fractions)
-    aim_s = time.perf_counter() - t0
+    aims, aim_notes, aim_s = aim(timed, plan.fractions)
     zero_plan = write_plan(plans / "zero.json", 0.0, {key: 0 for key in aims})
     zero_env = {PLANTED_DELAY_ENV: str(zero_plan.resolve())}
     checks: list[Step] = []
@@ -105,7 +105,7 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
         checks.append(step)
         return {r.key: r for r in step.rows}
 
-    aims = check_aims(aims, plan.fractions, run_check, log=log)
+    aims = check_aims(aims, plan.fractions, run_check, log=detail or log)
     notes += aim_notes + unplanted_notes(aims)
     planted: list[Step] = []
     for f in plan.fractions:

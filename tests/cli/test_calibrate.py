@@ -1,0 +1,54 @@
+"""``tritongate calibrate --resume``: bad folders and conflicting options are usage errors
+naming the folder, before anything is measured."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tritongate.calibrate.resume import SETTINGS, Settings
+from tritongate.cli import main
+
+
+def _settings(folder, **fields):
+    folder.mkdir(parents=True, exist_ok=True)
+    return Settings(**{"suite": "smoke", "fractions": (0.02, 0.05), "aa_runs": 3,
+                       "record": str(folder / "no-record"), **fields}).write(folder)
+
+
+@pytest.mark.parametrize("extra,fragment", [
+    (["--suite", "pr"], "started with suite 'smoke', not 'pr'"),
+    (["--aa-runs", "1"], "started with aa_runs 3, not 1"),
+    (["--planted", "1,2"], "started with fractions (0.02, 0.05), not (0.01, 0.02)"),
+    (["--ops", "add"], "started with only_ops (), not ('add',)"),
+    (["--baseline", "x"], "drop --baseline"),
+])
+def test_resume_refuses_options_other_than_the_calibrations_own(tmp_path, capsys, extra, fragment):
+    cal = tmp_path / "calibrate-smoke_20261130T000000Z"
+    _settings(cal)
+    assert main(["calibrate", "--resume", str(cal), "--backend", "cpu", "--color", "never", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and fragment in err
+    assert sorted(p.name for p in cal.iterdir()) == [SETTINGS]  # nothing measured or written
+
+
+def test_resume_of_a_folder_calibrate_did_not_make_names_it(tmp_path, capsys):
+    assert main(["calibrate", "--resume", str(tmp_path / "elsewhere"), "--color", "never"]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "elsewhere") in err and "cannot read settings.json" in err
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / SETTINGS).write_text(json.dumps({"kind": "other"}))
+    assert main(["calibrate", "--resume", str(tmp_path / "bad"), "--color", "never"]) == 2
+    assert "settings.json is damaged" in capsys.readouterr().err
+
+
+def test_resume_goes_on_with_the_calibrations_own_settings(tmp_path, capsys):
+    """Given only the folder, it takes suite, sizes and record from it: here the record is
+    gone, which it says before measuring anything (the settings were used, not the defaults)."""
+    cal = tmp_path / "calibrate-smoke_20261130T000000Z"
+    _settings(cal)
+    code = main(["calibrate", "--resume", str(cal), "--backend", "cpu", "--color", "never"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--resume {cal}: its record {cal / 'no-record'}" in err and "not a directory" in err
+    assert sorted(p.name for p in cal.iterdir()) == [SETTINGS]
