@@ -43,7 +43,7 @@ def test_rates_by_class_goals_and_the_smallest_catch():
     assert doc["aa"] == {"rows": 4, "false_verdicts": 1}
     assert [k["rows"] for k in doc["classes"]] == [1, 0, 1, 1]
     assert doc["summary"] == {"created_utc": "2026-11-30T05:00:00+00:00", "device": "NVIDIA H200", "aa_rows": 4,
-                              "aa_false": 1, "fraction": 0.02, "caught": 2, "planted_rows": 3}
+                              "aa_false": 1, "fraction": 0.02, "caught": 2, "planted_rows": 3, "unplanted": 0}
 
 
 def test_a_size_the_aim_could_not_plant_is_left_out_of_the_rate_and_a_miss_for_the_goal():
@@ -70,6 +70,9 @@ def test_the_summary_line_names_a_calibration_from_another_gpu():
     assert s.line("NVIDIA H200") == ("Calibrated on this runner 2026-11-30 (`tritongate calibrate`): 0 false "
                                      "verdicts in 102 A/A rows; a 2% slowdown caught on 33 of 34 rows.")
     assert s.line("NVIDIA A100").startswith("⚠️ Calibrated on NVIDIA H200, not this GPU (NVIDIA A100), 2026-11-30")
+    some_not_planted = CalibrationSummary("2026-11-30T05:00:00+00:00", "NVIDIA H200", 102, 0, 0.02, 28, 30, 4)
+    assert some_not_planted.line("NVIDIA H200").endswith(
+        "a 2% slowdown caught on 28 of 30 rows (4 more could not be planted).")
 
 
 def test_a_written_calibration_reads_back_as_its_summary(tmp_path):

@@ -63,7 +63,7 @@ def pair(tmp_path: Path, base_rows, cand_rows, *, cand_identity=None):
 
 
 CALIBRATION = {"created_utc": "2026-11-30T03:12:00+00:00", "device": "NVIDIA H200", "aa_rows": 102,
-               "aa_false": 0, "fraction": 0.02, "caught": 33, "planted_rows": 34}
+               "aa_false": 0, "fraction": 0.02, "caught": 33, "planted_rows": 34, "unplanted": 0}
 
 
 def calibration_summary(**fields):

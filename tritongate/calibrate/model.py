@@ -166,7 +166,7 @@ class Calibration:
         rate = self.rate(two)
         return CalibrationSummary(created_utc=self.created_utc, device=str(self.runner.get("device", "?")),
                                   aa_rows=self.aa_rows, aa_false=self.aa_false, fraction=two,
-                                  caught=rate.caught, planted_rows=rate.rows)
+                                  caught=rate.caught, planted_rows=rate.rows, unplanted=rate.unplanted)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -212,9 +212,12 @@ class CalibrationSummary:
     fraction: float
     caught: int
     planted_rows: int
+    unplanted: int = 0  # rows the calibration could not plant at that size (not in planted_rows)
 
     def line(self, verdict_device: str | None = None) -> str:
         rate = f"{self.caught} of {self.planted_rows} rows" if self.planted_rows else "no rows planted"
+        if self.unplanted:
+            rate += f" ({self.unplanted} more could not be planted)"
         text = (f"Calibrated on this runner {self.created_utc[:10]} (`tritongate calibrate`): "
                 f"{self.aa_false} false verdicts in {self.aa_rows} A/A rows; a {self.fraction:.0%} slowdown "
                 f"caught on {rate}.")
@@ -287,6 +290,7 @@ def load_summary(path: Path) -> CalibrationSummary:
         fraction: float = Field(gt=0, lt=1)
         caught: int = Field(ge=0)
         planted_rows: int = Field(ge=0)
+        unplanted: int = Field(default=0, ge=0)
 
     doc_summary = validate(_Summary, doc.get("summary"), source=f"{path}: summary", error=UsageError)
     if doc_summary.aa_false > doc_summary.aa_rows or doc_summary.caught > doc_summary.planted_rows:
