@@ -52,3 +52,28 @@ def test_resume_goes_on_with_the_calibrations_own_settings(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and f"--resume {cal}: its record {cal / 'no-record'}" in err and "not a directory" in err
     assert sorted(p.name for p in cal.iterdir()) == [SETTINGS]
+
+
+def test_a_real_calibration_on_the_interpreter_then_resumed(tmp_path, capsys):
+    """The real executor end to end (the aim's worker switching the planted spin with set_plant,
+    the paired checks, the planted run) on one row under the interpreter; then a resume of the
+    finished folder reads every step back and measures nothing."""
+    argv = ["calibrate", "--suite", "smoke", "--ops", "add", "--dtypes", "float16", "--planted", "5",
+            "--backend", "cpu", "--max-rounds", "6", "--color", "never"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    cal = next(tmp_path.glob("calibrate-smoke_*"))
+    doc = json.loads((cal / "calibration.json").read_text())
+    assert doc["schema"] == 2 and doc["aa"] == {"rows": 1, "false_verdicts": doc["aa"]["false_verdicts"]}
+    (row,) = doc["rows"]
+    assert row["op"] == "add" and len(row["aim"]["points"]) >= 3 and row["aim"]["zero_us"] > 0
+    names = [s["name"] for s in doc["steps"]]
+    assert names[:2] == ["aa-1", "aim"]
+    # planted where the aim (or its paired check) landed the size; otherwise said, and a miss
+    assert ("planted-0.05" in names) == ("0.05" in row["planted"]) != ("0.05" in row["aim"]["missed"])
+    assert f"calibration: {cal / 'calibration.json'}" in out
+    assert main(["calibrate", "--resume", str(cal), "--backend", "cpu", "--max-rounds", "6", "--color", "never"]) == 0
+    err = capsys.readouterr().err
+    assert "aa-1: finished before, read back from" in err and "aim: finished before, read back from aim.json" in err
+    assert "pairing" not in err  # nothing measured again
+    assert json.loads((cal / "calibration.json").read_text())["rows"][0]["aa_verdicts"] == row["aa_verdicts"]
