@@ -85,8 +85,9 @@ def test_a_written_calibration_reads_back_as_its_summary(tmp_path):
     (None, UsageError, "cannot read the calibration"),
     ("{", UsageError, "not JSON"),
     (json.dumps({"schema": 1}), UsageError, "not a tritongate calibration"),
-    (json.dumps({"schema": 1, "kind": "tritongate-calibration"}), SchemaVersionError, "calibrate again"),
+    (json.dumps({"schema": 0, "kind": "tritongate-calibration"}), SchemaVersionError, "calibrate again"),
     (json.dumps({"schema": 3, "kind": "tritongate-calibration"}), SchemaVersionError, "upgrade tritongate"),
+    (json.dumps({"schema": 1, "kind": "tritongate-calibration"}), UsageError, "summary"),
     (json.dumps({"schema": 2, "kind": "tritongate-calibration", "summary": {"created_utc": "x"}}), UsageError,
      "summary"),
     (json.dumps({"schema": 2, "kind": "tritongate-calibration", "summary": {
@@ -115,3 +116,12 @@ def test_a_calibration_with_a_bad_row_is_one_line_not_a_crash(tmp_path):
     (tmp_path / "calibration.json").write_text(json.dumps(doc))
     with pytest.raises(UsageError, match="more false verdicts or catches than rows"):
         load_summary(tmp_path)
+
+
+def test_a_schema_1_calibration_is_still_cited(tmp_path):
+    """Its summary has the fields a verdict cites: an upgrade does not stop every gate run."""
+    summary = {"created_utc": "2026-11-30T05:00:00+00:00", "device": "NVIDIA H200", "aa_rows": 102, "aa_false": 0,
+               "fraction": 0.02, "caught": 33, "planted_rows": 34}
+    (tmp_path / "calibration.json").write_text(json.dumps({"schema": 1, "kind": "tritongate-calibration",
+                                                            "summary": summary}))
+    assert load_summary(tmp_path) == CalibrationSummary(**summary, unplanted=0)

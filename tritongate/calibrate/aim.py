@@ -7,15 +7,16 @@ per wave. So nothing is extrapolated: in one process, the row is timed with the 
 in and 0, then along a ladder of spins (each ×√2, from below the smallest fraction) until the
 largest fraction is passed; for each fraction a weighted least-squares line through the spins
 timed around the ladder's crossing of it gives the spin to try. That spin is timed again,
-alternating with 0, until what it adds is known to a third of the tolerance (or
-``MAX_CONFIRM`` timings): that median is its planted size. Where it lands outside the
-tolerance, a new line (with those timings in it) gives another spin, confirmed the same way. A
-fraction no chosen spin lands within ``tolerance`` of (relative) is not planted on that row,
-and says why: the instrument cannot plant it there, which is not the gate missing it.
+alternating with 0 (at least ``MIN_TIMINGS``, at most ``MAX_TIMINGS``), until the 95 %
+interval of its mean effect is within half the tolerance: that mean is its planted size, and
+it is planted where the whole interval lies within the tolerance of the size. Where it does
+not, a new line (with those timings in it) gives another spin, confirmed the same way. A size
+no chosen spin lands on is not planted on that row, and says why: the instrument cannot plant
+it there, which is not the gate missing it.
 
 A row whose time at 0 moves between timings times 0 again after every ladder step too, and
 each step's effect is against the 0s either side of it, as a paired run pairs its rounds. A
-size still uncertain after ``MAX_CONFIRM`` timings (a power-capped matmul, whose clock follows
+size still uncertain after ``MAX_TIMINGS`` timings (a power-capped matmul, whose clock follows
 the power limit) is marked ``unsure``: ``aim_check`` measures it by paired runs instead.
 """
 
@@ -34,8 +35,8 @@ GROWTH = math.sqrt(2.0)
 MAX_STEPS = 24  # ladder steps per row: from a quarter of the smallest fraction to the largest, with room
 TOLERANCE = 0.25  # a planted 2 % lands within 1.5–2.5 %
 ZEROS = 3  # timings at 0 before the ladder: their spread decides whether the ladder is paired
-CONFIRM = 3  # least timings of a chosen spin beyond its ladder step, each against the 0s beside it
-MAX_CONFIRM = 8  # most, for a row whose noise keeps its planted size uncertain
+MIN_TIMINGS = 6  # least timings of a chosen spin (its ladder step's included), each against the 0s beside it
+MAX_TIMINGS = 12  # most, for a row whose noise keeps its planted size uncertain
 REFINE = 2  # secant steps for a chosen spin that its confirmation moved out of the tolerance
 
 
@@ -59,7 +60,7 @@ class RowAim:
     missed: Mapping[str, str] = field(default_factory=dict)  # fraction key -> why not planted
     paired_ladder: bool = False  # the time at 0 moved: every ladder step was paired with 0s
     tried: Mapping[str, int] = field(default_factory=dict)  # fraction key -> the spin chosen, planted or not
-    unsure: tuple[str, ...] = ()  # fraction keys whose size stayed uncertain after MAX_CONFIRM timings
+    unsure: tuple[str, ...] = ()  # fraction keys whose size stayed uncertain after MAX_TIMINGS timings
     checked: Mapping[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)  # paired checks: (spin, effect)
 
     def __post_init__(self) -> None:
@@ -106,18 +107,23 @@ class _Timings:
             self.time(spin, paired=self.paired)
         return statistics.median(self.effects[spin])
 
-    def sure(self, spin: int, within: float) -> bool:
+    def half_width(self, spin: int) -> float:
+        """The 95 % confidence half-width of ``spin``'s mean effect (Student's t); inf below
+        ``MIN_TIMINGS`` timings, whose spread says too little about the noise."""
         got = self.effects[spin]
-        return len(got) >= 2 and statistics.stdev(got) / math.sqrt(len(got)) <= within
+        if len(got) < MIN_TIMINGS:
+            return math.inf
+        from scipy.stats import t as student_t
+
+        return float(student_t.ppf(0.975, len(got) - 1)) * statistics.stdev(got) / math.sqrt(len(got))
 
     def confirm(self, spin: int, within: float) -> float:
-        """Time ``spin`` (paired) until its effect's standard error is at most ``within``."""
+        """Time ``spin`` (paired) until the confidence half-width of its mean effect is at
+        most ``within``, or ``MAX_TIMINGS`` timings; its mean effect."""
         self.effect(spin)
-        done = 0
-        while done < MAX_CONFIRM and (done < CONFIRM or not self.sure(spin, within)):
+        while len(self.effects[spin]) < MAX_TIMINGS and self.half_width(spin) > within:
             self.time(spin, paired=True)
-            done += 1
-        return statistics.median(self.effects[spin])
+        return statistics.fmean(self.effects[spin])
 
 
 def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, tolerance: float = TOLERANCE,
@@ -157,31 +163,35 @@ def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, toleran
             return None
         return min(max(1, round(mx + (f - my) / slope)), MAX_DELAY_NS)
 
+    def lands(spin: int, got: float, f: float) -> bool:
+        """Its 95 % interval lies within the tolerance of ``f``."""
+        return abs(got - f) + t.half_width(spin) <= tolerance * f
+
     spins, aimed, missed, tried = {}, {}, {}, {}
     unsure: list[str] = []
     for f in sorted(fractions):
         k = fraction_key(f)
-        within = tolerance * f / 3
+        within = tolerance * f / 2  # the 95 % interval within half the tolerance
         guess = predict(f)
         best = guess if guess is not None else min(t.effects, key=lambda s: (abs(t.effect(s) - f), s))
         got = t.confirm(best, within)
         for _ in range(REFINE):  # the confirmed size is off: a new line, with the confirmed timings in it
-            if abs(got - f) <= tolerance * f:
+            if lands(best, got, f):
                 break
             nxt = predict(f)
-            if nxt is None or nxt == best:
+            if nxt is None or nxt == best or nxt in tried.values():
                 break
             got_nxt = t.confirm(nxt, within)
             if abs(got_nxt - f) < abs(got - f):
                 best, got = nxt, got_nxt
         tried[k] = best
-        if not t.sure(best, within):
+        if t.half_width(best) > within:
             unsure.append(k)
-        if abs(got - f) <= tolerance * f:
+        if lands(best, got, f):
             spins[k], aimed[k] = best, got
         else:
             missed[k] = (f"no spin lands within ±{tolerance:.0%} of {f:.0%}: the closest, {best} ns, "
-                         f"added {got:+.2%}")
+                         f"added {got:+.2%} (±{min(t.half_width(best), 9.99):.2%})")
     points = tuple(AimPoint(s, statistics.median(e), len(e)) for s, e in sorted(t.effects.items()))
     return RowAim(key=key, zero_us=statistics.median(t.zeros), points=points, spins_ns=spins, aimed=aimed,
                   missed=missed, paired_ladder=t.paired, tried=tried, unsure=tuple(unsure))

@@ -13,6 +13,7 @@ from tritongate.atomicio import write_json_atomic
 from tritongate.errors import SchemaVersionError, UsageError
 
 SCHEMA = 2  # 2: rows carry their aim (spins timed, the effect aimed at), no gain
+SUMMARY_SCHEMAS = (1, 2)  # files whose summary a verdict can cite (its fields did not change)
 KIND = "tritongate-calibration"
 CALIBRATION_JSON = "calibration.json"
 CALIBRATION_ENV = "TRITONGATE_CALIBRATION"
@@ -274,9 +275,11 @@ def load_summary(path: Path) -> CalibrationSummary:
         raise UsageError(f"{path}: not JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise UsageError(f"{path}: not a tritongate calibration (no \"kind\": \"{KIND}\")")
-    if doc.get("schema") != SCHEMA:
-        raise SchemaVersionError(f"{path}: calibration schema {doc.get('schema')!r}, this tritongate reads "
-                                 f"{SCHEMA}; upgrade tritongate or calibrate again")
+    schema = doc.get("schema")
+    if schema not in SUMMARY_SCHEMAS:  # the summary a verdict cites is the same in schema 1 and 2
+        advice = "upgrade tritongate" if isinstance(schema, int) and schema > SCHEMA else "calibrate again"
+        raise SchemaVersionError(f"{path}: calibration schema {schema!r}, this tritongate reads "
+                                 f"{', '.join(map(str, SUMMARY_SCHEMAS))}; {advice}")
     from tritongate.validation import validate
     from tritongate.validation.core import StrictDoc
 
