@@ -6,8 +6,8 @@ clock follows the power limit, and only timings as close together as a paired ru
 share a clock. Where the aim could not pin a size down (``RowAim.unsure``) its spin is
 therefore run in a paired run of its own (the base spinning 0, the candidate that spin; only
 the ops of such rows), and the effect that run measures is the size planted, provided that run
-could resolve the size (its detectable effect at most the size; a noisier row stays
-unplanted). A check outside the tolerance is followed by a spin interpolated between the row's
+could resolve it (its noise floor at most the tolerance, and the estimate with half its floor
+within the tolerance of the size; a noisier row stays unplanted, a miss for the goals). A check outside the tolerance is followed by a spin interpolated between the row's
 checks either side of the size, or scaled by size / measured (``next_spin``), up to ``CHECKS``
 runs per size. The planted run that follows is another run: its call is not the check's.
 """
@@ -42,7 +42,8 @@ def check_aims(aims: Mapping[str, RowAim], fractions: Sequence[float], run_check
     unsure = unsure_rows(aims)
     if not unsure:
         return out
-    found: dict[str, dict[str, list[tuple[int, float]]]] = {k: {} for k in unsure}
+    found: dict[str, dict[str, list[tuple[int, float, float]]]] = {k: {} for k in unsure}
+    noisy: dict[str, dict[str, float | None]] = {k: {} for k in unsure}
     for f in sorted(fractions):
         fk = fraction_key(f)
         spins = {k: aims[k].tried[fk] for k in unsure if fk in aims[k].unsure and fk in aims[k].tried}
@@ -54,17 +55,19 @@ def check_aims(aims: Mapping[str, RowAim], fractions: Sequence[float], run_check
             again = {}
             for key, spin in spins.items():
                 row = rows.get(key)
-                if row is None or row.effect is None or row.detectable is None or row.detectable > f:
+                if row is None or row.effect is None or row.noise_floor is None \
+                        or not row.noise_floor <= tolerance * f:
+                    noisy[key].setdefault(fk, row.noise_floor if row is not None else None)
                     continue  # not measured, or not precisely enough to know the size it planted
-                found[key].setdefault(fk, []).append((spin, row.effect))
-                if abs(row.effect - f) > tolerance * f:
-                    nxt = next_spin([c for cs in found[key].values() for c in cs], f)
+                found[key].setdefault(fk, []).append((spin, row.effect, row.noise_floor))
+                if not lands(row.effect, row.noise_floor, f, tolerance):
+                    nxt = next_spin([c[:2] for cs in found[key].values() for c in cs], f)
                     if nxt is not None:
                         again[key] = nxt
             spins = again
     for key in unsure:
-        out[key] = _checked(aims[key], found[key], [f for f in fractions if fraction_key(f) in aims[key].unsure],
-                            tolerance)
+        out[key] = _checked(aims[key], found[key], noisy[key],
+                            [f for f in fractions if fraction_key(f) in aims[key].unsure], tolerance)
     return out
 
 
@@ -86,8 +89,14 @@ def next_spin(checked: Sequence[tuple[int, float]], f: float) -> int | None:
     return None if any(nxt == s for s, _ in checked) else nxt
 
 
-def _checked(aim: RowAim, found: Mapping[str, list[tuple[int, float]]], fractions: Sequence[float],
-             tolerance: float) -> RowAim:
+def lands(effect: float, noise_floor: float, f: float, tolerance: float) -> bool:
+    """A check's estimate, with half its noise floor (about a 95 % interval: the floor is four
+    standard errors), lies within the tolerance of ``f``."""
+    return abs(effect - f) + noise_floor / 2 <= tolerance * f
+
+
+def _checked(aim: RowAim, found: Mapping[str, list[tuple[int, float, float]]],
+             noisy: Mapping[str, float | None], fractions: Sequence[float], tolerance: float) -> RowAim:
     spins, aimed, missed = dict(aim.spins_ns), dict(aim.aimed), dict(aim.missed)
     for f in fractions:
         fk = fraction_key(f)
@@ -96,13 +105,19 @@ def _checked(aim: RowAim, found: Mapping[str, list[tuple[int, float]]], fraction
         aimed.pop(fk, None)
         missed.pop(fk, None)
         if not tries:
-            missed[fk] = "the aim could not size it in one process, and no paired check measured it"
+            floor = noisy.get(fk)
+            missed[fk] = ("the aim could not size it in one process, and its paired check was too noisy to "
+                          f"(noise floor {'unknown' if floor is None else f'±{floor:.2%}'}, "
+                          f"±{tolerance * f:.2%} needed)")
             continue
-        spin, effect = min(tries, key=lambda t: abs(t[1] - f))
-        if abs(effect - f) <= tolerance * f:
+        landed = [c for c in tries if lands(c[1], c[2], f, tolerance)]
+        if landed:  # the landed check with the smallest noise floor: not the luckiest estimate
+            spin, effect, _floor = min(landed, key=lambda c: (c[2], abs(c[1] - f)))
             spins[fk], aimed[fk] = spin, effect
         else:
-            missed[fk] = (f"the aim could not size it in one process; paired checks of {len(tries)} spins, the closest "
-                          f"{spin} ns at {effect:+.2%}, none within ±{tolerance:.0%} of {f:.0%}")
+            spin, effect, floor = min(tries, key=lambda c: abs(c[1] - f))
+            missed[fk] = (f"the aim could not size it in one process; paired checks of {len(tries)} spins, the "
+                          f"closest {spin} ns at {effect:+.2%} (noise floor ±{floor:.2%}), none within "
+                          f"±{tolerance:.0%} of {f:.0%}")
     return dataclasses.replace(aim, spins_ns=spins, aimed=aimed, missed=missed,
-                               checked={k: tuple(v) for k, v in found.items()})
+                               checked={k: tuple((s, e) for s, e, _ in v) for k, v in found.items()})

@@ -20,6 +20,7 @@ class StepRow:
     effect: float | None
     detectable: float | None
     base_median_us: float | None
+    noise_floor: float | None = None  # the effect the row's own noise could produce (inf: unknown)
 
     @property
     def key(self) -> str:
@@ -48,7 +49,8 @@ def step_rows(result: Any) -> tuple[StepRow, ...]:
         t = r.timing
         call = _CALLS.get(t.change.value, "UNCHANGED") if t is not None else r.verdict.value
         out.append(StepRow(r.op, r.case, r.dtype, call, t.effect if t else None,
-                           t.detectable if t else None, t.base.median if t else None))
+                           t.detectable if t else None, t.base.median if t else None,
+                           t.noise_floor if t else None))
     return tuple(out)
 
 

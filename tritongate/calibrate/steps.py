@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from tritongate.calibrate.aim import RowAim
+from tritongate.calibrate.aim import TOLERANCE, RowAim
 from tritongate.calibrate.aim_check import check_aims
 from tritongate.calibrate.analysis import Step, StepRow, analyse, step_rows
 from tritongate.calibrate.model import Calibration, fraction_key
@@ -100,7 +100,11 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
     def run_check(name: str, f: float, spins: Mapping[str, int]) -> dict[str, StepRow]:
         path = write_plan(plans / f"{name}.json", f, {**{key: 0 for key in aims}, **spins})
         request = make_request(out / name, zero_env, {PLANTED_DELAY_ENV: str(path.resolve())})
-        request = dataclasses.replace(request, only_ops=tuple(sorted({key.split("/")[0] for key in spins})))
+        # only the ops of the rows checked; their pairs grow until the noise floor resolves the
+        # size to the aim's tolerance (the target a row's schedule works to is its minimum effect)
+        policy = dataclasses.replace(request.policy, min_effect=TOLERANCE * f, op_min_effect={})
+        request = dataclasses.replace(request, only_ops=tuple(sorted({key.split("/")[0] for key in spins})),
+                                      policy=policy)
         step, _ = _timed_step(name, None, request, run, dict(spins))
         checks.append(step)
         return {r.key: r for r in step.rows}
