@@ -423,6 +423,13 @@ def _check_record(path: Path, option: str) -> None:
                          "leave the option out to record one")
 
 
+def _suite_setting(suite: str) -> str:
+    """A suite as a calibration keeps it: a file by its absolute path (a resume may run from
+    elsewhere), a builtin suite by its name."""
+    path = Path(suite)
+    return str(path.resolve()) if path.suffix in (".yaml", ".yml") or path.is_file() else suite
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """A/A and planted-slowdown paired runs on this machine: calibration.json, .md, .png."""
     from tritongate.calibrate.commands import (calibration_dir, parse_fractions, plantable_ops, print_outcome,
@@ -434,6 +441,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.from_calibration:  # thresholds from an earlier calibration: nothing is measured
         if not args.write_thresholds:
             raise UsageError("--from needs --write-thresholds FILE (it only derives thresholds)")
+        if args.resume:
+            raise UsageError("--from derives thresholds without measuring; it does not go with --resume")
         from tritongate.calibrate.model import load_calibration
 
         return _write_thresholds(load_calibration(Path(args.from_calibration)), args)
@@ -444,12 +453,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise UsageError("--resume goes on with the calibration's own record; drop --baseline")
         out = Path(args.resume)
         settings = load_settings(out)
-        check_same(settings, {"suite": args.suite, "aa_runs": args.aa_runs,
+        check_same(settings, {"suite": _suite_setting(args.suite) if args.suite else None, "aa_runs": args.aa_runs,
                               "fractions": parse_fractions(args.planted) if args.planted else None,
                               "only_ops": tuple(_split(args.ops)) or None,
-                              "only_dtypes": tuple(_split(args.dtypes)) or None})
-        args.suite, args.aa_runs = settings.suite, settings.aa_runs
+                              "only_dtypes": tuple(_split(args.dtypes)) or None,
+                              "backend": None if args.backend == "auto" else args.backend,
+                              "shape_file": str(Path(args.shape_file).resolve()) if args.shape_file else None,
+                              "python": args.python})
+        args.suite, args.aa_runs, args.backend = settings.suite, settings.aa_runs, settings.backend
         args.ops, args.dtypes = list(settings.only_ops), list(settings.only_dtypes)
+        args.shape_file, args.python = settings.shape_file, settings.python
         fractions = settings.fractions
         _check_record(Path(settings.record), f"--resume {out}: its record")
     else:
@@ -482,8 +495,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             if isinstance(record, int):
                 return record
             print(f"record:      {record}")
-        Settings(suite=args.suite, fractions=tuple(fractions), aa_runs=args.aa_runs, record=str(record.resolve()),
-                 only_ops=tuple(_split(args.ops)), only_dtypes=tuple(_split(args.dtypes))).write(out)
+        Settings(suite=_suite_setting(args.suite), fractions=tuple(fractions), aa_runs=args.aa_runs,
+                 record=str(record.resolve()), only_ops=tuple(_split(args.ops)), only_dtypes=tuple(_split(args.dtypes)),
+                 backend=args.backend, shape_file=str(Path(args.shape_file).resolve()) if args.shape_file else None,
+                 python=args.python).write(out)
     template = _pair_request(args, record, out, policy)
     steps = args.aa_runs + 1 + len(fractions)
     done = [0]

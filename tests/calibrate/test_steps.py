@@ -183,3 +183,73 @@ def test_a_calibration_stopped_part_way_resumes_without_measuring_a_finished_ste
         [{k: o.delay_ns for k, o in r.planted.items()} for r in cal.rows]
     assert [s["wall_s"] for s in again.steps][:2] == [s["wall_s"] for s in cal.steps][:2]  # the cost it had
     assert again.rate(0.05).caught == again.rate(0.05).rows == 3
+
+
+def _again(tmp_path, out, fractions=(0.02, 0.05), env=None):
+    """run_calibration once more on ``out`` (a resume), counting the paired runs and workers."""
+    world, spawned, pairs = World(), [], []
+
+    def spawn(spec):
+        spawned.append(spec.side)
+        return InProcessWorker(spec.side, lambda settings, spec=spec: ScriptedExecutor(
+            settings, world=world, env=spec.env, side=spec.side))
+
+    def run(request):
+        pairs.append(Path(request.out).name)
+        return run_pair(request, spawn=spawn)
+
+    template = PairRequest(baseline=tmp_path / "baseline", suite="scripted", out=tmp_path / "unused",
+                           base=CompilerBuild("base", env=env or {}), cand=CompilerBuild("candidate", env=env or {}),
+                           executor="tests.pair.fakes:ScriptedExecutor")
+    log: list[str] = []
+    cal, _md, _png = run_calibration(template, suite="scripted", out=out, fractions=fractions, aa_runs=1, run=run,
+                                     log=log.append, plantable=frozenset({"add", "softmax", "matmul"}), spawn=spawn)
+    return cal, pairs, spawned, log
+
+
+def test_a_row_whose_aim_fails_is_a_miss_at_every_size_not_left_out(tmp_path):
+    cal, _md, _png, _out, log = _calibrate(tmp_path, env={"TG_AIM_ERROR": "softmax"}, fractions=(0.02, 0.05))
+    softmax = next(r for r in cal.rows if r.op == "softmax")
+    assert softmax.planted == {} and "softmax failed in the aim's worker" in softmax.aim["failed"]
+    assert set(softmax.aim["missed"]) == {"0.02", "0.05"}
+    assert cal.rate(0.05).unplanted == 1 and cal.goals()[1].counted == 3  # counted against the goal
+    assert any(n.startswith("not aimed, so not planted (a miss at every size): softmax/64x512/float16") for n in cal.notes)
+    assert any("aim 2/3 softmax/64x512/float16: not aimed (" in line for line in log)
+
+
+def test_an_aim_stopped_part_way_goes_on_from_the_rows_it_had(tmp_path):
+    from tritongate.calibrate.resume import AimProgress, load_aims, save_aims
+
+    cal, _md, _png, out, _log = _calibrate(tmp_path, fractions=(0.02, 0.05))
+    done = load_aims(out)
+    first = sorted(done.aims)[0]
+    save_aims(out, AimProgress({first: done.aims[first]}, {}, 1.5, complete=False))
+    for step in ("planted-0.02", "planted-0.05"):
+        (out / step / "step.json").unlink()
+    again, pairs, spawned, log = _again(tmp_path, out)
+    assert spawned.count("aim") == 1 and pairs == ["planted-0.02", "planted-0.05"]
+    assert "aim: 1 rows aimed before, read back from aim.json" in log
+    assert not any(line.startswith("aim ") and f" {first}:" in line for line in log)  # not aimed again
+    assert load_aims(out).complete and set(load_aims(out).aims) == {r.key for r in cal.rows}
+
+
+def test_damaged_or_missing_resume_files_name_themselves_and_the_fix(tmp_path):
+    import shutil
+
+    from tritongate.errors import UsageError
+
+    _cal, _md, _png, out, _log = _calibrate(tmp_path, fractions=(0.05,))
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    shutil.rmtree(next((out / "aa-1").glob("pair-*")))  # the original's pair is gone ...
+    (copy / "calibration.json").unlink()
+    _again(tmp_path, copy, fractions=(0.05,))  # ... a copy reads its own pairs (step.json is relative)
+    with pytest.raises(UsageError, match=r"aa-1: its finished paired run .* cannot be read back .*delete .*step.json"):
+        _again(tmp_path, out, fractions=(0.05,))
+    (copy / "aa-1" / "step.json").write_text("{")
+    with pytest.raises(UsageError, match=r"step.json: damaged .*delete .* to measure the step again"):
+        _again(tmp_path, copy, fractions=(0.05,))
+    (copy / "aa-1" / "step.json").unlink()
+    (copy / "aim.json").write_text(json.dumps({"kind": "tritongate-calibration-aim", "schema": 1, "rows": {}}))
+    with pytest.raises(UsageError, match=r"aim.json: damaged \(KeyError: 'failed'\); delete it to aim again"):
+        _again(tmp_path, copy, fractions=(0.05,))

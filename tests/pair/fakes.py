@@ -14,7 +14,8 @@ tests.pair.fakes:ScriptedExecutor``); there its behaviour comes from environment
 (``op:ns,...``: a spin up to that long ends under the kernel's own memory traffic) hides, plus
 ``TG_FIXED`` (``op:ns,...``: what any spin at all costs once, as a one-wave kernel on the H200).
 ``TG_AIM_NOISE`` (``op:sd,...``) is that op's per-round noise in a calibration's aim worker
-only (side ``aim``): a power-bound kernel whose clock moves between timings in one process.
+only (side ``aim``): a power-bound kernel whose clock moves between timings in one process;
+``TG_AIM_ERROR`` (ops) fail in the aim's worker only.
 """
 
 from __future__ import annotations
@@ -164,6 +165,8 @@ class ScriptedExecutor:
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
         if op in self.env.get("TG_ROW_ERROR", "").split(","):
             raise ValueError(f"{op} does not support this shape")
+        if self.side == "aim" and op in self.env.get("TG_AIM_ERROR", "").split(","):
+            raise ValueError(f"{op} failed in the aim's worker")
         self._op = op
         self.device.cost_us = COST_US[op]
         noise = dict(item.split(":") for item in self.env.get("TG_NOISE", "").split(",") if item)

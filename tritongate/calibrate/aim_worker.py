@@ -54,6 +54,9 @@ class AimWorker:
     def __exit__(self, *exc: object) -> None:
         self._worker.close()
 
+    def has_row(self, key: str) -> bool:
+        return key in self._rows
+
     def time_row(self, key: str, spin_ns: int) -> float:
         """The row's median time per launch (µs) with every program spinning ``spin_ns``."""
         row = self._rows[key]
@@ -71,28 +74,36 @@ class AimWorker:
 
 
 def aim_rows(worker: AimWorker, keys: Sequence[str], fractions: Sequence[float],
-             log: Callable[[str], None] = lambda _: None) -> tuple[dict[str, RowAim], list[str]]:
-    """Each row's aim; a row that fails (or is not in the suite's plan) is named in a note. A
-    worker that dies stops the step (``MeasurementError``)."""
-    aims: dict[str, RowAim] = {}
-    failed: list[str] = []
+             log: Callable[[str], None] = lambda _: None, *, done: Mapping[str, RowAim] | None = None,
+             failed_before: Mapping[str, str] | None = None,
+             on_row: Callable[[dict[str, RowAim], dict[str, str]], None] | None = None,
+             ) -> tuple[dict[str, RowAim], dict[str, str]]:
+    """Each row's aim, and each row that could not be aimed with why (it is then a miss at every
+    size). Rows in ``done``/``failed_before`` (a resumed aim) are not aimed again; ``on_row``
+    gets the progress after each row. A worker that dies stops the step (``MeasurementError``)."""
+    aims: dict[str, RowAim] = dict(done or {})
+    failed: dict[str, str] = dict(failed_before or {})
     for i, key in enumerate(keys, 1):
-        try:
-            aims[key] = aim_row(key, lambda spin, key=key: worker.time_row(key, spin), fractions)
-        except KeyError:
-            failed.append(f"{key} (not in the suite's plan)")
+        if key in aims or key in failed:
             continue
-        except (WorkerError, ValueError) as exc:
-            failed.append(f"{key} ({exc})")
-            continue
-        except WorkerFailure as exc:
-            raise MeasurementError(f"aim step: the worker failed on {key}: {exc.reason}") from None
-        got = aims[key]
-        log(f"aim {i}/{len(keys)} {key}: {len(got.points)} spins timed; "
+        if not worker.has_row(key):
+            failed[key] = "not in the suite's plan"
+        else:
+            try:
+                aims[key] = aim_row(key, lambda spin, key=key: worker.time_row(key, spin), fractions)
+            except (WorkerError, ValueError) as exc:
+                failed[key] = str(exc)
+            except WorkerFailure as exc:
+                raise MeasurementError(f"aim step: the worker failed on {key}: {exc.reason}; the rows aimed so "
+                                       "far are kept: `tritongate calibrate --resume` goes on from there") from None
+        if on_row is not None:
+            on_row(aims, failed)
+        got = aims.get(key)
+        log(f"aim {i}/{len(keys)} {key}: " + (f"not aimed ({failed[key]})" if got is None else
+            f"{len(got.points)} spins timed; "
             + ", ".join([f"{k} -> {got.spins_ns[k]} ns ({got.aimed[k]:+.2%})" for k in got.spins_ns]
-                        + [f"{k} not plantable" for k in got.missed]))
-    notes = [f"not aimed, so not planted: {', '.join(failed)}"] if failed else []
-    return aims, notes
+                        + [f"{k} not plantable" for k in got.missed])))
+    return aims, failed
 
 
 def unplanted_notes(aims: Mapping[str, RowAim]) -> list[str]:

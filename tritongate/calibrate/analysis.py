@@ -54,10 +54,19 @@ def step_rows(result: Any) -> tuple[StepRow, ...]:
     return tuple(out)
 
 
+def _unaimed(key: str, why: str | None, fractions: Sequence[float]) -> dict[str, Any] | None:
+    """What a row whose aim failed records: every size missed, with why."""
+    if why is None:
+        return None
+    return {"failed": why, "missed": {fraction_key(f): f"not aimed: {why}" for f in fractions}}
+
+
 def analyse(*, created_utc: str, suite: str, runner: Mapping[str, Any], aa: Sequence[Step],
             fractions: Sequence[float], aims: Mapping[str, RowAim], aim_s: float, planted: Sequence[Step],
-            checks: Sequence[Step] = (), notes: Sequence[str] = ()) -> Calibration:
-    """Rows timed in the first A/A run are calibrated; the others are noted."""
+            checks: Sequence[Step] = (), notes: Sequence[str] = (),
+            unaimed: Mapping[str, str] | None = None) -> Calibration:
+    """Rows timed in the first A/A run are calibrated; the others are noted. A row in
+    ``unaimed`` (its aim failed) could not be planted at any size: a miss for the goals."""
     if not aa:
         raise ValueError("a calibration needs at least one A/A run")
     first = {r.key: r for r in aa[0].rows}
@@ -83,7 +92,8 @@ def analyse(*, created_utc: str, suite: str, runner: Mapping[str, Any], aa: Sequ
             zero_us=aim.zero_us if aim is not None else None,
             aa_verdicts=tuple(x.verdict if x else "MISSING" for x in aa_rows),
             aa_effects=tuple(x.effect if x else None for x in aa_rows),
-            detectable=r.detectable, planted=planted_out, aim=aim.to_dict() if aim is not None else None))
+            detectable=r.detectable, planted=planted_out,
+            aim=aim.to_dict() if aim is not None else _unaimed(key, (unaimed or {}).get(key), fractions)))
     all_notes = list(notes)
     if skipped:
         all_notes.append(f"not timed in the A/A run, so not calibrated: {', '.join(skipped)}")

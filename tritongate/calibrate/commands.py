@@ -72,7 +72,7 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
     line per step, ``detail`` (default ``log``) one per row of the aim step. ``spawn`` starts
     the aim step's worker (default: a process, as the paired runs' workers)."""
     from tritongate.calibrate.aim_worker import AimWorker, aim_rows
-    from tritongate.calibrate.resume import load_aims, resumable, save_aims
+    from tritongate.calibrate.resume import AimProgress, load_aims, resumable, save_aims
     from tritongate.pair.build import CompilerBuild
     from tritongate.pair.orchestrator import spawn_process
 
@@ -84,17 +84,25 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
 
     plan = CalibrationPlan(suite=suite, out=out, fractions=tuple(fractions), aa_runs=aa_runs, plantable=plantable)
     def aim(keys: Sequence[str], sizes: Sequence[float]) -> Any:
-        done = load_aims(out)
-        if done is not None:
+        prior = load_aims(out)
+        if prior is not None and prior.complete:
             (detail or log)("aim: finished before, read back from aim.json")
-            return done
+            return prior.aims, prior.failed, prior.wall_s
+        if prior is not None:
+            (detail or log)(f"aim: {len(prior.aims) + len(prior.failed)} rows aimed before, read back from aim.json")
+        before = prior.wall_s if prior is not None else 0.0
         t0 = time.perf_counter()
+
+        def progress(aims: dict, failed: dict) -> None:  # kept after every row: a stop loses one row at most
+            save_aims(out, AimProgress(aims, failed, before + time.perf_counter() - t0, complete=False))
+
         # the base build as the planted runs' base has it, replaying the same baseline
         with AimWorker(replace(template, out=out / "aim"), out / "aim", spawn=spawn or spawn_process) as worker:
-            aims, notes = aim_rows(worker, keys, sizes, detail or log)
-        wall = time.perf_counter() - t0
-        save_aims(out, aims, notes, wall)
-        return aims, notes, wall
+            aims, failed = aim_rows(worker, keys, sizes, detail or log, done=prior.aims if prior else None,
+                                    failed_before=prior.failed if prior else None, on_row=progress)
+        wall = before + time.perf_counter() - t0
+        save_aims(out, AimProgress(aims, failed, wall, complete=True))
+        return aims, failed, wall
 
     cal = calibrate(plan, make_request, resumable(run, _regate, detail or log), aim, log, detail)
     cal.write(out / CALIBRATION_JSON)

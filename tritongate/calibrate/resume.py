@@ -10,29 +10,34 @@ and the aim step leaves ``aim.json``.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Annotated, Any, Callable, Mapping
 
 from tritongate.atomicio import write_json_atomic
 from tritongate.calibrate.aim import AimPoint, RowAim
-from tritongate.errors import UsageError
+from tritongate.errors import GateError, UsageError
 
 SETTINGS = "settings.json"
 STEP_DONE = "step.json"
 AIM_DONE = "aim.json"
 KIND = "tritongate-calibration-settings"
+AIM_KIND = "tritongate-calibration-aim"
 
 
 @dataclass(frozen=True)
 class Settings:
-    suite: str
+    suite: str  # a builtin suite's name, or the absolute path of a suite file
     fractions: tuple[float, ...]
     aa_runs: int
     record: str
     only_ops: tuple[str, ...] = ()
     only_dtypes: tuple[str, ...] = ()
+    backend: str = "auto"
+    shape_file: str | None = None  # absolute
+    python: str | None = None  # the build's interpreter (None: the one running calibrate)
 
     def write(self, folder: Path) -> Path:
         write_json_atomic(Path(folder) / SETTINGS, {"kind": KIND, "schema": 1, **asdict(self)})
@@ -41,19 +46,38 @@ class Settings:
 
 def load_settings(folder: Path) -> Settings:
     """The settings a calibration folder was started with (``UsageError`` naming the folder)."""
+    from pydantic import Field
+
+    from tritongate.validation import validate
+    from tritongate.validation.core import StrictDoc
+
+    class _Settings(StrictDoc):
+        kind: str
+        schema_: int = Field(alias="schema")
+        suite: str
+        fractions: list[Annotated[float, Field(gt=0, lt=1)]] = Field(min_length=1)
+        aa_runs: int = Field(ge=1)
+        record: str
+        only_ops: list[str] = []
+        only_dtypes: list[str] = []
+        backend: str = "auto"
+        shape_file: str | None = None
+        python: str | None = None
+
     path = Path(folder) / SETTINGS
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        if doc.get("kind") != KIND or doc.get("schema") != 1:
-            raise ValueError(f"not {KIND} schema 1")
-        return Settings(suite=str(doc["suite"]), fractions=tuple(float(f) for f in doc["fractions"]),
-                        aa_runs=int(doc["aa_runs"]), record=str(doc["record"]),
-                        only_ops=tuple(doc.get("only_ops", ())), only_dtypes=tuple(doc.get("only_dtypes", ())))
+        raw = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise UsageError(f"--resume {folder}: cannot read {SETTINGS} ({exc.strerror or exc}); pass a folder "
                          "that `tritongate calibrate` made (calibrate-<suite>_<UTC>)") from None
-    except (ValueError, KeyError, TypeError) as exc:
+    except ValueError as exc:
         raise UsageError(f"--resume {folder}: {SETTINGS} is damaged ({exc}); start a new calibration") from None
+    if not isinstance(raw, dict) or raw.get("kind") != KIND or raw.get("schema") != 1:
+        raise UsageError(f"--resume {folder}: {SETTINGS} is damaged (not {KIND} schema 1); start a new calibration")
+    doc = validate(_Settings, raw, source=path, error=UsageError)
+    return Settings(suite=doc.suite, fractions=tuple(doc.fractions), aa_runs=doc.aa_runs, record=doc.record,
+                    only_ops=tuple(doc.only_ops), only_dtypes=tuple(doc.only_dtypes), backend=doc.backend,
+                    shape_file=doc.shape_file, python=doc.python)
 
 
 def check_same(settings: Settings, given: Mapping[str, Any]) -> None:
@@ -67,41 +91,74 @@ def check_same(settings: Settings, given: Mapping[str, Any]) -> None:
 def resumable(run: Callable[[Any], Any], regate: Callable[[Any, Path], Any],
               log: Callable[[str], None] = lambda _: None) -> Callable[[Any], Any]:
     """``run`` (a PairRequest -> PairOutcome) that reads a step back when its directory
-    (``request.out``) holds a finished one; ``regate(request, pair_dir)`` rebuilds its outcome."""
+    (``request.out``) holds a finished one; ``regate(request, pair_dir)`` rebuilds its outcome.
+    A step.json that cannot be read back is a ``UsageError`` naming it and the fix."""
 
     def wrapped(request: Any) -> Any:
-        done = Path(request.out) / STEP_DONE
+        step = Path(request.out)
+        done = step / STEP_DONE
         if done.is_file():
-            doc = json.loads(done.read_text(encoding="utf-8"))
-            outcome = regate(request, Path(doc["pair"]))
-            outcome.wall_s = float(doc.get("wall_s", 0.0))
-            log(f"{Path(request.out).name}: finished before, read back from {doc['pair']}")
+            fix = f"delete {done} to measure the step again"
+            try:
+                doc = json.loads(done.read_text(encoding="utf-8"))
+                pair = step / str(doc["pair"])  # relative: a copied calibration reads its own pairs
+                wall = float(doc.get("wall_s", 0.0))
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise UsageError(f"{done}: damaged ({type(exc).__name__}: {exc}); {fix}") from None
+            try:
+                outcome = regate(request, pair)
+            except (GateError, OSError) as exc:
+                raise UsageError(f"{step.name}: its finished paired run {pair} cannot be read back ({exc}); "
+                                 f"{fix}") from None
+            outcome.wall_s = wall
+            log(f"{step.name}: finished before, read back from {pair}")
             return outcome
         t0 = time.perf_counter()
         outcome = run(request)
         if outcome.result is not None:
             wall = getattr(outcome, "wall_s", 0.0) or time.perf_counter() - t0  # the pair's own, as reported
-            write_json_atomic(done, {"pair": str(Path(outcome.path).resolve()), "wall_s": wall})
+            write_json_atomic(done, {"pair": os.path.relpath(Path(outcome.path).resolve(), step.resolve()),
+                                     "wall_s": wall})
         return outcome
     return wrapped
 
 
-def save_aims(folder: Path, aims: Mapping[str, RowAim], notes: Sequence[str], wall_s: float) -> None:
-    write_json_atomic(Path(folder) / AIM_DONE, {"wall_s": round(wall_s, 1), "notes": list(notes),
-                                                "rows": {k: a.to_dict() for k, a in aims.items()}})
+@dataclass(frozen=True)
+class AimProgress:
+    """The aim step as far as it went: rows aimed, rows that could not be, its cost, whether
+    it finished."""
+
+    aims: dict[str, RowAim]
+    failed: dict[str, str]
+    wall_s: float
+    complete: bool
 
 
-def load_aims(folder: Path) -> tuple[dict[str, RowAim], list[str], float] | None:
-    """The aim step's rows, notes and cost, when it finished before; else None."""
+def save_aims(folder: Path, progress: AimProgress) -> None:
+    write_json_atomic(Path(folder) / AIM_DONE, {
+        "kind": AIM_KIND, "schema": 1, "complete": progress.complete, "wall_s": round(progress.wall_s, 1),
+        "failed": dict(progress.failed), "rows": {k: a.to_dict() for k, a in progress.aims.items()}})
+
+
+def load_aims(folder: Path) -> AimProgress | None:
+    """The aim step so far, when it ran before; else None. A damaged aim.json is a
+    ``UsageError`` naming it and the fix."""
     path = Path(folder) / AIM_DONE
     if not path.is_file():
         return None
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    aims = {key: RowAim(key=key, zero_us=float(a["zero_us"]),
-                        points=tuple(AimPoint(int(s), float(e), int(n)) for s, e, n in a["points"]),
-                        spins_ns={k: int(v) for k, v in a["spins_ns"].items()},
-                        aimed={k: float(v) for k, v in a["aimed"].items()}, missed=dict(a["missed"]),
-                        paired_ladder=bool(a["paired_ladder"]), tried={k: int(v) for k, v in a["tried"].items()},
-                        unsure=tuple(a["unsure"]))
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if doc.get("kind") != AIM_KIND or doc.get("schema") != 1:
+            raise ValueError(f"not {AIM_KIND} schema 1")
+        aims = {str(key): RowAim(
+            key=str(key), zero_us=float(a["zero_us"]),
+            points=tuple(AimPoint(int(s), float(e), int(n)) for s, e, n in a["points"]),
+            spins_ns={str(k): int(v) for k, v in a["spins_ns"].items()},
+            aimed={str(k): float(v) for k, v in a["aimed"].items()},
+            missed={str(k): str(v) for k, v in a["missed"].items()}, paired_ladder=bool(a["paired_ladder"]),
+            tried={str(k): int(v) for k, v in a["tried"].items()}, unsure=tuple(str(k) for k in a["unsure"]))
             for key, a in doc["rows"].items()}
-    return aims, list(doc["notes"]), float(doc["wall_s"])
+        return AimProgress(aims, {str(k): str(v) for k, v in doc["failed"].items()}, float(doc["wall_s"]),
+                           doc["complete"] is True)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(f"{path}: damaged ({type(exc).__name__}: {exc}); delete it to aim again") from None

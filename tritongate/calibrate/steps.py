@@ -30,8 +30,8 @@ from tritongate.planting import PLANTED_DELAY_ENV, write_plan
 MakeRequest = Callable[[Path, Mapping[str, str], Mapping[str, str]], Any]
 RunPair = Callable[[Any], Any]  # PairRequest -> PairOutcome
 Log = Callable[[str], None]
-# (row keys, fractions) -> each row's aim, notes on the rows that could not be aimed, seconds it took
-Aim = Callable[[Sequence[str], Sequence[float]], tuple[Mapping[str, RowAim], list[str], float]]
+# (row keys, fractions) -> each row's aim, the rows that could not be aimed (with why), seconds it took
+Aim = Callable[[Sequence[str], Sequence[float]], tuple[Mapping[str, RowAim], Mapping[str, str], float]]
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,9 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
                          "calibrate a suite of builtin ops, e.g. pr")
     log(f"aim: the spin for {', '.join(f'{f:.0%}' for f in plan.fractions)} on each of {len(timed)} rows, "
         "timed in one process")
-    aims, aim_notes, aim_s = aim(timed, plan.fractions)
+    aims, unaimed, aim_s = aim(timed, plan.fractions)
+    aim_notes = [f"not aimed, so not planted (a miss at every size): "
+                 f"{', '.join(f'{k} ({why})' for k, why in sorted(unaimed.items()))}"] if unaimed else []
     zero_plan = write_plan(plans / "zero.json", 0.0, {key: 0 for key in aims})
     zero_env = {PLANTED_DELAY_ENV: str(zero_plan.resolve())}
     checks: list[Step] = []
@@ -127,4 +129,4 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
         planted.append(step)
     return analyse(created_utc=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), suite=plan.suite,
                    runner=runner_of(identity), aa=aa, fractions=plan.fractions, aims=aims, aim_s=aim_s,
-                   checks=checks, planted=planted, notes=notes)
+                   checks=checks, planted=planted, notes=notes, unaimed=unaimed)
