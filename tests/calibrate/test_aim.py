@@ -117,3 +117,17 @@ def test_a_planted_size_is_within_the_tolerance_of_its_truth_and_a_noisy_one_is_
             assert "0.02" in aim.unsure or aim.missed["0.02"].startswith("no spin lands")
     assert planted >= least_planted * 150 and off <= 0.02 * planted
     assert (unsure == 0) == (noise == 0.001)
+
+
+def test_one_glitched_timing_does_not_end_the_ladder():
+    """The fifth timing (the ladder's second step) comes out twice as long: the step it makes
+    look +100 % is timed twice more, the ladder goes on, and every size is still planted."""
+    state = {"n": 0}
+
+    def measure(spin: int) -> float:
+        state["n"] += 1
+        time_us = 20.0 + spin / 1000
+        return time_us * 2 if state["n"] == 5 else time_us
+
+    aim = aim_row("softmax/4096x4096/float16", measure, (0.01, 0.02, 0.05))
+    assert aim.spins_ns == {"0.01": 200, "0.02": 400, "0.05": 1000} and not aim.missed

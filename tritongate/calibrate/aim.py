@@ -141,10 +141,14 @@ def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, toleran
     for _ in range(max_steps):
         ladder.append(spin)
         if t.effect(spin) >= top:
-            break
+            t.time(spin, paired=True)  # one glitched timing must not end the ladder: the median of three
+            t.time(spin, paired=True)
+            if t.effect(spin) >= top:
+                break
         spin = min(MAX_DELAY_NS, max(spin + 1, math.ceil(spin * GROWTH)))
         if spin == ladder[-1]:
             break
+
     def predict(f: float) -> int | None:
         """The spin a weighted least-squares line through the spins timed around the ladder's
         crossing of ``f`` puts at ``f`` (one timing's noise would steer a two-point secant
