@@ -23,10 +23,11 @@ from tritongate.rundir import new_run_dir
 FOOTER = """exit codes:
   0    calibrated (false verdicts and missed goals are findings: see calibration.md); the last line is calibration.md
   2    usage or input error (bad fractions, a baseline that is not a record run, a threshold raise
-       refused without --allow-loosen: listed, nothing written)
+       refused without --allow-loosen: listed, nothing written; --resume of a folder that is not
+       a calibration, with other settings, or with a damaged step.json or aim.json)
   3    preflight failed (the suite, the GPU)
   4    internal error
-  130  interrupted: the step directories written so far are kept
+  130  interrupted: the steps finished so far are kept; go on with --resume CALDIR
 """
 
 
