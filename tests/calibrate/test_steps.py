@@ -18,23 +18,40 @@ from tritongate.pair.orchestrator import PairRequest, run_pair
 from tests.pair.fakes import InProcessWorker, ScriptedExecutor, World
 
 
-def _calibrate(tmp_path: Path, env: dict | None = None, fractions=(0.01, 0.02, 0.05), aa_runs: int = 1):
-    world = World()
+def _run(tmp_path: Path, out: Path, env: dict | None, fractions, aa_runs: int):
+    """run_calibration into ``out`` on scripted devices, counting the paired runs and workers."""
+    world, spawned, pairs = World(), [], []
 
     def spawn(spec):
+        spawned.append(spec.side)
         return InProcessWorker(spec.side, lambda settings, spec=spec: ScriptedExecutor(
             settings, world=world, env=spec.env, side=spec.side))
+
+    def run(request):
+        pairs.append(Path(request.out).name)
+        return run_pair(request, spawn=spawn)
 
     template = PairRequest(baseline=tmp_path / "baseline", suite="scripted", out=tmp_path / "unused",
                            base=CompilerBuild("base", env=env or {}), cand=CompilerBuild("candidate", env=env or {}),
                            executor="tests.pair.fakes:ScriptedExecutor")
-    out = tmp_path / "cal"
-    out.mkdir()
     log: list[str] = []
     cal, md, png = run_calibration(template, suite="scripted", out=out, fractions=fractions, aa_runs=aa_runs,
-                                   run=lambda request: run_pair(request, spawn=spawn), log=log.append,
-                                   plantable=frozenset({"add", "softmax", "matmul"}), spawn=spawn)
+                                   run=run, log=log.append, plantable=frozenset({"add", "softmax", "matmul"}),
+                                   spawn=spawn)
+    return cal, md, png, pairs, spawned, log
+
+
+def _calibrate(tmp_path: Path, env: dict | None = None, fractions=(0.01, 0.02, 0.05), aa_runs: int = 1):
+    out = tmp_path / "cal"
+    out.mkdir()
+    cal, md, png, _pairs, _spawned, log = _run(tmp_path, out, env, fractions, aa_runs)
     return cal, md, png, out, log
+
+
+def _again(tmp_path, out, fractions=(0.02, 0.05), env=None):
+    """run_calibration once more on ``out`` (a resume), counting the paired runs and workers."""
+    cal, _md, _png, pairs, spawned, log = _run(tmp_path, out, env, fractions, aa_runs=1)
+    return cal, pairs, spawned, log
 
 
 def test_a_quiet_device_catches_every_planted_slowdown_of_2_and_5_percent(tmp_path):
@@ -154,27 +171,7 @@ def test_a_calibration_stopped_part_way_resumes_without_measuring_a_finished_ste
     assert (out / "aim.json").is_file() and all((out / s / "step.json").is_file()
                                                for s in ("aa-1", "planted-0.02", "planted-0.05"))
     (out / "planted-0.05" / "step.json").unlink()
-    world = World()
-    spawned: list[str] = []
-    pairs: list[str] = []
-
-    def spawn(spec):
-        spawned.append(spec.side)
-        return InProcessWorker(spec.side, lambda settings, spec=spec: ScriptedExecutor(
-            settings, world=world, env=spec.env, side=spec.side))
-
-    def run(request):
-        pairs.append(Path(request.out).name)
-        return run_pair(request, spawn=spawn)
-
-    template = PairRequest(baseline=tmp_path / "baseline", suite="scripted", out=tmp_path / "unused",
-                           base=CompilerBuild("base", env={"TG_GAIN": "matmul:4"}),
-                           cand=CompilerBuild("candidate", env={"TG_GAIN": "matmul:4"}),
-                           executor="tests.pair.fakes:ScriptedExecutor")
-    log: list[str] = []
-    again, _md2, _png2 = run_calibration(template, suite="scripted", out=out, fractions=(0.02, 0.05), aa_runs=1,
-                                         run=run, log=log.append, plantable=frozenset({"add", "softmax", "matmul"}),
-                                         spawn=spawn)
+    again, pairs, spawned, log = _again(tmp_path, out, env={"TG_GAIN": "matmul:4"})
     assert pairs == ["planted-0.05"] and "aim" not in spawned  # the rest was read back
     assert "aim: finished before, read back from aim.json" in log  # run_calibration: detail defaults to log
     assert any(line.startswith("aa-1: finished before, read back from ") for line in log)
@@ -183,28 +180,6 @@ def test_a_calibration_stopped_part_way_resumes_without_measuring_a_finished_ste
         [{k: o.delay_ns for k, o in r.planted.items()} for r in cal.rows]
     assert [s["wall_s"] for s in again.steps][:2] == [s["wall_s"] for s in cal.steps][:2]  # the cost it had
     assert again.rate(0.05).caught == again.rate(0.05).rows == 3
-
-
-def _again(tmp_path, out, fractions=(0.02, 0.05), env=None):
-    """run_calibration once more on ``out`` (a resume), counting the paired runs and workers."""
-    world, spawned, pairs = World(), [], []
-
-    def spawn(spec):
-        spawned.append(spec.side)
-        return InProcessWorker(spec.side, lambda settings, spec=spec: ScriptedExecutor(
-            settings, world=world, env=spec.env, side=spec.side))
-
-    def run(request):
-        pairs.append(Path(request.out).name)
-        return run_pair(request, spawn=spawn)
-
-    template = PairRequest(baseline=tmp_path / "baseline", suite="scripted", out=tmp_path / "unused",
-                           base=CompilerBuild("base", env=env or {}), cand=CompilerBuild("candidate", env=env or {}),
-                           executor="tests.pair.fakes:ScriptedExecutor")
-    log: list[str] = []
-    cal, _md, _png = run_calibration(template, suite="scripted", out=out, fractions=fractions, aa_runs=1, run=run,
-                                     log=log.append, plantable=frozenset({"add", "softmax", "matmul"}), spawn=spawn)
-    return cal, pairs, spawned, log
 
 
 def test_a_row_whose_aim_fails_is_a_miss_at_every_size_not_left_out(tmp_path):
