@@ -131,3 +131,14 @@ def test_one_glitched_timing_does_not_end_the_ladder():
 
     aim = aim_row("softmax/4096x4096/float16", measure, (0.01, 0.02, 0.05))
     assert aim.spins_ns == {"0.01": 200, "0.02": 400, "0.05": 1000} and not aim.missed
+
+
+def test_an_aim_reads_back_as_it_was_written():
+    import dataclasses
+
+    from tritongate.calibrate.aim import RowAim
+
+    measure, _ = row(48.0, gain=4.0, hidden_ns=100.0)
+    aim = dataclasses.replace(aim_row("add/16777216/float16", measure, (0.01, 0.02, 0.05)),
+                              checked={"0.02": ((300, 0.018), (340, 0.021))})
+    assert RowAim.from_dict(aim.key, aim.to_dict()) == aim

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from tritongate.calibrate.model import fraction_key
 from tritongate.planting import MAX_DELAY_NS
@@ -71,7 +71,21 @@ class RowAim:
         return {"zero_us": self.zero_us, "paired_ladder": self.paired_ladder,
                 "points": [[p.spin_ns, p.effect, p.timings] for p in self.points],
                 "spins_ns": dict(self.spins_ns), "aimed": dict(self.aimed), "missed": dict(self.missed),
-                "tried": dict(self.tried), "unsure": list(self.unsure), "checked": {k: [list(c) for c in v] for k, v in self.checked.items()}}
+                "tried": dict(self.tried), "unsure": list(self.unsure),
+                "checked": {k: [list(c) for c in v] for k, v in self.checked.items()}}
+
+    @classmethod
+    def from_dict(cls, key: str, doc: Mapping[str, Any]) -> "RowAim":
+        """The inverse of ``to_dict``; raises KeyError, TypeError or ValueError on a bad document."""
+        return cls(key=str(key), zero_us=float(doc["zero_us"]),
+                   points=tuple(AimPoint(int(s), float(e), int(n)) for s, e, n in doc["points"]),
+                   spins_ns={str(k): int(v) for k, v in doc["spins_ns"].items()},
+                   aimed={str(k): float(v) for k, v in doc["aimed"].items()},
+                   missed={str(k): str(v) for k, v in doc["missed"].items()},
+                   paired_ladder=bool(doc["paired_ladder"]), tried={str(k): int(v) for k, v in doc["tried"].items()},
+                   unsure=tuple(str(k) for k in doc["unsure"]),
+                   checked={str(k): tuple((int(s), float(e)) for s, e in v)
+                            for k, v in doc.get("checked", {}).items()})
 
 
 def ladder_start(zero_us: float, fractions: Sequence[float]) -> int:
@@ -199,3 +213,9 @@ def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, toleran
     points = tuple(AimPoint(s, statistics.median(e), len(e)) for s, e in sorted(t.effects.items()))
     return RowAim(key=key, zero_us=statistics.median(t.zeros), points=points, spins_ns=spins, aimed=aimed,
                   missed=missed, paired_ladder=t.paired, tried=tried, unsure=tuple(unsure))
+
+
+def unplanted_notes(aims: Mapping[str, RowAim]) -> list[str]:
+    """One note per row and fraction the aim could not plant, with the closest it got."""
+    return [f"{key} not planted at {float(k):.0%}: {why}" for key, a in sorted(aims.items())
+            for k, why in sorted(a.missed.items())]

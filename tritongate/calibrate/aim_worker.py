@@ -104,9 +104,3 @@ def aim_rows(worker: AimWorker, keys: Sequence[str], fractions: Sequence[float],
             + ", ".join([f"{k} -> {got.spins_ns[k]} ns ({got.aimed[k]:+.2%})" for k in got.spins_ns]
                         + [f"{k} not plantable" for k in got.missed])))
     return aims, failed
-
-
-def unplanted_notes(aims: Mapping[str, RowAim]) -> list[str]:
-    """One note per row and fraction the aim could not plant, with the closest it got."""
-    return [f"{key} not planted at {float(k):.0%}: {why}" for key, a in sorted(aims.items())
-            for k, why in sorted(a.missed.items())]

@@ -54,7 +54,7 @@ def step_rows(result: Any) -> tuple[StepRow, ...]:
     return tuple(out)
 
 
-def _unaimed(key: str, why: str | None, fractions: Sequence[float]) -> dict[str, Any] | None:
+def _unaimed(why: str | None, fractions: Sequence[float]) -> dict[str, Any] | None:
     """What a row whose aim failed records: every size missed, with why."""
     if why is None:
         return None
@@ -93,16 +93,14 @@ def analyse(*, created_utc: str, suite: str, runner: Mapping[str, Any], aa: Sequ
             aa_verdicts=tuple(x.verdict if x else "MISSING" for x in aa_rows),
             aa_effects=tuple(x.effect if x else None for x in aa_rows),
             detectable=r.detectable, planted=planted_out,
-            aim=aim.to_dict() if aim is not None else _unaimed(key, (unaimed or {}).get(key), fractions)))
+            aim=aim.to_dict() if aim is not None else _unaimed((unaimed or {}).get(key), fractions)))
     all_notes = list(notes)
     if skipped:
         all_notes.append(f"not timed in the A/A run, so not calibrated: {', '.join(skipped)}")
-    steps = tuple([*({"name": s.name, "fraction": s.fraction, "wall_s": round(s.wall_s, 1), "path": s.path}
-                     for s in aa),
-                   {"name": "aim", "fraction": None, "wall_s": round(aim_s, 1), "path": ""},
-                   *({"name": s.name, "fraction": s.fraction, "wall_s": round(s.wall_s, 1), "path": s.path}
-                     for s in checks),
-                   *({"name": s.name, "fraction": s.fraction, "wall_s": round(s.wall_s, 1), "path": s.path}
-                     for s in planted)])
+    def cost(name: str, fraction: float | None, wall_s: float, path: str) -> dict[str, Any]:
+        return {"name": name, "fraction": fraction, "wall_s": round(wall_s, 1), "path": path}
+
+    steps = (*(cost(s.name, s.fraction, s.wall_s, s.path) for s in aa), cost("aim", None, aim_s, ""),
+             *(cost(s.name, s.fraction, s.wall_s, s.path) for s in (*checks, *planted)))
     return Calibration(created_utc=created_utc, suite=suite, runner=dict(runner), fractions=tuple(fractions),
                        rows=tuple(rows), steps=steps, notes=tuple(all_notes))

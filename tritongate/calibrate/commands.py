@@ -84,13 +84,15 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
                                           env={**template.cand.env, **cand_env}))
 
     plan = CalibrationPlan(suite=suite, out=out, fractions=tuple(fractions), aa_runs=aa_runs, plantable=plantable)
+    say = detail or log
+
     def aim(keys: Sequence[str], sizes: Sequence[float]) -> Any:
         prior = load_aims(out)
         if prior is not None and prior.complete:
-            (detail or log)("aim: finished before, read back from aim.json")
+            say("aim: finished before, read back from aim.json")
             return prior.aims, prior.failed, prior.wall_s
         if prior is not None:
-            (detail or log)(f"aim: {len(prior.aims) + len(prior.failed)} rows aimed before, read back from aim.json")
+            say(f"aim: {len(prior.aims) + len(prior.failed)} rows aimed before, read back from aim.json")
         before = prior.wall_s if prior is not None else 0.0
         t0 = time.perf_counter()
 
@@ -99,13 +101,13 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
 
         # the base build as the planted runs' base has it, replaying the same baseline
         with AimWorker(replace(template, out=out / "aim"), out / "aim", spawn=spawn or spawn_process) as worker:
-            aims, failed = aim_rows(worker, keys, sizes, detail or log, done=prior.aims if prior else None,
+            aims, failed = aim_rows(worker, keys, sizes, say, done=prior.aims if prior else None,
                                     failed_before=prior.failed if prior else None, on_row=progress)
         wall = before + time.perf_counter() - t0
         save_aims(out, AimProgress(aims, failed, wall, complete=True))
         return aims, failed, wall
 
-    cal = calibrate(plan, make_request, resumable(run, _regate, detail or log), aim, log, detail)
+    cal = calibrate(plan, make_request, resumable(run, _regate, say), aim, log, detail)
     cal.write(out / CALIBRATION_JSON)
     md, png = write_reports(cal, out)
     return cal, md, png

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, Mapping
 
 from tritongate.atomicio import write_json_atomic
-from tritongate.calibrate.aim import AimPoint, RowAim
+from tritongate.calibrate.aim import RowAim
 from tritongate.errors import GateError, UsageError
 
 SETTINGS = "settings.json"
@@ -150,14 +150,7 @@ def load_aims(folder: Path) -> AimProgress | None:
         doc = json.loads(path.read_text(encoding="utf-8"))
         if doc.get("kind") != AIM_KIND or doc.get("schema") != 1:
             raise ValueError(f"not {AIM_KIND} schema 1")
-        aims = {str(key): RowAim(
-            key=str(key), zero_us=float(a["zero_us"]),
-            points=tuple(AimPoint(int(s), float(e), int(n)) for s, e, n in a["points"]),
-            spins_ns={str(k): int(v) for k, v in a["spins_ns"].items()},
-            aimed={str(k): float(v) for k, v in a["aimed"].items()},
-            missed={str(k): str(v) for k, v in a["missed"].items()}, paired_ladder=bool(a["paired_ladder"]),
-            tried={str(k): int(v) for k, v in a["tried"].items()}, unsure=tuple(str(k) for k in a["unsure"]))
-            for key, a in doc["rows"].items()}
+        aims = {str(key): RowAim.from_dict(key, a) for key, a in doc["rows"].items()}
         return AimProgress(aims, {str(k): str(v) for k, v in doc["failed"].items()}, float(doc["wall_s"]),
                            doc["complete"] is True)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:

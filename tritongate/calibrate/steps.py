@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from tritongate.calibrate.aim import TOLERANCE, RowAim
+from tritongate.calibrate.aim import TOLERANCE, RowAim, unplanted_notes
 from tritongate.calibrate.aim_check import check_aims
 from tritongate.calibrate.analysis import Step, StepRow, analyse, step_rows
 from tritongate.calibrate.model import Calibration, fraction_key
@@ -73,8 +73,6 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
               log: Log = lambda _: None, detail: Log | None = None) -> Calibration:
     """Run every step and analyse them. ``log``: a line per step; ``detail``: a line per
     paired check of the aim (default ``log``)."""
-    from tritongate.calibrate.aim_worker import unplanted_notes
-
     out = plan.out
     plans = out / "plans"
     aa: list[Step] = []
@@ -95,12 +93,13 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
     aims, unaimed, aim_s = aim(timed, plan.fractions)
     aim_notes = [f"not aimed, so not planted (a miss at every size): "
                  f"{', '.join(f'{k} ({why})' for k, why in sorted(unaimed.items()))}"] if unaimed else []
-    zero_plan = write_plan(plans / "zero.json", 0.0, {key: 0 for key in aims})
+    zeros = {key: 0 for key in aims}  # every aimed row spins, 0 unless planted: binaries match across a pair
+    zero_plan = write_plan(plans / "zero.json", 0.0, zeros)
     zero_env = {PLANTED_DELAY_ENV: str(zero_plan.resolve())}
     checks: list[Step] = []
 
     def run_check(name: str, f: float, spins: Mapping[str, int]) -> dict[str, StepRow]:
-        path = write_plan(plans / f"{name}.json", f, {**{key: 0 for key in aims}, **spins})
+        path = write_plan(plans / f"{name}.json", f, {**zeros, **spins})
         request = make_request(out / name, zero_env, {PLANTED_DELAY_ENV: str(path.resolve())})
         # only the ops of the rows checked; their pairs grow until the noise floor resolves the
         # size to the aim's tolerance (the target a row's schedule works to is its minimum effect)
@@ -121,8 +120,7 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
             notes.append(f"planted {f:.0%}: no row could be aimed at it, not run")
             log(f"planted {f:.0%}: no row to plant, skipped")
             continue
-        # the rows not planted at f spin 0, as on the base: their binaries match across the pair
-        path = write_plan(plans / f"planted-{k}.json", f, {**{key: 0 for key in aims}, **delays})
+        path = write_plan(plans / f"planted-{k}.json", f, {**zeros, **delays})
         log(f"planted {f:.0%}: the candidate {f:.0%} slower on each of {len(delays)} rows")
         step, _ = _timed_step(f"planted-{k}", f, make_request(
             out / f"planted-{k}", zero_env, {PLANTED_DELAY_ENV: str(path.resolve())}), run, delays)
