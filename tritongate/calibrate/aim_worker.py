@@ -14,6 +14,7 @@ from tritongate.errors import MeasurementError, PreflightError, UsageError
 from tritongate.pair.client import WorkerError, WorkerFailure
 from tritongate.pair.orchestrator import (STARTUP_TIMEOUT_S, PairRequest, SpawnFn, side_worker_spec, spawn_process,
                                           worker_settings)
+from tritongate.planting import row_key
 
 AIM_ROUNDS = 3  # rounds per timing; each round's samples as the paired runs take them
 AIM_WARMUP_S = 0.05  # a row is warm from its last timing: a short steady warm-up per spin is enough
@@ -48,7 +49,7 @@ class AimWorker:
         except WorkerFailure as exc:
             self._worker.kill()
             raise MeasurementError(f"aim step: the worker ({req.base.python}) could not start: {exc.reason}") from None
-        self._rows = {f"{r['op']}/{r['case']}/{r['dtype']}": r for r in plan["rows"]}
+        self._rows = {row_key(r["op"], r["case"], r["dtype"]): r for r in plan["rows"]}
         return self
 
     def __exit__(self, *exc: object) -> None:

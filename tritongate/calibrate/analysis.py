@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 
 from tritongate.calibrate.aim import RowAim
 from tritongate.calibrate.model import Calibration, PlantedOutcome, RowCalibration, fraction_key
+from tritongate.planting import row_key
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class StepRow:
 
     @property
     def key(self) -> str:
-        return f"{self.op}/{self.case}/{self.dtype}"
+        return row_key(self.op, self.case, self.dtype)
 
 
 @dataclass(frozen=True)

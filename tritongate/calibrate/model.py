@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import SchemaVersionError, UsageError
+from tritongate.planting import row_key
 
 SCHEMA = 2  # 2: rows carry their aim (spins timed, the effect aimed at), no gain
 SUMMARY_SCHEMAS = (1, 2)  # files whose summary a verdict can cite (its fields did not change)
@@ -70,7 +71,7 @@ class RowCalibration:
 
     @property
     def key(self) -> str:
-        return f"{self.op}/{self.case}/{self.dtype}"
+        return row_key(self.op, self.case, self.dtype)
 
     @property
     def size_class(self) -> str:
