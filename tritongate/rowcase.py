@@ -24,7 +24,7 @@ from tritongate.harness.cuda_errors import one_line
 from tritongate.harness.measure import Measurement
 from tritongate.ir.capture import CompiledSeen, RowIR, row_ir
 from tritongate.ops.registry import Registry
-from tritongate.planting import PLANTED_DELAY_ENV, Plant, PlantPlan, make_plant, planted
+from tritongate.planting import PLANTED_DELAY_ENV, Plant, PlantPlan, make_plant, planted, row_key
 from tritongate.preflight import PlannedRow
 from tritongate.schema import Correctness, MeasurementInfo, PairInfo, Row, RowStatus, Variant
 from tritongate.variants import LaunchRecorder
@@ -67,8 +67,8 @@ def _row_plant(item: PlannedRow, spec: Any, backend: Backend, tdevice: Any, plan
     if delay is None:
         return None
     if not spec.plantable:
-        raise ValueError(f"{item.op} cannot plant a delay ({PLANTED_DELAY_ENV} lists {item.op}/{item.case}/"
-                         f"{item.dtype}); only builtin ops can")
+        raise ValueError(f"{item.op} cannot plant a delay ({PLANTED_DELAY_ENV} lists "
+                         f"{row_key(item.op, item.case, item.dtype)}); only builtin ops can")
     return make_plant(delay, tdevice, in_kernel=not backend.interpreter)
 
 

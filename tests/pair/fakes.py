@@ -151,9 +151,8 @@ class ScriptedExecutor:
                 "rows": [{"op": op, "shape": list(shape), "dtype": dt, "case": case_id(shape)}
                          for op, shape, dt in ROWS]}
 
-    def set_plant(self, delays_ns: dict[str, int] | None, fraction: float = 0.0) -> dict[str, Any]:
-        self.plant_plan = load_plan(self.env) if delays_ns is None else PlantPlan("<set_plant>", "", fraction,
-                                                                                   dict(delays_ns))
+    def set_plant(self, delays_ns: dict[str, int], fraction: float = 0.0) -> dict[str, Any]:
+        self.plant_plan = PlantPlan("<set_plant>", "", fraction, dict(delays_ns))
         return {}
 
     def prepare(self, op: str, shape: list[Any], dtype: str, run_dir: str | None = None) -> dict[str, Any]:

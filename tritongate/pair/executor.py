@@ -135,15 +135,11 @@ class TritonExecutor:
                 "shapes": loaded.shapes_document(),
                 "rows": [{"op": r.op, "shape": list(r.shape), "dtype": r.dtype, "case": r.case} for r in rows]}
 
-    def set_plant(self, delays_ns: dict[str, int] | None, fraction: float = 0.0) -> dict[str, Any]:
+    def set_plant(self, delays_ns: dict[str, int], fraction: float = 0.0) -> dict[str, Any]:
         """Plant these per-row spins (``op/case/dtype`` -> ns) in the rows prepared from now on:
-        a calibration's aim step tries several spins per row in one process. None: back to the
-        plan the process started with."""
-        from tritongate.planting import PlantPlan, load_plan
+        a calibration's aim step tries several spins per row in one process."""
+        from tritongate.planting import PlantPlan
 
-        if delays_ns is None:
-            self.plant_plan = load_plan()
-            return {}
         try:
             self.plant_plan = PlantPlan("<set_plant>", "", float(fraction), dict(delays_ns))
         except ValueError as exc:
