@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -446,29 +447,31 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         from tritongate.calibrate.model import load_calibration
 
         return _write_thresholds(load_calibration(Path(args.from_calibration)), args)
+    from tritongate.calibrate.model import DEFAULT_FRACTIONS
     from tritongate.calibrate.resume import Settings, check_same, load_settings
 
+    # the settings the command line gives (None: not given), as a calibration keeps them
+    given = {"suite": _suite_setting(args.suite) if args.suite else None, "aa_runs": args.aa_runs,
+             "fractions": parse_fractions(args.planted) if args.planted else None,
+             "only_ops": tuple(_split(args.ops)) or None, "only_dtypes": tuple(_split(args.dtypes)) or None,
+             "backend": None if args.backend == "auto" else args.backend,
+             "shape_file": str(Path(args.shape_file).resolve()) if args.shape_file else None,
+             "python": args.python}
     if args.resume:  # go on with the calibration's own settings and record
         if args.baseline:
             raise UsageError("--resume goes on with the calibration's own record; drop --baseline")
         out = Path(args.resume)
         settings = load_settings(out)
-        check_same(settings, {"suite": _suite_setting(args.suite) if args.suite else None, "aa_runs": args.aa_runs,
-                              "fractions": parse_fractions(args.planted) if args.planted else None,
-                              "only_ops": tuple(_split(args.ops)) or None,
-                              "only_dtypes": tuple(_split(args.dtypes)) or None,
-                              "backend": None if args.backend == "auto" else args.backend,
-                              "shape_file": str(Path(args.shape_file).resolve()) if args.shape_file else None,
-                              "python": args.python})
-        args.suite, args.aa_runs, args.backend = settings.suite, settings.aa_runs, settings.backend
-        args.ops, args.dtypes = list(settings.only_ops), list(settings.only_dtypes)
-        args.shape_file, args.python = settings.shape_file, settings.python
-        fractions = settings.fractions
+        check_same(settings, given)
         _check_record(Path(settings.record), f"--resume {out}: its record")
     else:
-        args.suite = args.suite or "pr"
-        args.aa_runs = 1 if args.aa_runs is None else args.aa_runs
-        fractions = parse_fractions(args.planted or "1,2,5")
+        defaults = {"suite": "pr", "aa_runs": 1, "fractions": DEFAULT_FRACTIONS, "only_ops": (), "only_dtypes": (),
+                    "backend": "auto"}
+        settings = Settings(record="", **{k: defaults.get(k) if v is None else v for k, v in given.items()})
+    args.suite, args.aa_runs, args.backend = settings.suite, settings.aa_runs, settings.backend
+    args.ops, args.dtypes = list(settings.only_ops), list(settings.only_dtypes)
+    args.shape_file, args.python = settings.shape_file, settings.python
+    fractions = settings.fractions
     if args.aa_runs < 1:
         raise UsageError(f"--aa-runs must be at least 1, got {args.aa_runs}")
     plantable = plantable_ops(args.suite)
@@ -495,10 +498,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             if isinstance(record, int):
                 return record
             print(f"record:      {record}")
-        Settings(suite=_suite_setting(args.suite), fractions=tuple(fractions), aa_runs=args.aa_runs,
-                 record=str(record.resolve()), only_ops=tuple(_split(args.ops)), only_dtypes=tuple(_split(args.dtypes)),
-                 backend=args.backend, shape_file=str(Path(args.shape_file).resolve()) if args.shape_file else None,
-                 python=args.python).write(out)
+        dataclasses.replace(settings, record=str(record.resolve())).write(out)
     template = _pair_request(args, record, out, policy)
     steps = args.aa_runs + 1 + len(fractions)
     done = [0]
