@@ -20,8 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-from tritongate.calibrate.aim_worker import AIM_WARMUP_S, AimWorker
-from tritongate.pair.orchestrator import PairRequest
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import software, software_line  # noqa: E402
+
+from tritongate.calibrate.aim_worker import AIM_WARMUP_S, AimWorker  # noqa: E402
+from tritongate.pair.orchestrator import PairRequest  # noqa: E402
 
 
 def main() -> int:
@@ -35,7 +38,8 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = {r.split("=")[0]: int(r.split("=")[1]) for r in args.rows}
-    doc = {"date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "rows": []}
+    doc = {"date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "software": software(),
+           "rows": []}
     for warmup in (AIM_WARMUP_S, 1.0):
         req = PairRequest(baseline=Path(args.record), suite=args.suite, out=out / f"w{warmup}", backend="cuda")
         with AimWorker(req, out / f"w{warmup}", warmup_s=warmup) as w:
@@ -53,6 +57,7 @@ def main() -> int:
                                     "wall_s": time.perf_counter() - t0})
                 (out / "aim_warmup.json").write_text(json.dumps(doc, indent=1))
     lines = [f"# The aim's warm-up on power-bound rows ({doc['date_utc'][:10]})", "",
+             software_line(doc["software"]) + ".", "",
              "| row | spin ns | warm-up s | time at 0 µs | spread of 0s % | effect % (median) | effects % | wall s |",
              "|---|---:|---:|---:|---:|---:|---|---:|"]
     for r in doc["rows"]:

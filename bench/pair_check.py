@@ -20,14 +20,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import platform
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from benchlib import timed  # noqa: E402
+from benchlib import software, timed  # noqa: E402
 
 DOT_OPS = ("matmul", "attention", "attention_causal")
 
@@ -51,24 +49,6 @@ def _rows(verdict_json: Path, cand_dir: Path) -> list[dict[str, Any]]:
                     "rounds": r.get("rounds"), "target_reached": pairing.get("target_reached"),
                     "reached_detectable": pairing.get("detectable_effect")})
     return out
-
-
-def _software() -> dict[str, Any]:
-    info: dict[str, Any] = {"python": platform.python_version()}
-    try:
-        import torch
-        import triton
-
-        info.update(torch=torch.__version__, cuda=torch.version.cuda, triton=triton.__version__,
-                    gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)
-    except Exception as exc:  # noqa: BLE001
-        info["error"] = str(exc)
-    try:
-        info["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                        capture_output=True, text=True, timeout=30).stdout.strip()
-    except Exception:  # noqa: BLE001
-        info["driver"] = None
-    return info
 
 
 def summarize_step(step: dict[str, Any]) -> str:
@@ -99,7 +79,7 @@ def main() -> int:
     work = out / "work"
     tg = [sys.executable, "-m", "tritongate"]
     sel = ["--ops", args.ops] if args.ops else []
-    doc: dict[str, Any] = {"date": dt.date.today().isoformat(), "suite": args.suite, "software": _software(),
+    doc: dict[str, Any] = {"date": dt.date.today().isoformat(), "suite": args.suite, "software": software(),
                            "steps": []}
     record = args.record
     counts: dict[str, int] = {}

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import fresh_work_dir, timed  # noqa: E402
+from benchlib import fresh_work_dir, software, software_line, timed  # noqa: E402
 
 QUERY = "clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active"
 
@@ -130,7 +130,8 @@ def main() -> int:
         return 1
     record = stdout[-1]
     doc: dict[str, Any] = {"date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                           "suite": args.suite, "ops": args.ops, "record_s": round(wall, 1), "steps": []}
+                           "software": software(), "suite": args.suite, "ops": args.ops, "record_s": round(wall, 1),
+                           "steps": []}
     for sched in args.schedules.split(","):
         max_rounds, budget = sched.split(":")
         sampler = GpuSampler()
@@ -146,7 +147,8 @@ def main() -> int:
                 "gpu": gpu, "rows": _rows(paths) if "verdict" in paths else []}
         doc["steps"].append(step)
         (out / "pair_noise.json").write_text(json.dumps(doc, indent=1))
-    lines = [f"# Paired A/A noise, {args.suite} --ops {args.ops} ({doc['date_utc'][:10]})", ""]
+    lines = [f"# Paired A/A noise, {args.suite} --ops {args.ops} ({doc['date_utc'][:10]})", "",
+             software_line(doc["software"]) + ".", ""]
     for s in doc["steps"]:
         lines += [f"## max rounds {s['max_rounds']}, row budget {s['row_budget_s']:g} s: exit {s['exit_code']}, "
                   f"{s['wall_s']} s", "", f"GPU while pairing: {json.dumps(s['gpu'])}", "",

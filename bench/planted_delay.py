@@ -21,8 +21,11 @@ from pathlib import Path
 import torch
 import triton
 
-from tritongate.ops.kernels.elementwise import add_kernel
-from tritongate.ops.kernels.planted import measure_clock_ghz
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import software  # noqa: E402
+
+from tritongate.ops.kernels.elementwise import add_kernel  # noqa: E402
+from tritongate.ops.kernels.planted import measure_clock_ghz  # noqa: E402
 
 REQUESTS_NS = (0, 10, 25, 50, 100, 250, 1000, 10000)
 
@@ -57,8 +60,8 @@ def main() -> int:
     kernel = add_kernel.fn  # the builtin add kernel, one fixed config
     ghz = measure_clock_ghz("cuda")
     res = {"date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "sm_clock_ghz": round(ghz, 4), "rows": []}
+           "device": torch.cuda.get_device_name(), "driver": software()["driver"], "torch": torch.__version__,
+           "triton": triton.__version__, "sm_clock_ghz": round(ghz, 4), "rows": []}
     for n in (4096, 1024 * 1024, 16 * 1024 * 1024):
         x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
         o = torch.empty_like(x)
@@ -77,7 +80,7 @@ def main() -> int:
                                 "gain": round((on - tail) * 1000 / ns, 3) if ns else None})
     (out / "planted_delay.json").write_text(json.dumps(res, indent=1))
     lines = [f"# The planted delay's accuracy ({res['date_utc'][:10]})", "",
-             f"{res['device']}, torch {res['torch']}, triton {res['triton']}; SM clock {res['sm_clock_ghz']} GHz "
+             f"{res['device']}, driver {res['driver']}, torch {res['torch']}, triton {res['triton']}; SM clock {res['sm_clock_ghz']} GHz "
              "(measured). Per launch, median of 21 CUDA-graph replays of 200 launches.", "",
              "| kernel | programs | compiled out (µs) | spin 0 (µs) | spin per program (ns) | added per launch (ns) | gain |",
              "|---|---:|---:|---:|---:|---:|---:|"]
