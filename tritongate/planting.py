@@ -57,6 +57,12 @@ def row_key(op: str, case: str, dtype: str) -> str:
     return f"{op}/{case}/{dtype}"
 
 
+def split_key(key: str) -> tuple[str, str, str]:
+    """``row_key``'s (op, case, dtype) back (a case never holds a slash)."""
+    op, case, dtype = key.split("/")
+    return op, case, dtype
+
+
 def write_plan(path: Path, fraction: float, delays_ns: Mapping[str, int]) -> Path:
     """Write a plan (validated first: a bad delay never reaches a worker)."""
     PlantPlan(str(path), "", fraction, dict(delays_ns))

@@ -139,6 +139,9 @@ def test_a_row_whose_time_moves_in_one_process_is_sized_by_paired_checks_and_cau
         assert o.delay_ns == pytest.approx(f * 40_000, rel=0.3) and o.caught  # what the script says it takes
     checks = [s for s in json.loads((out / CALIBRATION_JSON).read_text())["steps"] if s["name"].startswith("check-")]
     assert checks and all(Path(s["path"]).name.startswith("pair-") for s in checks)
+    for s in checks:  # a check runs the rows it checks, not every row of their ops
+        ident = json.loads((Path(s["path"]) / "base" / "run_identity.json").read_text())
+        assert ident["pair"]["only_rows"] == [matmul.key]
     assert all(g.met for g in cal.goals())
 
 

@@ -88,3 +88,17 @@ def test_the_merged_verdict_cites_the_calibration(tmp_path: Path, capsys, monkey
     doc = json.loads((tmp_path / "m" / "verdict" / "verdict.json").read_text())
     assert doc["calibration"]["device"] == "NVIDIA H200"
     capsys.readouterr()
+
+
+def test_only_rows_runs_just_those_planned_rows_and_says_so(tmp_path: Path) -> None:
+    """A calibration's paired check names its rows: the others of their ops are not run."""
+    full = shard(tmp_path, 1, 1)
+    keys = sorted((r.op, r.case, r.dtype) for r in load_run(full / "base").rows)
+    wanted = frozenset(k for k in keys if k[0] != "add")
+    request = PairRequest(baseline=tmp_path / "baseline", suite="scripted", out=tmp_path / "only",
+                          base=CompilerBuild("base"), cand=CompilerBuild("candidate", env={"TG_BINARY": "new"}),
+                          executor="tests.pair.fakes:ScriptedExecutor", only_rows=wanted)
+    path = run_pair(request, spawn=_spawn).path
+    base = load_run(path / "base")
+    assert sorted((r.op, r.case, r.dtype) for r in base.rows) == sorted(wanted) and len(wanted) == 2
+    assert base.complete and base.identity["pair"]["only_rows"] == sorted("/".join(k) for k in wanted)

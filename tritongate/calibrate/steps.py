@@ -24,7 +24,7 @@ from tritongate.calibrate.aim import TOLERANCE, RowAim, unplanted_notes
 from tritongate.calibrate.aim_check import check_aims
 from tritongate.calibrate.analysis import Step, StepRow, analyse, step_rows
 from tritongate.calibrate.model import Calibration, fraction_key
-from tritongate.planting import PLANTED_DELAY_ENV, write_plan
+from tritongate.planting import PLANTED_DELAY_ENV, split_key, write_plan
 
 # (step out dir, base env overlay, candidate env overlay) -> a PairRequest with every row timed
 MakeRequest = Callable[[Path, Mapping[str, str], Mapping[str, str]], Any]
@@ -101,11 +101,12 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
     def run_check(name: str, f: float, spins: Mapping[str, int]) -> dict[str, StepRow]:
         path = write_plan(plans / f"{name}.json", f, {**zeros, **spins})
         request = make_request(out / name, zero_env, {PLANTED_DELAY_ENV: str(path.resolve())})
-        # only the ops of the rows checked; their pairs grow until the noise floor resolves the
-        # size to the aim's tolerance (the target a row's schedule works to is its minimum effect)
+        # only the rows checked (the others would grow to the same target for nothing); their
+        # pairs grow until the noise floor resolves the size to the aim's tolerance (the
+        # target a row's schedule works to is its minimum effect)
         policy = dataclasses.replace(request.policy, min_effect=TOLERANCE * f, op_min_effect={})
         request = dataclasses.replace(request, only_ops=tuple(sorted({key.split("/")[0] for key in spins})),
-                                      policy=policy)
+                                      only_rows=frozenset(split_key(key) for key in spins), policy=policy)
         step, _ = _timed_step(name, None, request, run, dict(spins))
         checks.append(step)
         return {r.key: r for r in step.rows}

@@ -102,6 +102,7 @@ class PairRequest:
     baseline_state: BaselineState | None = None  # the baseline lookup, shown in the verdict
     calibration: CalibrationSummary | None = None  # the runner's latest calibration, cited in the verdict
     shard: tuple[int, int] | None = None  # (I, N): every N-th planned row from the I-th (1-based)
+    only_rows: frozenset[tuple[str, str, str]] | None = None  # (op, case, dtype): run only these planned rows
 
 
 def default_schedule(backend: str, rounds: int) -> PairSchedule:
@@ -314,6 +315,8 @@ class PairRunner:
                      "changed_from": self.request.changed_from.to_dict() if self.request.changed_from else None,
                      "shard": {"index": self.request.shard[0], "count": self.request.shard[1],
                                "planned_rows": len(plan["rows"])} if self.request.shard else None,
+                     "only_rows": sorted("/".join(k) for k in self.request.only_rows)
+                     if self.request.only_rows is not None else None,
                      "schedule": {"min_rounds": schedule.min_rounds, "max_rounds": schedule.max_rounds,
                                   "row_budget_s": schedule.row_budget_s, "run_budget_s": schedule.run_budget_s}},
         }
@@ -374,6 +377,8 @@ class PairRunner:
         if self.request.shard is not None:  # round robin: each shard gets every op's mix of sizes
             index, count = self.request.shard
             rows = rows[index - 1::count]
+        if self.request.only_rows is not None:  # a calibration's paired check: its unsure rows alone
+            rows = [r for r in rows if (r.op, r.case, r.dtype) in self.request.only_rows]
         shapes_text = yaml.safe_dump(plan["shapes"], sort_keys=False)
         for side in self._sides.values():
             path = self._pair_dir / side.name
