@@ -10,9 +10,12 @@ timed around the ladder's crossing of it gives the spin to try. That spin is tim
 alternating with 0 (at least ``MIN_TIMINGS``, at most ``MAX_TIMINGS``), until the 95 %
 interval of its mean effect is within half the tolerance: that mean is its planted size, and
 it is planted where the whole interval lies within the tolerance of the size. Where it does
-not, a new line (with those timings in it) gives another spin, confirmed the same way. A size
-no chosen spin lands on is not planted on that row, and says why: the instrument cannot plant
-it there, which is not the gate missing it.
+not, a new line (with those timings in it) gives another spin, confirmed the same way; where
+lines keep missing (the response has a kink: a memory-bound kernel hides a spin under its other
+waves' traffic, then pays it in every wave, so lines through the spins below the kink aim
+short), the closest spins timed either side of the size bracket it, and that bracket is
+narrowed by interpolation. A size no chosen spin lands on is not planted on that row, and says
+why: the instrument cannot plant it there, which is not the gate missing it.
 
 A row whose time at 0 moves between timings times 0 again after every ladder step too, and
 each step's effect is against the 0s either side of it, as a paired run pairs its rounds. A
@@ -38,6 +41,7 @@ ZEROS = 3  # timings at 0 before the ladder: their spread decides whether the la
 MIN_TIMINGS = 6  # least timings of a chosen spin (its ladder step's included), each against the 0s beside it
 MAX_TIMINGS = 12  # most, for a row whose noise keeps its planted size uncertain
 REFINE = 2  # secant steps for a chosen spin that its confirmation moved out of the tolerance
+BRACKET = 4  # then steps that narrow the spins timed either side of the size (a kink in the response)
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,26 @@ def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, toleran
         """Its 95 % interval lies within the tolerance of ``f``."""
         return abs(got - f) + t.half_width(spin) <= tolerance * f
 
+    def bracket(f: float) -> int | None:
+        """A spin inside the closest pair of spins timed either side of ``f`` (below: the
+        largest spin short of it under the smallest past it), interpolated, kept an eighth of
+        the bracket from either end so that it always narrows; None without such a pair."""
+        above = [s for s in t.effects if t.effect(s) >= f]
+        if not above:
+            return None
+        hi = min(above)
+        below = [s for s in t.effects if s < hi and t.effect(s) < f]
+        if not below:
+            return None
+        lo = max(below)
+        if hi - lo < 2:
+            return None
+        e_lo, e_hi = t.effect(lo), t.effect(hi)
+        x = lo + (f - e_lo) / (e_hi - e_lo) * (hi - lo)
+        margin = (hi - lo) / 8
+        nxt = round(min(hi - margin, max(lo + margin, x)))
+        return nxt if lo < nxt < hi else None
+
     spins, aimed, missed, tried = {}, {}, {}, {}
     unsure: list[str] = []
     for f in sorted(fractions):
@@ -199,6 +223,15 @@ def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, toleran
             nxt = predict(f)
             if nxt is None or nxt == best or nxt in tried.values():
                 break
+            got_nxt = t.confirm(nxt, within)
+            if abs(got_nxt - f) < abs(got - f):
+                best, got = nxt, got_nxt
+        for _ in range(BRACKET):  # lines keep missing: narrow the spins either side of the size
+            if lands(best, got, f) or t.half_width(best) > within:
+                break  # landed, or too noisy to aim in one process (the paired check's case)
+            nxt = bracket(f)
+            if nxt is None or len(t.effects.get(nxt, ())) >= MIN_TIMINGS:
+                break  # no bracket, or its spin was confirmed already
             got_nxt = t.confirm(nxt, within)
             if abs(got_nxt - f) < abs(got - f):
                 best, got = nxt, got_nxt
