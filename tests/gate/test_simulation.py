@@ -51,3 +51,24 @@ def test_paired_5_percent_slowdown_is_caught_at_graph_timer_noise():
 
     result = simulate_paired(rows=ROWS, shift=0.05, rel_iqrs=[GRAPH_TIMER_REL_IQR], seed=9)
     assert len(result.by(Verdict.REGRESSED)) >= 0.99 * ROWS
+
+
+def test_a_row_switching_between_two_states_is_called_less_once_calls_need_more_pairs():
+    """A/A rows that switch between two states 1.4 % apart, each worker on its own (rmsnorm
+    16×8192 on the H200). Five pairs can sit in opposite states and agree closely, so their
+    noise floor is tiny: a call there is looked at again at 10 and 20 pairs first."""
+    import dataclasses
+
+    from tritongate.gate.simulate import simulate_paired
+    from tritongate.pair.orchestrator import default_schedule
+
+    confirmed = dataclasses.replace(default_schedule("cuda", 5), row_budget_s=math.inf, run_budget_s=math.inf)
+    assert confirmed.confirm_rounds == 20
+
+    def calls(schedule):
+        result = simulate_paired(rows=ROWS, shift=0.0, rel_iqrs=[0.002], seed=4, schedule=schedule,
+                                 modes=(0.014, 0.3), drift_sd=0.0005)
+        return len(result.by(Verdict.REGRESSED)) + len(result.by(Verdict.IMPROVED))
+
+    before, after = calls(dataclasses.replace(confirmed, confirm_rounds=0)), calls(confirmed)
+    assert before >= 5 and after <= before / 4

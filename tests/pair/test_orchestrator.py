@@ -4,6 +4,7 @@ rows short of their precision target get more pairs within their budgets."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,10 @@ def test_a_three_percent_shift_on_one_side_is_caught(tmp_path):
     assert set(_verdicts(outcome).values()) == {Verdict.REGRESSED}
     for r in outcome.result.rows:
         assert r.timing.paired and r.timing.effect == pytest.approx(0.03, abs=0.01)
+        assert r.timing.pairs == 20  # called at 5 pairs: looked at again at 10 and 20 before the call
     assert outcome.result.exit_code == 1
+    ident = json.loads((outcome.cand_path / "run_identity.json").read_text())
+    assert ident["pair"]["schedule"]["confirm_rounds"] == 20
 
 
 def test_identical_binaries_are_not_timed_unless_asked(tmp_path):
@@ -186,6 +190,7 @@ def test_bad_schedule_options_are_usage_errors(tmp_path):
     from tritongate.pair.orchestrator import default_schedule
     assert default_schedule("cuda", 5).max_rounds == 80 and default_schedule("cuda", 100).max_rounds == 100
     assert default_schedule("cpu", 6).max_rounds == 24
+    assert default_schedule("cuda", 5).confirm_rounds == 20 and default_schedule("cpu", 6).confirm_rounds == 24
 
 
 def test_the_verdict_names_each_side_by_pair_and_side(tmp_path):

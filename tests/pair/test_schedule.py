@@ -13,7 +13,8 @@ def test_looks_double_up_to_the_cap():
     assert PairSchedule(min_rounds=4, max_rounds=4).looks() == [4]
 
 
-@pytest.mark.parametrize("kw", [dict(min_rounds=1), dict(min_rounds=5, max_rounds=4), dict(row_budget_s=-1)])
+@pytest.mark.parametrize("kw", [dict(min_rounds=1), dict(min_rounds=5, max_rounds=4), dict(row_budget_s=-1),
+                                dict(confirm_rounds=-1)])
 def test_bad_schedules_are_refused(kw):
     with pytest.raises(ValueError):
         PairSchedule(**kw)
@@ -29,7 +30,7 @@ def test_extension_must_fit_the_row_and_the_run_budget():
     assert may_extend(schedule=s, ledger=BudgetLedger(100.0), done=20, row_elapsed_s=0, per_pair_s=0) is None
 
 
-def _run(schedule, reached_after=None, ledger=None, pair_s=1.0, fail_at=None):
+def _run(schedule, reached_after=None, ledger=None, pair_s=1.0, fail_at=None, call=None):
     now = [0.0]
     clock_fn = lambda: now[0]  # noqa: E731
     done = []
@@ -45,7 +46,9 @@ def _run(schedule, reached_after=None, ledger=None, pair_s=1.0, fail_at=None):
         return reached_after is not None and len(done) >= reached_after
 
     ledger = ledger or BudgetLedger(schedule.run_budget_s)
-    n = run_schedule(measure_pair=measure_pair, reached=reached, schedule=schedule, ledger=ledger, clock=clock_fn)
+    would_call = None if call is None else (lambda: call(len(done)))
+    n = run_schedule(measure_pair=measure_pair, reached=reached, schedule=schedule, ledger=ledger, clock=clock_fn,
+                     would_call=would_call)
     return n, ledger
 
 
@@ -62,3 +65,18 @@ def test_budgets_cut_extension_and_a_failure_stops_the_row():
     assert _run(s)[0] == 10  # 5 -> 10 fits 12 s, 10 -> 20 does not
     assert _run(PairSchedule(min_rounds=5, max_rounds=20, row_budget_s=1e9, run_budget_s=3.0))[0] == 5
     assert _run(PairSchedule(min_rounds=5, max_rounds=20), fail_at=3)[0] == 3
+
+
+def test_a_row_called_on_fewer_pairs_than_confirm_rounds_gets_the_next_looks_first():
+    """The only look at the difference: it can add pairs to a row the rule would call, never
+    stop one; the decision is then made on all the pairs."""
+    s = PairSchedule(min_rounds=5, max_rounds=80, row_budget_s=1e9, run_budget_s=1e9, confirm_rounds=20)
+    assert _run(s, reached_after=0, call=lambda n: True)[0] == 20  # called at 5: looks at 10 and 20 first
+    assert _run(s, reached_after=0, call=lambda n: n < 10)[0] == 10  # the call went away at 10: stop there
+    assert _run(s, reached_after=0, call=lambda n: False)[0] == 5  # not called: stops as before
+    assert _run(s, reached_after=40, call=lambda n: True)[0] == 40  # short of its target anyway
+    off = PairSchedule(min_rounds=5, max_rounds=80, row_budget_s=1e9, run_budget_s=1e9)
+    assert _run(off, reached_after=0, call=lambda n: True)[0] == 5
+    # a budget that stops the row first leaves the call on the pairs it has
+    tight = PairSchedule(min_rounds=5, max_rounds=80, row_budget_s=12.0, run_budget_s=1e9, confirm_rounds=20)
+    assert _run(tight, reached_after=0, call=lambda n: True)[0] == 10

@@ -9,7 +9,10 @@ sets sigma_total = r / 1.349, of which the round offsets carry the larger part.
 way ``tritongate pair`` measures it: rounds alternate between the sides (who goes first
 swaps every pair), both sides share a drift that moves between and within pairs, and the
 real schedule (``tritongate.pair.schedule.run_schedule``) adds pairs to rows short of their
-precision target, looking at their spread only.
+precision target, looking at their spread only (and at the call, for a row called on fewer
+pairs than the schedule's ``confirm_rounds``). ``modes`` adds a row that switches between two
+states, each worker on its own (rmsnorm 16×8192 on the H200: 1.755 or 1.780 µs, a state
+lasting several rounds).
 """
 
 from __future__ import annotations
@@ -66,12 +69,14 @@ def simulate(*, rows: int, shift: float, rel_iqrs: Sequence[float], seed: int,
 
 def simulate_paired(*, rows: int, shift: float, rel_iqrs: Sequence[float], seed: int,
                     policy: GatePolicy | None = None, drift_sd: float = 0.005, per_round: int = 5,
-                    schedule=None) -> GateResult:
+                    schedule=None, modes: tuple[float, float] | None = None) -> GateResult:
     """Gate ``rows`` synthetic paired rows whose candidate is slower by ``shift``.
 
     Drift: a random walk shared by both sides, ``drift_sd`` per pair, half of it between the
-    two rounds of a pair (the second side sees it, the first does not)."""
-    from tritongate.gate.rule import precision
+    two rounds of a pair (the second side sees it, the first does not). Modes ``(offset,
+    switch)``: each side's worker is in one of two states, the second ``offset`` slower, and
+    leaves its state before a round with probability ``switch``."""
+    from tritongate.gate.rule import Why, decide, precision
     from tritongate.pair.schedule import BudgetLedger, PairSchedule, run_schedule
 
     policy = policy or GatePolicy()
@@ -89,9 +94,14 @@ def simulate_paired(*, rows: int, shift: float, rel_iqrs: Sequence[float], seed:
         first: dict[str, list[bool]] = {"base": [], "candidate": []}
         level = [1.0]
         clock = [0.0]
+        state = {side: rng.random() < 0.5 for side in samples} if modes is not None else {}
 
         def one_round(side: str, drift: float) -> None:
             m = median * (1 + shift) if side == "candidate" else median
+            if modes is not None:
+                if rng.random() < modes[1]:
+                    state[side] = not state[side]
+                m *= 1 + modes[0] * state[side]
             offset = rng.gauss(0, round_sd)
             samples[side] += [m * drift * (1 + offset) * (1 + rng.gauss(0, within_sd)) for _ in range(per_round)]
 
@@ -113,8 +123,13 @@ def simulate_paired(*, rows: int, shift: float, rel_iqrs: Sequence[float], seed:
                              cand_per_round=per_round, paired=True, min_effect=target,
                              noise_z=policy.noise_z).detectable <= target
 
+        def would_call() -> bool:
+            return decide(samples["base"], samples["candidate"], base_per_round=per_round, cand_per_round=per_round,
+                          min_effect=target, noise_z=policy.noise_z, min_samples=policy.min_samples,
+                          paired=True).why is Why.CALLED
+
         run_schedule(measure_pair=measure_pair, reached=reached, schedule=schedule, ledger=ledger,
-                     clock=lambda: clock[0])
+                     clock=lambda: clock[0], would_call=would_call)
         for side, out in (("base", base_rows), ("candidate", cand_rows)):
             info = MeasurementInfo(launches_per_sample=20, samples_per_round=per_round, warmup_calls=50, l2="warm",
                                    pairing=PairInfo(pair_id="sim", side=side, went_first=tuple(first[side]),

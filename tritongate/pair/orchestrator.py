@@ -32,7 +32,7 @@ from tritongate.atomicio import write_text_atomic
 from tritongate.calibrate.model import CalibrationSummary
 from tritongate.errors import MeasurementError, PreflightError, UsageError
 from tritongate.gate.policy import GatePolicy
-from tritongate.gate.rule import paired_log_ratios, precision
+from tritongate.gate.rule import Why, decide, paired_log_ratios, precision
 from tritongate.harness.measure import L2Policy, Measurement, TimerKind
 from tritongate.gate.baseline_state import BaselineState
 from tritongate.ir.changed import ChangedRows
@@ -49,6 +49,7 @@ from tritongate.runlog import RunLog
 from tritongate.schema import Correctness, PairInfo, Row, RowStatus, SkipReason, Variant
 
 GPU_MAX_ROUNDS = 80
+CONFIRM_LOOKS = 4  # a call needs this many times the minimum pairs (two looks past the first)
 STARTUP_TIMEOUT_S = 600.0  # importing torch/triton and creating a device context
 MAX_RESTARTS = 10  # per side: a worker that keeps dying stops the run
 PAIR_SIDES = ("base", "candidate")
@@ -109,10 +110,13 @@ def default_schedule(backend: str, rounds: int) -> PairSchedule:
     """Rows short of their target grow to 80 pairs on a GPU (30 s a row, 10 min a run): a row
     whose memory placement moves its time by 2 % a round (a skinny matmul on the H200) needs
     that many to resolve 2 % (``bench/results/2026-11-30_h200_pair_noise.md``). On the
-    interpreter, whose host timings are noisy, to 24 pairs within 8 s a row."""
+    interpreter, whose host timings are noisy, to 24 pairs within 8 s a row. A row called on
+    fewer than four times the minimum pairs is looked at again first (``PairSchedule``)."""
+    confirm = CONFIRM_LOOKS * rounds
     if backend == "cpu":
-        return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, 24), row_budget_s=8.0, run_budget_s=300.0)
-    return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, GPU_MAX_ROUNDS))
+        return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, 24), row_budget_s=8.0, run_budget_s=300.0,
+                            confirm_rounds=confirm)
+    return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, GPU_MAX_ROUNDS), confirm_rounds=confirm)
 
 
 @dataclass
@@ -318,6 +322,7 @@ class PairRunner:
                      "only_rows": sorted("/".join(k) for k in self.request.only_rows)
                      if self.request.only_rows is not None else None,
                      "schedule": {"min_rounds": schedule.min_rounds, "max_rounds": schedule.max_rounds,
+                                  "confirm_rounds": schedule.confirm_rounds,
                                   "row_budget_s": schedule.row_budget_s, "run_budget_s": schedule.run_budget_s}},
         }
 
@@ -517,7 +522,8 @@ class PairRunner:
             return not any(states[s].fell_back for s in states)
 
         run_schedule(measure_pair=measure_pair, reached=lambda: self._reached(states, target),
-                     schedule=schedule, ledger=ledger, clock=self._clock)
+                     schedule=schedule, ledger=ledger, clock=self._clock,
+                     would_call=lambda: self._would_call(states, target))
 
     def _spr(self) -> int:
         return int(self._sides["base"].hello.get("measure_config", {}).get("samples_per_round", 5))
@@ -525,6 +531,15 @@ class PairRunner:
     def _reached(self, states: dict[str, _RowState], target: float) -> bool:
         p = self._precision(states, target)
         return p is not None and p <= target
+
+    def _would_call(self, states: dict[str, _RowState], target: float) -> bool:
+        """Whether the rule would call the row's timing on the pairs so far."""
+        b, c = states["base"].samples, states["candidate"].samples
+        if not b or not c:
+            return False
+        spr, policy = self._spr(), self.request.policy
+        return decide(b, c, base_per_round=spr, cand_per_round=spr, min_effect=target, noise_z=policy.noise_z,
+                      min_samples=policy.min_samples, paired=True).why is Why.CALLED
 
     def _precision(self, states: dict[str, _RowState], target: float) -> float | None:
         return self._precision_of(states["base"].samples, states["candidate"].samples, target)
