@@ -73,6 +73,8 @@ def test_the_summary_line_names_a_calibration_from_another_gpu():
     some_not_planted = CalibrationSummary("2026-11-30T05:00:00+00:00", "NVIDIA H200", 102, 0, 0.02, 28, 30, 4)
     assert some_not_planted.line("NVIDIA H200").endswith(
         "a 2% slowdown caught on 28 of 30 rows (4 more could not be planted).")
+    one_false = CalibrationSummary("2026-11-30T05:00:00+00:00", "NVIDIA H200", 102, 1, 0.02, 31, 31, 3)
+    assert "): 1 false verdict in 102 A/A rows; a 2% slowdown caught on 31 of 31 rows" in one_false.line("NVIDIA H200")
 
 
 def test_a_written_calibration_reads_back_as_its_summary(tmp_path):

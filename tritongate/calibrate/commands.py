@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from tritongate.baselines.manifest import suite_folder
-from tritongate.calibrate.model import CALIBRATION_JSON, Calibration
+from tritongate.calibrate.model import CALIBRATION_JSON, Calibration, false_verdicts
 from tritongate.calibrate.report import write_reports
 from tritongate.calibrate.steps import CalibrationPlan, calibrate
 from tritongate.errors import UsageError
@@ -125,7 +125,7 @@ def _regate(request: Any, pair_dir: Path) -> Any:
 
 
 def print_outcome(cal: Calibration, out: Path, md: Path, png: Path | None) -> None:
-    print(f"A/A: {cal.aa_false} false verdicts in {cal.aa_rows} rows")
+    print(f"A/A: {false_verdicts(cal.aa_false)} in {cal.aa_rows} rows")
     for f in cal.fractions:
         rate = cal.rate(f)
         print(f"planted {f:.0%}: caught on {rate.caught} of {rate.rows} rows")

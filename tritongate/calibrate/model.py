@@ -35,6 +35,11 @@ def size_class(kernel_us: float) -> str:
     raise ValueError(f"kernel time {kernel_us!r} µs has no size class")
 
 
+def false_verdicts(n: int) -> str:
+    """``"1 false verdict"``, ``"3 false verdicts"``."""
+    return f"{n} false verdict{'' if n == 1 else 's'}"
+
+
 def fraction_key(fraction: float) -> str:
     """``0.02`` -> ``"0.02"``: the JSON key of a planted fraction."""
     return f"{fraction:g}"
@@ -221,7 +226,7 @@ class CalibrationSummary:
         if self.unplanted:
             rate += f" ({self.unplanted} more could not be planted)"
         text = (f"Calibrated on this runner {self.created_utc[:10]} (`tritongate calibrate`): "
-                f"{self.aa_false} false verdicts in {self.aa_rows} A/A rows; a {self.fraction:.0%} slowdown "
+                f"{false_verdicts(self.aa_false)} in {self.aa_rows} A/A rows; a {self.fraction:.0%} slowdown "
                 f"caught on {rate}.")
         if verdict_device and self.device and verdict_device != self.device:
             text = "⚠️ " + text.replace("on this runner", f"on {self.device}, not this GPU ({verdict_device}),")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tritongate.atomicio import write_bytes_atomic, write_text_atomic
 from tritongate.baselines.manifest import suite_folder
-from tritongate.calibrate.model import SIZE_CLASSES, Calibration, fraction_key
+from tritongate.calibrate.model import SIZE_CLASSES, Calibration, false_verdicts, fraction_key
 from tritongate.report.units import format_time
 from tritongate.report.untrusted import markdown_cell
 
@@ -30,7 +30,7 @@ def render(cal: Calibration) -> str:
     lines = [f"# Calibration of `{markdown_cell(suite_folder(cal.suite))}` ({cal.created_utc[:10]})", "",
              f"{r.get('device', 'n/a')}, driver {r.get('driver', 'n/a')}, torch {r.get('torch', 'n/a')}, triton "
              f"{r.get('triton', 'n/a')}, timer {r.get('timer', 'n/a')}.", "",
-             f"**A/A: {cal.aa_false} false verdicts in {cal.aa_rows} rows** (the build against itself, every row "
+             f"**A/A: {false_verdicts(cal.aa_false)} in {cal.aa_rows} rows** (the build against itself, every row "
              "timed; every REGRESSED or IMPROVED is false).", ""]
     goals = cal.goals()
     if goals:
