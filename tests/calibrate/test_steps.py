@@ -139,9 +139,13 @@ def test_a_row_whose_time_moves_in_one_process_is_sized_by_paired_checks_and_cau
         assert o.delay_ns == pytest.approx(f * 40_000, rel=0.3) and o.caught  # what the script says it takes
     checks = [s for s in json.loads((out / CALIBRATION_JSON).read_text())["steps"] if s["name"].startswith("check-")]
     assert checks and all(Path(s["path"]).name.startswith("pair-") for s in checks)
-    for s in checks:  # a check runs the rows it checks, not every row of their ops
+    planted = json.loads(next((out / "planted-0.05").glob("pair-*/base/run_identity.json")).read_text())
+    for s in checks:  # a check runs the rows it checks, not every row of their ops, and may grow 4x longer
         ident = json.loads((Path(s["path"]) / "base" / "run_identity.json").read_text())
         assert ident["pair"]["only_rows"] == [matmul.key]
+        check_schedule, run_schedule = ident["pair"]["schedule"], planted["pair"]["schedule"]
+        assert check_schedule["max_rounds"] == 4 * run_schedule["max_rounds"]
+        assert check_schedule["row_budget_s"] == 4 * run_schedule["row_budget_s"]
     assert all(g.met for g in cal.goals())
 
 

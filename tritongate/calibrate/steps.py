@@ -26,6 +26,9 @@ from tritongate.calibrate.analysis import Step, StepRow, analyse, step_rows
 from tritongate.calibrate.model import Calibration, fraction_key
 from tritongate.planting import PLANTED_DELAY_ENV, split_key, write_plan
 
+# A check's rows may grow to this many times the run's pairs and row budget: a skinny matmul whose
+# paired log ratios spread 2.5 % needs ~400 pairs to size a 2 % spin to ±0.5 % (80 gave ±1.2 %).
+CHECK_SCALE = 4
 # (step out dir, base env overlay, candidate env overlay) -> a PairRequest with every row timed
 MakeRequest = Callable[[Path, Mapping[str, str], Mapping[str, str]], Any]
 RunPair = Callable[[Any], Any]  # PairRequest -> PairOutcome
@@ -106,7 +109,8 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
         # target a row's schedule works to is its minimum effect)
         policy = dataclasses.replace(request.policy, min_effect=TOLERANCE * f, op_min_effect={})
         request = dataclasses.replace(request, only_ops=tuple(sorted({key.split("/")[0] for key in spins})),
-                                      only_rows=frozenset(split_key(key) for key in spins), policy=policy)
+                                      only_rows=frozenset(split_key(key) for key in spins), policy=policy,
+                                      schedule_scale=CHECK_SCALE)
         step, _ = _timed_step(name, None, request, run, dict(spins))
         checks.append(step)
         return {r.key: r for r in step.rows}

@@ -90,6 +90,9 @@ class PairRequest:
     config_overrides: dict[str, Any] = field(default_factory=dict)  # MeasureConfig fields
     schedule: PairSchedule | None = None  # None: the backend's default ...
     schedule_overrides: dict[str, Any] = field(default_factory=dict)  # ... with these fields replaced
+    # ... then its max pairs and row budget this many times over (a calibration's paired check,
+    # which must size a planted spin to a quarter of itself)
+    schedule_scale: int = 1
     time_identical: bool = False
     row_timeout_s: float = 600.0
     allow_busy_gpu: bool = False
@@ -349,6 +352,9 @@ class PairRunner:
                                                             int(config.get("rounds", 5)))
                 if req.schedule_overrides:
                     schedule = replace(schedule, **req.schedule_overrides)
+                if req.schedule_scale != 1:
+                    schedule = replace(schedule, max_rounds=schedule.max_rounds * req.schedule_scale,
+                                       row_budget_s=schedule.row_budget_s * req.schedule_scale)
             except ValueError as exc:
                 raise UsageError(f"bad pairing schedule: {exc}") from exc
             gpu_before = self._gpu_state()
