@@ -164,3 +164,21 @@ def test_a_size_past_a_kink_is_found_by_narrowing_the_bracket_around_it(key, us,
     assert set(aim.spins_ns) == {"0.01", "0.02", "0.05"} and not aim.missed
     assert abs(aim.aimed["0.05"] - 0.05) <= 0.25 * 0.05
     assert table[-3][0] < aim.spins_ns["0.05"] < table[-2][0]  # inside the kink's bracket
+
+
+def test_a_glitched_ladder_step_does_not_steer_the_bracket():
+    """add 16 M's response again, with the ladder's step at 1007 ns reading +6 % once (its truth
+    is +3 %): taken as the bracket's upper end it would keep the narrowing below the kink. An
+    end timed once is timed twice more first, and the median puts it back below 5 %."""
+    table = [(0, 0.0), (718, 0.0198), (955, 0.0258), (1060, 0.0344), (1425, 0.119), (100_000, 50.0)]
+    seen: dict[int, int] = {}
+
+    def measure(spin: int) -> float:
+        seen[spin] = seen.get(spin, 0) + 1
+        (s0, e0), (s1, e1) = next((a, b) for a, b in zip(table, table[1:]) if a[0] <= spin <= b[0])
+        effect = e0 + (spin - s0) / (s1 - s0) * (e1 - e0)
+        return 25.0 * (1 + (0.06 if spin == 1007 and seen[spin] == 1 else effect))
+
+    aim = aim_row("add/16777216/bfloat16", measure, (0.01, 0.02, 0.05))
+    assert abs(aim.aimed["0.05"] - 0.05) <= 0.25 * 0.05 and 1060 < aim.spins_ns["0.05"] < 1425
+    assert seen[1007] >= 3

@@ -189,20 +189,29 @@ def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, toleran
         """Its 95 % interval lies within the tolerance of ``f``."""
         return abs(got - f) + t.half_width(spin) <= tolerance * f
 
-    def bracket(f: float) -> int | None:
-        """A spin inside the closest pair of spins timed either side of ``f`` (below: the
-        largest spin short of it under the smallest past it), interpolated, kept an eighth of
-        the bracket from either end so that it always narrows; None without such a pair."""
+    def ends(f: float) -> tuple[int, int] | None:
+        """The closest pair of spins timed either side of ``f``: the smallest past it, and the
+        largest below that one short of it; None without such a pair."""
         above = [s for s in t.effects if t.effect(s) >= f]
         if not above:
             return None
         hi = min(above)
         below = [s for s in t.effects if s < hi and t.effect(s) < f]
-        if not below:
+        return (max(below), hi) if below else None
+
+    def bracket(f: float) -> int | None:
+        """A spin inside the bracket of ``f``, interpolated, kept an eighth of the bracket from
+        either end so that it always narrows (no spin inside was timed: that one would be an
+        end); None without a bracket. An end timed once is timed twice more first (the median
+        of three, as the ladder's top): one glitched ladder step must not steer the narrowing."""
+        pair = ends(f)
+        for s in pair or ():
+            while len(t.effects[s]) < 3:
+                t.time(s, paired=True)
+        pair = ends(f)
+        if pair is None or pair[1] - pair[0] < 2:
             return None
-        lo = max(below)
-        if hi - lo < 2:
-            return None
+        lo, hi = pair
         e_lo, e_hi = t.effect(lo), t.effect(hi)
         x = lo + (f - e_lo) / (e_hi - e_lo) * (hi - lo)
         margin = (hi - lo) / 8
@@ -230,8 +239,8 @@ def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, toleran
             if lands(best, got, f) or t.half_width(best) > within:
                 break  # landed, or too noisy to aim in one process (the paired check's case)
             nxt = bracket(f)
-            if nxt is None or len(t.effects.get(nxt, ())) >= MIN_TIMINGS:
-                break  # no bracket, or its spin was confirmed already
+            if nxt is None:
+                break
             got_nxt = t.confirm(nxt, within)
             if abs(got_nxt - f) < abs(got - f):
                 best, got = nxt, got_nxt
