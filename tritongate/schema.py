@@ -94,6 +94,7 @@ class PairInfo:
     target_reached: bool | None = None
     min_rounds: int = 0
     max_rounds: int = 0
+    confirm_rounds: int = 0  # pairs a call needs (0: none asked); fewer means the budgets cut it short
 
     def __post_init__(self) -> None:
         if not self.pair_id or self.side not in ("base", "candidate"):
@@ -108,7 +109,7 @@ class PairInfo:
         return {"pair_id": self.pair_id, "side": self.side, "went_first": list(self.went_first),
                 "target_effect": self.target_effect, "detectable_effect": self.detectable_effect,
                 "target_reached": self.target_reached, "min_rounds": self.min_rounds,
-                "max_rounds": self.max_rounds}
+                "max_rounds": self.max_rounds, "confirm_rounds": self.confirm_rounds}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "PairInfo":

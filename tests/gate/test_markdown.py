@@ -22,12 +22,12 @@ GOLDEN = Path(__file__).parent / "golden" / "verdict.md"
 
 
 def paired(r: Row, side: str, *, pair_id="pair-1", target=0.01, reached=0.008, target_reached=True,
-           max_rounds=5) -> Row:
+           max_rounds=5, confirm_rounds=0) -> Row:
     """``r`` as one side of a paired run (rounds alternating with the other side's)."""
     rounds = len(r.samples) // r.measurement.samples_per_round
     info = PairInfo(pair_id=pair_id, side=side, went_first=tuple(i % 2 == (side == "base") for i in range(rounds)),
                     target_effect=target, detectable_effect=reached, target_reached=target_reached,
-                    min_rounds=min(3, max_rounds), max_rounds=max_rounds)
+                    min_rounds=min(3, max_rounds), max_rounds=max_rounds, confirm_rounds=confirm_rounds)
     return replace(r, measurement=replace(r.measurement, pairing=info))
 
 
@@ -252,6 +252,25 @@ def test_the_short_of_target_section_lists_rows_whose_pairing_fell_short(tmp_pat
     line = cells_of(table_line(section, "softmax", "short", "float16"))
     assert line[3:] == ["UNCHANGED", "1.0%", "3.4%", "5 (cap 5)"]
     assert "| softmax | reached |" not in section
+
+
+def test_a_call_the_budgets_left_on_fewer_pairs_than_a_call_needs_is_listed(tmp_path):
+    """A 10 % slowdown called on 5 pairs where a call needs 20 (the run budget ran out first):
+    it stands, and says on how few pairs it rests."""
+    base = [paired(row(case="early"), "base", max_rounds=80, confirm_rounds=20),
+            paired(row(case="confirmed"), "base", max_rounds=80, confirm_rounds=5)]
+    cand = [paired(row(case="early", median=22.0, seed=1), "candidate", max_rounds=80, confirm_rounds=20),
+            paired(row(case="confirmed", median=22.0, seed=2), "candidate", max_rounds=80, confirm_rounds=5)]
+    result = run_gate(*pair(tmp_path, base, cand), GatePolicy())
+    assert {r.case: r.verdict for r in result.rows} == {"early": Verdict.REGRESSED, "confirmed": Verdict.REGRESSED}
+    assert [r.case for r in result.short_of_target()] == ["early"]
+    section = render_markdown(result)
+    section = section[section.index("Short of the precision target"):]
+    line = cells_of(table_line(section, "softmax", "early", "float16"))
+    assert line[3] == "REGRESSED" and line[-1] == "5 (cap 80); a call needs 20"
+    assert "| softmax | confirmed |" not in section
+    rows = {r["case"]: r for r in (r.to_dict() for r in result.rows)}
+    assert rows["early"]["call_unconfirmed"] is True and rows["confirmed"]["call_unconfirmed"] is False
 
 
 def test_no_short_of_target_section_when_every_target_was_reached(tmp_path):

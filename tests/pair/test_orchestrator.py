@@ -190,7 +190,10 @@ def test_bad_schedule_options_are_usage_errors(tmp_path):
     from tritongate.pair.orchestrator import default_schedule
     assert default_schedule("cuda", 5).max_rounds == 80 and default_schedule("cuda", 100).max_rounds == 100
     assert default_schedule("cpu", 6).max_rounds == 24
-    assert default_schedule("cuda", 5).confirm_rounds == 20 and default_schedule("cpu", 6).confirm_rounds == 24
+    assert default_schedule("cuda", 5).confirm_rounds == 20 and default_schedule("cpu", 6).confirm_rounds == 20
+    assert default_schedule("cuda", 20).confirm_rounds == 40  # a first look past 20 pairs: one more look
+    with pytest.raises(UsageError, match="schedule_scale must be >= 1"):
+        run_pair(_request(tmp_path, schedule_scale=0), spawn=_spawner(World()))
 
 
 def test_the_verdict_names_each_side_by_pair_and_side(tmp_path):

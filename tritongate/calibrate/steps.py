@@ -26,8 +26,9 @@ from tritongate.calibrate.analysis import Step, StepRow, analyse, step_rows
 from tritongate.calibrate.model import Calibration, fraction_key
 from tritongate.planting import PLANTED_DELAY_ENV, split_key, write_plan
 
-# A check's rows may grow to this many times the run's pairs and row budget: a skinny matmul whose
-# paired log ratios spread 2.5 % needs ~400 pairs to size a 2 % spin to ±0.5 % (80 gave ±1.2 %).
+# A check's rows may grow to this many times the run's pairs and row budget (320 pairs on a GPU, a
+# few seconds for a 16 µs kernel): a skinny matmul whose paired log ratios spread 2 % needs ~260
+# pairs to size a 2 % spin to ±0.5 % (80 gave ±1.2 %; at a spread of 2.7 % even 320 fall short).
 CHECK_SCALE = 4
 # (step out dir, base env overlay, candidate env overlay) -> a PairRequest with every row timed
 MakeRequest = Callable[[Path, Mapping[str, str], Mapping[str, str]], Any]

@@ -134,7 +134,8 @@ def simulate_paired(*, rows: int, shift: float, rel_iqrs: Sequence[float], seed:
             info = MeasurementInfo(launches_per_sample=20, samples_per_round=per_round, warmup_calls=50, l2="warm",
                                    pairing=PairInfo(pair_id="sim", side=side, went_first=tuple(first[side]),
                                                     target_effect=target, min_rounds=schedule.min_rounds,
-                                                    max_rounds=schedule.max_rounds))
+                                                    max_rounds=schedule.max_rounds,
+                                                    confirm_rounds=schedule.confirm_rounds))
             out.append(Row(op="sim", case=f"c{i}", dtype="float16", timer="cuda-graph",
                            samples=tuple(samples[side]), measurement=info))
     return run_gate(synthetic_run(base_rows, "replay", "base"), synthetic_run(cand_rows, "replay", "candidate"),

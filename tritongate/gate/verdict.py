@@ -54,6 +54,13 @@ class Verdict(str, Enum):
     NEW = "NEW"
 
 
+def unconfirmed(r: "RowVerdict") -> bool:
+    """A call made on fewer pairs than its paired run asks of a call (the budgets stopped it)."""
+    p = r.pairing
+    return (r.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) and p is not None and r.rounds is not None
+            and r.rounds < p.confirm_rounds)
+
+
 @dataclass(frozen=True)
 class RowVerdict:
     op: str
@@ -82,7 +89,8 @@ class RowVerdict:
                              "timed": t is not None, "rounds": self.rounds}
         if self.pairing is not None:
             d.update({"target_effect": self.pairing.target_effect,
-                      "target_reached": self.pairing.target_reached})
+                      "target_reached": self.pairing.target_reached,
+                      "confirm_rounds": self.pairing.confirm_rounds, "call_unconfirmed": unconfirmed(self)})
         if t is not None:
             d.update({"timing_change": t.change.value, "speedup": t.speedup, "effect": t.effect,
                       "base_median_us": t.base.median, "base_q1_us": t.base.q1, "base_q3_us": t.base.q3,
@@ -138,8 +146,10 @@ class GateResult:
 
     def short_of_target(self) -> list[RowVerdict]:
         """Paired rows whose rounds ran out (row or run budget, round cap) before their
-        detectable effect reached the op's minimum effect."""
-        return [r for r in self.rows if r.pairing is not None and r.pairing.target_reached is False]
+        detectable effect reached the op's minimum effect, or before a call had the pairs a
+        call needs (``PairInfo.confirm_rounds``)."""
+        return [r for r in self.rows if r.pairing is not None and
+                (r.pairing.target_reached is False or unconfirmed(r))]
 
     @property
     def geomean_speedup(self) -> float | None:

@@ -49,7 +49,7 @@ from tritongate.runlog import RunLog
 from tritongate.schema import Correctness, PairInfo, Row, RowStatus, SkipReason, Variant
 
 GPU_MAX_ROUNDS = 80
-CONFIRM_LOOKS = 4  # a call needs this many times the minimum pairs (two looks past the first)
+CONFIRM_PAIRS = 20  # a call needs this many pairs (twice --rounds if more): two looks past the default first
 STARTUP_TIMEOUT_S = 600.0  # importing torch/triton and creating a device context
 MAX_RESTARTS = 10  # per side: a worker that keeps dying stops the run
 PAIR_SIDES = ("base", "candidate")
@@ -114,8 +114,8 @@ def default_schedule(backend: str, rounds: int) -> PairSchedule:
     whose memory placement moves its time by 2 % a round (a skinny matmul on the H200) needs
     that many to resolve 2 % (``bench/results/2026-11-30_h200_pair_noise.md``). On the
     interpreter, whose host timings are noisy, to 24 pairs within 8 s a row. A row called on
-    fewer than four times the minimum pairs is looked at again first (``PairSchedule``)."""
-    confirm = CONFIRM_LOOKS * rounds
+    fewer than 20 pairs (or twice ``rounds``) is looked at again first (``PairSchedule``)."""
+    confirm = max(CONFIRM_PAIRS, 2 * rounds)
     if backend == "cpu":
         return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, 24), row_budget_s=8.0, run_budget_s=300.0,
                             confirm_rounds=confirm)
@@ -352,6 +352,8 @@ class PairRunner:
                                                             int(config.get("rounds", 5)))
                 if req.schedule_overrides:
                     schedule = replace(schedule, **req.schedule_overrides)
+                if req.schedule_scale < 1:
+                    raise ValueError(f"schedule_scale must be >= 1, got {req.schedule_scale}")
                 if req.schedule_scale != 1:
                     schedule = replace(schedule, max_rounds=schedule.max_rounds * req.schedule_scale,
                                        row_budget_s=schedule.row_budget_s * req.schedule_scale)
@@ -598,7 +600,8 @@ class PairRunner:
         pairing = PairInfo(pair_id=self._pair_id, side=side.name, went_first=tuple(st.went_first[-rounds:]),
                            target_effect=target, detectable_effect=reached,
                            target_reached=None if reached is None else reached <= target,
-                           min_rounds=schedule.min_rounds, max_rounds=schedule.max_rounds)
+                           min_rounds=schedule.min_rounds, max_rounds=schedule.max_rounds,
+                           confirm_rounds=schedule.confirm_rounds)
         row = finish_row(prepared, m, pairing=pairing)
         return replace(row, markers=row.markers + tuned_markers, autotune=autotune)
 

@@ -21,7 +21,7 @@ from tritongate.gate.ir_evidence import IREvidence, RowIR
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.rule import TimingDecision, Why
 from tritongate.gate.summary import per_op
-from tritongate.gate.verdict import AHEAD_OF_TIME_REASON, GateResult, RowVerdict, Verdict
+from tritongate.gate.verdict import AHEAD_OF_TIME_REASON, GateResult, RowVerdict, Verdict, unconfirmed
 from tritongate.report.units import format_time, format_time_range
 from tritongate.report.untrusted import code_block, markdown_cell, safe_url
 from tritongate.stats import Summary
@@ -109,6 +109,8 @@ def _short_row(r: RowVerdict) -> dict[str, Any]:
     rounds = "–" if r.rounds is None else str(r.rounds)
     if p is not None and p.max_rounds:
         rounds += f" (cap {p.max_rounds})"
+    if unconfirmed(r):
+        rounds += f"; a call needs {p.confirm_rounds}"
     return {"op": r.op, "case": r.case, "dtype": r.dtype, "verdict": r.verdict.value,
             "target": _pct(p.target_effect if p else None),
             "reached": _pct(p.detectable_effect if p else None), "rounds": rounds}

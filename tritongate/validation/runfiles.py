@@ -65,6 +65,7 @@ class PairingDoc(StrictDoc):
     target_reached: Optional[bool] = None
     min_rounds: NonNegInt = 0
     max_rounds: NonNegInt = 0
+    confirm_rounds: NonNegInt = 0
 
 
 class MeasurementDoc(StrictDoc):

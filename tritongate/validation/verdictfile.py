@@ -39,6 +39,8 @@ class VerdictRowDoc(OpenDoc):
     rounds: Optional[int] = None
     target_effect: Optional[NonNegFloat] = None
     target_reached: Optional[bool] = None
+    confirm_rounds: Optional[int] = None
+    call_unconfirmed: Optional[bool] = None
     timing_change: Optional[str] = None
     speedup: Optional[float] = None
     effect: Optional[float] = None
