@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import software, software_line  # noqa: E402
+from benchlib import software, software_line, write_results  # noqa: E402
 
 from tritongate.calibrate.aim_worker import AIM_WARMUP_S, AimWorker  # noqa: E402
 from tritongate.pair.orchestrator import PairRequest  # noqa: E402
@@ -64,8 +64,7 @@ def main() -> int:
         lines.append(f"| {r['row']} | {r['spin_ns']} | {r['warmup_s']} | {r['zero_us']:.1f} | "
                      f"{r['zero_spread'] * 100:.1f} | {r['effect'] * 100:+.2f} | "
                      f"{', '.join(f'{e * 100:+.1f}' for e in r['effects'])} | {r['wall_s']:.0f} |")
-    (out / "aim_warmup.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_results(out, "aim_warmup", doc, lines)
     return 0
 
 

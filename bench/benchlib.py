@@ -1,14 +1,17 @@
-"""What the bench scripts share: run a command, time it, keep its stderr in a log file."""
+"""What the bench scripts share: run a command, time it, keep its stderr in a log file; time a
+launch by CUDA-graph replay; write a result's JSON and Markdown."""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 
 def timed(cmd: list[str], log: Path, *, env: dict[str, str] | None = None,
@@ -54,3 +57,34 @@ def software() -> dict[str, Any]:
 def software_line(info: dict[str, Any]) -> str:
     return (f"{info.get('gpu')}, driver {info.get('driver')}, torch {info.get('torch')}, "
             f"triton {info.get('triton')}")
+
+
+def graph_us_per_launch(fn: Callable[[], None], launches: int, reps: int) -> float:
+    """``fn`` once (compile, first touch), then a CUDA graph of ``launches`` calls replayed
+    ``reps`` times, each between two events: the median per launch, in µs."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(launches):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000 / launches)
+    return statistics.median(times)
+
+
+def write_results(out: Path, name: str, doc: Any, lines: list[str]) -> None:
+    """``out/<name>.json`` and ``out/<name>.md`` (the lines), and the lines on stdout."""
+    (out / f"{name}.json").write_text(json.dumps(doc, indent=1))
+    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))

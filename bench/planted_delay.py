@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -22,33 +20,13 @@ import torch
 import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import software  # noqa: E402
+from benchlib import graph_us_per_launch, software, write_results  # noqa: E402
 
 from tritongate.ops.kernels.elementwise import add_kernel  # noqa: E402
 from tritongate.ops.kernels.planted import measure_clock_ghz  # noqa: E402
 
 REQUESTS_NS = (0, 10, 25, 50, 100, 250, 1000, 10000)
-
-
-def per_launch_us(fn, launches: int = 200, reps: int = 21) -> float:
-    """Median over reps of a CUDA graph of `launches` launches, per launch."""
-    fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(launches):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b) * 1000 / launches)
-    return statistics.median(out)
+LAUNCHES, REPS = 200, 21  # per launch: the median of 21 CUDA-graph replays of 200 launches
 
 
 def main() -> int:
@@ -69,16 +47,15 @@ def main() -> int:
 
         def launch(plant: bool, ns: int) -> None:
             kernel[grid](x, y, o, n, round(ns * ghz), BLOCK=1024, PLANT=plant, num_warps=4)
-        off = per_launch_us(lambda: launch(False, 0))
+        off = graph_us_per_launch(lambda: launch(False, 0), LAUNCHES, REPS)
         tail = None
         for ns in REQUESTS_NS:
-            on = per_launch_us(lambda: launch(True, ns))
+            on = graph_us_per_launch(lambda: launch(True, ns), LAUNCHES, REPS)
             tail = on if ns == 0 else tail
             res["rows"].append({"n": n, "programs": grid[0], "off_us": round(off, 4), "request_ns": ns,
                                 "zero_us": round(tail, 4), "on_us": round(on, 4),
                                 "added_ns": round((on - tail) * 1000, 1),
                                 "gain": round((on - tail) * 1000 / ns, 3) if ns else None})
-    (out / "planted_delay.json").write_text(json.dumps(res, indent=1))
     lines = [f"# The planted delay's accuracy ({res['date_utc'][:10]})", "",
              f"{res['device']}, driver {res['driver']}, torch {res['torch']}, triton {res['triton']}; SM clock {res['sm_clock_ghz']} GHz "
              "(measured). Per launch, median of 21 CUDA-graph replays of 200 launches.", "",
@@ -88,8 +65,7 @@ def main() -> int:
         if r["request_ns"]:
             lines.append(f"| add {r['n']} | {r['programs']} | {r['off_us']} | {r['zero_us']} | {r['request_ns']} | "
                          f"{r['added_ns']} | {r['gain']} |")
-    (out / "planted_delay.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_results(out, "planted_delay", res, lines)
     return 0
 
 

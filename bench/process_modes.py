@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import software, software_line  # noqa: E402
+from benchlib import software, software_line, write_results  # noqa: E402
 
 VARIANTS = ("default", "reload", "flush", "spread")
 
@@ -116,6 +116,8 @@ def main() -> int:
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("rows", nargs="+", metavar="OP/CASE/DTYPE")
     args = ap.parse_args()
+    if args.processes < 2:
+        ap.error("--processes: at least 2 (the spread between processes needs two)")
     if args.child:
         print(json.dumps(child(args.record, args.suite, args.rows, args.rounds, args.child, args.backend)))
         return 0
@@ -153,9 +155,7 @@ def main() -> int:
             doc["summary"].append({"row": key, "variant": variant, **s})
             lines.append(f"| {key} | {variant} | {s['within_sd_pct']:.2f} | {s['between_sd_pct']:.2f} | "
                          f"{s['between_share']:.2f} | {s['round_ms']:.1f} | {', '.join(f'{m:.3f}' for m in s['process_means_us'])} |")
-    (out / "process_modes.json").write_text(json.dumps(doc, indent=1))
-    (out / "process_modes.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_results(out, "process_modes", doc, lines)
     return 0
 
 

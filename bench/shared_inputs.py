@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import math
 import statistics
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchlib import software, software_line  # noqa: E402
+from benchlib import graph_us_per_launch, software, software_line, write_results  # noqa: E402
 
 VARIANTS = ("own", "shared")
 
@@ -71,24 +70,8 @@ def worker(name: str, commands, answers, to_peer, from_peer, shape: tuple[int, i
             def fn() -> None:
                 mm_k.matmul(a, b, c, autotuned=False)
 
-            fn()
-            torch.cuda.synchronize()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                for _ in range(launches):
-                    fn()
-            graph.replay()
-            torch.cuda.synchronize()
-            times = []
-            for _ in range(samples):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                graph.replay()
-                end.record()
-                end.synchronize()
-                times.append(start.elapsed_time(end) * 1000 / launches)
-            del graph, c
-            answers.put(("ok", statistics.median(times)))
+            answers.put(("ok", graph_us_per_launch(fn, launches, samples)))
+            del c
         elif cmd == "release":
             held.clear()
             torch.cuda.synchronize()
@@ -166,9 +149,7 @@ def main() -> int:
                      f"{got['mean_ratio_pct']:+.2f} |")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "shared_inputs.json").write_text(json.dumps(doc, indent=1))
-    (out / "shared_inputs.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_results(out, "shared_inputs", doc, lines)
     return 0
 
 
