@@ -109,9 +109,9 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
         # pairs grow until the noise floor resolves the size to the aim's tolerance (the
         # target a row's schedule works to is its minimum effect)
         policy = dataclasses.replace(request.policy, min_effect=TOLERANCE * f, op_min_effect={})
-        request = dataclasses.replace(request, only_ops=tuple(sorted({key.split("/")[0] for key in spins})),
-                                      only_rows=frozenset(split_key(key) for key in spins), policy=policy,
-                                      schedule_scale=CHECK_SCALE)
+        rows = frozenset(split_key(key) for key in spins)
+        request = dataclasses.replace(request, only_ops=tuple(sorted({op for op, _, _ in rows})), only_rows=rows,
+                                      policy=policy, schedule_scale=CHECK_SCALE)
         step, _ = _timed_step(name, None, request, run, dict(spins))
         checks.append(step)
         return {r.key: r for r in step.rows}
