@@ -39,7 +39,7 @@ import pytest
 from tritongate.autotune.records import Record, write_records
 from tritongate.cli import main
 from tritongate.rundir import RunWriter
-from tritongate.schema import Correctness, MeasurementInfo, PairInfo, Row, Variant
+from tritongate.schema import SCHEMA_VERSION, Correctness, MeasurementInfo, PairInfo, Row, Variant
 
 from tests.gate.helpers import IDENTITY, samples
 
@@ -300,7 +300,7 @@ RUNDIR_CASES: list[tuple[str, Callable[[Path], None], str]] = [
     ("row-status-wrong", res_set("rows", 0, "status", "crashed"), rf"{R}: rows\[0\]\.status: expected one of"),
     ("mode-wrong", res_set("mode", "live"), rf"{R}: mode: expected one of 'record' or 'replay', got the text 'live'"),
     ("schema-missing", res_del("schema_version"), rf"{R} has no integer schema_version"),
-    ("schema-older", res_set("schema_version", 0), rf"{R} uses schema 0 .*reads schemas 1-2.*Re-record"),
+    ("schema-older", res_set("schema_version", 0), rf"{R} uses schema 0 .*reads schemas 1-{SCHEMA_VERSION}.*Re-record"),
     ("schema-newer", res_set("schema_version", 99), rf"{R} uses schema 99 .*upgrade tritongate"),
     ("schema-bool", res_set("schema_version", True), rf"{R} has no integer schema_version"),
     ("schema-string", res_set("schema_version", "2"), rf"{R} has no integer schema_version"),
@@ -341,7 +341,8 @@ RUNDIR_CASES: list[tuple[str, Callable[[Path], None], str]] = [
     ("identity-codegen-env-int", ident_set("codegen_env", {"A": 1}), rf"{IDN}: codegen_env\.A: expected a string"),
     ("identity-codegen-env-list", ident_set("codegen_env", ["TRITON_INTERPRET"]), rf"{IDN}: codegen_env: expected a mapping"),
     ("identity-schema-missing", ident_del("schema_version"), rf"{IDN} has no integer schema_version"),
-    ("identity-schema-newer", ident_set("schema_version", 3), rf"{IDN} uses schema 3 .*upgrade tritongate"),
+    ("identity-schema-newer", ident_set("schema_version", SCHEMA_VERSION + 1),
+     rf"{IDN} uses schema {SCHEMA_VERSION + 1} .*upgrade tritongate"),
     ("identity-json-array", raw("run_identity.json", "[1, 2]"), rf"{IDN} must hold a JSON object"),
     ("identity-not-json", raw("run_identity.json", "device: H200\n"), rf"{IDN} is not valid JSON"),
     ("identity-measure-config-int", ident_set("measure_config", 5), rf"{IDN}: measure_config: expected a mapping"),

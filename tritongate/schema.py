@@ -13,6 +13,9 @@ Schema history (bump ``SCHEMA_VERSION`` on any change a reader must know about):
       first, the precision target and whether it was reached) and ``skipped`` (an ok row
       that was deliberately not timed: ``identical_binary``, ``other_side_failed``).
       Schema 1 files still load: they are unpaired and never skipped.
+  3 - ``measurement.pairing.confirm_rounds``: the pairs a call needs in that paired run (a
+      row called on fewer was stopped by a budget). Schema 1 and 2 files still load (0: no
+      such need was set).
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ from typing import Any, Mapping
 
 from tritongate.stats import Summary, summarize
 
-SCHEMA_VERSION = 2
-MIN_READABLE_SCHEMA_VERSION = 1  # 2 only added optional fields
+SCHEMA_VERSION = 3
+MIN_READABLE_SCHEMA_VERSION = 1  # 2 and 3 only added optional fields
 
 
 class RunStatus(str, Enum):

@@ -14,7 +14,9 @@ Versioned output (bump ``VERDICT_SCHEMA_VERSION`` on any change a reader must kn
       runs kept no IR) and a top-level ``ir`` (the ir-diff folder, variants per status, a
       note when the IR could not be compared).
       Added since, optional, without a bump (readers ignore keys they do not know): a top-level
-      ``calibration`` (the runner's calibration summary the footer cites; null without one).
+      ``calibration`` (the runner's calibration summary the footer cites; null without one);
+      per paired row ``confirm_rounds`` (the pairs a call needs) and ``call_unconfirmed`` (a
+      REGRESSED or IMPROVED made on fewer, a budget having stopped the row).
 """
 
 from __future__ import annotations
