@@ -3,18 +3,24 @@
 Two worker processes (A and B, the same build) time the builtin matmul (its fixed config) in
 alternating rounds, as a paired run does. Every round A hands its memory back to the driver,
 holds a block of random size and builds fresh inputs (the harness's placement shift). In the
-``own`` variant B does the same with its own memory; in ``shared`` B reads A's inputs, opened
-through CUDA IPC (torch.multiprocessing), so both sides of a pair read the same physical pages.
+``own`` variant B does the same with its own memory; in ``shared-A`` B reads A's inputs, opened
+through CUDA IPC (torch.multiprocessing), so both sides of a pair read the same physical pages;
+``shared-B`` is the same with the roles swapped (does the side that opens the memory run slower?).
 Per variant: the spread of the pairs' log ratios (what the paired rule's floor and IQR gap
 grow with) and each side's spread of round medians. The variants alternate round by round.
 
     python bench/shared_inputs.py --out DIR [--shape 16,4096,4096] [--dtype float16] [--rounds 100]
+        [--config '{"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_stages": 4, "num_warps": 4}']
+
+``--config`` times the config a record chose (its ``autotune.kernels[].config``) instead of the
+builtin fixed one; placement matters per config, so time the one the gate replays.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import math
 import statistics
 import sys
@@ -25,11 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchlib import graph_us_per_launch, software, software_line, write_results  # noqa: E402
 
-VARIANTS = ("own", "shared")
+VARIANTS = ("own", "shared-A", "shared-B")
 
 
 def worker(name: str, commands, answers, to_peer, from_peer, shape: tuple[int, int, int], dtype_name: str,
-           launches: int, samples: int, seed: int) -> None:
+           config: dict, launches: int, samples: int, seed: int) -> None:
     """Answers one command at a time: alloc, recv (the peer's inputs), time, release, stop."""
     import random
 
@@ -67,8 +73,12 @@ def worker(name: str, commands, answers, to_peer, from_peer, shape: tuple[int, i
             a, b = held["a"], held["b"]
             c = torch.empty((m, n), dtype=dtype, device="cuda")
 
+            grid = mm_k._grid(m, n)(config)
+
             def fn() -> None:
-                mm_k.matmul(a, b, c, autotuned=False)
+                mm_k.matmul_kernel_fixed[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0),
+                                               b.stride(1), c.stride(0), c.stride(1), **config,
+                                               **mm_k.plant_kwargs(None))
 
             answers.put(("ok", graph_us_per_launch(fn, launches, samples)))
             del c
@@ -86,18 +96,23 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--launches", type=int, default=50)
     ap.add_argument("--samples", type=int, default=5)
+    ap.add_argument("--config", default=None, help="kernel config as JSON (default: the builtin fixed config)")
     args = ap.parse_args()
+    from tritongate.ops.kernels import matmul as mm_k
+
+    config = json.loads(args.config) if args.config else dict(mm_k.FIXED_CONFIG)
+    config_name = "fixed config" if not args.config else "config " + " ".join(f"{k}={v}" for k, v in config.items())
     import torch.multiprocessing as mp
 
     shape = tuple(int(d) for d in args.shape.split(","))
     ctx = mp.get_context("spawn")
-    a_to_b = ctx.Queue()
+    a_to_b, b_to_a = ctx.Queue(), ctx.Queue()
     sides = {}
     for i, name in enumerate(("A", "B")):
         commands, answers = ctx.Queue(), ctx.Queue()
-        proc = ctx.Process(target=worker, args=(name, commands, answers, a_to_b if name == "A" else None,
-                                                a_to_b if name == "B" else None, shape, args.dtype,
-                                                args.launches, args.samples, 1000 + i), daemon=True)
+        proc = ctx.Process(target=worker, args=(name, commands, answers, a_to_b if name == "A" else b_to_a,
+                                                b_to_a if name == "A" else a_to_b, shape, args.dtype,
+                                                config, args.launches, args.samples, 1000 + i), daemon=True)
         proc.start()
         sides[name] = (commands, answers, proc)
 
@@ -111,16 +126,17 @@ def main() -> int:
     medians: dict[str, dict[str, list[float]]] = {v: {"A": [], "B": []} for v in VARIANTS}
     for r in range(args.rounds):
         for variant in (VARIANTS if r % 2 == 0 else VARIANTS[::-1]):
-            shared = variant == "shared"
-            ask("A", "alloc", {"round": r, "share": shared})
-            if shared:
-                ask("B", "recv")
-            else:
+            if variant == "own":
+                ask("A", "alloc", {"round": r})
                 ask("B", "alloc", {"round": r})
+            else:
+                owner, opener = ("A", "B") if variant == "shared-A" else ("B", "A")
+                ask(owner, "alloc", {"round": r, "share": True})
+                ask(opener, "recv")
             for name in (("A", "B") if r % 2 == 0 else ("B", "A")):
                 medians[variant][name].append(ask(name, "time"))
-            ask("B", "release")
-            ask("A", "release")
+            for name in (("A", "B") if variant == "shared-B" else ("B", "A")):  # the opener lets go first
+                ask(name, "release")
     for name in sides:
         ask(name, "stop")
     wall = time.perf_counter() - t0
@@ -130,9 +146,9 @@ def main() -> int:
 
     doc = {"date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "software": software(),
            "shape": list(shape), "dtype": args.dtype, "rounds": args.rounds, "launches": args.launches,
-           "samples": args.samples, "wall_s": wall, "variants": {}}
+           "samples": args.samples, "config": config, "wall_s": wall, "variants": {}}
     lines = [f"# Paired rounds on the same inputs ({doc['date_utc'][:10]})", "", software_line(doc["software"]) + ".",
-             "", f"matmul {args.shape} {args.dtype} (fixed config), {args.rounds} rounds per variant, "
+             "", f"matmul {args.shape} {args.dtype} ({config_name}), {args.rounds} rounds per variant, "
              f"{args.launches} launches per sample, {args.samples} samples per round; {wall:.0f} s.", "",
              "| variant | median µs A / B | round SD % A / B | paired log ratio SD % | mean log ratio % |",
              "|---|---|---|---|---|"]
