@@ -33,3 +33,14 @@ def test_edited_summary_is_detected():
     d["summary"]["median"] = 0.5
     with pytest.raises(ValueError, match="edited"):
         Row.from_dict(d)
+
+
+def test_pairing_says_whose_inputs_a_pair_read():
+    from tritongate.schema import PairInfo
+
+    shared = PairInfo(pair_id="p", side="base", went_first=(True, False), inputs="shared")
+    assert PairInfo.from_dict(shared.to_dict()) == shared and shared.to_dict()["inputs"] == "shared"
+    older = {k: v for k, v in shared.to_dict().items() if k != "inputs"}  # written before the key
+    assert PairInfo.from_dict(older).inputs == "own"
+    with pytest.raises(ValueError, match="pairing inputs must be one of own, shared, got 'theirs'"):
+        PairInfo(pair_id="p", side="base", went_first=(), inputs="theirs")

@@ -265,7 +265,7 @@ def _pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy, c
         shape_file=Path(args.shape_file) if args.shape_file else None,
         only_ops=tuple(_split(args.ops)), only_dtypes=tuple(_split(args.dtypes)),
         config_overrides=overrides, schedule_overrides=schedule, time_identical=args.time_identical,
-        row_timeout_s=args.row_timeout, allow_busy_gpu=args.allow_busy_gpu,
+        share_inputs=args.inputs == "shared", row_timeout_s=args.row_timeout, allow_busy_gpu=args.allow_busy_gpu,
         isolate_tuner_cache=isolation_requested(args.isolate_tuner_cache), policy=policy,
         artifact_url=_artifact_url(args), changed_from=_changed_from(args),
         baseline_state=_baseline_state(args), calibration=calibration, shard=getattr(args, "shard", None))
@@ -674,8 +674,17 @@ def _measure_options(p: argparse.ArgumentParser) -> None:
                    help="colour and a live progress bar on a terminal (auto), or force it")
 
 
+def _inputs_option(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--inputs", choices=["shared", "own"], default="shared",
+                   help="shared (default): in each pair the side timed second reads the inputs the first side "
+                        "built (CUDA IPC), so both see the same memory placement and it cancels in the pair; "
+                        "own: each side builds its own (the interpreter, and ops whose builder lists no tensors, "
+                        "always do)")
+
+
 def _pair_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("compiler builds and pairing")
+    _inputs_option(g)
     g.add_argument("--base-python", type=_text, metavar="PY", help="the base build's interpreter (default: this one)")
     g.add_argument("--cand-python", type=_text, metavar="PY", help="the candidate build's interpreter (default: this one)")
     g.add_argument("--base-env", action="append", metavar="K=V", help="environment for the base worker only")
@@ -856,6 +865,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="derive thresholds from this calibration.json (or its folder) instead of measuring")
     _measure_options(cal)
     g = cal.add_argument_group("pairing")
+    _inputs_option(g)
     g.add_argument("--row-timeout", type=_finite, default=600.0, metavar="S", help="as for pair (default 600)")
     g.add_argument("--max-rounds", type=int, metavar="N", help="as for pair")
     g.add_argument("--row-budget", type=_finite, metavar="S", help="as for pair")

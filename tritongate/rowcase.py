@@ -22,6 +22,7 @@ from tritongate.backends import Backend
 from tritongate.errors import UsageError
 from tritongate.harness.cuda_errors import one_line
 from tritongate.harness.measure import Measurement
+from tritongate.harness.shared_inputs import unshareable as unshareable_inputs
 from tritongate.ir.capture import CompiledSeen, RowIR, row_ir
 from tritongate.ops.registry import Registry
 from tritongate.planting import PLANTED_DELAY_ENV, Plant, PlantPlan, make_plant, planted, row_key
@@ -86,12 +87,25 @@ def describe(exc: BaseException, limit: int = 200) -> str:
     return f"{type(exc).__name__}: {one_line(text, limit)}" if text else type(exc).__name__
 
 
+@dataclass(frozen=True)
+class CaseLaunch:
+    """The row's launch on one fresh build of its inputs; ``tensors``: everything it reads or
+    writes (``Case.tensors``), so a paired round can share them with the other side."""
+
+    launch: Callable[[], object]
+    tensors: tuple[Any, ...] = ()
+
+    def __call__(self) -> object:
+        return self.launch()
+
+
 @dataclass
 class PreparedRow:
     fields: dict[str, Any]  # op, case, dtype, timer, params, flops, bytes
-    make_fn: Callable[[], Callable[[], object]]
+    make_fn: Callable[[], CaseLaunch]
     variants: tuple[Variant, ...]
     correctness: Correctness
+    unshareable: str = ""  # why the inputs cannot be shared with another worker ("" when they can)
 
 
 def _repeat(launch: Callable[[], object], times: int) -> Callable[[], object]:
@@ -136,10 +150,11 @@ def prepare_row(item: PlannedRow, backend: Backend, device: Any, device_index: i
                   flops=spec.flops(item.shape) if spec.flops else None,
                   bytes=float(spec.bytes(item.shape, itemsize)))
 
-    def make_fn() -> Callable[[], object]:
+    def make_fn() -> CaseLaunch:
         gen = torch.Generator(device=tdevice).manual_seed(seed)
         with planted(plant):
-            return _repeat(spec.build(item.shape, dtype, tdevice, gen).launch, work)
+            built = spec.build(item.shape, dtype, tdevice, gen)
+        return CaseLaunch(_repeat(built.launch, work), tuple(built.tensors))
 
     seed_everything(seed)
     with planted(plant):
@@ -159,7 +174,9 @@ def prepare_row(item: PlannedRow, backend: Backend, device: Any, device_index: i
             _hand_over_ir(ir_sink, seen, launches, item, recorded=recorded)
     device.synchronize()
     correctness = check_output(case, spec.tolerance.get(item.dtype, (1e-2, 1e-2)))
-    return PreparedRow(fields=fields, make_fn=make_fn, variants=launches.variants(), correctness=correctness)
+    unshareable = unshareable_inputs(case.tensors) if tdevice.type == "cuda" else f"inputs on {tdevice.type}"
+    return PreparedRow(fields=fields, make_fn=make_fn, variants=launches.variants(), correctness=correctness,
+                       unshareable=unshareable)
 
 
 def _hand_over_ir(sink: Callable[[RowIR], None], seen: CompiledSeen, launches: LaunchRecorder | None,

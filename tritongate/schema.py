@@ -16,6 +16,10 @@ Schema history (bump ``SCHEMA_VERSION`` on any change a reader must know about):
   3 - ``measurement.pairing.confirm_rounds``: the pairs a call needs in that paired run (a
       row called on fewer was stopped by a budget). Schema 1 and 2 files still load (0: no
       such need was set).
+      Added since, optional, without a bump (readers ignore keys they do not know):
+      ``measurement.pairing.inputs``, ``shared`` when in each pair the side measured second
+      read the inputs the first side built (the same memory), ``own`` otherwise (and when
+      absent: every earlier paired run built its own).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from tritongate.stats import Summary, summarize
 
 SCHEMA_VERSION = 3
 MIN_READABLE_SCHEMA_VERSION = 1  # 2 and 3 only added optional fields
+PAIR_INPUTS = ("own", "shared")
 
 
 class RunStatus(str, Enum):
@@ -98,10 +103,13 @@ class PairInfo:
     min_rounds: int = 0
     max_rounds: int = 0
     confirm_rounds: int = 0  # pairs a call needs (0: none asked); fewer means the budgets cut it short
+    inputs: str = "own"  # "shared": in each pair the side measured second read the first side's inputs
 
     def __post_init__(self) -> None:
         if not self.pair_id or self.side not in ("base", "candidate"):
             raise ValueError(f"pairing needs a pair_id and a side of base|candidate, got {self.side!r}")
+        if self.inputs not in PAIR_INPUTS:
+            raise ValueError(f"pairing inputs must be one of {', '.join(PAIR_INPUTS)}, got {self.inputs!r}")
         for name in ("target_effect", "detectable_effect"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
@@ -112,7 +120,7 @@ class PairInfo:
         return {"pair_id": self.pair_id, "side": self.side, "went_first": list(self.went_first),
                 "target_effect": self.target_effect, "detectable_effect": self.detectable_effect,
                 "target_reached": self.target_reached, "min_rounds": self.min_rounds,
-                "max_rounds": self.max_rounds, "confirm_rounds": self.confirm_rounds}
+                "max_rounds": self.max_rounds, "confirm_rounds": self.confirm_rounds, "inputs": self.inputs}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "PairInfo":

@@ -22,12 +22,13 @@ GOLDEN = Path(__file__).parent / "golden" / "verdict.md"
 
 
 def paired(r: Row, side: str, *, pair_id="pair-1", target=0.01, reached=0.008, target_reached=True,
-           max_rounds=5, confirm_rounds=0) -> Row:
+           max_rounds=5, confirm_rounds=0, inputs="own") -> Row:
     """``r`` as one side of a paired run (rounds alternating with the other side's)."""
     rounds = len(r.samples) // r.measurement.samples_per_round
     info = PairInfo(pair_id=pair_id, side=side, went_first=tuple(i % 2 == (side == "base") for i in range(rounds)),
                     target_effect=target, detectable_effect=reached, target_reached=target_reached,
-                    min_rounds=min(3, max_rounds), max_rounds=max_rounds, confirm_rounds=confirm_rounds)
+                    min_rounds=min(3, max_rounds), max_rounds=max_rounds, confirm_rounds=confirm_rounds,
+                    inputs=inputs)
     return replace(r, measurement=replace(r.measurement, pairing=info))
 
 
@@ -271,6 +272,13 @@ def test_a_call_the_budgets_left_on_fewer_pairs_than_a_call_needs_is_listed(tmp_
     assert "| softmax | confirmed |" not in section
     rows = {r["case"]: r for r in (r.to_dict() for r in result.rows)}
     assert rows["early"]["call_unconfirmed"] is True and rows["confirmed"]["call_unconfirmed"] is False
+
+
+def test_verdict_json_says_whose_inputs_each_paired_row_read(tmp_path):
+    base = [paired(row(case="s"), "base", inputs="shared"), paired(row(case="o"), "base")]
+    cand = [paired(row(case="s", seed=1), "candidate", inputs="shared"), paired(row(case="o", seed=2), "candidate")]
+    rows = {r["case"]: r for r in (r.to_dict() for r in run_gate(*pair(tmp_path, base, cand), GatePolicy()).rows)}
+    assert rows["s"]["inputs"] == "shared" and rows["o"]["inputs"] == "own"
 
 
 def test_no_short_of_target_section_when_every_target_was_reached(tmp_path):

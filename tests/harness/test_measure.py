@@ -153,3 +153,32 @@ def test_round_by_round_api_for_interleaving():
 def test_config_is_validated(kw):
     with pytest.raises(ValueError):
         MeasureConfig(**kw)
+
+
+def test_a_round_shows_its_fresh_inputs_before_anything_launches_on_them():
+    """The hook a paired round shares or adopts inputs through: once per round, with that
+    round's launch, after the placement shift and before the first launch."""
+    dev = FakeDevice(cost_s=2e-6)
+    m = RowMeasurer(_make_fn(dev), device=dev, config=MeasureConfig(samples_per_round=3))
+    m.warm_up()
+    seen = []
+
+    def on_inputs(fn):
+        seen.append((fn, dev.launches, len(dev.blocks)))
+
+    after_warm_up = dev.launches
+    m.measure_round(on_inputs)
+    after_round_1 = dev.launches
+    m.measure_round(on_inputs)
+    m.measure_round()
+    assert len(seen) == 2 and seen[0][0] is not seen[1][0]  # each round's own launch
+    # nothing ran on a round's inputs before the hook saw them
+    assert [s[1] for s in seen] == [after_warm_up, after_round_1] and after_round_1 > after_warm_up
+    assert [s[2] for s in seen] == [1, 2]  # the round's placement block was already held
+
+    def refuse(fn):
+        raise RuntimeError("cannot adopt")
+
+    with pytest.raises(RuntimeError, match="cannot adopt"):
+        m.measure_round(refuse)
+    assert m.rounds_done == 3  # the failed round adds no samples

@@ -15,7 +15,9 @@ tests.pair.fakes:ScriptedExecutor``); there its behaviour comes from environment
 ``TG_FIXED`` (``op:ns,...``: what any spin at all costs once, as a one-wave kernel on the H200).
 ``TG_AIM_NOISE`` (``op:sd,...``) is that op's per-round noise in a calibration's aim worker
 only (side ``aim``): a power-bound kernel whose clock moves between timings in one process;
-``TG_AIM_ERROR`` (ops) fail in the aim's worker only.
+``TG_AIM_ERROR`` (ops) fail in the aim's worker only. ``TG_SHARE=1``: a pair's second side
+reads the first side's inputs (takes its placement), except for the ops ``TG_NO_SHARE`` names;
+``TG_SHARE_FAIL`` (ops): adopting the other side's inputs fails.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tritongate.harness.measure import MeasureConfig, RowMeasurer, TimerKind
+from tritongate.harness.shared_inputs import SharingError
 from tritongate.ops.registry import case_id
 from tritongate.pair.client import WorkerError
 from tritongate.pair.worker import _classify
@@ -133,6 +136,7 @@ class ScriptedExecutor:
         self.recorded = settings.get("recorded_launches", [])
         self._measurer: RowMeasurer | None = None
         self._op = ""
+        self.exported = self.unshared = 0  # rounds whose inputs this side handed out, and let go of
 
     def hello(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "python": "scripted", "backend": "cuda", "device": "Scripted GPU",
@@ -196,14 +200,35 @@ class ScriptedExecutor:
         self._measurer = RowMeasurer(lambda: dev.launch, device=dev, timer=TimerKind.CUDA_GRAPH,
                                      config=self.config, launches_per_sample=k)
         self._measurer.warm_up()
-        return {"k": self._measurer.launches_per_sample}
+        shares = self.env.get("TG_SHARE") == "1" and self._op not in self.env.get("TG_NO_SHARE", "").split(",")
+        return {"k": self._measurer.launches_per_sample,
+                "unshareable": "" if shares else f"scripted {self._op}: TG_SHARE is not 1 or TG_NO_SHARE names it"}
 
-    def round(self) -> dict[str, Any]:
+    def round(self, inputs: str = "own", shared: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Sharing, scripted: the exporting side hands out its round's placement offset and
+        the importing side takes it (the same memory: the same placement)."""
         assert self._measurer is not None
+        assert (inputs == "import") == (shared is not None), (inputs, shared)
         time.sleep(float(self.env.get("TG_SLEEP", "0")))  # a slow real row, for interrupt tests
-        samples = self._measurer.measure_round()
+        exported: dict[str, Any] = {}
+
+        def on_inputs(_fn: Any) -> None:
+            if inputs == "export":
+                exported["offset"] = self.device.offset
+                self.exported += 1
+            elif self._op in self.env.get("TG_SHARE_FAIL", "").split(","):
+                raise SharingError("shared inputs: tensor 0 differs between the sides (scripted)")
+            else:
+                self.device.offset = float(shared["offset"])  # type: ignore[index]
+
+        samples = self._measurer.measure_round(on_inputs if inputs != "own" else None)
         m = self._measurer
-        return {"samples": samples, "k": m.launches_per_sample, "timer": m.timer.value, "markers": list(m.markers)}
+        return {"samples": samples, "k": m.launches_per_sample, "timer": m.timer.value, "markers": list(m.markers),
+                **({"shared": exported} if exported else {})}
+
+    def unshare(self) -> dict[str, Any]:
+        self.unshared += 1
+        return {}
 
     def finish(self) -> dict[str, Any]:
         m = self._measurer.result() if self._measurer and self._measurer.rounds_done else None

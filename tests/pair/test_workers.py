@@ -188,3 +188,25 @@ def test_an_interpreter_that_prints_at_start_up_is_a_named_error(tmp_path):
                                                                  env={"TG_SIDE": "candidate"})})
     with pytest.raises(MeasurementError, match="not a protocol message"):
         run_pair(req)
+
+
+def test_a_worker_answers_only_the_protocols_commands():
+    """An attribute of the executor that is not a command (close, a private one) is refused by
+    name, and the worker goes on answering."""
+    import io
+
+    from tritongate.pair.protocol import decode, encode
+    from tritongate.pair.worker import serve
+
+    requests = io.BytesIO(b"".join(encode(m) for m in (
+        {"seq": 1, "cmd": "init", "args": {"settings": {}}},
+        {"seq": 2, "cmd": "close"},
+        {"seq": 3, "cmd": "_op"},
+        {"seq": 4, "cmd": "unshare"},
+        {"seq": 5, "cmd": "shutdown"})))
+    answers = io.BytesIO()
+    assert serve(requests, answers, "tests.pair.fakes:ScriptedExecutor") == 0
+    got = {m["seq"]: m for m in map(decode, answers.getvalue().splitlines())}
+    assert got[1]["ok"] and got[4]["ok"] and got[5]["ok"]
+    for seq, cmd in ((2, "close"), (3, "_op")):
+        assert not got[seq]["ok"] and f"unknown command {cmd!r}" in got[seq]["error"]

@@ -16,7 +16,8 @@ Versioned output (bump ``VERDICT_SCHEMA_VERSION`` on any change a reader must kn
       Added since, optional, without a bump (readers ignore keys they do not know): a top-level
       ``calibration`` (the runner's calibration summary the footer cites; null without one);
       per paired row ``confirm_rounds`` (the pairs a call needs) and ``call_unconfirmed`` (a
-      REGRESSED or IMPROVED made on fewer, a budget having stopped the row).
+      REGRESSED or IMPROVED made on fewer, a budget having stopped the row); per paired row
+      ``inputs`` (``shared``: the side timed second in each pair read the first side's inputs).
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ class RowVerdict:
         if self.pairing is not None:
             d.update({"target_effect": self.pairing.target_effect,
                       "target_reached": self.pairing.target_reached,
-                      "confirm_rounds": self.pairing.confirm_rounds, "call_unconfirmed": unconfirmed(self)})
+                      "confirm_rounds": self.pairing.confirm_rounds, "call_unconfirmed": unconfirmed(self),
+                      "inputs": self.pairing.inputs})
         if t is not None:
             d.update({"timing_change": t.change.value, "speedup": t.speedup, "effect": t.effect,
                       "base_median_us": t.base.median, "base_q1_us": t.base.q1, "base_q3_us": t.base.q3,

@@ -211,8 +211,10 @@ class RowMeasurer:
             del trial
 
     # -- one round -------------------------------------------------------------------------
-    def measure_round(self) -> list[float]:
-        """Take one round of samples (µs per launch) and return them."""
+    def measure_round(self, on_inputs: Callable[[Launch], None] | None = None) -> list[float]:
+        """Take one round of samples (µs per launch) and return them. ``on_inputs`` sees the
+        round's launch right after its fresh inputs are built, before anything touches them
+        (a paired round shares them with the other side, or adopts the other side's)."""
         if not self._warmed:
             self.warm_up()
         cfg = self._config
@@ -226,6 +228,8 @@ class RowMeasurer:
         fn = None
         try:
             fn = self._make_fn()
+            if on_inputs is not None:
+                on_inputs(fn)
             if self.timer is TimerKind.CUDA_GRAPH:
                 try:
                     samples = self._graph_round(fn)

@@ -78,6 +78,7 @@ class TritonExecutor:
         self._stack.enter_context(tuning_context(self.backend))
         self._prepared: Any = None
         self._measurer: RowMeasurer | None = None
+        self._exported: Any = None  # the launch whose inputs the other worker reads (``round(inputs="export")``)
         self._ir: Any = None  # IRStore of this side's run directory, opened by the first prepare
 
     def _quiet_host(self, cpus: list[int] | None) -> list[int] | None:
@@ -185,13 +186,45 @@ class TritonExecutor:
         self._measurer = RowMeasurer(self._prepared.make_fn, device=self.device, timer=self.backend.timer,
                                      config=self.config, launches_per_sample=k)
         self._measurer.warm_up()
-        return self._state()
+        return {**self._state(), "unshareable": self._prepared.unshareable}
 
-    def round(self) -> dict[str, Any]:
+    def round(self, inputs: str = "own", shared: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One round of samples. ``inputs``: ``own`` (this worker's fresh inputs), ``export``
+        (the same, kept alive after the round and handed out as ``shared`` until ``unshare``)
+        or ``import`` (this worker's fresh inputs, pointed at the memory ``shared`` exports)."""
+        from tritongate.harness.shared_inputs import SharingError, adopt_inputs, export_inputs
+
         if self._measurer is None:
             raise UsageError("round before warm_up")
-        samples = self._measurer.measure_round()
-        return {"samples": samples, **self._state()}
+        if inputs not in ("own", "export", "import") or (inputs == "import") != (shared is not None):
+            raise UsageError(f"round: inputs={inputs!r} with{'' if shared is not None else 'out'} a shared payload")
+        self.unshare()
+        exported: dict[str, Any] = {}
+
+        def on_inputs(fn: Any) -> None:
+            if inputs == "export":
+                exported.update(export_inputs(fn.tensors))
+                self._exported = fn  # alive until the other side has timed on it
+            elif inputs == "import":
+                adopt_inputs(fn.tensors, shared)
+
+        try:
+            samples = self._measurer.measure_round(on_inputs if inputs != "own" else None)
+        except SharingError as exc:
+            raise SharingError(f"{exc} (`--inputs own` times each side on inputs of its own)") from exc
+        return {"samples": samples, **self._state(), **({"shared": exported} if exported else {})}
+
+    def unshare(self) -> dict[str, Any]:
+        """Let go of the inputs the last ``export`` round handed out."""
+        if self._exported is not None:
+            from tritongate.harness.shared_inputs import collect
+
+            self._exported = None
+            self.device.synchronize()
+            collect()
+            if self.config.fresh_segments:
+                self.device.release_cached()
+        return {}
 
     def _state(self) -> dict[str, Any]:
         m = self._measurer
@@ -208,12 +241,14 @@ class TritonExecutor:
                            "warmup_calls": m.warmup_calls, "l2": m.l2.value, "shift_bytes": list(m.shift_bytes),
                            "markers": list(m.markers)}
         self._prepared, self._measurer = None, None
+        self.unshare()
         return {"autotune": tuned.to_dict(), "autotune_markers": list(tuned.markers), "measurement": measurement}
 
     def abort(self) -> dict[str, Any]:
         if self._prepared is not None or self._measurer is not None:
             self.session.end_row()
         self._prepared, self._measurer = None, None
+        self.unshare()
         return {}
 
     def close(self) -> None:

@@ -94,6 +94,9 @@ class PairRequest:
     # which must size a planted spin to a quarter of itself)
     schedule_scale: int = 1
     time_identical: bool = False
+    # the side measured second in a pair reads the inputs the first side built (CUDA IPC), so
+    # both see the same memory placement; rows whose inputs cannot be shared use their own
+    share_inputs: bool = True
     row_timeout_s: float = 600.0
     allow_busy_gpu: bool = False
     isolate_tuner_cache: bool = False
@@ -158,6 +161,7 @@ class _RowState:
     finished: dict[str, Any] | None = None
     failure: tuple[str, str] | None = None  # (status, text): "error"|"timeout", why
     fell_back: bool = False  # the worker switched timers mid-row
+    inputs: str = "own"  # "shared": the second side of each pair read the first side's inputs
 
 
 def spawn_process(spec: WorkerSpec) -> Worker:
@@ -319,6 +323,7 @@ class PairRunner:
             "pair": {"pair_id": self._pair_id, "side": side.name, "other_run": f"../{other}",
                      "build": side.build.to_dict(), "device_uuid": h.get("device_uuid"),
                      "worker_python": h.get("python"), "worker_pid": h.get("pid"), "time_identical": self.request.time_identical,
+                     "share_inputs": self.request.share_inputs,
                      "changed_from": self.request.changed_from.to_dict() if self.request.changed_from else None,
                      "shard": {"index": self.request.shard[0], "count": self.request.shard[1],
                                "planned_rows": len(plan["rows"])} if self.request.shard else None,
@@ -511,27 +516,51 @@ class PairRunner:
         warm = self._ask(base, b, "warm_up", k=recorded_k)
         if warm is None:
             return
-        if self._ask(cand, c, "warm_up", k=int(warm["k"])) is None:
+        cand_warm = self._ask(cand, c, "warm_up", k=int(warm["k"]))
+        if cand_warm is None:
             return
+        share = self._share_inputs(item, {"base": warm, "candidate": cand_warm})
+        b.inputs = c.inputs = "shared" if share else "own"
         target = self.request.policy.min_effect_for(item.op)
 
         def measure_pair(i: int) -> bool:
-            for position, side in enumerate((base, cand) if i % 2 == 0 else (cand, base)):
-                st = states[side.name]
-                answer = self._ask(side, st, "round")
-                if answer is None:
-                    return False
-                if answer.get("markers"):
-                    # the side fell back to another timer and dropped its earlier samples: the
-                    # row carries the marker and is rejected; more pairs would add nothing
-                    st.fell_back = True
-                st.samples.extend(float(x) for x in answer["samples"])
-                st.went_first.append(position == 0)
+            order = (base, cand) if i % 2 == 0 else (cand, base)
+            shared: dict[str, Any] | None = None
+            try:
+                for position, side in enumerate(order):
+                    st = states[side.name]
+                    # sharing: the first side builds the pair's inputs, the second reads them
+                    args = {} if not share else {"inputs": "export"} if position == 0 \
+                        else {"inputs": "import", "shared": shared}
+                    answer = self._ask(side, st, "round", **args)
+                    if answer is None:
+                        return False
+                    shared = answer.get("shared")
+                    if answer.get("markers"):
+                        # the side fell back to another timer and dropped its earlier samples: the
+                        # row carries the marker and is rejected; more pairs would add nothing
+                        st.fell_back = True
+                    st.samples.extend(float(x) for x in answer["samples"])
+                    st.went_first.append(position == 0)
+            finally:
+                if share:  # the second side is done with them (or failed): the first lets go
+                    self._ask(order[0], states[order[0].name], "unshare")
             return not any(states[s].fell_back for s in states)
 
         run_schedule(measure_pair=measure_pair, reached=lambda: self._reached(states, target),
                      schedule=schedule, ledger=ledger, clock=self._clock,
                      would_call=lambda: self._would_call(states, target))
+
+    def _share_inputs(self, item: PlannedRow, warm: dict[str, dict[str, Any]]) -> bool:
+        """Whether this row's pairs share their inputs: asked for, and both sides can."""
+        if not self.request.share_inputs or self._backend().name != "cuda":
+            return False  # (on the host there is no device memory to share: nothing to log)
+        why = {name: str(answer.get("unshareable", "the worker cannot share inputs")) for name, answer in warm.items()}
+        for name, reason in why.items():
+            if reason:
+                self._sides[name].log.write(  # type: ignore[union-attr]
+                    f"INPUTS_OWN op={item.op} case={item.case} dtype={item.dtype} side={name} why={reason}")
+        return not any(why.values())
 
     def _spr(self) -> int:
         return int(self._sides["base"].hello.get("measure_config", {}).get("samples_per_round", 5))
@@ -601,7 +630,7 @@ class PairRunner:
                            target_effect=target, detectable_effect=reached,
                            target_reached=None if reached is None else reached <= target,
                            min_rounds=schedule.min_rounds, max_rounds=schedule.max_rounds,
-                           confirm_rounds=schedule.confirm_rounds)
+                           confirm_rounds=schedule.confirm_rounds, inputs=st.inputs)
         row = finish_row(prepared, m, pairing=pairing)
         return replace(row, markers=row.markers + tuned_markers, autotune=autotune)
 

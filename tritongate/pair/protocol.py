@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: round(inputs=, shared=), unshare, set_plant; unknown commands refused
 MAX_LINE = 64 << 20  # a row's samples are a few kB; anything this large is a broken worker
 
-COMMANDS = ("init", "plan", "prepare", "warm_up", "round", "finish", "abort", "shutdown")
+COMMANDS = ("init", "plan", "set_plant", "prepare", "warm_up", "round", "unshare", "finish", "abort", "shutdown")
 ERROR_KINDS = ("row", "fatal", "preflight", "usage")
 
 

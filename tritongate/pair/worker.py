@@ -16,7 +16,7 @@ import sys
 import traceback
 from typing import Any, BinaryIO
 
-from tritongate.pair.protocol import decode, encode
+from tritongate.pair.protocol import COMMANDS, decode, encode
 
 DEFAULT_EXECUTOR = "tritongate.pair.executor:TritonExecutor"
 
@@ -60,6 +60,8 @@ def serve(requests: BinaryIO, answers: BinaryIO, executor_spec: str) -> int:
                     answers.write(encode({"seq": seq, "ok": True, "result": {}}))
                     answers.flush()
                     return 0
+                elif cmd not in COMMANDS:  # only the protocol's commands, never any other attribute
+                    raise RuntimeError(f"unknown command {cmd!r} (known: {', '.join(COMMANDS)})")
                 elif executor is None:
                     raise RuntimeError(f"{cmd!r} before init")
                 else:

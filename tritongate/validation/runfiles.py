@@ -66,6 +66,7 @@ class PairingDoc(StrictDoc):
     min_rounds: NonNegInt = 0
     max_rounds: NonNegInt = 0
     confirm_rounds: NonNegInt = 0
+    inputs: Literal["own", "shared"] = "own"
 
 
 class MeasurementDoc(StrictDoc):

@@ -41,6 +41,7 @@ class VerdictRowDoc(OpenDoc):
     target_reached: Optional[bool] = None
     confirm_rounds: Optional[int] = None
     call_unconfirmed: Optional[bool] = None
+    inputs: Optional[Literal["own", "shared"]] = None
     timing_change: Optional[str] = None
     speedup: Optional[float] = None
     effect: Optional[float] = None

@@ -1,0 +1,106 @@
+"""Shared inputs in a paired run (scripted devices, in-process workers): in each pair the side
+timed first builds the inputs and the side timed second reads them, so a row whose time moves
+with its memory placement no longer carries two placements per pair."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+
+from tritongate.pair.orchestrator import run_pair
+from tritongate.rundir import load_run
+
+from tests.pair.fakes import InProcessWorker, World
+from tests.pair.test_orchestrator import _request, _spawner
+
+SHARE = {"TG_SHARE": "1"}
+
+
+def _paired_sd(outcome, op: str) -> float:
+    """SD of the per-pair log ratios of round medians of one row."""
+    base, cand = (next(r for r in load_run(p).rows if r.op == op) for p in (outcome.base_path, outcome.cand_path))
+    spr = base.measurement.samples_per_round
+    meds = [[statistics.median(r.samples[i:i + spr]) for i in range(0, len(r.samples), spr)] for r in (base, cand)]
+    return statistics.stdev(math.log(c / b) for b, c in zip(*meds))
+
+
+def _round_calls(worker: InProcessWorker) -> list[tuple[str, dict]]:
+    return [(cmd, args) for cmd, args in worker.log if cmd in ("round", "unshare")]
+
+
+def test_the_second_side_of_each_pair_reads_the_first_sides_inputs(tmp_path):
+    made: dict[str, InProcessWorker] = {}
+    outcome = run_pair(_request(tmp_path, base_env=SHARE, cand_env=SHARE), spawn=_spawner(World(), made))
+    for base, cand in outcome.rows:
+        assert base.measurement.pairing.inputs == cand.measurement.pairing.inputs == "shared"
+    assert {r.measurement.pairing.inputs for r in load_run(outcome.cand_path).rows} == {"shared"}  # as stored
+    verdict = json.loads(outcome.verdict_json.read_text())
+    assert {r["inputs"] for r in verdict["rows"]} == {"shared"}  # and in verdict.json
+    # per row: pair i's first side exports, the second imports what it was given, then the first lets go
+    base_calls, cand_calls = _round_calls(made["base"]), _round_calls(made["candidate"])
+    kinds = lambda calls: [args.get("inputs", cmd) for cmd, args in calls[:5]]  # noqa: E731
+    # pair 0: the base first (exports), pair 1: the candidate first, ...
+    assert kinds(base_calls) == ["export", "unshare", "import", "export", "unshare"]
+    assert kinds(cand_calls) == ["import", "export", "unshare", "import", "export"]
+    assert set(cand_calls[0][1]["shared"]) == {"offset"}
+    # the first side alternates, so each side builds the inputs of every other pair, and lets
+    # go of each after the other side has timed on them
+    exports = {name: sum(args.get("inputs") == "export" for _, args in _round_calls(w)) for name, w in made.items()}
+    pairs = [len(b.samples) // b.measurement.samples_per_round for b, _ in outcome.rows]
+    assert exports["base"] == sum((n + 1) // 2 for n in pairs) and exports["candidate"] == sum(n // 2 for n in pairs)
+    assert all(w.calls.count("unshare") == exports[name] for name, w in made.items())
+    ident = (outcome.base_path / "run_identity.json").read_text()
+    assert '"share_inputs": true' in ident
+
+
+def test_shared_inputs_take_placement_out_of_the_pair(tmp_path):
+    """A row whose placement moves it 3 % a round: with shared inputs the pair's log ratios
+    keep only the per-launch jitter; each side's own inputs leave both placements in them."""
+    noisy = {"TG_NOISE": "matmul:0.03"}
+    shared = run_pair(_request(tmp_path / "s", base_env={**SHARE, **noisy}, cand_env={**SHARE, **noisy}),
+                      spawn=_spawner(World()))
+    own = run_pair(_request(tmp_path / "o", base_env=noisy, cand_env=noisy), spawn=_spawner(World()))
+    sd_shared, sd_own = _paired_sd(shared, "matmul"), _paired_sd(own, "matmul")
+    assert sd_own > 0.02  # two independent 3 % placements per pair
+    assert sd_shared < 0.2 * sd_own
+    by_op = {r.op: r for r in shared.result.rows}
+    assert by_op["matmul"].timing.pairs < {r.op: r for r in own.result.rows}["matmul"].timing.pairs
+
+
+def test_asked_not_to_share_every_side_builds_its_own(tmp_path):
+    made: dict[str, InProcessWorker] = {}
+    outcome = run_pair(_request(tmp_path, base_env=SHARE, cand_env=SHARE, share_inputs=False),
+                       spawn=_spawner(World(), made))
+    assert all(args == {} for w in made.values() for cmd, args in _round_calls(w))
+    assert "unshare" not in made["base"].calls
+    assert {b.measurement.pairing.inputs for b, _ in outcome.rows} == {"own"}
+    assert '"share_inputs": false' in (outcome.base_path / "run_identity.json").read_text()
+
+
+def test_a_row_that_cannot_share_uses_its_own_and_the_log_says_why(tmp_path):
+    env = {**SHARE, "TG_NO_SHARE": "softmax"}
+    outcome = run_pair(_request(tmp_path, base_env=env, cand_env=SHARE), spawn=_spawner(World()))
+    inputs = {b.op: b.measurement.pairing.inputs for b, _ in outcome.rows}
+    assert inputs == {"add": "shared", "softmax": "own", "matmul": "shared"}
+    log = (outcome.base_path / "run.log").read_text()
+    assert "INPUTS_OWN op=softmax case=64x512 dtype=float16 side=base why=scripted softmax" in log
+    assert "INPUTS_OWN op=add" not in log
+
+
+def test_inputs_that_cannot_be_adopted_fail_the_row_and_are_let_go(tmp_path):
+    made: dict[str, InProcessWorker] = {}
+    env = {**SHARE, "TG_SHARE_FAIL": "softmax"}
+    outcome = run_pair(_request(tmp_path, base_env=env, cand_env=env), spawn=_spawner(World(), made))
+    rows = {b.op: (b, c) for b, c in outcome.rows}
+    base, cand = rows["softmax"]
+    # pair 0: the base exports, the candidate fails to adopt: the candidate's row is the error
+    assert cand.status.value == "error" and "differs between the sides" in cand.error
+    assert "SharingError" in cand.error
+    assert base.samples == ()  # not timed: the other side failed
+    assert rows["add"][1].status.value == rows["matmul"][1].status.value == "ok"
+    log = made["base"].log
+    start = next(i for i, (cmd, args) in enumerate(log) if cmd == "prepare" and args["op"] == "softmax")
+    end = next(i for i, (cmd, args) in enumerate(log) if i > start and cmd == "prepare")
+    assert [cmd for cmd, _ in log[start:end]] == ["prepare", "warm_up", "round", "unshare", "finish"]
+    assert log[start + 2][1] == {"inputs": "export"}  # it exported, and let go once the other side failed
