@@ -5,7 +5,9 @@ alternating rounds, as a paired run does. Every round A hands its memory back to
 holds a block of random size and builds fresh inputs (the harness's placement shift). In the
 ``own`` variant B does the same with its own memory; in ``shared-A`` B reads A's inputs, opened
 through CUDA IPC (torch.multiprocessing), so both sides of a pair read the same physical pages;
-``shared-B`` is the same with the roles swapped (does the side that opens the memory run slower?).
+``shared-B`` is the same with the roles swapped (does the side that opens the memory run slower?);
+``self``: A times twice on its one set of inputs, as its own pair (what is left of a round's
+time when nothing differs but the moment: the floor any pairing can reach).
 Per variant: the spread of the pairs' log ratios (what the paired rule's floor and IQR gap
 grow with) and each side's spread of round medians. The variants alternate round by round.
 
@@ -31,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchlib import graph_us_per_launch, software, software_line, write_results  # noqa: E402
 
-VARIANTS = ("own", "shared-A", "shared-B")
+VARIANTS = ("own", "shared-A", "shared-B", "self")
 
 
 def worker(name: str, commands, answers, to_peer, from_peer, shape: tuple[int, int, int], dtype_name: str,
@@ -126,6 +128,12 @@ def main() -> int:
     medians: dict[str, dict[str, list[float]]] = {v: {"A": [], "B": []} for v in VARIANTS}
     for r in range(args.rounds):
         for variant in (VARIANTS if r % 2 == 0 else VARIANTS[::-1]):
+            if variant == "self":
+                ask("A", "alloc", {"round": r})
+                for name in ("A", "B"):
+                    medians[variant][name].append(ask("A", "time"))
+                ask("A", "release")
+                continue
             if variant == "own":
                 ask("A", "alloc", {"round": r})
                 ask("B", "alloc", {"round": r})
