@@ -56,3 +56,48 @@ def test_a_payload_that_does_not_match_is_refused_before_anything_opens(payload,
     mine = [describe_tensor(torch.zeros(3, 5))]
     with pytest.raises(SharingError, match=message):
         check_payload(mine, payload)
+
+
+def test_an_inference_mode_tensor_cannot_be_pointed_elsewhere():
+    with torch.inference_mode():
+        t = torch.zeros(4)
+    assert "inference-mode tensor" in unshareable((t,))
+
+
+@pytest.mark.parametrize("storage_keys, groups, storages, message", [
+    ([7, 8, 9], [0, 0, 1], 2, "tensors 0 and 1 share a storage on the other side, not on this one"),
+    ([7, 7, 9], [0, 1, 2], 3, "tensors 0 and 1 share a storage on this side, not on the other"),
+    ([7, 8], [0, 1], 3, "the payload has 3 storages, its tensors use 2"),
+])
+def test_both_sides_must_group_their_tensors_into_storages_alike(storage_keys, groups, storages, message):
+    from tritongate.harness.shared_inputs import storage_map
+
+    with pytest.raises(SharingError, match=message):
+        storage_map(storage_keys, [{"storage": g} for g in groups], storages)
+
+
+def test_each_storage_is_copied_from_this_sides_first_tensor_on_it():
+    from tritongate.harness.shared_inputs import storage_map
+
+    assert storage_map([7, 7, 9], [{"storage": 0}, {"storage": 0}, {"storage": 1}], 2) == [0, 2]
+
+
+def test_a_view_must_start_where_the_other_sides_does():
+    mine = [describe_tensor(torch.zeros(8)[2:])]
+    theirs = {**mine[0], "offset": 0, "storage": 0}
+    with pytest.raises(SharingError, match="tensor 0 differs"):
+        check_payload(mine, _payload([theirs]))
+
+
+def test_a_refused_payload_gives_back_every_hold_it_carries(monkeypatch):
+    """A payload this side does not open would otherwise keep the exporter's memory until that
+    worker exits."""
+    from tritongate.harness import shared_inputs
+
+    given_back = []
+    monkeypatch.setattr(shared_inputs, "_release", lambda entry: given_back.append(entry) or True)
+    payload = {"version": PAYLOAD_VERSION, "storages": [{"n": 1}, {"n": 2}], "tensors": []}
+    with pytest.raises(SharingError):
+        adopt_inputs((torch.zeros(4),), payload)  # refused: a host tensor
+    assert given_back == [{"n": 1}, {"n": 2}]
+    assert shared_inputs.release({"storages": [{"n": 3}]}) == 1 and shared_inputs.release("junk") == 0

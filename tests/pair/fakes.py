@@ -17,7 +17,9 @@ tests.pair.fakes:ScriptedExecutor``); there its behaviour comes from environment
 only (side ``aim``): a power-bound kernel whose clock moves between timings in one process;
 ``TG_AIM_ERROR`` (ops) fail in the aim's worker only. ``TG_SHARE=1``: a pair's second side
 reads the first side's inputs (takes its placement), except for the ops ``TG_NO_SHARE`` names;
-``TG_SHARE_FAIL`` (ops): adopting the other side's inputs fails.
+``TG_SHARE_FAIL`` (ops): adopting the other side's inputs fails; ``TG_EXPORT_FAIL`` /
+``TG_EXPORT_INTERRUPT`` (ops): the exporting side's round fails / is interrupted (Ctrl-C) after
+it exported.
 """
 
 from __future__ import annotations
@@ -136,7 +138,8 @@ class ScriptedExecutor:
         self.recorded = settings.get("recorded_launches", [])
         self._measurer: RowMeasurer | None = None
         self._op = ""
-        self.exported = self.unshared = 0  # rounds whose inputs this side handed out, and let go of
+        # rounds whose inputs this side handed out, let go of, and gave back the holds of itself
+        self.exported = self.unshared = self.released = 0
 
     def hello(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "python": "scripted", "backend": "cuda", "device": "Scripted GPU",
@@ -222,12 +225,17 @@ class ScriptedExecutor:
                 self.device.offset = float(shared["offset"])  # type: ignore[index]
 
         samples = self._measurer.measure_round(on_inputs if inputs != "own" else None)
+        if inputs == "export" and self._op in self.env.get("TG_EXPORT_FAIL", "").split(","):
+            raise RuntimeError("scripted: the exporting side's round failed after it exported")
+        if inputs == "export" and self._op in self.env.get("TG_EXPORT_INTERRUPT", "").split(","):
+            raise KeyboardInterrupt
         m = self._measurer
         return {"samples": samples, "k": m.launches_per_sample, "timer": m.timer.value, "markers": list(m.markers),
                 **({"shared": exported} if exported else {})}
 
-    def unshare(self) -> dict[str, Any]:
+    def unshare(self, release: bool = False) -> dict[str, Any]:
         self.unshared += 1
+        self.released += bool(release)
         return {}
 
     def finish(self) -> dict[str, Any]:

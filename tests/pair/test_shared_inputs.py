@@ -8,6 +8,9 @@ import json
 import math
 import statistics
 
+import pytest
+
+from tritongate.pair.client import WorkerFailure
 from tritongate.pair.orchestrator import run_pair
 from tritongate.rundir import load_run
 
@@ -104,3 +107,55 @@ def test_inputs_that_cannot_be_adopted_fail_the_row_and_are_let_go(tmp_path):
     end = next(i for i, (cmd, args) in enumerate(log) if i > start and cmd == "prepare")
     assert [cmd for cmd, _ in log[start:end]] == ["prepare", "warm_up", "round", "unshare", "finish"]
     assert log[start + 2][1] == {"inputs": "export"}  # it exported, and let go once the other side failed
+
+
+def _row_calls(worker: InProcessWorker, op: str) -> list[tuple[str, dict]]:
+    log = worker.log
+    start = next(i for i, (cmd, args) in enumerate(log) if cmd == "prepare" and args["op"] == op)
+    end = next((i for i, (cmd, _) in enumerate(log) if i > start and cmd == "prepare"), len(log))
+    return log[start:end]
+
+
+def test_a_first_side_that_fails_after_exporting_gives_the_inputs_back_itself(tmp_path):
+    """The payload never reached the other side: the parent does not ask the failed side to
+    let go, and the worker's abort gives the holds back (the real executor releases them)."""
+    made: dict[str, InProcessWorker] = {}
+    env = {**SHARE, "TG_EXPORT_FAIL": "softmax"}
+    outcome = run_pair(_request(tmp_path, base_env=env, cand_env=SHARE), spawn=_spawner(World(), made))
+    base, cand = next((b, c) for b, c in outcome.rows if b.op == "softmax")
+    assert base.status.value == "error" and "failed after it exported" in base.error and cand.samples == ()
+    assert [cmd for cmd, _ in _row_calls(made["base"], "softmax")] == ["prepare", "warm_up", "round", "abort"]
+    assert [cmd for cmd, _ in _row_calls(made["candidate"], "softmax")] == ["prepare", "warm_up", "finish"]
+
+
+def test_a_second_side_whose_worker_dies_has_the_first_side_give_the_holds_back(tmp_path):
+    made: dict[str, InProcessWorker] = {}
+
+    def spawn(spec):
+        worker = _spawner(World(), made)(spec)
+        if spec.side == "candidate":
+            call = worker.call
+
+            def dying(cmd, timeout_s, **args):
+                if cmd == "round" and args.get("inputs") == "import" and worker.executor._op == "softmax":
+                    worker.executor = None
+                    raise WorkerFailure("candidate", "died (SIGSEGV)", kind="died")
+                return call(cmd, timeout_s, **args)
+            worker.call = dying
+        return worker
+
+    outcome = run_pair(_request(tmp_path, base_env=SHARE, cand_env=SHARE), spawn=spawn)
+    cand = next(c for b, c in outcome.rows if c.op == "softmax")
+    assert cand.status.value == "error" and "SIGSEGV" in cand.error
+    assert ("unshare", {"release": True}) in _row_calls(made["base"], "softmax")
+    # the other rows let go as usual: the other side gave back what it opened
+    assert all(args == {"release": False} for cmd, args in _row_calls(made["base"], "add") if cmd == "unshare")
+
+
+def test_ctrl_c_during_an_exporting_round_does_not_wait_on_that_worker(tmp_path):
+    made: dict[str, InProcessWorker] = {}
+    env = {**SHARE, "TG_EXPORT_INTERRUPT": "softmax"}
+    with pytest.raises(KeyboardInterrupt):
+        run_pair(_request(tmp_path, base_env=env, cand_env=env), spawn=_spawner(World(), made))
+    calls = _row_calls(made["base"], "softmax")
+    assert calls[-1] == ("round", {"inputs": "export"})  # nothing was sent to it after the interrupt

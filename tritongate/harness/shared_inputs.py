@@ -9,10 +9,17 @@ first side built, through CUDA IPC, both see the same placement and it cancels i
 
 ``export_inputs`` turns a round's input tensors into a JSON-able payload (IPC handles and
 each tensor's view); ``adopt_inputs`` makes the other worker's freshly built tensors read
-that memory instead of their own: their values are copied over it first (both sides build
+that memory instead of their own: their storages are copied over it first (both sides build
 from the same seed, so the values are the same; an op that writes its inputs thus starts
 each side's round from fresh ones), then each tensor is pointed at the shared storage in
 place, so the op's launch closure, which holds the tensor objects, reads it.
+
+Lifetime: exporting a storage gives the reader a hold on it (a counter torch keeps in shared
+memory); the exporter's memory is freed only once every hold is given back. A reader gives
+back the storages it opened when its tensors are freed, and ``adopt_inputs`` gives back the
+ones it never opened (a payload it refused); ``release`` gives back all of a payload's holds
+from the exporting side, for a payload that never reached a reader (or whose reader died).
+A hold never given back keeps that memory until the worker exits.
 
 torch's CUDA IPC entry points (``UntypedStorage._share_cuda_`` / ``_new_shared_cuda``, what
 ``torch.multiprocessing`` uses) are private: they are used here only, and any failure is a
@@ -40,6 +47,8 @@ def unshareable(tensors: Sequence[Any]) -> str:
     for i, t in enumerate(tensors):
         if not isinstance(t, torch.Tensor):
             return f"Case.tensors[{i}] is not a tensor ({type(t).__name__})"
+        if t.is_inference():
+            return f"Case.tensors[{i}] is an inference-mode tensor (cannot be pointed at other memory)"
         if t.device.type != "cuda":
             return f"Case.tensors[{i}] is on {t.device}, not a CUDA device"
         if t.layout is not torch.strided:
@@ -65,14 +74,16 @@ def _unb64(value: Any, what: str) -> bytes | None:
 
 
 def describe_tensor(t: Any) -> dict[str, Any]:
-    """What both sides' tensors must agree on, plus where the view starts in its storage."""
+    """What both sides' tensors must agree on: dtype, size, stride, where the view starts in
+    its storage and how large that storage is."""
     return {"dtype": str(t.dtype).removeprefix("torch."), "size": list(t.size()), "stride": list(t.stride()),
             "offset": int(t.storage_offset()), "storage_bytes": int(t.untyped_storage().nbytes())}
 
 
 def export_inputs(tensors: Sequence[Any]) -> dict[str, Any]:
     """The payload another process passes to ``adopt_inputs``. The caller keeps ``tensors``
-    alive until that process has let go of them (torch defers freeing memory it shared)."""
+    alive until that process has let go of them, and ``release``s the payload if it never
+    reaches that process."""
     why = unshareable(tensors)
     if why:
         raise SharingError(f"cannot share these inputs: {why}")
@@ -87,6 +98,7 @@ def export_inputs(tensors: Sequence[Any]) -> dict[str, Any]:
                 (device, handle, size, offset, ref_handle, ref_offset, event_handle,
                  event_sync) = storage._share_cuda_()
             except Exception as exc:  # noqa: BLE001 - named below
+                release({"storages": storages})  # the holds taken so far: no reader will see them
                 raise SharingError(f"UntypedStorage._share_cuda_ failed: {type(exc).__name__}: {exc}") from exc
             index[key] = len(storages)
             storages.append({"device": int(device), "handle": _b64(handle), "size": int(size), "offset": int(offset),
@@ -96,14 +108,32 @@ def export_inputs(tensors: Sequence[Any]) -> dict[str, Any]:
     return {"version": PAYLOAD_VERSION, "storages": storages, "tensors": views}
 
 
-def _open(entry: Any) -> Any:
+def release(payload: Any) -> int:
+    """Give back the holds of ``payload``'s storages that no reader will give back (see the
+    module's docstring). Best effort; returns how many were given back."""
+    entries = payload.get("storages") if isinstance(payload, dict) else None
+    return sum(_release(entry) for entry in entries) if isinstance(entries, list) else 0
+
+
+def _release(entry: Any) -> bool:
+    import torch
+
+    try:
+        torch.UntypedStorage._release_ipc_counter(_unb64(entry["ref_counter_handle"], "ref_counter_handle"),
+                                                 int(entry["ref_counter_offset"]), device=int(entry["device"]))
+        return True
+    except Exception:  # noqa: BLE001 - nothing more can be done: the memory stays held until exit
+        return False
+
+
+def _open(entry: Any, device: int) -> Any:
     import torch
 
     if not isinstance(entry, dict):
         raise SharingError("shared inputs: a storage entry must be an object")
     try:
         return torch.UntypedStorage._new_shared_cuda(
-            int(entry["device"]), _unb64(entry["handle"], "handle"), int(entry["size"]), int(entry["offset"]),
+            device, _unb64(entry["handle"], "handle"), int(entry["size"]), int(entry["offset"]),
             _unb64(entry["ref_counter_handle"], "ref_counter_handle"), int(entry["ref_counter_offset"]),
             _unb64(entry["event_handle"], "event_handle"), bool(entry["event_sync_required"]))
     except SharingError:
@@ -112,12 +142,12 @@ def _open(entry: Any) -> Any:
         raise SharingError(f"UntypedStorage._new_shared_cuda failed: {type(exc).__name__}: {exc}") from exc
 
 
-MATCHED = ("dtype", "size", "stride", "storage_bytes")
+MATCHED = ("dtype", "size", "stride", "offset", "storage_bytes")
 
 
 def check_payload(mine: Sequence[dict[str, Any]], payload: Any) -> list[dict[str, Any]]:
     """The payload's tensor views, checked against this side's (``describe_tensor`` of each):
-    the same count, and each the same dtype, size, stride and storage size."""
+    the same count, and each the same dtype, size, stride, offset and storage size."""
     if not isinstance(payload, dict) or payload.get("version") != PAYLOAD_VERSION:
         raise SharingError(f"shared inputs: not a version-{PAYLOAD_VERSION} payload")
     views, entries = payload.get("tensors"), payload.get("storages")
@@ -127,38 +157,62 @@ def check_payload(mine: Sequence[dict[str, Any]], payload: Any) -> list[dict[str
         raise SharingError(f"shared inputs: the other side built {len(views)} tensors, this side {len(mine)}")
     for i, (own, view) in enumerate(zip(mine, views)):
         ok = isinstance(view, dict) and all(view.get(k) == own[k] for k in MATCHED) \
-            and type(view.get("storage")) is int and 0 <= view["storage"] < len(entries) \
-            and type(view.get("offset")) is int and view["offset"] >= 0
+            and type(view.get("storage")) is int and 0 <= view["storage"] < len(entries)
         if not ok:
-            theirs = {k: view.get(k) for k in ("storage", "offset", *MATCHED)} if isinstance(view, dict) else view
+            theirs = {k: view.get(k) for k in ("storage", *MATCHED)} if isinstance(view, dict) else view
             raise SharingError(f"shared inputs: tensor {i} differs between the sides (this side "
                                f"{ {k: own[k] for k in MATCHED} }, the other {theirs})")
     return views
 
 
+def storage_map(storage_keys: Sequence[int], views: Sequence[dict[str, Any]], storages: int) -> list[int]:
+    """For each of the payload's storages, the index of this side's first tensor on it; both
+    sides must group their tensors into storages alike (``storage_keys``: this side's storage
+    of each tensor, e.g. its data pointer)."""
+    first: dict[int, int] = {}
+    for i, (key, view) in enumerate(zip(storage_keys, views)):
+        j = first.setdefault(view["storage"], i)
+        if storage_keys[j] != key:
+            raise SharingError(f"shared inputs: tensors {j} and {i} share a storage on the other side, not on this one")
+    for i, key in enumerate(storage_keys):
+        for j, other in enumerate(storage_keys[:i]):
+            if key == other and views[i]["storage"] != views[j]["storage"]:
+                raise SharingError(f"shared inputs: tensors {j} and {i} share a storage on this side, not on the other")
+    if len(first) != storages:
+        raise SharingError(f"shared inputs: the payload has {storages} storages, its tensors use {len(first)}")
+    return [first[j] for j in range(storages)]
+
+
 def adopt_inputs(tensors: Sequence[Any], payload: Any) -> None:
     """Point ``tensors`` (this process's freshly built inputs of the same row) at the memory
-    ``payload`` exports, after copying their values over it. They must match it one to one
-    in dtype, size and stride; the adopted memory is let go when they are freed."""
-    why = unshareable(tensors)
-    if why:
-        raise SharingError(f"cannot adopt shared inputs: {why}")
-    views = check_payload([describe_tensor(t) for t in tensors], payload)
-    entries = payload["storages"]
+    ``payload`` exports, after copying their storages over it. They must match it one to one
+    (``check_payload``); the adopted memory is given back when they are freed, and every hold
+    of the payload this does not open is given back before it returns or raises."""
     import torch
 
-    opened = [_open(entry) for entry in entries]
+    opened: list[Any] = []
     try:
-        shared = [torch.empty(0, dtype=t.dtype, device=t.device).set_(opened[v["storage"]], v["offset"],
-                                                                       v["size"], v["stride"])
-                  for t, v in zip(tensors, views)]
-        for mine, theirs in zip(tensors, shared):
-            theirs.copy_(mine)
-        torch.cuda.synchronize()
-        for mine, theirs in zip(tensors, shared):
-            mine.set_(theirs.untyped_storage(), theirs.storage_offset(), theirs.size(), theirs.stride())
-    except RuntimeError as exc:  # a view outside its storage, a copy that failed
-        raise SharingError(f"shared inputs: could not point the tensors at the shared memory: {exc}") from exc
+        why = unshareable(tensors)
+        if why:
+            raise SharingError(f"cannot adopt shared inputs: {why}")
+        views = check_payload([describe_tensor(t) for t in tensors], payload)
+        entries = payload["storages"]
+        first = storage_map([t.untyped_storage().data_ptr() for t in tensors], views, len(entries))
+        for entry, i in zip(entries, first):
+            opened.append(_open(entry, tensors[i].device.index or 0))
+        try:
+            with torch.no_grad():  # a leaf that requires grad may be pointed elsewhere too
+                for storage, i in zip(opened, first):
+                    storage.copy_(tensors[i].untyped_storage())  # byte for byte: views and overlaps alike
+                torch.cuda.synchronize()
+                for t, view in zip(tensors, views):
+                    t.set_(opened[view["storage"]], view["offset"], view["size"], view["stride"])
+        except RuntimeError as exc:
+            raise SharingError(f"shared inputs: could not point the tensors at the shared memory: {exc}") from exc
+    finally:
+        entries = payload.get("storages") if isinstance(payload, dict) else None
+        if isinstance(entries, list):
+            release({"storages": entries[len(opened):]})  # opened ones are given back when freed
 
 
 def collect() -> None:

@@ -78,7 +78,8 @@ class TritonExecutor:
         self._stack.enter_context(tuning_context(self.backend))
         self._prepared: Any = None
         self._measurer: RowMeasurer | None = None
-        self._exported: Any = None  # the launch whose inputs the other worker reads (``round(inputs="export")``)
+        # (launch, payload) of the last ``round(inputs="export")``: the inputs the other worker reads
+        self._exported: tuple[Any, dict[str, Any]] | None = None
         self._ir: Any = None  # IRStore of this side's run directory, opened by the first prepare
 
     def _quiet_host(self, cpus: list[int] | None) -> list[int] | None:
@@ -198,13 +199,13 @@ class TritonExecutor:
             raise UsageError("round before warm_up")
         if inputs not in ("own", "export", "import") or (inputs == "import") != (shared is not None):
             raise UsageError(f"round: inputs={inputs!r} with{'' if shared is not None else 'out'} a shared payload")
-        self.unshare()
+        self.unshare(release=True)  # (none is held unless the parent never said the other side was done)
         exported: dict[str, Any] = {}
 
         def on_inputs(fn: Any) -> None:
             if inputs == "export":
                 exported.update(export_inputs(fn.tensors))
-                self._exported = fn  # alive until the other side has timed on it
+                self._exported = (fn, exported)  # alive until the other side has timed on it
             elif inputs == "import":
                 adopt_inputs(fn.tensors, shared)
 
@@ -214,13 +215,19 @@ class TritonExecutor:
             raise SharingError(f"{exc} (`--inputs own` times each side on inputs of its own)") from exc
         return {"samples": samples, **self._state(), **({"shared": exported} if exported else {})}
 
-    def unshare(self) -> dict[str, Any]:
-        """Let go of the inputs the last ``export`` round handed out."""
-        if self._exported is not None:
-            from tritongate.harness.shared_inputs import collect
+    def unshare(self, release: bool = False) -> dict[str, Any]:
+        """Let go of the inputs the last ``export`` round handed out. ``release``: the other side
+        never opened them, or its worker died holding them, so give back their holds here too
+        (else torch keeps the memory until this worker exits)."""
+        from tritongate.harness.shared_inputs import collect, release as release_holds
 
+        if self._exported is not None:
+            fn, payload = self._exported
             self._exported = None
             self.device.synchronize()
+            if release:
+                release_holds(payload)
+            del fn
             collect()
             if self.config.fresh_segments:
                 self.device.release_cached()
@@ -241,14 +248,14 @@ class TritonExecutor:
                            "warmup_calls": m.warmup_calls, "l2": m.l2.value, "shift_bytes": list(m.shift_bytes),
                            "markers": list(m.markers)}
         self._prepared, self._measurer = None, None
-        self.unshare()
+        self.unshare(release=True)  # only held if the parent never said the other side was done
         return {"autotune": tuned.to_dict(), "autotune_markers": list(tuned.markers), "measurement": measurement}
 
     def abort(self) -> dict[str, Any]:
         if self._prepared is not None or self._measurer is not None:
             self.session.end_row()
         self._prepared, self._measurer = None, None
-        self.unshare()
+        self.unshare(release=True)
         return {}
 
     def close(self) -> None:

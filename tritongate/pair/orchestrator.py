@@ -323,7 +323,8 @@ class PairRunner:
             "pair": {"pair_id": self._pair_id, "side": side.name, "other_run": f"../{other}",
                      "build": side.build.to_dict(), "device_uuid": h.get("device_uuid"),
                      "worker_python": h.get("python"), "worker_pid": h.get("pid"), "time_identical": self.request.time_identical,
-                     "share_inputs": self.request.share_inputs,
+                     # asked for and possible (CUDA); rows that could not say so in run.log (INPUTS_OWN)
+                     "share_inputs": self.request.share_inputs and h.get("backend") == "cuda",
                      "changed_from": self.request.changed_from.to_dict() if self.request.changed_from else None,
                      "shard": {"index": self.request.shard[0], "count": self.request.shard[1],
                                "planned_rows": len(plan["rows"])} if self.request.shard else None,
@@ -526,30 +527,43 @@ class PairRunner:
         def measure_pair(i: int) -> bool:
             order = (base, cand) if i % 2 == 0 else (cand, base)
             shared: dict[str, Any] | None = None
-            try:
-                for position, side in enumerate(order):
-                    st = states[side.name]
-                    # sharing: the first side builds the pair's inputs, the second reads them
-                    args = {} if not share else {"inputs": "export"} if position == 0 \
-                        else {"inputs": "import", "shared": shared}
-                    answer = self._ask(side, st, "round", **args)
-                    if answer is None:
-                        return False
-                    shared = answer.get("shared")
-                    if answer.get("markers"):
-                        # the side fell back to another timer and dropped its earlier samples: the
-                        # row carries the marker and is rejected; more pairs would add nothing
-                        st.fell_back = True
-                    st.samples.extend(float(x) for x in answer["samples"])
-                    st.went_first.append(position == 0)
-            finally:
-                if share:  # the second side is done with them (or failed): the first lets go
-                    self._ask(order[0], states[order[0].name], "unshare")
+            for position, side in enumerate(order):
+                st = states[side.name]
+                # sharing: the first side builds the pair's inputs, the second reads them
+                args = {} if not share else {"inputs": "export"} if position == 0 \
+                    else {"inputs": "import", "shared": shared}
+                answer = self._ask(side, st, "round", **args)
+                if answer is None:
+                    if share and position == 1:  # it gave back what it opened, unless its worker is gone
+                        self._let_go(order[0], states[order[0].name], release=not side.worker.alive)
+                    return False
+                shared = answer.get("shared")
+                if answer.get("markers"):
+                    # the side fell back to another timer and dropped its earlier samples: the
+                    # row carries the marker and is rejected; more pairs would add nothing
+                    st.fell_back = True
+                st.samples.extend(float(x) for x in answer["samples"])
+                st.went_first.append(position == 0)
+            if share:
+                self._let_go(order[0], states[order[0].name], release=False)
             return not any(states[s].fell_back for s in states)
 
         run_schedule(measure_pair=measure_pair, reached=lambda: self._reached(states, target),
                      schedule=schedule, ledger=ledger, clock=self._clock,
                      would_call=lambda: self._would_call(states, target))
+
+    def _let_go(self, side: _Side, state: _RowState, *, release: bool) -> None:
+        """Tell the side that exported a pair's inputs that the other side is done with them
+        (``release``: the other side's worker died holding them). Only logged if it fails: the
+        row's timing is not at stake, and a dead worker is restarted for the next row anyway.
+        A first side that failed is not asked: its worker gives the inputs back on its own
+        (``abort``), or died with them."""
+        if state.failure is not None:
+            return
+        try:
+            side.worker.call("unshare", self.request.row_timeout_s, release=release)
+        except (WorkerFailure, WorkerError) as exc:
+            side.log.write(f"UNSHARE_FAILED side={side.name} reason={exc}")  # type: ignore[union-attr]
 
     def _share_inputs(self, item: PlannedRow, warm: dict[str, dict[str, Any]]) -> bool:
         """Whether this row's pairs share their inputs: asked for, and both sides can."""
