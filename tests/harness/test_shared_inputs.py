@@ -101,3 +101,31 @@ def test_a_refused_payload_gives_back_every_hold_it_carries(monkeypatch):
         adopt_inputs((torch.zeros(4),), payload)  # refused: a host tensor
     assert given_back == [{"n": 1}, {"n": 2}]
     assert shared_inputs.release({"storages": [{"n": 3}]}) == 1 and shared_inputs.release("junk") == 0
+
+
+def test_adopting_copies_each_storage_over_the_shared_memory_and_points_the_tensors_at_it(monkeypatch):
+    """The copy and the re-pointing, with host storages standing in for the opened IPC memory
+    (the IPC round trip itself is tests/gpu/test_shared_inputs.py)."""
+    from tritongate.harness import shared_inputs
+
+    base = torch.randn(6, 8)
+    leaf = torch.randn(16).requires_grad_()
+    ones = torch.ones(1).expand(16)  # stride 0: a view copy_ could not write into
+    mine = (base, base[:, 2:], leaf, ones)
+    fresh = [t.detach().clone() for t in mine]
+    theirs = [torch.full((6, 8), -1.0), torch.full((16,), -1.0), torch.full((1,), -1.0)]  # what the owner holds
+    stand_ins = [t.untyped_storage() for t in theirs]
+    views = [{"storage": s, **describe_tensor(t)} for s, t in zip((0, 0, 1, 2), mine)]
+    payload = {"version": PAYLOAD_VERSION, "storages": [{"n": i} for i in range(3)], "tensors": views}
+    monkeypatch.setattr(shared_inputs, "unshareable", lambda tensors: "")
+    monkeypatch.setattr(shared_inputs, "_open", lambda entry, device: stand_ins[entry["n"]])
+    monkeypatch.setattr(shared_inputs, "_release", lambda entry: pytest.fail("an opened storage was released"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    adopt_inputs(mine, payload)
+    assert [t.untyped_storage().data_ptr() for t in mine] == [s.data_ptr() for s in (stand_ins[0], stand_ins[0],
+                                                                                       stand_ins[1], stand_ins[2])]
+    assert all(torch.equal(t.detach(), f) for t, f in zip(mine, fresh))  # this side's values, in their memory
+    assert torch.equal(theirs[0], fresh[0]) and torch.equal(theirs[1], fresh[2]) and theirs[2].item() == 1.0
+    assert mine[1].storage_offset() == 2 and mine[2].requires_grad and mine[3].stride() == (0,)
+    mine[0][0, 2] = 42.0  # the view still views its base, in the shared memory
+    assert mine[1][0, 0].item() == 42.0 == theirs[0][0, 2].item()
