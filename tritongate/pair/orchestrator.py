@@ -162,6 +162,7 @@ class _RowState:
     failure: tuple[str, str] | None = None  # (status, text): "error"|"timeout", why
     fell_back: bool = False  # the worker switched timers mid-row
     inputs: str = "own"  # "shared": the second side of each pair read the first side's inputs
+    sharing_failed: str = ""  # why this side could not share the row's inputs (its failure is that)
 
 
 def spawn_process(spec: WorkerSpec) -> Worker:
@@ -201,6 +202,7 @@ class PairRunner:
         self._clock = clock
         self._sides: dict[str, _Side] = {}
         self._pair_id = ""
+        self._sharing_off = ""  # why shared inputs failed in this run (the rest of it then uses own)
 
     # -- set-up ----------------------------------------------------------------------------
     def _settings(self) -> dict[str, Any]:
@@ -442,7 +444,8 @@ class PairRunner:
         for side in self._sides.values():
             side.writer.set_identity_extra({"gpu_state_after": after,  # type: ignore[union-attr]
                                             "wall_s": round(self._clock() - self._t0, 3),
-                                            "timed_s": round(outcome.timed_s, 3), "restarts": side.restarts})
+                                            "timed_s": round(outcome.timed_s, 3), "restarts": side.restarts,
+                                            "shared_inputs_failed": self._sharing_off or None})
             side.writer.finish()  # type: ignore[union-attr]
             side.log.write(f"RUN_COMPLETE rows={len(rows)} restarts={side.restarts}")  # type: ignore[union-attr]
 
@@ -481,6 +484,8 @@ class PairRunner:
             if exc.kind in ("preflight", "usage"):
                 raise UsageError(f"{side.name} worker: {exc}") from None
             state.failure = ("error", f"on the {side.name} side: {exc}")
+            if exc.check == "shared_inputs":
+                state.sharing_failed = str(exc)
         return None
 
     def _pair_row(self, item: PlannedRow, recorded_k: int | None, schedule: PairSchedule,
@@ -512,15 +517,38 @@ class PairRunner:
 
     def _time_row(self, item: PlannedRow, recorded_k: int | None, schedule: PairSchedule,
                   ledger: BudgetLedger, states: dict[str, _RowState]) -> None:
+        share = self._time_pairs(item, recorded_k, schedule, ledger, states, share=None)
+        broken = next((st.sharing_failed for st in states.values() if st.sharing_failed), "")
+        if not (share and broken):
+            return
+        # Sharing failed (CUDA IPC refused by the platform or driver, or torches that disagree): this
+        # row and the rest of the run are timed on own inputs, and the run says so.
+        self._sharing_off = broken
+        message = f"shared inputs failed on {item.op} {item.case} {item.dtype} ({broken}); this row and the " \
+                  "rest of the run time each side on its own inputs"
+        self._progress(Progress("note", message=message))
+        for side in self._sides.values():
+            side.log.write(f"INPUTS_OWN_FROM_HERE op={item.op} case={item.case} dtype={item.dtype} why={broken}")  # type: ignore[union-attr]
+        for st in states.values():
+            st.failure, st.sharing_failed, st.fell_back = None, "", False
+            st.samples.clear()
+            st.went_first.clear()
+        self._time_pairs(item, recorded_k, schedule, ledger, states, share=False)
+
+    def _time_pairs(self, item: PlannedRow, recorded_k: int | None, schedule: PairSchedule,
+                    ledger: BudgetLedger, states: dict[str, _RowState], *, share: bool | None) -> bool:
+        """Warm both sides up and run the row's pairs; ``share`` None: share inputs if asked and
+        both sides can. Whether the pairs shared their inputs."""
         base, cand = self._sides["base"], self._sides["candidate"]
         b, c = states["base"], states["candidate"]
         warm = self._ask(base, b, "warm_up", k=recorded_k)
         if warm is None:
-            return
+            return False
         cand_warm = self._ask(cand, c, "warm_up", k=int(warm["k"]))
         if cand_warm is None:
-            return
-        share = self._share_inputs(item, {"base": warm, "candidate": cand_warm})
+            return False
+        if share is None:
+            share = self._share_inputs(item, {"base": warm, "candidate": cand_warm})
         b.inputs = c.inputs = "shared" if share else "own"
         target = self.request.policy.min_effect_for(item.op)
 
@@ -551,6 +579,7 @@ class PairRunner:
         run_schedule(measure_pair=measure_pair, reached=lambda: self._reached(states, target),
                      schedule=schedule, ledger=ledger, clock=self._clock,
                      would_call=lambda: self._would_call(states, target))
+        return share
 
     def _let_go(self, side: _Side, state: _RowState, *, release: bool) -> None:
         """Tell the side that exported a pair's inputs that the other side is done with them
@@ -567,8 +596,8 @@ class PairRunner:
 
     def _share_inputs(self, item: PlannedRow, warm: dict[str, dict[str, Any]]) -> bool:
         """Whether this row's pairs share their inputs: asked for, and both sides can."""
-        if not self.request.share_inputs or self._backend().name != "cuda":
-            return False  # (on the host there is no device memory to share: nothing to log)
+        if not self.request.share_inputs or self._backend().name != "cuda" or self._sharing_off:
+            return False  # (on the host there is no device memory to share; a failure was logged once)
         why = {name: str(answer.get("unshareable", "the worker cannot share inputs")) for name, answer in warm.items()}
         for name, reason in why.items():
             if reason:

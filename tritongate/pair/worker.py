@@ -30,10 +30,13 @@ def _classify(exc: BaseException) -> dict[str, Any]:
     """The error answer: what kind of failure, in one line the parent can show."""
     from tritongate.errors import PreflightError, UsageError
     from tritongate.harness.cuda_errors import fatal_cuda_error
+    from tritongate.harness.shared_inputs import SharingError
     from tritongate.rowcase import describe
 
     if isinstance(exc, PreflightError):
         return {"kind": "preflight", "check": exc.check, "error": str(exc)}
+    if isinstance(exc, SharingError):  # the row failed on sharing its inputs: the parent times it again on own ones
+        return {"kind": "row", "check": "shared_inputs", "error": describe(exc, 1000)}
     if isinstance(exc, ImportError):
         return {"kind": "usage", "error": f"{sys.executable} cannot import {exc.name or '?'} ({exc}); install "
                                           "torch, triton, numpy and pyyaml into this compiler build's environment"}
