@@ -72,7 +72,8 @@ def main() -> int:
     args = ap.parse_args()
     rows: list[dict[str, Any]] = []
     measured_on = None
-    for d in pair_dirs(args.paths):
+    dirs = pair_dirs(args.paths)
+    for d in dirs:
         base, cand = load_run(d / "base"), load_run(d / "candidate")
         if measured_on is None:  # from the runs themselves: this machine may have no GPU
             ident = json.loads((d / "base" / "run_identity.json").read_text())
@@ -94,7 +95,7 @@ def main() -> int:
     if measured_on:
         lines += [f"{measured_on['device']}, torch {measured_on['torch']}, triton {measured_on['triton']}; "
                   f"measured {measured_on['started_utc']}.", ""]
-    lines += [f"{len(rows)} rows of {len(pair_dirs(args.paths))} pair directories. Per row: samples' SD within a "
+    lines += [f"{len(rows)} rows of {len(dirs)} pair directories. Per row: samples' SD within a "
               "round, each side's SD of round medians, the SD of the pairs' log ratios, and the share of a "
               "side's round variance the two sides had in common (1 - pair var / (2 x side var)).", "",
               "| op | case | dtype | µs | inputs | pairs | within % | rounds % base / cand | pairs % | common |",

@@ -529,10 +529,8 @@ class PairRunner:
         self._progress(Progress("note", message=message))
         for side in self._sides.values():
             side.log.write(f"INPUTS_OWN_FROM_HERE op={item.op} case={item.case} dtype={item.dtype} why={broken}")  # type: ignore[union-attr]
-        for st in states.values():
-            st.failure, st.sharing_failed, st.fell_back = None, "", False
-            st.samples.clear()
-            st.went_first.clear()
+        for name, st in states.items():  # the failed pairs are dropped: each side starts the row's timing afresh
+            states[name] = _RowState(prepared=st.prepared)
         self._time_pairs(item, recorded_k, schedule, ledger, states, share=False)
 
     def _time_pairs(self, item: PlannedRow, recorded_k: int | None, schedule: PairSchedule,
