@@ -533,6 +533,7 @@ add("pair-row-timeout-negative", lambda x: pair(x, "--row-timeout", "-5"), 2, r"
 add("pair-row-timeout-nan", lambda x: pair(x, "--row-timeout", "nan"), 2, r"--row-timeout.*nan")
 add("pair-row-timeout-abc", lambda x: pair(x, "--row-timeout", "soon"), 2, r"--row-timeout: expected a number, got 'soon'")
 add("pair-max-rounds-abc", lambda x: pair(x, "--max-rounds", "many"), 2, r"--max-rounds: invalid int value")
+add("pair-inputs-unknown", lambda x: pair(x, "--inputs", "theirs"), 2, r"--inputs: invalid choice: 'theirs'")
 add("pair-base-env-no-equals", lambda x: pair(x, "--base-env", "DISABLE_MMA_V3"), 2,
     r"--base-env 'DISABLE_MMA_V3': expected NAME=VALUE")
 add("pair-cand-env-bad-name", lambda x: pair(x, "--cand-env", "1BAD=x"), 2, r"--cand-env '1BAD=x': expected NAME=VALUE")
