@@ -93,3 +93,32 @@ def test_holds_the_parent_never_confirmed_are_given_back(ipc):
 def test_a_round_with_inconsistent_sharing_arguments_is_refused(ipc, kw):
     with pytest.raises(UsageError, match="round: inputs="):
         _executor().round(**kw)
+
+
+def test_a_payload_the_round_never_adopts_is_given_back_by_the_reader(ipc):
+    payload = {"version": 1, "storages": [{"id": "theirs"}], "tensors": []}
+    # refused before anything is built: this side holds the payload's holds, so it gives them back
+    ex = TritonExecutor.__new__(TritonExecutor)
+    ex._measurer, ex._exported = None, None
+    with pytest.raises(UsageError, match="round before warm_up"):
+        ex.round(inputs="import", shared=payload)
+    assert ipc == [("release", payload)]
+    # the inputs fail to build: adopt_inputs never ran, so the round gives them back
+    ipc.clear()
+    ex = _executor()
+
+    def broken_build():
+        raise RuntimeError("CUDA out of memory")
+    ex._measurer._make_fn = broken_build
+    with pytest.raises(RuntimeError, match="out of memory"):
+        ex.round(inputs="import", shared=payload)
+    assert ipc == [("release", payload)]
+
+
+def test_a_payload_that_reached_adoption_is_not_given_back_twice(ipc):
+    # adopt_inputs gives back what it did not open; what it opened goes back with the tensors
+    ex = _executor()
+    ex.round(inputs="import", shared={"version": 1, "storages": [], "tensors": []})
+    with pytest.raises(SharingError):
+        ex.round(inputs="import", shared={"bad": True})
+    assert [c[0] for c in ipc] == ["adopt", "adopt"]

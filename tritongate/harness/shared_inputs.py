@@ -17,7 +17,8 @@ place, so the op's launch closure, which holds the tensor objects, reads it.
 Lifetime: exporting a storage gives the reader a hold on it (a counter torch keeps in shared
 memory); the exporter's memory is freed only once every hold is given back. A reader gives
 back the storages it opened when its tensors are freed, and ``adopt_inputs`` gives back the
-ones it never opened (a payload it refused); ``release`` gives back all of a payload's holds
+ones it never opened (a payload it refused); a reader that fails before it reaches
+``adopt_inputs`` gives the whole payload back itself; ``release`` gives back all of a payload's holds
 from the exporting side, for a payload that never reached a reader (or whose reader died).
 A hold never given back keeps that memory until the worker exits.
 

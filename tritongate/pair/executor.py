@@ -192,28 +192,39 @@ class TritonExecutor:
     def round(self, inputs: str = "own", shared: dict[str, Any] | None = None) -> dict[str, Any]:
         """One round of samples. ``inputs``: ``own`` (this worker's fresh inputs), ``export``
         (the same, kept alive after the round and handed out as ``shared`` until ``unshare``)
-        or ``import`` (this worker's fresh inputs, pointed at the memory ``shared`` exports)."""
+        or ``import`` (this worker's fresh inputs, pointed at the memory ``shared`` exports).
+        A ``shared`` payload this round never reaches ``adopt_inputs`` with (a refused request,
+        a failure before the inputs are built) has its holds given back here: the other side
+        is then told this side let go, so nobody else would."""
         from tritongate.harness.shared_inputs import SharingError, adopt_inputs, export_inputs
+        from tritongate.harness.shared_inputs import release as release_holds
 
-        if self._measurer is None:
-            raise UsageError("round before warm_up")
-        if inputs not in ("own", "export", "import") or (inputs == "import") != (shared is not None):
-            raise UsageError(f"round: inputs={inputs!r} with{'' if shared is not None else 'out'} a shared payload")
-        self.unshare(release=True)  # (none is held unless the parent never said the other side was done)
-        exported: dict[str, Any] = {}
-
-        def on_inputs(fn: Any) -> None:
-            if inputs == "export":
-                exported.update(export_inputs(fn.tensors))
-                self._exported = (fn, exported)  # alive until the other side has timed on it
-            elif inputs == "import":
-                adopt_inputs(fn.tensors, shared)
-
+        adopting = False
         try:
-            samples = self._measurer.measure_round(on_inputs if inputs != "own" else None)
-        except SharingError as exc:
-            raise SharingError(f"{exc} (`--inputs own` times each side on inputs of its own)") from exc
-        return {"samples": samples, **self._state(), **({"shared": exported} if exported else {})}
+            if self._measurer is None:
+                raise UsageError("round before warm_up")
+            if inputs not in ("own", "export", "import") or (inputs == "import") != (shared is not None):
+                raise UsageError(f"round: inputs={inputs!r} with{'' if shared is not None else 'out'} a shared payload")
+            self.unshare(release=True)  # (none is held unless the parent never said the other side was done)
+            exported: dict[str, Any] = {}
+
+            def on_inputs(fn: Any) -> None:
+                nonlocal adopting
+                if inputs == "export":
+                    exported.update(export_inputs(fn.tensors))
+                    self._exported = (fn, exported)  # alive until the other side has timed on it
+                elif inputs == "import":
+                    adopting = True  # from here adopt_inputs gives back what it does not open
+                    adopt_inputs(fn.tensors, shared)
+
+            try:
+                samples = self._measurer.measure_round(on_inputs if inputs != "own" else None)
+            except SharingError as exc:
+                raise SharingError(f"{exc} (`--inputs own` times each side on inputs of its own)") from exc
+            return {"samples": samples, **self._state(), **({"shared": exported} if exported else {})}
+        finally:
+            if shared is not None and not adopting:
+                release_holds(shared)
 
     def unshare(self, release: bool = False) -> dict[str, Any]:
         """Let go of the inputs the last ``export`` round handed out. ``release``: the other side

@@ -560,7 +560,7 @@ class PairRunner:
                     else {"inputs": "import", "shared": shared}
                 answer = self._ask(side, st, "round", **args)
                 if answer is None:
-                    if share and position == 1:  # it gave back what it opened, unless its worker is gone
+                    if share and position == 1:  # it gave back the payload's holds, unless its worker is gone
                         self._let_go(order[0], states[order[0].name], release=not side.worker.alive)
                     return False
                 shared = answer.get("shared")
