@@ -336,6 +336,12 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _not_clean(rows: list[dict]) -> list[tuple]:
+    """Rows that failed, mismatched or carry markers, with what they say."""
+    return [(r["op"], r["case"], r["status"], r["correctness"], r["markers"], r.get("error")) for r in rows
+            if not (r["status"] == "ok" and r["correctness"]["ok"] and not r["markers"])]
+
+
 def _tritongate(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     proc = subprocess.run([sys.executable, "-m", "tritongate", *args], capture_output=True, text=True, env=_env(),
                           cwd=cwd, timeout=180)
@@ -375,7 +381,7 @@ def test_collect_run_record_and_replay_on_the_stand_in(tmp_path):
     assert [(r["op"], r["case"]) for r in rows] == [
         ("flag_gems.add", "4096"), ("flag_gems.exp", "64x64"), ("flag_gems.sum_dim", "16x256"),
         ("flag_gems.softmax", "16x256"), ("flag_gems.mm", "32x32x32"), ("flag_gems.mm", "48x64x32")]
-    assert all(r["status"] == "ok" and r["correctness"]["ok"] and not r["markers"] for r in rows)
+    assert not _not_clean(rows)
     tuned = [r for r in rows if r["autotune"]["kernels"]]
     assert [r["op"] for r in tuned] == ["flag_gems.mm"] * 2
     assert all(r["autotune"]["sweep_benchmarks"] == 2 for r in tuned)  # both configs swept live
@@ -397,7 +403,7 @@ def test_collect_run_record_and_replay_on_the_stand_in(tmp_path):
                               str(record), "--color", "never", cwd=tmp_path).stdout.strip().splitlines()[-1])
     replay = tmp_path / replay if not replay.is_absolute() else replay
     rows = _rows(replay)
-    assert all(r["status"] == "ok" and r["correctness"]["ok"] and not r["markers"] for r in rows)
+    assert not _not_clean(rows)
     assert all(r["autotune"]["mode"] == "replay" and r["autotune"]["sweep_benchmarks"] == 0 for r in rows)
     tuned = [k for r in rows for k in r["autotune"]["kernels"]]
     assert len(tuned) == 2 and all(k["source"] == "replayed" for k in tuned)

@@ -140,9 +140,20 @@ class HostDevice:
     """A device with no queue: the CPU backend (Triton interpreter, torch on CPU).
 
     It has no events and no graphs, so only the host-wall timer works on it.
+
+    Making one runs torch on one thread in this process. The interpreter's kernels are
+    single-threaded numpy anyway; a reference computed on several threads is not reliable:
+    torch's MKL build initializes its vector math lazily, and a first ``torch.exp`` of 4096
+    floats split over two threads came back, now and then, with one thread's half at MKL's
+    low-accuracy (EP) AVX2 kernel, errors up to 1.5e-3 (a false CORRECTNESS_MISMATCH).
     """
 
     name = "host"
+
+    def __init__(self) -> None:
+        import torch
+
+        torch.set_num_threads(1)
 
     def synchronize(self) -> None:
         pass

@@ -89,10 +89,7 @@ class TritonExecutor:
         if not self.backend.interpreter:
             return None
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            os.environ.setdefault(var, "1")
-        import torch
-
-        torch.set_num_threads(1)
+            os.environ.setdefault(var, "1")  # (torch itself: the HostDevice runs it on one thread)
         if cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, set(cpus))
             return sorted(os.sched_getaffinity(0))
