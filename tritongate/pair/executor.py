@@ -193,8 +193,7 @@ class TritonExecutor:
         A ``shared`` payload this round never reaches ``adopt_inputs`` with (a refused request,
         a failure before the inputs are built) has its holds given back here: the other side
         is then told this side let go, so nobody else would."""
-        from tritongate.harness.shared_inputs import SharingError, adopt_inputs, export_inputs
-        from tritongate.harness.shared_inputs import release as release_holds
+        from tritongate.harness.shared_inputs import SharingError, adopt_inputs, export_inputs, release as release_holds
 
         adopting = False
         try:
