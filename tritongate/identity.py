@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import platform
 import socket
@@ -33,6 +34,11 @@ def triton_build() -> dict[str, str]:
         info["build_hash"] = hashlib.sha256(triton_key().encode()).hexdigest()[:16]
     except Exception as exc:  # noqa: BLE001 - older layouts: record why it is missing
         info["build_hash"] = f"unknown ({type(exc).__name__})"
+    from tritongate.overlay import overlay_identity
+
+    overlay = overlay_identity(info["path"])
+    if overlay is not None:  # a patched overlay of an installed build: which patches
+        info["overlay"] = json.dumps(overlay, sort_keys=True)
     return info
 
 

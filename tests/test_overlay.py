@@ -1,0 +1,84 @@
+"""Overlay builds: the installed Triton with a patch applied to its Python sources."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tritongate.errors import UsageError
+from tritongate.overlay import OVERLAY_FILE, OverlayError, installed_path, make_overlay, map_patch
+
+PATCHES = Path(__file__).resolve().parents[1] / "bench" / "patches"
+
+
+def test_repository_paths_map_to_the_installed_package() -> None:
+    assert installed_path("python/triton/compiler/compiler.py") == "triton/compiler/compiler.py"
+    assert installed_path("third_party/nvidia/backend/compiler.py") == "triton/backends/nvidia/compiler.py"
+    assert installed_path("third_party/amd/backend/compiler.py") == "triton/backends/amd/compiler.py"
+    assert installed_path("triton/language/core.py") == "triton/language/core.py"
+    assert installed_path("lib/Dialect/TritonGPU/Transforms/Coalesce.cpp") is None
+    assert installed_path("python/test/unit/language/test_core.py") is None
+
+
+def test_a_patch_to_compiled_code_is_refused_naming_the_file() -> None:
+    text = ("diff --git a/lib/Analysis/Alias.cpp b/lib/Analysis/Alias.cpp\n"
+            "--- a/lib/Analysis/Alias.cpp\n+++ b/lib/Analysis/Alias.cpp\n@@ -1 +1 @@\n-a\n+b\n")
+    with pytest.raises(OverlayError, match=r"pr\.patch: changes compiled code \(lib/Analysis/Alias\.cpp\).*source build"):
+        map_patch(text, "pr.patch")
+
+
+def test_a_text_without_file_changes_is_refused() -> None:
+    with pytest.raises(OverlayError, match="holds no file changes"):
+        map_patch("just some words\n", "notes.txt")
+
+
+def test_the_mapped_patch_names_installed_paths() -> None:
+    mapped, files = map_patch((PATCHES / "drop-coalesce.patch").read_text(), "p")
+    assert files == ("triton/backends/nvidia/compiler.py",)
+    assert "--- a/triton/backends/nvidia/compiler.py" in mapped
+    assert "+++ b/triton/backends/nvidia/compiler.py" in mapped
+    assert "third_party" not in mapped
+
+
+def _triton_dir(python: Path) -> str:
+    return subprocess.run([str(python), "-c", "import os, triton; print(os.path.dirname(triton.__file__))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_an_overlay_holds_the_patched_pipeline_and_records_the_patch(tmp_path: Path) -> None:
+    build = make_overlay(sys.executable, [PATCHES / "drop-hopper-pipeline.patch"], tmp_path / "ov")
+    assert _triton_dir(build.python) == str(build.triton_dir)
+    patched = (build.triton_dir / "backends" / "nvidia" / "compiler.py").read_text()
+    assert patched.count("add_pipeline(pm, opt.num_stages, dump_enabled)") == 1  # one of two dropped
+    # compiled parts are linked, not copied
+    assert (build.triton_dir / "_C").is_symlink()
+    record = json.loads((build.triton_dir / OVERLAY_FILE).read_text())
+    assert record["files"] == ["triton/backends/nvidia/compiler.py"]
+    assert len(record["patches"][0]["sha256"]) == 64
+    # the run identity names the overlay, and Triton's own build hash tells the builds apart
+    probe = ("import json; from tritongate.identity import triton_build; print(json.dumps(triton_build()))")
+    over = json.loads(subprocess.run([str(build.python), "-c", probe], capture_output=True, text=True,
+                                     check=True).stdout)
+    base = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                     check=True).stdout)
+    assert "overlay" not in base and "drop-hopper-pipeline.patch" in over["overlay"]
+    assert over["build_hash"] != base["build_hash"]
+
+
+def test_a_patch_that_does_not_apply_is_a_named_error_and_leaves_nothing(tmp_path: Path) -> None:
+    twice = [PATCHES / "drop-coalesce.patch", PATCHES / "drop-coalesce.patch"]
+    with pytest.raises(OverlayError, match=r"drop-coalesce\.patch does not apply.*compiler\.py"):
+        make_overlay(sys.executable, twice, tmp_path / "ov")
+    assert not (tmp_path / "ov").exists()
+
+
+def test_an_existing_destination_or_a_missing_patch_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "ov").mkdir()
+    with pytest.raises(UsageError, match="already exists"):
+        make_overlay(sys.executable, [PATCHES / "noop-comment.patch"], tmp_path / "ov")
+    with pytest.raises(UsageError, match=r"--patch .*nope\.patch: cannot be read"):
+        make_overlay(sys.executable, [tmp_path / "nope.patch"], tmp_path / "ov2")

@@ -1,0 +1,230 @@
+"""A compiler build from a patch: the installed Triton with a patch applied to its Python sources.
+
+Most compiler PRs change only Python (the pass pipeline in ``backends/nvidia/compiler.py``,
+the frontend, the lowering helpers). For those, a source build (tens of minutes) is not
+needed: an *overlay* build is a venv made from the base interpreter (its site-packages
+visible, so torch is reused) holding a copy of the base Triton's Python files with the patch
+applied, and symlinks to its compiled parts (``libtriton.so``, ``ptxas``, headers), so it
+takes seconds.
+
+A patch may use the Triton repository's layout (``python/triton/X`` and
+``third_party/<backend>/backend/X``, as a PR's diff does) or the installed one
+(``triton/X``). A patch that touches compiled code (C++, MLIR, TableGen) is refused with a
+named error: it needs a source build. A patch that does not apply is a named error too.
+
+The overlay writes ``triton/_tritongate_overlay.json`` (the base build and every patch's
+sha256); the run identity records it, and Triton's own build hash (``triton_key``, over the
+Python sources) differs from the base's by construction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from tritongate.atomicio import write_bytes_atomic
+from tritongate.errors import GateError, UsageError
+
+OVERLAY_FILE = "_tritongate_overlay.json"
+OVERLAY_SCHEMA = 1
+# Kept as links, not copied: compiled libraries and tools, and folders of them.
+_LINKED_SUFFIXES = (".so", ".a", ".bc", ".dylib")
+_LINKED_DIRS = {"bin", "lib", "include", "_C"}
+_TEXT_SUFFIXES = (".py", ".pyi", ".c", ".h", ".json", ".txt", ".typed")
+_HEADER = re.compile(r"^(diff --git a/(\S+) b/(\S+)|--- (?:a/)?(\S+)|\+\+\+ (?:b/)?(\S+))", re.M)
+
+
+class OverlayError(GateError):
+    """An overlay build could not be made (the patch, the base build, or the destination)."""
+
+
+@dataclass(frozen=True)
+class OverlayBuild:
+    python: Path  # the overlay's interpreter
+    site_packages: Path
+    triton_dir: Path
+    patches: tuple[dict[str, str], ...]  # {"path", "sha256"} per patch, in order applied
+    files: tuple[str, ...]  # installed-layout paths the patches change
+
+
+def installed_path(repo_path: str) -> str | None:
+    """Where a file of the Triton repository lands in an installed ``triton`` package, or
+    None when it is not a Python source of the package (C++, tests, docs, build files)."""
+    p = repo_path.strip()
+    if p == "/dev/null":
+        return p
+    if p.startswith("triton/"):
+        return p
+    if p.startswith("python/triton/"):
+        return p[len("python/"):]
+    m = re.match(r"third_party/([A-Za-z0-9_]+)/backend/(.+)$", p)
+    if m:
+        return f"triton/backends/{m.group(1)}/{m.group(2)}"
+    return None
+
+
+def _compiled(path: str) -> bool:
+    return path.endswith((".cpp", ".cc", ".h", ".hpp", ".td", ".cu", ".mlir", ".txt", ".cmake"))
+
+
+def map_patch(text: str, patch_name: str) -> tuple[str, tuple[str, ...]]:
+    """The patch with every file path rewritten to the installed layout, and those paths.
+
+    Refuses a patch that changes anything that is not a Python source of the package: the
+    overlay reuses the base build's compiled code, so such a change would silently not be
+    in the build under test.
+    """
+    files: list[str] = []
+    refused: list[str] = []
+
+    def rewrite(m: re.Match[str]) -> str:
+        line = m.group(0)
+        if line.startswith("diff --git"):
+            a, b = installed_path(m.group(2)), installed_path(m.group(3))
+            if a is None or b is None:
+                refused.append(m.group(3))
+                return line
+            if b not in files:
+                files.append(b)
+            return f"diff --git a/{a} b/{b}"
+        path = m.group(4) or m.group(5)
+        mapped = installed_path(path)
+        if mapped is None:
+            refused.append(path)
+            return line
+        prefix = "--- " if line.startswith("---") else "+++ "
+        if mapped == "/dev/null":
+            return prefix + mapped
+        if mapped not in files:
+            files.append(mapped)
+        return f"{prefix}{'a' if prefix == '--- ' else 'b'}/{mapped}"
+
+    mapped_text = _HEADER.sub(rewrite, text)
+    if refused:
+        kinds = "compiled code" if any(_compiled(p) for p in refused) else "files outside the Python package"
+        raise OverlayError(
+            f"{patch_name}: changes {kinds} ({', '.join(sorted(set(refused))[:5])}); an overlay build "
+            "reuses the base build's compiled libraries, so this patch needs a source build "
+            "(build-compiler mode: source)")
+    if not files:
+        raise OverlayError(f"{patch_name}: holds no file changes (not a unified diff?)")
+    return mapped_text, tuple(files)
+
+
+def _base_paths(base_python: str) -> tuple[Path, list[str]]:
+    """The base build's triton folder and its site folders (in its sys.path order)."""
+    code = ("import os, site, sys, triton, json; print(json.dumps([os.path.dirname(os.path.realpath("
+            "triton.__file__)), [p for p in sys.path if p.endswith(('site-packages', 'dist-packages'))]]))")
+    try:
+        out = subprocess.run([base_python, "-I", "-c", code], capture_output=True, text=True,
+                             timeout=300, check=False)
+    except OSError as exc:
+        raise UsageError(f"--base-python {base_python}: cannot be started ({exc.strerror}); "
+                         "pass the interpreter of the installed compiler build") from exc
+    if out.returncode != 0 or not out.stdout.strip():
+        raise UsageError(f"--base-python {base_python}: cannot import triton "
+                         f"({(out.stderr.strip().splitlines() or ['no output'])[-1]})")
+    triton_dir, sites = json.loads(out.stdout.strip().splitlines()[-1])
+    return Path(triton_dir), sites
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    """Copy the package's text sources, link its compiled parts (seconds, not a 1 GB copy)."""
+    dst.mkdir(parents=True)
+    for entry in os.scandir(src):
+        target = dst / entry.name
+        if entry.name == "__pycache__":
+            continue
+        if entry.is_dir(follow_symlinks=True):
+            if entry.name in _LINKED_DIRS:
+                target.symlink_to(Path(entry.path).resolve(), target_is_directory=True)
+            else:
+                _copy_tree(Path(entry.path), target)
+        elif entry.name.endswith(_LINKED_SUFFIXES) or not entry.name.endswith(_TEXT_SUFFIXES):
+            target.symlink_to(Path(entry.path).resolve())
+        else:
+            shutil.copyfile(entry.path, target)
+
+
+def _site_packages(python: Path) -> Path:
+    out = subprocess.run([str(python), "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, timeout=120, check=True)
+    return Path(out.stdout.strip())
+
+
+def _apply(mapped: str, patch_name: str, site: Path) -> None:
+    cmd = ["git", "apply", "--whitespace=nowarn", "-"]
+    for check in (True, False):
+        try:
+            res = subprocess.run(cmd[:3] + (["--check"] if check else []) + ["-"], input=mapped, text=True,
+                                 capture_output=True, cwd=site, timeout=120, check=False)
+        except OSError as exc:
+            raise OverlayError(f"git is needed to apply {patch_name} ({exc.strerror})") from exc
+        if res.returncode != 0:
+            why = " ".join(res.stderr.strip().splitlines()[:3]) or f"git apply exit {res.returncode}"
+            raise OverlayError(f"{patch_name} does not apply to the base build's sources: {why}; "
+                               "rebase the patch on the base build's Triton version")
+
+
+def make_overlay(base_python: str, patches: list[Path], dest: Path) -> OverlayBuild:
+    """Make an overlay build at ``dest`` (which must not exist) and return it."""
+    if not patches:
+        raise UsageError("an overlay build needs at least one --patch")
+    dest = Path(dest)
+    if dest.exists():
+        raise UsageError(f"{dest}: already exists; an overlay is made into a new folder")
+    texts: list[tuple[Path, str, str, tuple[str, ...]]] = []
+    for patch in patches:
+        try:
+            raw = Path(patch).read_bytes()
+        except OSError as exc:
+            raise UsageError(f"--patch {patch}: cannot be read ({exc.strerror})") from exc
+        text = raw.decode("utf-8", errors="replace")
+        mapped, files = map_patch(text, str(patch))
+        texts.append((Path(patch), hashlib.sha256(raw).hexdigest(), mapped, files))
+    src, base_sites = _base_paths(base_python)
+    subprocess.run([base_python, "-m", "venv", "--without-pip", str(dest)],
+                   check=True, capture_output=True, timeout=300)
+    python = dest / "bin" / "python"
+    site = _site_packages(python)
+    triton_dir = site / "triton"
+    try:
+        # The base's site folders come after the overlay's own (torch, tritongate, its .pth
+        # hooks), so the patched triton shadows the base one. --system-site-packages would not
+        # do: a venv made from a venv sees the system's packages, not its parent venv's.
+        hook = "import site; " + "; ".join(f"site.addsitedir({p!r})" for p in base_sites)
+        (site / "_tritongate_base.pth").write_text(hook + "\n", encoding="utf-8")
+        _copy_tree(src, triton_dir)
+        for patch, _sha, mapped, _files in texts:
+            _apply(mapped, str(patch), site)
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+    record = {
+        "schema_version": OVERLAY_SCHEMA,
+        "base_python": base_python,
+        "base_triton": str(src),
+        "patches": [{"path": str(p), "sha256": sha} for p, sha, _m, _f in texts],
+        "files": sorted({f for *_x, files in texts for f in files}),
+    }
+    write_bytes_atomic(triton_dir / OVERLAY_FILE, (json.dumps(record, indent=1) + "\n").encode())
+    return OverlayBuild(python=python, site_packages=site, triton_dir=triton_dir,
+                        patches=tuple(record["patches"]), files=tuple(record["files"]))
+
+
+def overlay_identity(triton_dir: str | os.PathLike[str]) -> dict[str, object] | None:
+    """The overlay record of a triton package folder, or None for a plain build."""
+    path = Path(triton_dir) / OVERLAY_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return {"patches": data.get("patches"), "files": data.get("files"), "base_triton": data.get("base_triton")}
