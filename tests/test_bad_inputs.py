@@ -871,7 +871,7 @@ add("env-zl-isolate-tuner-cache-garbage", _env("ZL_ISOLATE_TUNER_CACHE", "2", la
 
 
 def _bug_with_unwritable_log_dir(x: Ctx) -> list[str]:
-    import tritongate.cli as cli
+    import tritongate.cli.inspect as cli
 
     def broken(args):
         raise KeyError("a key the code expected")

@@ -61,7 +61,7 @@ def test_ops_lists_builtin_ops_and_suites(capsys):
 
 
 def test_a_bug_is_exit_4_with_one_line_and_a_traceback_file(tmp_path, capsys, monkeypatch):
-    import tritongate.cli as cli
+    import tritongate.cli.inspect as cli
 
     def broken(args):
         raise KeyError("a key the code expected")

@@ -1,0 +1,5 @@
+import sys
+
+from tritongate.cli import main
+
+sys.exit(main())

@@ -1,0 +1,184 @@
+"""``tritongate calibrate``: how far this runner's verdicts can be trusted."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+from tritongate.argtypes import finite_number, nonempty_text
+from tritongate.cli.common import split_values, terminal_safe, want_color
+from tritongate.cli.options import add_gate_options, add_inputs_option, add_measurement_options, gate_policy
+from tritongate.cli.pair import pair_progress, pair_request, record_suite
+from tritongate.errors import ExitCode, GateError, UsageError
+
+_text = nonempty_text
+_finite = finite_number
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``calibrate``."""
+    from tritongate.calibrate.commands import FOOTER as CALIBRATE_FOOTER
+
+    cal = sub.add_parser(
+        "calibrate", help="how far this runner's verdicts can be trusted: A/A and planted slowdowns",
+        description="On this machine: record the suite (or take --baseline), then paired runs of the build "
+                    "against itself with every row timed (A/A: every call is a false verdict); an aim step that times "
+                    "each row, in one process, along a ladder of planted spins and keeps per --planted size the "
+                    "spin that made it that much slower (a size it cannot pin down there is measured by a paired "
+                    "run of that spin); and one paired run per size where the candidate's builtin "
+                    "kernels spin that long (the base spinning 0). Writes OUT/calibrate-<suite>_<UTC>/ "
+                    "with each step's pair directory, calibration.json (per row: A/A verdicts, detectable "
+                    "effect, the smallest planted slowdown caught; per size class: catch rates), "
+                    "calibration.md and calibration.png. Builtin ops only (the planted delay is theirs).",
+        epilog=CALIBRATE_FOOTER, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cal.add_argument("--suite", type=_text, metavar="NAME|PATH", help="default: pr")
+    cal.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
+    cal.add_argument("--out", type=_text, default="runs", metavar="DIR", help="default: runs")
+    cal.add_argument("--baseline", type=_text, metavar="RECORD", help="a record run to replay (default: record one)")
+    cal.add_argument("--planted", type=_text, metavar="P,Q",
+                     help="planted slowdowns in per cent of each row's time (default 1,2,5)")
+    cal.add_argument("--aa-runs", type=int, metavar="N", help="A/A paired runs (default 1)")
+    cal.add_argument("--resume", type=_text, metavar="CALDIR",
+                     help="go on with a calibration that stopped part-way (its folder, calibrate-<suite>_<UTC>): "
+                          "its own settings and record; finished steps are read back, not measured again")
+    cal.add_argument("--python", type=_text, metavar="PY", help="the build's interpreter (default: this one)")
+    t = cal.add_argument_group("thresholds")
+    t.add_argument("--write-thresholds", type=_text, metavar="YAML",
+                   help="set per-op minimum effects in this policy file (e.g. ops/gate.yaml) from the A/A runs: the "
+                        "largest A/A effect of the op's rows x1.5, rounded up to 0.5%%, or the "
+                        "default where that is enough; only the file's ops: block changes")
+    t.add_argument("--allow-loosen", action="store_true",
+                   help="allow --write-thresholds to raise a minimum effect (the gate then misses smaller changes "
+                        "of that op); without it such a write is refused and listed")
+    t.add_argument("--from", dest="from_calibration", type=_text, metavar="CALIBRATION",
+                   help="derive thresholds from this calibration.json (or its folder) instead of measuring")
+    add_measurement_options(cal)
+    g = cal.add_argument_group("pairing")
+    add_inputs_option(g)
+    g.add_argument("--row-timeout", type=_finite, default=600.0, metavar="S", help="as for pair (default 600)")
+    g.add_argument("--max-rounds", type=int, metavar="N", help="as for pair")
+    g.add_argument("--row-budget", type=_finite, metavar="S", help="as for pair")
+    g.add_argument("--run-budget", type=_finite, metavar="S", help="as for pair")
+    add_gate_options(cal, calibration=False)
+    cal.set_defaults(func=cmd_calibrate, time_identical=True, shard=None, changed_from=None)
+
+
+def _check_record(path: Path, option: str) -> None:
+    """``path`` must be a finished record run (what a paired run replays)."""
+    from tritongate.rundir import load_run
+
+    try:
+        run = load_run(path)
+    except GateError as exc:
+        raise UsageError(f"{option} {path}: {exc}") from None
+    if run.mode != "record":
+        raise UsageError(f"{option} {path}: a {run.mode} run, not a record run; pass the record it replayed, or "
+                         "leave the option out to record one")
+
+
+def _suite_setting(suite: str) -> str:
+    """A suite as a calibration keeps it: a file by its absolute path (a resume may run from
+    elsewhere), a builtin suite by its name."""
+    path = Path(suite)
+    return str(path.resolve()) if path.suffix in (".yaml", ".yml") or path.is_file() else suite
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """A/A and planted-slowdown paired runs on this machine: calibration.json, .md, .png."""
+    from tritongate.calibrate.commands import (calibration_dir, parse_fractions, plantable_ops, print_outcome,
+                                               run_calibration)
+    from tritongate.pair.orchestrator import run_pair
+
+    if args.allow_loosen and not args.write_thresholds:
+        raise UsageError("--allow-loosen needs --write-thresholds FILE")
+    if args.from_calibration:  # thresholds from an earlier calibration: nothing is measured
+        if not args.write_thresholds:
+            raise UsageError("--from needs --write-thresholds FILE (it only derives thresholds)")
+        if args.resume:
+            raise UsageError("--from derives thresholds without measuring; it does not go with --resume")
+        from tritongate.calibrate.model import load_calibration
+
+        return _write_thresholds(load_calibration(Path(args.from_calibration)), args)
+    from tritongate.calibrate.model import DEFAULT_FRACTIONS
+    from tritongate.calibrate.resume import Settings, check_same, load_settings
+
+    # the settings the command line gives (None: not given), as a calibration keeps them
+    given = {"suite": _suite_setting(args.suite) if args.suite else None, "aa_runs": args.aa_runs,
+             "fractions": parse_fractions(args.planted) if args.planted else None,
+             "only_ops": tuple(split_values(args.ops)) or None, "only_dtypes": tuple(split_values(args.dtypes)) or None,
+             "backend": None if args.backend == "auto" else args.backend,
+             "shape_file": str(Path(args.shape_file).resolve()) if args.shape_file else None,
+             "python": args.python}
+    if args.resume:  # go on with the calibration's own settings and record
+        if args.baseline:
+            raise UsageError("--resume goes on with the calibration's own record; drop --baseline")
+        out = Path(args.resume)
+        settings = load_settings(out)
+        check_same(settings, given)
+        _check_record(Path(settings.record), f"--resume {out}: its record")
+    else:
+        defaults = {"suite": "pr", "aa_runs": 1, "fractions": DEFAULT_FRACTIONS, "only_ops": (), "only_dtypes": (),
+                    "backend": "auto"}
+        settings = Settings(record="", **{k: defaults.get(k) if v is None else v for k, v in given.items()})
+    args.suite, args.aa_runs, args.backend = settings.suite, settings.aa_runs, settings.backend
+    args.ops, args.dtypes = list(settings.only_ops), list(settings.only_dtypes)
+    args.shape_file, args.python = settings.shape_file, settings.python
+    fractions = settings.fractions
+    if args.aa_runs < 1:
+        raise UsageError(f"--aa-runs must be at least 1, got {args.aa_runs}")
+    plantable = plantable_ops(args.suite)
+    if args.baseline:  # a record run of this suite, checked before anything is made or measured
+        _check_record(Path(args.baseline), "--baseline")
+    policy = gate_policy(args)
+    if args.write_thresholds:  # a bad policy file fails now, not after the calibration
+        from tritongate.gate.policy import load_policy
+
+        load_policy(Path(args.write_thresholds))
+    args.base_python = args.cand_python = args.python
+    args.base_env = args.cand_env = None
+    color = want_color(args.color, sys.stderr)
+    if args.resume:
+        record = Path(settings.record)
+        print(f"resume:      {out} (record {record})", file=sys.stderr, flush=True)
+    else:
+        out = calibration_dir(Path(args.out), args.suite)
+        if args.baseline:
+            record = Path(args.baseline)
+        else:
+            print(f"record: {args.suite} ({args.backend})", file=sys.stderr, flush=True)
+            record = record_suite(args, out)
+            if isinstance(record, int):
+                return record
+            print(f"record:      {record}")
+        dataclasses.replace(settings, record=str(record.resolve())).write(out)
+    template = pair_request(args, record, out, policy)
+    steps = args.aa_runs + 1 + len(fractions)
+    done = [0]
+
+    def log(text: str) -> None:
+        done[0] += 1
+        print(f"[{done[0]}/{steps}] {text}", file=sys.stderr, flush=True)
+
+    cal, md, png = run_calibration(template, suite=args.suite, out=out, fractions=fractions, aa_runs=args.aa_runs,
+                                   run=lambda request: run_pair(request, pair_progress(color)), log=log,
+                                   plantable=plantable, detail=lambda text: print(f"  {text}", file=sys.stderr,
+                                                                                  flush=True))
+    print_outcome(cal, out, md, png)
+    if args.write_thresholds:
+        return _write_thresholds(cal, args)
+    return ExitCode.OK
+
+
+def _write_thresholds(cal: Any, args: argparse.Namespace) -> int:
+    from tritongate.calibrate.thresholds import write_thresholds
+
+    path = Path(args.write_thresholds)
+    changes = write_thresholds(cal, path, allow_loosen=args.allow_loosen)
+    for change in changes:
+        print(f"threshold {terminal_safe(change.line())}")
+    print(f"{path}: {len(changes)} per-op minimum effect(s) changed" if changes else
+          f"{path}: every per-op minimum effect already matches the calibration")
+    return ExitCode.OK

@@ -1,0 +1,56 @@
+"""``tritongate gate``: compare two run directories and decide."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tritongate.argtypes import nonempty_text
+from tritongate.cli.common import exit_codes, print_notes
+from tritongate.cli.options import (add_gate_options, artifact_url_option, baseline_state_option,
+                                    calibration_option, gate_policy)
+
+_text = nonempty_text
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``gate``."""
+    gate = sub.add_parser(
+        "gate", help="compare a candidate run with a base run and decide (verdict.json, verdict.md)",
+        description="Join the rows of two run directories on (op, case, dtype) and give each a verdict: "
+                    "REGRESSED, IMPROVED, UNCHANGED, IDENTICAL_BINARY, REJECTED, NOT_COMPARABLE, "
+                    "MISSING or NEW. Any regression fails the gate (exit 1); so does a replayed config "
+                    "that no longer compiles, and more missing rows than allowed. Rejected and "
+                    "not-comparable rows are listed as unverified and fail only under --strict.",
+        epilog=exit_codes(0, 1, 2, 4), formatter_class=argparse.RawDescriptionHelpFormatter)
+    gate.add_argument("base", type=_text, metavar="BASE_RUN")
+    gate.add_argument("cand", type=_text, metavar="CAND_RUN")
+    gate.add_argument("--out", type=_text, required=True, metavar="DIR", help="where verdict.json and verdict.md go")
+    gate.add_argument("--allow-mismatch", action="store_true",
+                      help="compare runs whose identities differ: every row becomes NOT_COMPARABLE")
+    add_gate_options(gate)
+    gate.set_defaults(func=cmd_gate)
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from tritongate.gate.output import write_verdict
+    from tritongate.gate.verdict import run_gate
+    from tritongate.rundir import load_run
+
+    policy = gate_policy(args)
+    calibration = calibration_option(args)
+    base = load_run(Path(args.base))
+    cand = load_run(Path(args.cand))
+    result = run_gate(base, cand, policy, allow_mismatch=args.allow_mismatch)
+    artifact = artifact_url_option(args)
+    json_path, md_path = write_verdict(result, Path(args.out), artifact_url=artifact,
+                                       baseline=baseline_state_option(args), calibration=calibration)
+    print_notes(result)
+    print(result.headline())
+    for verdict in ("REGRESSED", "IMPROVED", "REJECTED", "NOT_COMPARABLE", "MISSING"):
+        for r in (r for r in result.rows if r.verdict.value == verdict):
+            change = f" {r.timing.effect:+.2%} time" if r.timing else ""
+            print(f"  {verdict:<15} {r.op} {r.case} {r.dtype}{change}  {'; '.join(r.reasons)}")
+    print(md_path)
+    print(json_path)
+    return result.exit_code

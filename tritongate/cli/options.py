@@ -1,0 +1,149 @@
+"""The option groups several commands share, declared once (measurement, compiler builds
+and pairing, inputs, gate), and the readers that turn their values into library objects."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from tritongate.argtypes import finite_number, nonempty_text
+from tritongate.cli.common import shard_arg, url_arg
+from tritongate.errors import GateError, UsageError
+
+_text = nonempty_text  # an unset variable in a workflow must not silently change what runs
+_finite = finite_number
+
+def add_measurement_options(p: argparse.ArgumentParser) -> None:
+    """What to measure and how (pair, loop, calibrate)."""
+    g = p.add_argument_group("measurement")
+    g.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
+    g.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
+    g.add_argument("--dtypes", type=_text, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
+    g.add_argument("--rounds", type=int, help="rounds (pairs) per row (default 5; 6 on cpu)")
+    g.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 2 on cpu)")
+    g.add_argument("--l2", choices=["warm", "flush"], help="warm (default: L2 kept warm, as CUDA graphs measure) or flush (L2 cleared before every sample, like triton.testing.do_bench; k = 1)")
+    g.add_argument("--isolate-tuner-cache", action="store_true",
+                   help="private FlagGems LibTuner DB per worker (also TRITONGATE_ISOLATE_TUNER_CACHE=1)")
+    g.add_argument("--allow-busy-gpu", action="store_true",
+                   help="measure even when other processes use the GPU (rows get GPU_BUSY)")
+    g.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                   help="colour and a live progress bar on a terminal (auto), or force it")
+
+
+def add_inputs_option(g: argparse._ArgumentGroup) -> None:
+    """--inputs: whether the two sides of a pair share one set of input tensors."""
+    g.add_argument("--inputs", choices=["shared", "own"], default="shared",
+                   help="shared (default): in each pair the side timed second reads the inputs the first side "
+                        "built (CUDA IPC), so both see the same memory placement and it cancels in the pair; "
+                        "own: each side builds its own (the interpreter, and ops whose builder lists no tensors, "
+                        "always do)")
+
+
+def add_pair_options(p: argparse.ArgumentParser) -> None:
+    """The two builds a paired run compares, and how long it may pair (pair, loop)."""
+    g = p.add_argument_group("compiler builds and pairing")
+    add_inputs_option(g)
+    g.add_argument("--base-python", type=_text, metavar="PY", help="the base build's interpreter (default: this one)")
+    g.add_argument("--cand-python", type=_text, metavar="PY", help="the candidate build's interpreter (default: this one)")
+    g.add_argument("--base-env", action="append", metavar="K=V", help="environment for the base worker only")
+    g.add_argument("--cand-env", action="append", metavar="K=V",
+                   help="environment for the candidate worker only (e.g. DISABLE_MMA_V3=1)")
+    g.add_argument("--time-identical", action="store_true",
+                   help="time rows whose kernels are byte-identical on both sides too (an A/A check)")
+    g.add_argument("--shard", type=shard_arg, metavar="I/N",
+                   help="measure only the I-th of N shards of the rows (every N-th row of the plan, from the "
+                        "I-th); `tritongate merge` joins the shards' pair directories into one verdict")
+    g.add_argument("--changed-from", type=_text, metavar="DIR",
+                   help="an ir-diff folder of the two builds' ahead-of-time IR of the baseline record "
+                        "(tritongate ir, then tritongate ir-diff): rows whose kernels all compiled identically "
+                        "are IDENTICAL_BINARY without running; the others, and rows DIR does not list, are measured")
+    g.add_argument("--row-timeout", type=_finite, default=600.0, metavar="S",
+                   help="a worker that does not answer within S seconds is killed and restarted; its row is "
+                        "REJECTED (default 600)")
+    g.add_argument("--max-rounds", type=int, metavar="N",
+                   help="pairs a row may grow to while short of its precision target (default 80; cpu 24)")
+    g.add_argument("--row-budget", type=_finite, metavar="S", help="wall seconds one row's timing may take (default 30; cpu 8)")
+    g.add_argument("--run-budget", type=_finite, metavar="S",
+                   help="wall seconds the run may spend on extra pairs (default 600; cpu 300)")
+
+
+def add_gate_options(p: argparse.ArgumentParser, *, calibration: bool = True) -> None:
+    """``calibration``: offer --calibration (not to ``calibrate``, whose verdicts are the
+    calibration)."""
+    g = p.add_argument_group("gate")
+    g.add_argument("--policy", type=_text, metavar="YAML", help="thresholds file (default ops/gate.yaml)")
+    g.add_argument("--baseline-state", type=_text, metavar="JSON",
+                   help="what `tritongate baseline find --state-out` found: shown at the top of verdict.md "
+                        "(a stale, mismatched or missing baseline with the command that refreshes it)")
+    if calibration:
+        g.add_argument("--calibration", type=_text, metavar="PATH",
+                       help="the runner's latest `tritongate calibrate` output (calibration.json or its folder), "
+                            "cited in verdict.md's footer; default $TRITONGATE_CALIBRATION")
+    g.add_argument("--min-effect", type=_finite, help="default minimum effect, e.g. 0.01 for 1%%")
+    g.add_argument("--noise-z", type=_finite, help="noise floor confidence as normal SDs, applied through Student's t for the row's degrees of freedom (default 4)")
+    g.add_argument("--min-samples", type=int, help="samples each side needs for a verdict (default 10)")
+    g.add_argument("--max-missing", type=int, help="missing rows tolerated (default 0)")
+    g.add_argument("--strict", action="store_true", help="rejected and not-comparable rows fail too")
+    g.add_argument("--artifact-url", type=url_arg, metavar="URL",
+                   help="link to the uploaded run dirs and IR diffs (or TRITONGATE_ARTIFACT_URL)")
+
+
+def baseline_state_option(args: argparse.Namespace):
+    """--baseline-state loaded, or None."""
+    if not getattr(args, "baseline_state", None):
+        return None
+    from tritongate.gate.baseline_state import load_baseline_state
+
+    return load_baseline_state(Path(args.baseline_state))
+
+
+def calibration_option(args: argparse.Namespace):
+    """The runner's latest calibration summary: --calibration, else $TRITONGATE_CALIBRATION
+    (empty: none), else None. A bad file is a ``UsageError`` naming it."""
+    from tritongate.calibrate.model import CALIBRATION_ENV, load_summary
+
+    option = getattr(args, "calibration", None)
+    if option:
+        return load_summary(Path(option))
+    value = os.environ.get(CALIBRATION_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        return load_summary(Path(value))
+    except GateError as exc:  # say where the path came from: the user typed no option
+        exc.args = (f"{CALIBRATION_ENV}={value}: {exc}",)
+        raise
+
+
+def changed_from_option(args: argparse.Namespace):
+    """--changed-from: the rows an ir-diff folder lists, or None."""
+    if not getattr(args, "changed_from", None):
+        return None
+    from tritongate.ir.changed import load_changed_rows
+
+    return load_changed_rows(Path(args.changed_from))
+
+
+def gate_policy(args: argparse.Namespace):
+    """The policy file with the gate options' overrides."""
+    from tritongate.gate.policy import load_policy
+
+    return load_policy(Path(args.policy) if args.policy else None, min_effect=args.min_effect,
+                       noise_z=args.noise_z, min_samples=args.min_samples,
+                       max_missing=args.max_missing, strict=args.strict or None)
+
+
+def artifact_url_option(args: argparse.Namespace) -> str | None:
+    """--artifact-url, else $TRITONGATE_ARTIFACT_URL (validated: it becomes a link)."""
+    from tritongate.report.untrusted import safe_url
+
+    if args.artifact_url:
+        return args.artifact_url
+    env = os.environ.get("TRITONGATE_ARTIFACT_URL")
+    if not env:
+        return None
+    try:
+        return safe_url(env)
+    except ValueError as exc:
+        raise UsageError(f"TRITONGATE_ARTIFACT_URL: {exc}") from None

@@ -1,0 +1,219 @@
+"""``tritongate pair``, ``loop`` and ``merge``: paired runs of two builds, gated."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+
+from tritongate.argtypes import nonempty_text
+from tritongate.cli.common import EPILOG, exit_codes, print_notes, progress_printer, split_values, want_color
+from tritongate.cli.options import (add_gate_options, add_measurement_options, add_pair_options,
+                                    artifact_url_option, baseline_state_option, calibration_option,
+                                    changed_from_option, gate_policy)
+from tritongate.errors import UsageError
+
+_text = nonempty_text
+
+
+def add_pair_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``pair``."""
+    pair = sub.add_parser(
+        "pair", help="the PR check: base and candidate builds replay a baseline in alternating rounds",
+        description="Start one worker per compiler build (an interpreter plus environment overlays), both on "
+                    "one device, both replaying BASELINE_RECORD's autotune configs. Rows whose launched "
+                    "kernels are byte-identical on both sides are IDENTICAL_BINARY without timing; the others "
+                    "are timed in alternating rounds (A B, B A, ...) with one k for both sides, get more pairs "
+                    "while short of their precision target, and are gated on the paired log ratios. Writes "
+                    "OUT/pair-<suite>_<UTC>/{base,candidate}/ (ordinary run directories) and verdict/.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    pair.add_argument("baseline", type=_text, metavar="BASELINE_RECORD", help="a record run (tritongate run) to replay")
+    pair.add_argument("--suite", type=_text, required=True, metavar="NAME|PATH", help="builtin suite name or suite YAML")
+    pair.add_argument("--out", type=_text, required=True, metavar="DIR", help="parent directory of the pair directory")
+    pair.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
+    add_measurement_options(pair)
+    add_pair_options(pair)
+    add_gate_options(pair)
+    pair.set_defaults(func=cmd_pair)
+
+
+def add_loop_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``loop``."""
+    loop = sub.add_parser(
+        "loop", help="record a suite, pair the build against itself (or --cand-env ...), gate",
+        description="The whole PR check on one machine: record the suite (live autotune), then run "
+                    "`tritongate pair` on that record with the current interpreter on both sides (or the "
+                    "--base-*/--cand-* builds), then gate. Prints the record, both run directories and "
+                    "verdict.md.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    loop.add_argument("--suite", type=_text, default="smoke", metavar="NAME|PATH", help="default: smoke")
+    loop.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
+    loop.add_argument("--out", type=_text, default="runs", metavar="DIR", help="default: runs")
+    add_measurement_options(loop)
+    add_pair_options(loop)
+    add_gate_options(loop)
+    loop.set_defaults(func=cmd_loop)
+
+
+def add_merge_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``merge``."""
+    merge = sub.add_parser(
+        "merge", help="join the shards of a sharded paired run (pair --shard I/N) and gate them as one",
+        description="Check that the pair directories are the shards of one run (one suite, one shard count, "
+                    "each index once, rows disjoint, measured alike), write OUT/base and OUT/candidate with "
+                    "every shard's rows (each row keeps its own paired rounds) and TTGIR, and gate them into "
+                    "OUT/verdict (verdict.json, verdict.md, ir-diff/).",
+        epilog=exit_codes(0, 1, 2, 4), formatter_class=argparse.RawDescriptionHelpFormatter)
+    merge.add_argument("shards", type=_text, nargs="+", metavar="PAIR_DIR",
+                       help="the pair-<suite>_<UTC> directories the shards printed")
+    merge.add_argument("--out", type=_text, required=True, metavar="DIR", help="an empty directory for the merged run")
+    merge.add_argument("--allow-partial", action="store_true",
+                       help="gate the shards given even when some are missing (the verdict says which)")
+    add_gate_options(merge)
+    merge.set_defaults(func=cmd_merge)
+
+
+def cmd_pair(args: argparse.Namespace) -> int:
+    request = pair_request(args, Path(args.baseline), Path(args.out), gate_policy(args), calibration_option(args))
+    return _run_pair(request, want_color(args.color, sys.stderr))
+
+
+def cmd_loop(args: argparse.Namespace) -> int:
+    """Record the suite, then pair the current build against itself (or against the
+    --cand-env/--cand-python build), then gate: the whole PR check on one machine."""
+    out = Path(args.out)
+    policy = gate_policy(args)  # bad policy options fail before anything is measured
+    calibration = calibration_option(args)  # so does a bad calibration file
+    print(f"1/2 record: {args.suite} ({args.backend})", file=sys.stderr, flush=True)
+    record = record_suite(args, out)
+    if isinstance(record, int):
+        return record
+    print(f"record:    {record}")
+    print(f"2/2 pair: base and candidate replay {record.name}, rounds alternating", file=sys.stderr, flush=True)
+    return _run_pair(pair_request(args, record, out, policy, calibration), want_color(args.color, sys.stderr))
+
+
+def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
+    """Record the suite with the base build (its interpreter and overlay), as the nightly job
+    records main: the configs replayed then come from the build they belong to. In its own
+    process, so this one holds no device context while paired workers measure. The record's
+    path, or the record's exit code when it failed (its output passed on)."""
+    import subprocess
+
+    from tritongate.pair.build import parse_env_overlay
+
+    base_python = args.base_python or sys.executable
+    record_env = {**os.environ, **parse_env_overlay(args.base_env, option="--base-env")}
+    record_cmd = [base_python, "-m", "tritongate", "run", "--suite", args.suite, "--backend", args.backend,
+                  "--out", str(out), "--color", args.color]
+    if args.isolate_tuner_cache:
+        record_cmd.append("--isolate-tuner-cache")
+    for flag, value in (("--shape-file", args.shape_file), ("--rounds", args.rounds),
+                        ("--samples-per-round", args.samples_per_round), ("--l2", args.l2)):
+        if value is not None:
+            record_cmd += [flag, str(value)]
+    for flag, values in (("--ops", args.ops), ("--dtypes", args.dtypes)):
+        for v in values or ():
+            record_cmd += [flag, v]
+    if args.allow_busy_gpu:
+        record_cmd.append("--allow-busy-gpu")
+    if base_python != sys.executable:  # the build's interpreter imports this tritongate, and only it
+        from tritongate.pair.build import package_path_dir
+
+        link = package_path_dir(out / ".tritongate-pythonpath")
+        record_env["PYTHONPATH"] = os.pathsep.join(
+            [str(link)] + ([record_env["PYTHONPATH"]] if record_env.get("PYTHONPATH") else []))
+    try:
+        proc = subprocess.run(record_cmd, stdout=subprocess.PIPE, text=True, env=record_env)
+    except OSError as exc:
+        raise UsageError(f"cannot start the base build's interpreter {base_python}: {exc}") from exc
+    if proc.returncode != 0:
+        sys.stdout.write(proc.stdout)
+        return proc.returncode
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def pair_progress(color: bool):
+    """Paired-run progress: every row's line says both medians and the change, or why not."""
+    return progress_printer(color, verb="pairing", row_text=lambda ev: ev.message, flagged_only=False)
+
+
+def pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy, calibration=None):
+    """``calibration``: the summary cited in the verdict (the caller loads it with
+    ``calibration_option`` before anything is measured; ``calibrate`` passes none)."""
+    from tritongate.autotune.tuner_cache import isolation_requested
+    from tritongate.pair.orchestrator import PairRequest, parse_builds
+    base, cand = parse_builds(args.base_python, args.cand_python, args.base_env, args.cand_env)
+    overrides = {k: v for k, v in (("rounds", args.rounds), ("samples_per_round", args.samples_per_round),
+                                   ("l2", args.l2)) if v is not None}
+    schedule = {k: v for k, v in (("max_rounds", args.max_rounds), ("row_budget_s", args.row_budget),
+                                  ("run_budget_s", args.run_budget)) if v is not None}
+    if args.row_timeout <= 0:
+        raise UsageError(f"--row-timeout must be > 0 seconds, got {args.row_timeout}")
+    return PairRequest(
+        baseline=baseline, suite=args.suite, out=out, base=base, cand=cand, backend=args.backend,
+        shape_file=Path(args.shape_file) if args.shape_file else None,
+        only_ops=tuple(split_values(args.ops)), only_dtypes=tuple(split_values(args.dtypes)),
+        config_overrides=overrides, schedule_overrides=schedule, time_identical=args.time_identical,
+        share_inputs=args.inputs == "shared", row_timeout_s=args.row_timeout, allow_busy_gpu=args.allow_busy_gpu,
+        isolate_tuner_cache=isolation_requested(args.isolate_tuner_cache), policy=policy,
+        artifact_url=artifact_url_option(args), changed_from=changed_from_option(args),
+        baseline_state=baseline_state_option(args), calibration=calibration, shard=getattr(args, "shard", None))
+
+
+def _run_pair(request, color: bool) -> int:
+    from tritongate.pair.orchestrator import run_pair
+
+    # CI cancels a job with SIGTERM: stop the workers and leave incomplete run dirs, like Ctrl-C.
+    def _term(signum, frame):  # noqa: ARG001
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, _term)
+    try:
+        outcome = run_pair(request, pair_progress(color))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    result = outcome.result
+    print_notes(result)
+    for verdict in ("REGRESSED", "IMPROVED", "REJECTED", "NOT_COMPARABLE", "MISSING"):
+        for r in (r for r in result.rows if r.verdict.value == verdict):
+            change = f" {r.timing.effect:+.2%} time" if r.timing else ""
+            print(f"  {verdict:<15} {r.op} {r.case} {r.dtype}{change}  {'; '.join(r.reasons)}")
+    timed = sum(1 for b, c in outcome.rows if c.samples)
+    print(f"{len(outcome.rows)} rows ({timed} timed) in {outcome.wall_s:.1f} s "
+          f"({outcome.timed_s:.1f} s in the rows: compile, check, warm-up, timing)"
+          + (f"; worker restarts: {outcome.restarts}" if any(outcome.restarts.values()) else ""))
+    print(result.headline())
+    print(f"base:      {outcome.base_path}")
+    print(f"candidate: {outcome.cand_path}")
+    print(f"verdict:   {outcome.verdict_md}")
+    return result.exit_code
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Join the shards of a sharded paired run and gate them as one."""
+    from tritongate.gate.output import write_verdict
+    from tritongate.gate.verdict import run_gate
+    from tritongate.pair.merge import merge_shards
+    from tritongate.rundir import load_run
+
+    policy = gate_policy(args)
+    baseline = baseline_state_option(args)
+    calibration = calibration_option(args)
+    artifact = artifact_url_option(args)
+    out = Path(args.out)
+    merged = merge_shards([Path(p) for p in args.shards], out, allow_partial=args.allow_partial)
+    result = run_gate(load_run(merged.base), load_run(merged.candidate), policy)
+    if merged.missing:
+        result.notes.insert(0, f"partial: shard(s) {', '.join(f'{i}/{merged.count}' for i in merged.missing)} "
+                               "missing; their rows are not in this verdict")
+    json_path, md_path = write_verdict(result, out / "verdict", artifact_url=artifact, baseline=baseline,
+                                       calibration=calibration)
+    print_notes(result)
+    print(f"merged {len(merged.shards)} of {merged.count} shards, {merged.rows} rows")
+    print(result.headline())
+    print(f"base:      {merged.base}")
+    print(f"candidate: {merged.candidate}")
+    print(f"verdict:   {md_path}")
+    return result.exit_code

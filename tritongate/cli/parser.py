@@ -1,0 +1,42 @@
+"""The ``tritongate`` argument parser, assembled from each command module's parsers."""
+
+from __future__ import annotations
+
+import argparse
+
+from tritongate import __version__
+from tritongate.cli import calibrate, gate, inspect, ir, pair, run
+from tritongate.cli.common import EPILOG
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every sub-command, in the order ``tritongate --help`` lists them."""
+    parser = argparse.ArgumentParser(
+        prog="tritongate",
+        description="Performance-regression gate for Triton compiler changes.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"tritongate {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    run.add_parser(sub)
+    gate.add_parser(sub)
+    pair.add_pair_parser(sub)
+    pair.add_loop_parser(sub)
+    calibrate.add_parser(sub)
+    ir.add_ir_parser(sub)
+    ir.add_ir_diff_parser(sub)
+    inspect.add_ops_parser(sub)
+    pair.add_merge_parser(sub)
+    inspect.add_show_parser(sub)
+
+    from tritongate.baselines.commands import add_baseline_parser
+    from tritongate.batch.commands import add_batch_parser
+    from tritongate.history.commands import add_history_parser
+
+    add_baseline_parser(sub)
+    add_batch_parser(sub)
+    add_history_parser(sub)
+    return parser

@@ -1,0 +1,108 @@
+"""``tritongate run``: measure a suite into a new run directory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tritongate.argtypes import nonempty_text
+from tritongate.cli.common import exit_codes, progress_printer, split_values, want_color
+from tritongate.errors import ExitCode, UsageError
+
+_text = nonempty_text
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``run``."""
+    run = sub.add_parser(
+        "run", help="measure a suite into a new run directory (record mode)",
+        description="Measure every op x shape x dtype row of a suite and write DIR/<suite>_<UTC>/. "
+                    "The run directory's path is the last line of stdout.",
+        epilog=exit_codes(0, 2, 3, 4, 130, zero="the run completed (rows that failed are marked in it)"), formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("--suite", type=_text, required=True, metavar="NAME|PATH",
+                     help="a builtin suite name (ops/suites/NAME.yaml: smoke, pr, deep) or a suite YAML")
+    run.add_argument("--backend", type=_text, default="auto", metavar="NAME",
+                     help="auto (default: cuda if a CUDA device is visible, else cpu), cuda (CUDA-graph "
+                          "timer), cpu (Triton interpreter, host timer), rocm, musa, ascend (device-event "
+                          "timer); CI jobs that must measure a GPU name it (--backend cuda)")
+    run.add_argument("--out", type=_text, required=True, metavar="DIR", help="parent directory of the run directory")
+    run.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
+    run.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
+    run.add_argument("--dtypes", type=_text, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
+    run.add_argument("--rounds", type=int, help="rounds per row (default 5; 2 on cpu)")
+    run.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 3 on cpu)")
+    run.add_argument("--l2", choices=["warm", "flush"], help="warm (default: L2 kept warm, as CUDA graphs measure) or flush (L2 cleared before every sample, like triton.testing.do_bench; k = 1)")
+    run.add_argument("--replay-from", type=_text, metavar="RECORD_RUN",
+                     help="replay the autotune configs of this record run instead of tuning live "
+                          "(a key it lacks, or a config that no longer compiles, tunes live and marks "
+                          "the row AUTOTUNE_REPLAY_FALLBACK); replay runs write no records")
+    run.add_argument("--isolate-tuner-cache", action="store_true",
+                     help="give FlagGems' persistent LibTuner cache a private, per-run DB "
+                          "(also TRITONGATE_ISOLATE_TUNER_CACHE=1 or ZL_ISOLATE_TUNER_CACHE=1)")
+    run.add_argument("--allow-busy-gpu", action="store_true",
+                     help="measure even when other processes use the GPU (rows get GPU_BUSY)")
+    run.add_argument("--sweep-gpus", type=int, metavar="N",
+                     help="record mode: spread the autotune sweep over N GPUs in shard processes (also "
+                          "PARALLEL_WARMUP_GPUS=N; TRITONGATE_SWEEP_DEVICES=0,1 picks them); measurement stays "
+                          "serial on one GPU; winners that differ across shards are counted and logged")
+    run.add_argument("--only-rows", type=_text, metavar="JSON",
+                     help="measure only these rows: a JSON list of [op, case, dtype] (the parallel sweep's and "
+                          "the batch runner's shards)")
+    run.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                     help="colour on a terminal (auto), or force it; run.log is always plain")
+    run.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from tritongate.autotune.parallel_sweep import requested_gpus
+    from tritongate.autotune.tuner_cache import isolation_requested
+    from tritongate.backends import default_measure_config, resolve_backend
+    from tritongate.report.table import render_rows
+    from tritongate.runner import RunRequest, run_suite
+
+    backend = resolve_backend(args.backend)
+    config = default_measure_config(backend)
+    overrides = {k: v for k, v in (("rounds", args.rounds), ("samples_per_round", args.samples_per_round),
+                                   ("l2", args.l2)) if v is not None}
+    if overrides:
+        try:
+            config = replace(config, **overrides)
+        except ValueError as exc:
+            raise UsageError(f"bad measurement option: {exc}") from exc
+    request = RunRequest(
+        suite=args.suite, backend=backend, out=Path(args.out),
+        shape_file=Path(args.shape_file) if args.shape_file else None,
+        only_ops=tuple(split_values(args.ops)), only_dtypes=tuple(split_values(args.dtypes)),
+        config=config, allow_busy_gpu=args.allow_busy_gpu,
+        replay_from=Path(args.replay_from) if args.replay_from else None,
+        isolate_tuner_cache=isolation_requested(args.isolate_tuner_cache),
+        only_rows=_only_rows(args.only_rows) if args.only_rows else None,
+        sweep_gpus=requested_gpus(args.sweep_gpus),
+    )
+    color = want_color(args.color, sys.stdout)
+    outcome = run_suite(request, progress_printer(want_color(args.color, sys.stderr)))
+    print(render_rows(outcome.rows, color=color, title=f"{outcome.path.name}  ({backend.name}, "
+                                                       f"{request.mode}, {len(outcome.rows)} rows)"), end="")
+    flagged = outcome.flagged
+    print(f"{len(outcome.rows)} rows in {outcome.wall_s:.1f} s; "
+          f"{len(flagged)} flagged (markers or errors; see run.log)")
+    print(outcome.path)
+    return ExitCode.OK
+
+
+def _only_rows(path: str) -> frozenset[tuple[str, str, str]]:
+    """A JSON list of [op, case, dtype] (written by the parallel sweep and the batch runner)."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"--only-rows {path}: unreadable ({type(exc).__name__}: {exc}); "
+                         "expected a JSON list of [op, case, dtype]") from None
+    if not isinstance(data, list) or not all(isinstance(r, list) and len(r) == 3 and all(isinstance(x, str) and x
+                                                                                          for x in r) for r in data):
+        raise UsageError(f"--only-rows {path}: expected a JSON list of [op, case, dtype] string triples")
+    return frozenset(tuple(r) for r in data)
