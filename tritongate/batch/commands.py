@@ -19,6 +19,7 @@ from tritongate.argtypes import nonempty_text, number_in
 from tritongate.batch.plan import BatchRequest, RunOptions, parse_devices, parse_shard, request_from_manifest
 from tritongate.batch.scheduler import BatchEvent, BatchOutcome, run_batch
 from tritongate.batch.status import OpStatus
+from tritongate.cli.options import add_measurement_options
 from tritongate.errors import ExitCode, GateError, PreflightError, UsageError
 
 EXIT_CODES = ("exit codes:\n"
@@ -70,17 +71,10 @@ def add_batch_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", type=_text, metavar="BATCH_DIR",
                    help="continue this batch: PASS/SKIP ops are reused, the others rerun; its plan is kept "
                         "(options that would change it are refused), execution options may change")
-    g = p.add_argument_group("what to run (the plan)")
-    g.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
-    g.add_argument("--dtypes", type=_text, action="append", metavar="D,E",
-                   help="only these dtypes; an op listing none of them runs its own (note dtype_fallback)")
+    g = p.add_argument_group("what to run (the plan)", "passed to every op's run; an op listing none of the "
+                             "--dtypes runs its own\n(note dtype_fallback)")
     g.add_argument("--backend", type=_text, metavar="NAME", help="passed to every op's run (default auto)")
-    g.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
-    g.add_argument("--rounds", type=int, help="rounds per row (run's default)")
-    g.add_argument("--samples-per-round", type=int, help="samples per round (run's default)")
-    g.add_argument("--l2", choices=["warm", "flush"], help="L2 policy (run's default: warm)")
-    g.add_argument("--isolate-tuner-cache", action="store_true", help="private FlagGems LibTuner DB per op run")
-    g.add_argument("--allow-busy-gpu", action="store_true", help="measure on a busy GPU (rows get GPU_BUSY)")
+    add_measurement_options(p, group=g, paired=False, color=False)
     g.add_argument("--replay-root", type=_text, metavar="DIR",
                    help="replay recorded configs: per op, the op's record run in this batch directory (else its "
                         "merged run/), or this run directory itself")

@@ -14,21 +14,26 @@ from tritongate.errors import GateError, UsageError
 _text = nonempty_text  # an unset variable in a workflow must not silently change what runs
 _finite = finite_number
 
-def add_measurement_options(p: argparse.ArgumentParser) -> None:
-    """What to measure and how (pair, loop, calibrate)."""
-    g = p.add_argument_group("measurement")
+def add_measurement_options(p: argparse.ArgumentParser, *, group: argparse._ArgumentGroup | None = None,
+                            paired: bool = True, color: bool = True) -> None:
+    """What to measure and how, in a "measurement" group (pair, loop, calibrate) or in
+    ``group``. ``paired``: the rows are timed in pairs by two workers (batch passes the
+    options to each op's ``tritongate run`` instead); ``color``: offer --color too."""
+    g = group or p.add_argument_group("measurement")
     g.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
     g.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
     g.add_argument("--dtypes", type=_text, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
-    g.add_argument("--rounds", type=int, help="rounds (pairs) per row (default 5; 6 on cpu)")
+    g.add_argument("--rounds", type=int, help=f"rounds{' (pairs)' if paired else ''} per row (default 5; 6 on cpu)")
     g.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 2 on cpu)")
     g.add_argument("--l2", choices=["warm", "flush"], help="warm (default: L2 kept warm, as CUDA graphs measure) or flush (L2 cleared before every sample, like triton.testing.do_bench; k = 1)")
     g.add_argument("--isolate-tuner-cache", action="store_true",
-                   help="private FlagGems LibTuner DB per worker (also TRITONGATE_ISOLATE_TUNER_CACHE=1)")
+                   help=f"private FlagGems LibTuner DB per {'worker' if paired else 'op run'} "
+                        "(also TRITONGATE_ISOLATE_TUNER_CACHE=1)")
     g.add_argument("--allow-busy-gpu", action="store_true",
                    help="measure even when other processes use the GPU (rows get GPU_BUSY)")
-    g.add_argument("--color", choices=["auto", "always", "never"], default="auto",
-                   help="colour and a live progress bar on a terminal (auto), or force it")
+    if color:
+        g.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                       help="colour and a live progress bar on a terminal (auto), or force it")
 
 
 def add_inputs_option(g: argparse._ArgumentGroup) -> None:
