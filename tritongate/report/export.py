@@ -9,17 +9,31 @@ through ``markdown_cell``: op and case names come from the code under test.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 import pandas as pd
 
 from tritongate import __version__
 from tritongate.report.table import COLUMNS, NUMERIC_COLUMNS, row_cells, throughput
 from tritongate.report.untrusted import markdown_cell
-from tritongate.rundir import Run
-from tritongate.schema import SCHEMA_VERSION, Row
+from tritongate.schema import SCHEMA_VERSION, Row, RunStatus
 
 FORMATS = ("csv", "json", "md")
+
+
+class Run(Protocol):
+    """What this module reads of a run: ``tritongate.rundir.Run`` is one. A protocol, not that
+    class, because ``rundir`` imports this module (``Run.to_pandas``) and the two must not
+    import each other."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> RunStatus: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def rows(self) -> Sequence[Row]: ...
 
 # run_frame's columns, in order, with their dtypes. The nullable dtypes ("string", "Int64",
 # "boolean") hold pd.NA where a row has no value, so a missing count is not a float NaN.
