@@ -180,8 +180,10 @@ def add_baseline_parser(sub: argparse._SubParsersAction) -> None:
                   "record=), mismatched (entries for this runner class and suite exist but none matches the "
                   "GPU, suite digest or backend expected) or missing (none readable). Damaged entries are "
                   "skipped with a note on stderr.")
-    fnd.add_argument("--suite", type=_text, required=True, metavar="NAME|PATH")
-    fnd.add_argument("--runner-class", type=_text, required=True, metavar="RC")
+    fnd.add_argument("--suite", type=_text, required=True, metavar="NAME|PATH",
+                     help="the suite the job replays: a builtin suite name or a suite YAML")
+    fnd.add_argument("--runner-class", type=_text, required=True, metavar="RC",
+                     help="the class of runner the job runs on, as published (e.g. h200)")
     fnd.add_argument("--gpu", type=_text, required=True, metavar="NAME",
                      help="the GPU model, as nvidia-smi or torch names it (\"NVIDIA H200\"); cpu (or host) on the cpu backend")
     fnd.add_argument("--store", type=_text, metavar="DIR", help=STORE_HELP)
@@ -197,9 +199,9 @@ def add_baseline_parser(sub: argparse._SubParsersAction) -> None:
     lst = _parser(actions, "list", "list the store's entries, newest first", "List valid entries, newest first; "
                   "damaged ones are named on stderr.")
     lst.add_argument("--store", type=_text, metavar="DIR", help=STORE_HELP)
-    lst.add_argument("--runner-class", type=_text, metavar="RC")
-    lst.add_argument("--suite", type=_text, metavar="NAME")
-    lst.add_argument("--gpu", type=_text, metavar="NAME")
+    lst.add_argument("--runner-class", type=_text, metavar="RC", help="only entries of this runner class")
+    lst.add_argument("--suite", type=_text, metavar="NAME", help="only entries of this suite")
+    lst.add_argument("--gpu", type=_text, metavar="NAME", help="only entries measured on this GPU model (named as for find)")
     lst.add_argument("--json", action="store_true", help="the manifests as JSON")
     lst.set_defaults(func=cmd_list)
 
