@@ -23,8 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "that no longer compiles, and more missing rows than allowed. Rejected and "
                     "not-comparable rows are listed as unverified and fail only under --strict.",
         epilog=exit_codes(0, 1, 2, 4), formatter_class=argparse.RawDescriptionHelpFormatter)
-    gate.add_argument("base", type=_text, metavar="BASE_RUN")
-    gate.add_argument("cand", type=_text, metavar="CAND_RUN")
+    gate.add_argument("base", type=_text, metavar="BASE_RUN", help="the run directory of the base build")
+    gate.add_argument("cand", type=_text, metavar="CAND_RUN", help="the run directory of the candidate build")
     gate.add_argument("--out", type=_text, required=True, metavar="DIR", help="where verdict.json and verdict.md go")
     gate.add_argument("--allow-mismatch", action="store_true",
                       help="compare runs whose identities differ: every row becomes NOT_COMPARABLE")

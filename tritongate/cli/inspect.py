@@ -16,6 +16,9 @@ _text = nonempty_text
 def add_ops_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``ops``."""
     ops = sub.add_parser("ops", help="list the builtin ops and suites (and a suite's own ops)",
+                         description="List every builtin op (shape arguments, dtypes, what it computes) and the "
+                                     "builtin suites. With --suite: exactly what that suite runs, its ops (builtin "
+                                     "or from its `modules:`) with the dtypes and number of shapes it runs them with.",
                          epilog=exit_codes(0, 2, 3, 4, zero="listed"),
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     ops.add_argument("--suite", type=_text, metavar="NAME|PATH",
@@ -26,6 +29,9 @@ def add_ops_parser(sub: argparse._SubParsersAction) -> None:
 def add_show_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``show``."""
     show = sub.add_parser("show", help="validate a run directory and print its results (table, csv, json, md)",
+                          description="Load RUN_DIR, refusing a damaged, foreign or (without --allow-incomplete) "
+                                      "unfinished run directory, and print its rows: a table for people, or csv, "
+                                      "json or md, in which case stdout holds nothing but that document.",
                           epilog=exit_codes(0, 2, 4, zero="the run directory is valid and was printed"), formatter_class=argparse.RawDescriptionHelpFormatter)
     show.add_argument("run", type=_text, metavar="RUN_DIR", help="a directory printed by `tritongate run`")
     show.add_argument("--allow-incomplete", action="store_true",
@@ -33,7 +39,8 @@ def add_show_parser(sub: argparse._SubParsersAction) -> None:
     show.add_argument("--format", choices=["table", "csv", "json", "md"], default="table",
                       help="table (default: for people), csv (one line per row, raw µs and samples), json "
                            "(the rows with raw samples, versioned), md (a GitHub Markdown table)")
-    show.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    show.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                      help="colour the table on a terminal (auto), or force it")
     show.set_defaults(func=cmd_show)
 
 

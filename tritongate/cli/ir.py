@@ -27,7 +27,8 @@ def add_ir_parser(sub: argparse._SubParsersAction) -> None:
                     help="a run directory recorded on a GPU (it has ttgir/index.tsv)")
     ir.add_argument("--target", type=_text, default="cuda:90", metavar="BACKEND:ARCH",
                     help="cuda:90 (default: H100/H200), cuda:100, ...")
-    ir.add_argument("--out", type=_text, required=True, metavar="DIR")
+    ir.add_argument("--out", type=_text, required=True, metavar="DIR",
+                    help="where DIR/ttgir/ goes (the recompiled variants, laid out as in a run)")
     ir.set_defaults(func=cmd_ir)
 
 
@@ -41,8 +42,9 @@ def add_ir_diff_parser(sub: argparse._SubParsersAction) -> None:
         epilog=exit_codes(0, 2, 4, zero="compared (changed kernels are a finding, not a failure)"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ird.add_argument("base", type=_text, metavar="BASE", help="a run directory, an `ir` output, or a ttgir/ folder")
-    ird.add_argument("cand", type=_text, metavar="CAND")
-    ird.add_argument("--out", type=_text, required=True, metavar="DIR")
+    ird.add_argument("cand", type=_text, metavar="CAND", help="as BASE, for the candidate build")
+    ird.add_argument("--out", type=_text, required=True, metavar="DIR",
+                     help="where the .diff files, index.tsv and summary.md go (replacing an earlier ir-diff's there)")
     ird.set_defaults(func=cmd_ir_diff)
 
 
