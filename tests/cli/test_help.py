@@ -28,3 +28,20 @@ def test_every_option_and_argument_has_help():
                if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))  # it lists the commands
                and not (a.help or "").strip()]
     assert missing == []
+
+
+def test_the_measurement_defaults_in_the_help_are_the_code_defaults():
+    import re
+
+    from tritongate.backends import CPU_MEASURE
+    from tritongate.harness.measure import MeasureConfig
+
+    gpu, cpu = MeasureConfig(), CPU_MEASURE
+    stated = {}
+    for name, p in commands(build_parser()):
+        for a in p._actions:
+            if a.dest in ("rounds", "samples_per_round"):
+                m = re.search(r"default (\d+); (\d+) on cpu", a.help)
+                stated[(name, a.dest)] = (int(m[1]), int(m[2])) if m else a.help
+    assert {"tritongate run", "tritongate pair", "tritongate batch"} <= {name for name, _ in stated}
+    assert stated == {key: (getattr(gpu, key[1]), getattr(cpu, key[1])) for key in stated}
