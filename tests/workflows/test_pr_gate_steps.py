@@ -39,6 +39,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
+from tests.workflows.payloads import payload
+
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
 ACTION_DIR = REPO / ".github" / "actions" / "build-compiler"
@@ -778,7 +780,7 @@ def test_nightly_records_checks_and_pushes_one_entry(tmp_path: Path) -> None:
         runner_temp.mkdir(parents=True)
         github = {"event_name": "schedule", "repository": "acme/tritongate", "sha": SHA_MERGE,
                   "ref": "refs/heads/main", "run_id": "99", "server_url": server.as_uri(),
-                  "event": {"repository": {"default_branch": "main"}}}
+                  "event": payload("schedule")}  # documented: the cron string, nothing else
         contexts = {"inputs": {}, "vars": {}, "github": github, "needs": needs,
                     "runner": {"temp": str(runner_temp), "os": "Linux"}}
         job = doc["jobs"][name]
