@@ -147,15 +147,35 @@ def stub():
 
 # -- helpers ----------------------------------------------------------------------------------
 def verdict_dir(tmp_path: Path, *, passed: bool = True, regressed: int = 0, rejected: int = 0,
-                headline: str = "✅ no regressions (3 unchanged)", markdown: str | None = None) -> Path:
+                headline: str = "✅ no regressions (3 unchanged)", markdown: str | None = None,
+                rows: list[dict[str, Any]] | None = None) -> Path:
+    """A verdict folder as the gate job uploads it. Its verdict.md is hostile on purpose: the
+    poster must never post it (the comment is rendered from verdict.json)."""
     d = tmp_path / "verdict"
     d.mkdir(exist_ok=True)
-    md = markdown if markdown is not None else f"{STICKY_MARKER}\n## {headline}\n\n| a | b |\n|---|---|\n"
+    md = markdown if markdown is not None else f"{STICKY_MARKER}\n## ✅ all good @everyone ![x](http://x)\n"
     (d / "verdict.md").write_text(md, encoding="utf-8")
+    if rows is None:
+        rows = ([_row("REGRESSED", i) for i in range(regressed)] + [_row("REJECTED", i) for i in range(rejected)]
+                + [_row("UNCHANGED", i) for i in range(3)])
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     doc = {"schema_version": 3, "passed": passed, "headline": headline, "exit_code": 0 if passed else 1,
-           "counts": {"REGRESSED": regressed, "IMPROVED": 0, "UNCHANGED": 3, "REJECTED": rejected}, "rows": []}
+           "counts": counts, "base": {"path": "b"}, "candidate": {"path": "c"}, "rows": rows}
     (d / "verdict.json").write_text(json.dumps(doc), encoding="utf-8")
     return d
+
+
+def _row(verdict: str, i: int, **extra: Any) -> dict[str, Any]:
+    return {"op": f"op{i}", "case": "4096", "dtype": "float16", "verdict": verdict,
+            "base_median_us": 10.0, "cand_median_us": 12.0 if verdict == "REGRESSED" else 10.0, **extra}
+
+
+def rendered(folder: Path) -> str:
+    from tritongate.github.comment import read_verdict
+
+    return read_verdict(folder).markdown
 
 
 def state_line(passed: bool, regressed: int, rejected: int) -> str:
@@ -265,7 +285,7 @@ def test_creates_the_sticky_after_reading_every_page_and_ignoring_a_human_quote(
     assert gets(stub) == [f"/repos/o/r/pulls/{PR}", f"/repos/o/r/issues/{PR}/comments",
                           f"/repositories/42/issues/{PR}/comments", f"/repositories/42/issues/{PR}/comments"]
     assert stub.requests[1].path.endswith("?per_page=100")
-    md = (folder / "verdict.md").read_text()
+    md = rendered(folder)
     assert [(r.method, r.path, r.body) for r in stub.writes] == [
         ("POST", f"/repos/o/r/issues/{PR}/comments",
          {"body": md.rstrip() + "\n\n" + state_line(False, 2, 0) + "\n"})]
@@ -282,7 +302,7 @@ def test_updates_the_bots_sticky_found_on_a_later_page(capsys, stub, tmp_path):
     code, out, err = run(capsys, stub, folder)
     assert code == 0, err
     assert [(r.method, r.path) for r in stub.writes] == [("PATCH", f"/repos/o/r/issues/comments/{sticky['id']}")]
-    assert stub.writes[0].body == {"body": (folder / "verdict.md").read_text().rstrip() + "\n\n"
+    assert stub.writes[0].body == {"body": rendered(folder).rstrip() + "\n\n"
                                    + state_line(True, 0, 0) + "\n"}
     assert out.strip() == f"posted: updated {sticky['html_url']}"
 
@@ -297,7 +317,7 @@ def test_a_verdict_that_turned_worse_also_posts_a_short_notifying_comment(capsys
     note = stub.writes[1].body["body"]
     assert note.startswith(NOTIFY_MARKER) and STICKY_MARKER not in note  # never mistaken for the sticky
     assert f"[Full verdict]({sticky['html_url']})" in note
-    assert "@everyone" not in note and "#1" not in note and "&#64;&#8203;everyone" in note
+    assert "@everyone" not in note and "#1" not in note and "❌ failed" in note
     assert "Before: passing, 0 regressed, 0 rejected; now: failing, 1 regressed, 0 rejected." in note
     assert "notified: the verdict got worse (https://github.com/o/r/pull/7#issuecomment-" in out
 
@@ -356,48 +376,42 @@ def test_dry_run_without_a_sticky_would_create(capsys, stub, tmp_path):
     assert code == 0 and out.startswith(f"dry-run: would create on o/r#{PR}") and stub.writes == []
 
 
-@pytest.mark.parametrize("case", ["no marker", "two markers", "huge", "not utf-8", "symlink", "fifo", "no md",
-                                  "no json", "json not json", "json list", "passed string", "counts bool",
-                                  "counts missing regressed", "counts negative", "headline missing"])
+@pytest.mark.parametrize("case", ["symlink", "fifo", "no json", "json not json", "json list", "not utf-8",
+                                  "passed string", "schema too new", "no schema", "unknown verdict", "rows missing",
+                                  "median a string"])
 def test_a_malformed_verdict_folder_exits_2_before_any_request(capsys, stub, tmp_path, case):
     folder = verdict_dir(tmp_path)
-    md, js = folder / "verdict.md", folder / "verdict.json"
+    js = folder / "verdict.json"
     doc = json.loads(js.read_text())
-    if case == "no marker":
-        md.write_text("## hi\n")
-    elif case == "two markers":
-        md.write_text(f"{STICKY_MARKER}\n{STICKY_MARKER}\n")
-    elif case == "huge":
-        md.write_text(STICKY_MARKER + "\n" + "x" * 65_001)
-    elif case == "not utf-8":
-        md.write_bytes(STICKY_MARKER.encode() + b"\n\xff\xfe")
-    elif case == "symlink":
-        secret = tmp_path / "secret.md"
-        secret.write_text(f"{STICKY_MARKER}\nrunner secrets")
-        md.unlink()
-        md.symlink_to(secret)
+    if case == "symlink":
+        secret = tmp_path / "secret.json"
+        secret.write_text(js.read_text())
+        js.unlink()
+        js.symlink_to(secret)
     elif case == "fifo":
-        md.unlink()
-        os.mkfifo(md)
-    elif case == "no md":
-        md.unlink()
+        js.unlink()
+        os.mkfifo(js)
     elif case == "no json":
         js.unlink()
     elif case == "json not json":
         js.write_text("{nope")
     elif case == "json list":
         js.write_text("[]")
+    elif case == "not utf-8":
+        js.write_bytes(b'{"passed": "\xff"}')
     else:
         if case == "passed string":
             doc["passed"] = "yes"
-        elif case == "counts bool":
-            doc["counts"]["REGRESSED"] = True
-        elif case == "counts missing regressed":
-            del doc["counts"]["REGRESSED"]
-        elif case == "counts negative":
-            doc["counts"]["REJECTED"] = -1
-        elif case == "headline missing":
-            del doc["headline"]
+        elif case == "schema too new":
+            doc["schema_version"] = 99
+        elif case == "no schema":
+            del doc["schema_version"]
+        elif case == "unknown verdict":
+            doc["rows"][0]["verdict"] = "LGTM"
+        elif case == "rows missing":
+            del doc["rows"]
+        elif case == "median a string":
+            doc["rows"][0]["base_median_us"] = "10"
         js.write_text(json.dumps(doc))
     code, out, err = run(capsys, stub, folder)
     assert code == 2, (out, err)
@@ -405,11 +419,21 @@ def test_a_malformed_verdict_folder_exits_2_before_any_request(capsys, stub, tmp
     assert stub.requests == []
 
 
-def test_a_verdict_of_65000_characters_is_accepted(capsys, stub, tmp_path):
-    md = STICKY_MARKER + "\n" + "é" * (65_000 - len(STICKY_MARKER) - 1)
-    code, _, err = run(capsys, stub, verdict_dir(tmp_path, markdown=md))
+def test_a_verdict_with_thousands_of_rows_fits_the_comment_limit(capsys, stub, tmp_path):
+    rows = [_row("REGRESSED", i, why="x" * 150) for i in range(3000)]
+    code, _, err = run(capsys, stub, verdict_dir(tmp_path, passed=False, rows=rows))
     assert code == 0, err
-    assert len(stub.writes[0].body["body"]) < 65_536
+    body = stub.writes[0].body["body"]
+    assert len(body) < 65_536 and "more rows left out to fit" in body
+
+
+def test_verdict_md_is_never_posted(capsys, stub, tmp_path):
+    folder = verdict_dir(tmp_path, markdown=f"{STICKY_MARKER}\nFORGED ✅ @org/team ![i](http://x)\n")
+    code, _, err = run(capsys, stub, folder)
+    assert code == 0, err
+    body = stub.writes[0].body["body"]
+    assert "FORGED" not in body and "@org" not in body and "![i]" not in body
+    assert body.startswith(STICKY_MARKER + "\n### tritongate: ✅ passed (3 rows: 3 unchanged)")
 
 
 @pytest.mark.parametrize("args, env, needle", [

@@ -1,9 +1,9 @@
 """The sticky verdict comment on a pull request (run by ``ci/post_comment.py``).
 
 The verdict folder is an artifact of a job that ran the PR's code, so everything in it is
-untrusted: ``verdict.md`` is read bounded (at most ``MAX_MARKDOWN_CHARS`` characters, UTF-8,
-a regular file inside the folder, no symlink) and must hold the sticky marker exactly once;
-of ``verdict.json`` only ``passed``, ``counts`` and ``headline`` are used, type-checked here.
+untrusted: ``verdict.md`` is never read; ``verdict.json`` is read bounded (a regular file
+inside the folder, no symlink), validated by the package's model, and the comment is
+rendered from it here (``tritongate.github.trusted``), every string escaped.
 The PR number and head SHA come from the trusted ``workflow_run`` event; the PR is read
 back and its current ``head.sha`` must equal the given SHA, so an artifact cannot steer the
 comment onto another PR.
@@ -35,7 +35,6 @@ import json
 import os
 import re
 import stat
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Literal
@@ -147,57 +146,24 @@ def _read_regular(folder: Path, name: str, max_bytes: int) -> bytes:
     return data
 
 
-def read_markdown(folder: Path) -> str:
-    data = _read_regular(folder, VERDICT_MD, 4 * MAX_MARKDOWN_CHARS)  # UTF-8: at most 4 bytes a character
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise VerdictInputError(f"{folder / VERDICT_MD} is not UTF-8 (byte {exc.start})") from None
-    if len(text) > MAX_MARKDOWN_CHARS:
-        raise VerdictInputError(f"{folder / VERDICT_MD} has {len(text)} characters, more than "
-                                f"{MAX_MARKDOWN_CHARS}; GitHub would refuse the comment")
-    found = text.count(STICKY_MARKER)
-    if found != 1:
-        raise VerdictInputError(f"{folder / VERDICT_MD} holds the sticky marker {STICKY_MARKER} {found} times, "
-                                "not once; it was not written by `tritongate gate`")
-    return text
+def read_verdict(folder: str | Path) -> Verdict:
+    """The comment for a verdict folder, rendered here from its validated verdict.json
+    (``tritongate.github.trusted``); verdict.md, written by the job that ran PR code, is
+    never read."""
+    from tritongate.github.trusted import UntrustedVerdictError, judge, parse_verdict_doc, render_comment_body
 
-
-def _count(counts: dict[Any, Any], key: str, source: Path) -> int:
-    value = counts.get(key)
-    if type(value) is not int or not 0 <= value <= MAX_COUNT:  # bool is not a count
-        raise VerdictInputError(f"{source}: counts.{key} is {str(value)[:40]!r}, not a count "
-                                f"(an integer 0..{MAX_COUNT})")
-    return value
-
-
-def read_state(folder: Path) -> tuple[VerdictState, str]:
-    """``(state, headline)`` from verdict.json, type-checked."""
+    folder = Path(folder)
     source = folder / VERDICT_JSON
     try:
-        doc = json.loads(_read_regular(folder, VERDICT_JSON, MAX_JSON_BYTES).decode("utf-8"))
-    except UnicodeDecodeError:
-        raise VerdictInputError(f"{source} is not UTF-8") from None
-    except (ValueError, RecursionError) as exc:
-        raise VerdictInputError(f"{source} is not valid JSON ({str(exc)[:120]})") from None
-    if not isinstance(doc, dict):
-        raise VerdictInputError(f"{source} is not a JSON object")
-    passed, counts, headline = doc.get("passed"), doc.get("counts"), doc.get("headline")
-    if not isinstance(passed, bool):
-        raise VerdictInputError(f"{source}: passed is {str(passed)[:40]!r}, not true or false")
-    if not isinstance(counts, dict):
-        raise VerdictInputError(f"{source}: counts is not an object of verdict name -> count")
-    if not isinstance(headline, str):
-        raise VerdictInputError(f"{source}: headline is not a string")
-    state = VerdictState(passed=passed, regressed=_count(counts, "REGRESSED", source),
-                         rejected=_count(counts, "REJECTED", source))
-    return state, headline
-
-
-def read_verdict(folder: str | Path) -> Verdict:
-    folder = Path(folder)
-    markdown = read_markdown(folder)
-    state, headline = read_state(folder)
+        doc = parse_verdict_doc(_read_regular(folder, VERDICT_JSON, MAX_JSON_BYTES), str(source))
+    except UntrustedVerdictError as exc:
+        raise VerdictInputError(str(exc)) from None
+    j = judge(doc)
+    markdown = render_comment_body(doc)
+    if len(markdown) > MAX_MARKDOWN_CHARS:  # _fit keeps it under; this is the last line of defence
+        raise VerdictInputError(f"{source}: the rendered comment has {len(markdown)} characters")
+    state = VerdictState(passed=j.passed, regressed=min(j.regressed, MAX_COUNT), rejected=min(j.rejected, MAX_COUNT))
+    headline = markdown.splitlines()[1].removeprefix("### ")
     return Verdict(markdown=markdown, state=state, headline=headline)
 
 
@@ -233,33 +199,11 @@ def is_worse(before: VerdictState | None, now: VerdictState) -> bool:
     return (before.passed and not now.passed) or now.regressed > before.regressed or now.rejected > before.rejected
 
 
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "|": "&#124;", "*": "&#42;",
-             "_": "&#95;", "`": "&#96;", "[": "&#91;", "]": "&#93;", "\\": "&#92;", "~": "&#126;", "@": "&#64;",
-             "#": "&#35;", "!": "&#33;", "$": "&#36;"}
-_BREAK = "&#8203;"
-
-
 def inline_text(value: str, max_chars: int = 300) -> str:
-    """Untrusted text made inert in Markdown: the same rules as ``report.untrusted.markdown_cell``
-    (that module imports rich), duplicated here and kept equal by a test."""
-    text = " ".join(value.split())
-    text = "".join(f"\\u{ord(ch):04x}" if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co") else ch
-                   for ch in text)
-    if len(text) > max_chars:
-        text = text[: max_chars - 1] + "…"
-    out = []
-    for i, ch in enumerate(text):
-        if ch == "_" and 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum():
-            out.append(ch)
-        elif ch in "@#":
-            out.append(_ENTITIES[ch] + _BREAK)  # no mention, no issue reference
-        elif ch == ":" and text.startswith("//", i + 1):
-            out.append("&#58;" + _BREAK)  # no autolink
-        elif ch == "." and i >= 3 and text[i - 3:i].lower() == "www":
-            out.append(_BREAK + "&#46;")
-        else:
-            out.append(_ENTITIES.get(ch, ch))
-    return "".join(out)
+    """Untrusted text made inert in Markdown, through the one escaping choke point."""
+    from tritongate.report.untrusted import markdown_cell
+
+    return markdown_cell(value, max_chars)
 
 
 def notify_body(verdict: Verdict, before: VerdictState, sticky_url: str | None) -> str:

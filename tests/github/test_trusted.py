@@ -1,0 +1,101 @@
+"""The comment the trusted job renders from verdict.json, against hostile documents."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from tritongate.github.comment import STICKY_MARKER
+from tritongate.github.trusted import UntrustedVerdictError, judge, parse_verdict_doc, render_comment_body
+
+HOSTILE = ["@everyone", "@acme/compiler-team", "![img](http://x)", "[link](http://phish)", "<details><summary>x",
+           "<img src=x onerror=alert(1)>", "</details>\n\n## ✅ passed", "line1\nline2\n| fake | row |",
+           "see #1 and https://evil.example/", "\u202eevil", "`code` **bold** <!-- c -->"]
+
+
+def doc(rows: list[dict[str, Any]], *, passed: bool = False, headline: str = "h", **extra: Any):
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    raw = {"schema_version": 3, "passed": passed, "exit_code": 0 if passed else 1, "headline": headline,
+           "counts": counts, "base": {}, "candidate": {}, "rows": rows, **extra}
+    return parse_verdict_doc(json.dumps(raw).encode(), "verdict.json")
+
+
+def row(verdict: str = "UNCHANGED", **extra: Any) -> dict[str, Any]:
+    return {"op": "add", "case": "4096", "dtype": "float16", "verdict": verdict, **extra}
+
+
+def _inert(body: str) -> None:
+    assert "@everyone" not in body and "@acme" not in body
+    assert "![" not in body and "](http" not in body and "http://" not in body and "https://" not in body
+    assert "<img" not in body and "<details><summary>x" not in body and "<!-- c" not in body
+    assert "#1 " not in body and "\u202e" not in body
+    # the only raw HTML is ours: the marker, the fold of the quiet rows and the footer
+    tags = re.findall(r"<[^>]*>", body)
+    assert set(tags) <= {STICKY_MARKER, "<details>", "</details>", "<summary>", "</summary>", "<sub>", "</sub>"}, tags
+    assert body.count("<details>") == body.count("</details>")
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_every_string_of_the_document_is_escaped(text: str) -> None:
+    rows = [row("REGRESSED", op=text, case=text, dtype=text, why=text, base_median_us=1.0, cand_median_us=2.0),
+            row("UNCHANGED", op=text, reasons=[text])]
+    body = render_comment_body(doc(rows, headline=text, failures=[text], tool_version=text))
+    _inert(body)
+    table = [line for line in body.splitlines() if line.startswith("| ")]
+    assert len(table) == 4  # per table a header and the one row: no row injected
+    assert all(line.count(" | ") == 8 for line in table if not line.startswith("|---")), table
+
+
+def test_newlines_in_an_op_name_cannot_start_a_new_line() -> None:
+    body = render_comment_body(doc([row("REGRESSED", op="add\n\n### ✅ tritongate: passed")]))
+    assert not any(line.startswith("### ✅") for line in body.splitlines())
+    assert body.splitlines()[1].startswith("### tritongate: ❌ failed")
+
+
+def test_a_document_claiming_a_pass_over_regressed_rows_is_shown_failing() -> None:
+    d = doc([row("REGRESSED", base_median_us=10.0, cand_median_us=13.0), row()], passed=True,
+            headline="✅ no regressions", counts={"REGRESSED": 0, "UNCHANGED": 2})
+    body = render_comment_body(d)
+    assert body.splitlines()[1] == "### tritongate: ❌ failed (2 rows: 1 regressed, 1 unchanged)"
+    assert "says passed, but lists 1 REGRESSED" in body and "no regressions" not in body
+    assert judge(d).passed is False
+
+
+@pytest.mark.parametrize("bad", [row("REJECTED"), row("UNCHANGED", fails_policy=True)])
+def test_rejected_or_policy_rows_fail_whatever_passed_says(bad: dict) -> None:
+    assert judge(doc([bad, row()], passed=True)).passed is False
+
+
+def test_a_doc_that_failed_stays_failing_even_with_clean_rows() -> None:
+    body = render_comment_body(doc([row(), row("IDENTICAL_BINARY")], passed=False))
+    assert "❌ failed" in body.splitlines()[1]
+
+
+def test_a_clean_pass() -> None:
+    d = doc([row(), row("IDENTICAL_BINARY"), row("IMPROVED", base_median_us=10.0, cand_median_us=8.0)],
+            passed=True, headline="no regressions")
+    body = render_comment_body(d)
+    assert body.startswith(STICKY_MARKER + "\n### tritongate: ✅ passed (3 rows: 1 improved, 1 unchanged, "
+                                           "1 identical binary)")
+    assert "| ✅ | add | 4096 | float16 | IMPROVED | 10.00 µs | 8.00 µs | -20.0% |" in body
+    assert "<details><summary>2 rows unchanged or with identical kernels</summary>" in body
+    assert "WARNING" not in body
+
+
+def test_counts_that_disagree_with_the_rows_are_named() -> None:
+    body = render_comment_body(doc([row()], passed=True, counts={"UNCHANGED": 5}))
+    assert "counts do not match its rows" in body and "(1 rows: 1 unchanged)" in body
+
+
+@pytest.mark.parametrize("raw, needle", [
+    (b"\xff", "not UTF-8"), (b"[1]", "not a JSON object"), (b'{"schema_version": 1}', "schema_version 1"),
+    (b'{"schema_version": true}', "schema_version"), (b'{"schema_version": 3, "passed": 1}', "verdict.json"),
+])
+def test_documents_the_model_refuses(raw: bytes, needle: str) -> None:
+    with pytest.raises(UntrustedVerdictError, match=needle):
+        parse_verdict_doc(raw, "verdict.json")
