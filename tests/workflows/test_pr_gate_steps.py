@@ -659,12 +659,19 @@ def test_build_action_refuses_bad_inputs(tmp_path: Path, env: dict, message: str
     assert message in proc.stderr and proc.stderr.startswith("::error title=build-compiler::")
 
 
+def _build_key(env: dict) -> str:
+    proc = subprocess.run(["bash", str(ACTION_DIR / "build.sh"), "key"], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
 def test_build_action_plans_a_cached_source_build(tmp_path: Path) -> None:
     commit = "a" * 40
-    venv = tmp_path / "c" / "triton-lang__triton" / commit / "venv"
-    venv.mkdir(parents=True)
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TG_CACHE_ROOT": str(tmp_path / "c"),
-           "GITHUB_OUTPUT": str(tmp_path / "out"), "TG_MODE": "source", "TG_REPO": "Triton-Lang/triton", "TG_REF": commit}
+           "GITHUB_OUTPUT": str(tmp_path / "out"), "TG_MODE": "source", "TG_REPO": "Triton-Lang/triton", "TG_REF": commit,
+           "TG_PYTHON": sys.executable}
+    venv = tmp_path / "c" / "triton-lang__triton" / f"{commit}-{_build_key(env)}" / "venv"
+    venv.mkdir(parents=True)
     subprocess.run(["bash", str(ACTION_DIR / "build.sh"), "plan"], env=env, check=True)
     first = parse_github_output(tmp_path / "out")
     assert first["cached"] == "false" and first["src"].startswith(".tritongate-src/triton-lang__triton-")
@@ -673,6 +680,26 @@ def test_build_action_plans_a_cached_source_build(tmp_path: Path) -> None:
     subprocess.run(["bash", str(ACTION_DIR / "build.sh"), "plan"], env=env, check=True)
     assert parse_github_output(tmp_path / "out") == {"slug": "triton-lang__triton", "commit": commit,
                                                      "cached": "true", "src": ""}
+
+
+def test_the_build_key_covers_interpreter_and_build_settings(tmp_path: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TG_PYTHON": sys.executable}
+    key = _build_key(env)
+    assert re.fullmatch(r"[0-9a-f]{16}", key) and _build_key(env) == key
+    for change in ({"FLAGTREE_BACKEND": "iluvatar"}, {"MAX_JOBS": "8"}, {"TRITON_BUILD_WITH_CLANG_LLD": "1"},
+                   {"TG_PYTHON": shutil.which("python3") or "/usr/bin/python3"}):
+        if change.get("TG_PYTHON") == sys.executable:
+            continue
+        assert _build_key({**env, **change}) != key, change
+
+
+def test_installed_mode_with_a_missing_interpreter_fails(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.run(["bash", str(ACTION_DIR / "build.sh"), "build"], capture_output=True, text=True,
+                          env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GITHUB_OUTPUT": str(out),
+                               "TG_MODE": "installed", "TG_PYTHON": str(tmp_path / "no-such-python")})
+    assert proc.returncode == 2 and "not found" in proc.stderr
+    assert "python=" not in (out.read_text() if out.exists() else "")
 
 
 # -- scripts of the other workflows that parse data ----------------------------------------------

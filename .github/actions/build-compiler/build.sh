@@ -15,8 +15,9 @@
 # $GITHUB_OUTPUT (stdout when unset).
 #
 # Cache layout (runner-local, shared by every job of the runner's user):
-#   <cache-root>/<repo-slug>/<commit>/venv        mode source, one venv per compiler commit
-#   <cache-root>/<repo-slug>/wheel-<sha256>/venv  mode wheel, one venv per wheel
+#   <cache-root>/<repo-slug>/<commit>-<key>/venv        mode source, one venv per compiler commit
+#   <cache-root>/<repo-slug>/wheel-<sha256>-<key>/venv  mode wheel, one venv per wheel (its bytes)
+#   <key>: tritongate's version and deps, the base interpreter and torch, the build settings
 #   <...>/venv/.tritongate-complete               written last: a venv without it is rebuilt
 #   <...>.lock                                    flock: one builder per venv at a time
 set -euo pipefail
@@ -68,12 +69,41 @@ cache_root() {
 
 is_sha() { [[ "$1" =~ ^[0-9a-f]{40}$ ]]; }
 
+# Environment that changes what a compiler build produces (Triton's and FlagTree's setup.py
+# read these); a venv built under other values is another build.
+BUILD_ENV_NAMES=(FLAGTREE_BACKEND MAX_JOBS CC CXX LLVM_SYSPATH LLVM_INCLUDE_DIRS LLVM_LIBRARY_DIR
+                 TRITON_APPEND_CMAKE_ARGS TRITON_CODEGEN_BACKENDS TRITON_PLUGIN_DIRS TRITON_OFFLINE_BUILD)
+
+# The venv's key besides the commit: tritongate's version and runtime deps, the base
+# interpreter (path, version, torch) and the build settings. 16 hex digits of a sha256.
+build_key() {
+  local base root version="unknown" name
+  base="$(resolve_python "${TG_PYTHON:-python3}")"
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+  if [[ -f "$root/pyproject.toml" ]]; then
+    version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/pyproject.toml" | head -n 1)"
+  fi
+  {
+    printf 'tritongate %s\n' "$version"
+    printf 'dep %s\n' "${TG_DEPS[@]}"
+    printf 'python %s\n' "$base"
+    "$base" -c 'import sys; print("version", sys.version)
+try:
+    import torch
+    print("torch", torch.__version__, torch.version.cuda, torch.version.hip)
+except Exception:
+    print("torch none")'
+    for name in "${BUILD_ENV_NAMES[@]}"; do printf 'env %s=%s\n' "$name" "${!name-<unset>}"; done
+    env | LC_ALL=C sort | grep '^TRITON_BUILD_' || true
+  } | sha256sum | cut -c1-16
+}
+
 plan() {
   check_inputs
   local slug="" commit="" cached=false src=""
   if [[ "$mode" != installed ]]; then slug="$(repo_slug)"; fi
   if [[ "$mode" == source ]]; then
-    if is_sha "$ref" && [[ -f "$(cache_root)/$slug/$ref/venv/.tritongate-complete" ]]; then
+    if is_sha "$ref" && [[ -f "$(cache_root)/$slug/$ref-$(build_key)/venv/.tritongate-complete" ]]; then
       commit="$ref"
       cached=true
     else
@@ -171,7 +201,10 @@ build() {
   local venv commit="" key
   case "$mode" in
     installed)  # no commit: nothing says which commit the interpreter's compiler was built from
-      out python "$(resolve_python "${TG_PYTHON:-python3}")"
+      # (assigned first: a `die` inside "$(...)" as an argument would only end the subshell)
+      local py
+      py="$(resolve_python "${TG_PYTHON:-python3}")"
+      out python "$py"
       out commit ""
       return 0
       ;;
@@ -182,15 +215,20 @@ build() {
         commit="${TG_PLAN_COMMIT:-}"
       fi
       is_sha "$commit" || die "could not resolve $TG_REPO@$TG_REF to a commit (got '${commit}')"
-      venv="$(cache_root)/$(repo_slug)/$commit/venv"
+      venv="$(cache_root)/$(repo_slug)/$commit-$(build_key)/venv"
       make_venv "$venv" install_source
       ;;
     wheel)
-      if [[ -f "$TG_WHEEL" ]]; then
-        key="$(sha256sum -- "$TG_WHEEL" | cut -d' ' -f1)"
-      else
-        key="$(printf '%s' "$TG_WHEEL" | sha256sum | cut -d' ' -f1)"
+      if [[ ! -f "$TG_WHEEL" ]]; then
+        # A URL names whatever is there today: key the venv by the bytes, not the string.
+        local dl="${RUNNER_TEMP:-/tmp}/tritongate-wheel-$$-$RANDOM"
+        mkdir -p "$dl"
+        "$(resolve_python "${TG_PYTHON:-python3}")" -m pip download -q --disable-pip-version-check --no-deps \
+          --only-binary :all: -d "$dl" "$TG_WHEEL" || die "could not download the wheel $TG_WHEEL"
+        TG_WHEEL="$(find "$dl" -maxdepth 1 -name '*.whl' -print -quit)"
+        [[ -f "$TG_WHEEL" ]] || die "the download of the wheel left no .whl file"
       fi
+      key="$(sha256sum -- "$TG_WHEEL" | cut -d' ' -f1 | cut -c1-32)-$(build_key)"
       is_sha "$ref" && commit="$ref"
       venv="$(cache_root)/$(repo_slug)/wheel-$key/venv"
       make_venv "$venv" install_wheel
@@ -203,5 +241,6 @@ build() {
 case "${1:-}" in
   plan) plan ;;
   build) build ;;
-  *) echo "usage: build.sh plan|build (see action.yml)" >&2; exit 2 ;;
+  key) build_key; echo ;;
+  *) echo "usage: build.sh plan|build|key (see action.yml)" >&2; exit 2 ;;
 esac

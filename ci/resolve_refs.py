@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""CI entry point: which two compiler commits a gate job compares, from the event itself.
+
+    python3 ci/resolve_refs.py --event-name NAME --event-path "$GITHUB_EVENT_PATH" --sha "$GITHUB_SHA" \
+        [--base-ref REF] [--cand-ref REF] [--merge-checkout DIR] [--runner-class RC --suite S] \
+        [--github-output "$GITHUB_OUTPUT"]
+
+pull_request  the candidate is the merge commit GitHub built (``--sha``); the base is that
+              commit's *first parent*, read from a two-commit checkout of it
+              (``--merge-checkout``). Not ``pull_request.base.sha``: GitHub often builds the
+              merge ref on a newer main than the payload's base, and timing against the older
+              base would count other people's commits as the PR's.
+merge_group   the documented ``merge_group.base_sha`` and ``merge_group.head_sha``.
+otherwise     ``--base-ref`` is required (a dispatch, or a caller that knows its refs).
+``--base-ref`` always wins; ``--cand-ref`` defaults to ``--sha``.
+
+Writes ``base=``, ``cand=``, ``how=`` and, with ``--runner-class``/``--suite``, ``key=`` (the
+artifact and sticky-comment key: ``<runner-class>-<suite name>``). Standard library only (it
+runs before any build). Exit 0, or 2 with one ``error:`` line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+SHA = re.compile(r"[0-9a-f]{40}")
+
+
+class RefError(Exception):
+    pass
+
+
+def _sha(value: object, what: str) -> str:
+    if not isinstance(value, str) or not SHA.fullmatch(value):
+        raise RefError(f"{what} is {str(value)[:60]!r}, not a 40-hex commit")
+    return value
+
+
+def first_parent(checkout: Path, merge_sha: str) -> str:
+    """The first parent of ``merge_sha``, checked out (two commits deep) at ``checkout``."""
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RefError(f"git {' '.join(args)} in {checkout}: {proc.stderr.strip()[:200]}")
+        return proc.stdout.strip()
+
+    head = git("rev-parse", "HEAD")
+    if head != merge_sha:
+        raise RefError(f"the merge checkout is at {head}, not the event's merge commit {merge_sha}")
+    commits = git("rev-list", "--parents", "-n", "1", "HEAD").split()
+    if len(commits) != 3:
+        raise RefError(f"{merge_sha} has {len(commits) - 1} parents, not 2: it is not the PR's merge commit "
+                       "(check out with fetch-depth: 2)")
+    return _sha(commits[1], "the merge commit's first parent")
+
+
+def resolve(event_name: str, event: dict, sha: str, *, base_ref: str = "", cand_ref: str = "",
+            merge_checkout: Path | None = None) -> dict[str, str]:
+    cand = cand_ref or sha
+    if base_ref:
+        return {"base": base_ref, "cand": cand, "how": "base-ref input"}
+    if event_name == "pull_request":
+        if merge_checkout is None:
+            raise RefError("a pull_request needs --merge-checkout (the merge commit, two commits deep)")
+        return {"base": first_parent(merge_checkout, _sha(sha, "github.sha")), "cand": cand,
+                "how": "first parent of the merge commit"}
+    if event_name == "merge_group":
+        group = event.get("merge_group")
+        if not isinstance(group, dict):
+            raise RefError("the merge_group event has no merge_group object")
+        return {"base": _sha(group.get("base_sha"), "merge_group.base_sha"),
+                "cand": cand_ref or _sha(group.get("head_sha"), "merge_group.head_sha"),
+                "how": "merge_group.base_sha"}
+    raise RefError(f"a {event_name} event names no base commit: pass the base-ref input")
+
+
+def artifact_key(runner_class: str, suite: str) -> str:
+    name = Path(suite).name
+    name = re.sub(r"\.ya?ml$", "", name)
+    key = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{runner_class}-{name}").strip("-.")
+    if not key:
+        raise RefError(f"no artifact key from runner class {runner_class!r} and suite {suite!r}")
+    return key
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="resolve_refs.py", description=__doc__.split("\n")[0])
+    p.add_argument("--event-name", required=True)
+    p.add_argument("--event-path", type=Path)
+    p.add_argument("--sha", default="")
+    p.add_argument("--base-ref", default="")
+    p.add_argument("--cand-ref", default="")
+    p.add_argument("--merge-checkout", type=Path)
+    p.add_argument("--runner-class", default="")
+    p.add_argument("--suite", default="")
+    p.add_argument("--github-output", type=Path)
+    args = p.parse_args(argv)
+    try:
+        event = json.loads(args.event_path.read_text(encoding="utf-8")) if args.event_path else {}
+        out = resolve(args.event_name, event if isinstance(event, dict) else {}, args.sha.strip(),
+                      base_ref=args.base_ref.strip(), cand_ref=args.cand_ref.strip(),
+                      merge_checkout=args.merge_checkout)
+        if args.runner_class:
+            out["key"] = artifact_key(args.runner_class, args.suite)
+    except (RefError, OSError, ValueError) as exc:
+        print(f"error: resolve_refs.py: {exc}", file=sys.stderr)
+        return 2
+    lines = [f"{k}={v}" for k, v in out.items()]
+    print("\n".join(lines))
+    if args.github_output:
+        with args.github_output.open("a", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
