@@ -2,11 +2,11 @@
 """CI entry point: post a verdict folder as the sticky PR comment.
 
     python ci/post_comment.py --verdict-dir DIR --repo OWNER/NAME --pr N --head-sha SHA \
-        [--api-url URL] [--bot-login LOGIN] [--dry-run]
+        [--key KEY] [--api-url URL] [--bot-login LOGIN] [--dry-run]
 
-Runs in the `workflow_run` job on a GitHub-hosted runner with only the standard library
-(plus pydantic, jinja2, pyyaml) installed; the verdict folder is an untrusted artifact
-(see ``tritongate.github.comment``). ``--pr`` and ``--head-sha`` come from the trusted
+Runs in the `workflow_run` job on a GitHub-hosted runner with pydantic, rich, numpy, scipy and
+pyyaml installed; the verdict folder is an untrusted artifact whose verdict.md is never posted
+(the comment is rendered from its verdict.json: ``tritongate.github.trusted``). ``--pr`` and ``--head-sha`` come from the trusted
 ``workflow_run`` event; the PR is read back and its head must still be ``--head-sha``.
 The token is env ``GITHUB_TOKEN`` (never printed); the API base is ``--api-url``, else env
 ``GITHUB_API_URL``, else https://api.github.com.
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tritongate.github.comment import (  # noqa: E402
     DEFAULT_BOT_LOGIN, Outcome, Target, VerdictInputError, post_verdict, read_verdict, validate_login,
-    validate_pr, validate_repo, validate_sha)
+    validate_key, validate_pr, validate_repo, validate_sha)
 from tritongate.github.rest import DEFAULT_API_URL, GitHubClient, GitHubError, validate_api_url  # noqa: E402
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_GITHUB = 0, 2, 4, 5
@@ -71,6 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--api-url", help="GitHub API base (default: env GITHUB_API_URL, else https://api.github.com)")
     p.add_argument("--bot-login", default=DEFAULT_BOT_LOGIN,
                    help=f"author of the sticky comment (default {DEFAULT_BOT_LOGIN})")
+    p.add_argument("--key", default="", help="one sticky comment per key (the runner class and suite), "
+                   "e.g. h200-pr; default: the one unkeyed sticky")
     p.add_argument("--dry-run", action="store_true", help="print the action and body; write nothing")
     return p
 
@@ -127,7 +129,8 @@ def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
             raise VerdictInputError(str(exc)) from None
         verdict = read_verdict(args.verdict_dir)
         client = GitHubClient(api_url=api, token=token, sleep=sleep)
-        outcome = post_verdict(client, target, verdict, bot_login=bot, dry_run=args.dry_run)
+        outcome = post_verdict(client, target, verdict, bot_login=bot, dry_run=args.dry_run,
+                               key=validate_key(args.key))
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else EXIT_OK
     except (_Usage, VerdictInputError) as exc:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.workflows.payloads import EVENTS, github_context, payload
-from tests.workflows.test_pr_gate_steps import WORKFLOWS, Evaluator, condition, load_yaml
+from tests.workflows.replay import Evaluator, condition, load_yaml
+from tests.workflows.test_pr_gate_steps import WORKFLOWS
 
 
 def test_every_fixture_names_its_source() -> None:

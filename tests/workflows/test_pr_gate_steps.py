@@ -40,6 +40,8 @@ import pytest
 import yaml
 
 from tests.workflows.payloads import payload
+from tests.workflows.replay import (Evaluator, JobRun, condition, interpolate, load_yaml,  # noqa: F401
+                                    parse_github_output, to_string, truthy)
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
@@ -50,10 +52,6 @@ SHA_MERGE = "2" * 40
 SHA_BASE = "3" * 40
 
 
-def load_yaml(path: Path) -> dict:
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
-
-
 def triggers(doc: dict) -> dict:
     """`on:` (PyYAML reads the bare key `on` as the boolean True)."""
     value = doc.get("on", doc.get(True))
@@ -62,375 +60,6 @@ def triggers(doc: dict) -> dict:
     if isinstance(value, list):
         return {name: None for name in value}
     return value or {}
-
-
-# -- a GitHub Actions expression evaluator, for the forms the workflows use -----------------------
-_TOKEN = re.compile(r"""
-    \s*(?:
-      (?P<str>'(?:[^']|'')*')
-    | (?P<num>-?\d+(?:\.\d+)?)
-    | (?P<op>==|!=|<=|>=|&&|\|\||[!<>()\[\],.])
-    | (?P<ident>[A-Za-z_][A-Za-z0-9_-]*)
-    )""", re.VERBOSE)
-
-
-def _tokens(text: str) -> list[tuple[str, Any]]:
-    out, pos = [], 0
-    text = text.strip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            raise ValueError(f"cannot parse expression at {text[pos:]!r}")
-        pos = m.end()
-        kind = m.lastgroup
-        value = m.group(kind)
-        if kind == "str":
-            value = value[1:-1].replace("''", "'")
-        elif kind == "num":
-            value = float(value)
-        out.append((kind, value))
-    return out
-
-
-def truthy(value: Any) -> bool:
-    """Falsy: null, false, 0, NaN and the empty string; everything else (objects too) is truthy."""
-    if isinstance(value, (dict, list)):
-        return True
-    if isinstance(value, float) and math.isnan(value):
-        return False
-    return value not in (None, False, 0, "")
-
-
-def _number(value: Any) -> float:
-    if value is None:
-        return 0.0
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip()) if value.strip() else 0.0
-        except ValueError:
-            return math.nan
-    return math.nan
-
-
-def loose_equal(a: Any, b: Any) -> bool:
-    """GitHub's `==`: strings compare case-insensitively, objects by identity, and values of
-    different types are compared as numbers (null and '' are 0, a non-numeric string NaN)."""
-    if isinstance(a, str) and isinstance(b, str):
-        return a.casefold() == b.casefold()
-    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
-        return a is b
-    if a is None and b is None:
-        return True
-    return _number(a) == _number(b)
-
-
-def to_string(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else repr(value)
-    if isinstance(value, (dict, list)):
-        return json.dumps(value)
-    return str(value)
-
-
-class Evaluator:
-    """Recursive descent over: literals, context paths (a.b-c[0]), ==, !=, !, &&, ||,
-    parentheses and the functions contains, startsWith, endsWith, format, fromJSON, toJSON,
-    success, failure, always, cancelled. `||` and `&&` return operands, as GitHub's do."""
-
-    def __init__(self, contexts: dict, status: Callable[[], str] = lambda: "success") -> None:
-        self.contexts = contexts
-        self.status = status
-
-    def evaluate(self, text: str) -> Any:
-        self.toks, self.i = _tokens(text), 0
-        value = self._or()
-        if self.i != len(self.toks):
-            raise ValueError(f"trailing tokens in {text!r}: {self.toks[self.i:]}")
-        return value
-
-    def _peek(self, value: str | None = None) -> bool:
-        return self.i < len(self.toks) and (value is None or self.toks[self.i] == ("op", value))
-
-    def _take(self, value: str) -> None:
-        if not self._peek(value):
-            raise ValueError(f"expected {value!r} at {self.toks[self.i:]}")
-        self.i += 1
-
-    def _or(self) -> Any:
-        left = self._and()
-        while self._peek("||"):
-            self.i += 1
-            right = self._and()
-            left = left if truthy(left) else right
-        return left
-
-    def _and(self) -> Any:
-        left = self._cmp()
-        while self._peek("&&"):
-            self.i += 1
-            right = self._cmp()
-            left = right if truthy(left) else left
-        return left
-
-    def _cmp(self) -> Any:
-        left = self._unary()
-        while self._peek("==") or self._peek("!="):
-            op = self.toks[self.i][1]
-            self.i += 1
-            right = self._unary()
-            left = loose_equal(left, right) if op == "==" else not loose_equal(left, right)
-        return left
-
-    def _unary(self) -> Any:
-        if self._peek("!"):
-            self.i += 1
-            return not truthy(self._unary())
-        return self._postfix(self._primary())
-
-    def _primary(self) -> Any:
-        kind, value = self.toks[self.i]
-        self.i += 1
-        if kind in ("str", "num"):
-            return value
-        if (kind, value) == ("op", "("):
-            inner = self._or()
-            self._take(")")
-            return inner
-        if kind != "ident":
-            raise ValueError(f"unexpected {value!r}")
-        if value in ("true", "false"):
-            return value == "true"
-        if value == "null":
-            return None
-        if self._peek("("):
-            self.i += 1
-            args = []
-            while not self._peek(")"):
-                args.append(self._or())
-                if self._peek(","):
-                    self.i += 1
-            self._take(")")
-            return self._call(value, args)
-        return self.contexts.get(value)
-
-    def _postfix(self, value: Any) -> Any:
-        while True:
-            if self._peek("."):
-                self.i += 1
-                _, name = self.toks[self.i]
-                self.i += 1
-                value = value.get(name) if isinstance(value, dict) else None
-            elif self._peek("["):
-                self.i += 1
-                index = self._or()
-                self._take("]")
-                if isinstance(value, list) and isinstance(index, float) and 0 <= index < len(value):
-                    value = value[int(index)]
-                elif isinstance(value, dict) and isinstance(index, str):
-                    value = value.get(index)
-                else:
-                    value = None
-            else:
-                return value
-
-    def _call(self, name: str, args: list) -> Any:
-        lname = name.lower()
-        if lname == "contains":
-            haystack, needle = args
-            if isinstance(haystack, list):
-                return any(loose_equal(item, needle) for item in haystack)
-            return to_string(needle).casefold() in to_string(haystack).casefold()
-        if lname == "startswith":
-            return to_string(args[0]).casefold().startswith(to_string(args[1]).casefold())
-        if lname == "endswith":
-            return to_string(args[0]).casefold().endswith(to_string(args[1]).casefold())
-        if lname == "format":
-            return re.sub(r"\{(\d+)\}", lambda m: to_string(args[1 + int(m.group(1))]), args[0])
-        if lname == "fromjson":
-            return json.loads(args[0])
-        if lname == "tojson":
-            return json.dumps(args[0])
-        if lname == "always":
-            return True
-        if lname == "cancelled":
-            return False
-        if lname == "success":
-            return self.status() == "success"
-        if lname == "failure":
-            return self.status() == "failure"
-        raise ValueError(f"unknown function {name}")
-
-
-_EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
-_STATUS_FUNCTIONS = re.compile(r"\b(success|failure|always|cancelled)\s*\(", re.IGNORECASE)
-
-
-def interpolate(value: Any, ev: Evaluator) -> Any:
-    """A YAML value with `${{ }}` parts: the expression's value when it is the whole string."""
-    if not isinstance(value, str):
-        return value
-    whole = _EXPR.fullmatch(value.strip())
-    if whole:
-        return ev.evaluate(whole.group(1))
-    return _EXPR.sub(lambda m: to_string(ev.evaluate(m.group(1))), value)
-
-
-def condition(expr: Any, ev: Evaluator) -> bool:
-    """A step's or job's `if:`: implicit `success() &&` unless a status function is used."""
-    if expr is None:
-        return ev.status() == "success"
-    if isinstance(expr, bool):
-        return expr
-    text = expr.strip()
-    whole = _EXPR.fullmatch(text)
-    if whole:
-        text = whole.group(1)
-    value = ev.evaluate(text)
-    if not _STATUS_FUNCTIONS.search(text):
-        return ev.status() == "success" and truthy(value)
-    return truthy(value)
-
-
-# -- a runner for one job -------------------------------------------------------------------------
-def parse_github_output(path: Path) -> dict[str, str]:
-    out: dict[str, str] = {}
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            key, delim = line.split("<<", 1)
-            body = []
-            i += 1
-            while lines[i] != delim:
-                body.append(lines[i])
-                i += 1
-            out[key] = "\n".join(body)
-        elif "=" in line:
-            key, value = line.split("=", 1)
-            out[key] = value
-        i += 1
-    return out
-
-
-@dataclass
-class StepRecord:
-    name: str
-    kind: str  # run | skipped-uses | composite | if-false
-    outcome: str
-    log: str = ""
-
-
-@dataclass
-class JobRun:
-    workspace: Path
-    runner_temp: Path
-    contexts: dict
-    base_env: dict
-    uses_handler: Callable[["JobRun", dict, dict], tuple[str, dict] | None]
-    status: str = "success"
-    current_env: dict = field(default_factory=dict)
-    records: list[StepRecord] = field(default_factory=list)
-    summaries: list[str] = field(default_factory=list)
-    counter: int = 0
-
-    def evaluator(self, contexts: dict, status: Callable[[], str] | None = None) -> Evaluator:
-        return Evaluator(contexts, status or (lambda: self.status))
-
-    def run_script(self, script: str, env: dict, shell: str, action_path: Path | None = None) -> tuple[int, dict, str]:
-        assert shell == "bash", f"only bash steps are expected, got {shell!r}"
-        self.counter += 1
-        scratch = self.runner_temp.parent / "steps" / str(self.counter)
-        scratch.mkdir(parents=True)
-        script_file, out_file, summary_file = scratch / "script.sh", scratch / "output", scratch / "summary.md"
-        script_file.write_text(script, encoding="utf-8")
-        out_file.touch()
-        summary_file.touch()
-        full_env = {**self.base_env, **{k: to_string(v) for k, v in env.items()},
-                    "GITHUB_OUTPUT": str(out_file), "GITHUB_STEP_SUMMARY": str(summary_file),
-                    "GITHUB_ENV": str(scratch / "env"), "GITHUB_PATH": str(scratch / "path")}
-        if action_path is not None:
-            full_env["GITHUB_ACTION_PATH"] = str(action_path)
-        proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script_file)],
-                              cwd=self.workspace, env=full_env, capture_output=True, text=True, timeout=300)
-        assert not (scratch / "env").exists(), "a step wrote $GITHUB_ENV (not expected: outputs go through $GITHUB_OUTPUT)"
-        self.summaries.append(summary_file.read_text(encoding="utf-8"))
-        return proc.returncode, parse_github_output(out_file), proc.stdout + proc.stderr
-
-    def run_steps(self, steps: list[dict], contexts: dict, env: dict, shell: str | None,
-                  action_path: Path | None = None, prefix: str = "") -> str:
-        """Runs steps; returns the status ('success' or 'failure') they leave."""
-        status = "success"
-        step_ctx = contexts.setdefault("steps", {})
-        for step in steps:
-            name = prefix + (step.get("name") or step.get("uses") or "run")
-            ev = self.evaluator({**contexts, "env": env}, lambda: status)
-            outcome, outputs = "success", {}
-            if not condition(step.get("if"), ev):
-                self.records.append(StepRecord(name, "if-false", "skipped"))
-                if "id" in step:
-                    step_ctx[step["id"]] = {"outputs": {}, "outcome": "skipped", "conclusion": "skipped"}
-                continue
-            step_env = {**env, **{k: to_string(interpolate(v, ev)) for k, v in (step.get("env") or {}).items()}}
-            if "uses" in step:
-                with_values = {k: interpolate(v, Evaluator({**contexts, "env": step_env}, lambda: status))
-                               for k, v in (step.get("with") or {}).items()}
-                self.current_env = step_env
-                handled = self.uses_handler(self, step, with_values)
-                if handled is None:
-                    self.records.append(StepRecord(name, "skipped-uses", "skipped"))
-                else:
-                    outcome, outputs = handled
-                    self.records.append(StepRecord(name, "composite" if step["uses"].startswith("./") else "faked",
-                                                   outcome))
-            else:
-                rc, outputs, log = self.run_script(step["run"], step_env, step.get("shell") or shell, action_path)
-                outcome = "success" if rc == 0 else "failure"
-                self.records.append(StepRecord(name, "run", outcome, log + f"\n[exit {rc}]"))
-            conclusion = "success" if outcome == "success" or step.get("continue-on-error") else "failure"
-            if "id" in step:
-                step_ctx[step["id"]] = {"outputs": outputs, "outcome": outcome, "conclusion": conclusion}
-            if conclusion == "failure":
-                status = "failure"
-        return status
-
-    def run_job(self, job: dict, workflow_env: dict | None = None, overrides: dict | None = None) -> str:
-        """`workflow_env`: the workflow's top-level env:; `overrides`: env values a test changes
-        after evaluation (and says so)."""
-        ev = self.evaluator(self.contexts)
-        env = {k: to_string(interpolate(v, ev)) for k, v in (workflow_env or {}).items()}
-        env.update({k: to_string(interpolate(v, self.evaluator({**self.contexts, "env": env})))
-                    for k, v in (job.get("env") or {}).items()})
-        env.update(overrides or {})
-        shell = ((job.get("defaults") or {}).get("run") or {}).get("shell")
-        self.status = self.run_steps(job["steps"], self.contexts, env, shell)
-        return self.status
-
-    def run_composite(self, action_dir: Path, with_values: dict, env: dict) -> tuple[str, dict]:
-        action = load_yaml(action_dir / "action.yml")
-        assert action["runs"]["using"] == "composite"
-        inputs = {name: spec.get("default", "") for name, spec in (action.get("inputs") or {}).items()}
-        unknown = set(with_values) - set(inputs)
-        assert not unknown, f"inputs the action does not declare: {unknown}"
-        inputs.update({k: to_string(v) for k, v in with_values.items()})
-        contexts = {**{k: v for k, v in self.contexts.items() if k in ("github", "runner", "vars")},
-                    "inputs": inputs, "steps": {}}
-        status = self.run_steps(action["runs"]["steps"], contexts, env, None, action_path=action_dir,
-                                prefix=f"{action['name']}: ")
-        ev = Evaluator({**contexts, "env": env})
-        outputs = {name: to_string(interpolate(spec["value"], ev)) for name, spec in (action.get("outputs") or {}).items()}
-        return status, outputs
-
-    def log(self) -> str:
-        return "\n".join(f"--- {r.name} [{r.kind}: {r.outcome}]\n{r.log}" for r in self.records)
 
 
 # -- the scenarios ----------------------------------------------------------------------------------
@@ -449,10 +78,11 @@ def call_inputs(doc: dict, **overrides: Any) -> dict:
     return inputs
 
 
-def pr_event(*, fork: bool = False, association: str = "CONTRIBUTOR", repo: str = "acme/triton") -> dict:
-    head_repo = {"full_name": "someone/triton" if fork else repo}
-    return {"pull_request": {"number": 42, "author_association": association,
-                             "head": {"sha": SHA_HEAD, "repo": head_repo}, "base": {"sha": SHA_BASE}}}
+def pr_event(*, fork: bool = False, association: str = "CONTRIBUTOR") -> dict:
+    """A documented pull_request payload (tests/workflows/events), its author's association set."""
+    event = payload("pull_request.synchronize.fork" if fork else "pull_request.synchronize")
+    event["pull_request"]["author_association"] = association
+    return event
 
 
 def clean_env(tmp: Path, workspace: Path, runner_temp: Path) -> dict:
@@ -464,150 +94,6 @@ def clean_env(tmp: Path, workspace: Path, runner_temp: Path) -> dict:
                 "GITHUB_EVENT_NAME": "pull_request", "TRITONGATE_LOG_DIR": str(tmp / "logs"),
                 "NO_COLOR": "1"})
     return env
-
-
-@dataclass
-class Outcome:
-    run: JobRun
-    status: str
-    summary: str
-    uploads: dict[str, dict]
-
-
-def run_gate_job(tmp: Path, *, store: Path | None, cand_python: str) -> Outcome:
-    doc, job = gate_job()
-    workspace, runner_temp = tmp / "ws", tmp / "runner" / "temp"
-    workspace.mkdir()
-    runner_temp.mkdir(parents=True)
-    (workspace / "tritongate").symlink_to(REPO, target_is_directory=True)
-    (workspace / "baseline-store").mkdir()  # a stale store from an earlier job: the first step removes it
-    (workspace / "baseline-store" / "stale").write_text("from an earlier job\n")
-    inputs = call_inputs(doc, **{"tritongate-repo": "acme/tritongate", "tritongate-ref": "4" * 40,
-                                 "runner-labels": '["self-hosted", "linux", "cpu-test"]',
-                                 "runner-class": "cpu-ci", "suite": "smoke", "ops": "add", "backend": "cpu",
-                                 "compiler-mode": "installed", "python": sys.executable})
-    contexts = {"inputs": inputs, "vars": {}, "runner": {"temp": str(runner_temp), "os": "Linux"},
-                "github": {"event_name": "pull_request", "repository": "acme/triton", "sha": SHA_MERGE,
-                           "ref": "refs/pull/42/merge", "run_id": "1234", "server_url": "https://github.com",
-                           "event": pr_event()}}
-    uploads: dict[str, dict] = {}
-
-    def uses(run: JobRun, step: dict, with_values: dict) -> tuple[str, dict] | None:
-        ref = step["uses"]
-        if ref == BUILD_ACTION:
-            assert with_values["mode"] == "installed", with_values
-            if step.get("id") == "cand":  # the PR build: here, the same interpreter doing twice the work
-                with_values = {**with_values, "python": cand_python}
-            return run.run_composite(ACTION_DIR, with_values, run.current_env)
-        if ref.startswith("actions/checkout@"):
-            if with_values.get("path") == "baseline-store":
-                assert not (run.workspace / "baseline-store").exists(), "the stale store was not removed"
-                if store is None:
-                    return "failure", {}  # no data branch yet: the checkout fails, continue-on-error
-                shutil.copytree(store, run.workspace / "baseline-store")
-            return None  # tritongate: linked by the fixture; the store: copied here
-        if ref.startswith("actions/upload-artifact@"):
-            uploads[with_values["name"]] = with_values
-            return None
-        raise AssertionError(f"unexpected action {ref}")
-
-    run = JobRun(workspace, runner_temp, contexts, clean_env(tmp, workspace, runner_temp), uses)
-    status = run.run_job(job)
-    return Outcome(run, status, "".join(run.summaries), uploads)
-
-
-def publish_store(tmp: Path) -> Path:
-    store = tmp / "store"
-    proc = subprocess.run([sys.executable, str(REPO / "ci" / "record_baseline.py"), "--suite", "smoke", "--ops", "add",
-                           "--backend", "cpu", "--out", str(tmp / "record"), "--publish", str(store),
-                           "--runner-class", "cpu-ci"],
-                          capture_output=True, text=True, timeout=300,
-                          env={k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TRITONGATE_"))})
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.splitlines()[-1].startswith("baseline: ")
-    return store
-
-
-REMOTE_STEPS = ["Check out tritongate", "Check out the baseline store",
-                "Upload the verdict (verdict.md, verdict.json, ir-diff/, pr.json)",
-                "Upload the run directories (base, candidate, baseline lookup, fallback record)"]
-
-
-def _records(run: JobRun, kind: str) -> list[str]:
-    return [r.name for r in run.records if r.kind == kind]
-
-
-def _check_common(out: Outcome) -> Path:
-    run, log = out.run, out.run.log()
-    steps = run.contexts["steps"]
-    # the local action ran for real (mode installed), twice
-    assert _records(run, "composite") == ["Build the base compiler", "Build the PR compiler"], log
-    assert steps["base"]["outputs"]["python"] == sys.executable, log
-    assert steps["base"]["outputs"]["commit"] == "", log  # installed mode: no commit is claimed
-    verdict_dir = Path(steps["pair"]["outputs"]["verdict-dir"])
-    verdict_md = (verdict_dir / "verdict.md").read_text(encoding="utf-8")
-    assert verdict_md.startswith("<!-- tritongate-verdict -->"), verdict_md[:200]
-    # the job summary holds the verdict, appended by the tool
-    assert verdict_md.strip() in out.summary, out.summary[:2000]
-    # pr.json for the comment job
-    assert json.loads((verdict_dir / "pr.json").read_text()) == {"pr": 42, "head_sha": SHA_HEAD}
-    # the remote actions were skipped, and what the uploads name exists
-    assert set(out.uploads) == {"tritongate-verdict", "tritongate-runs"}, log
-    assert Path(out.uploads["tritongate-verdict"]["path"]) == verdict_dir
-    assert (Path(out.uploads["tritongate-runs"]["path"]) / "baseline-state.json").is_file()
-    pair_dir = Path(steps["pair"]["outputs"]["pair-dir"])
-    assert pair_dir.parent.parent == Path(out.uploads["tritongate-runs"]["path"])
-    assert (pair_dir / "base" / "results.json").is_file() and (pair_dir / "candidate" / "results.json").is_file()
-    return verdict_dir
-
-
-def test_gate_job_with_a_published_baseline_passes(tmp_path: Path) -> None:
-    store = publish_store(tmp_path)
-    out = run_gate_job(tmp_path, store=store, cand_python=sys.executable)
-    run, log = out.run, out.run.log()
-    steps = run.contexts["steps"]
-    assert out.status == "success", log
-    assert _records(run, "skipped-uses") == REMOTE_STEPS, log
-    assert _records(run, "run") == ["Clean the workspace", "tritongate build-compiler: Plan the build",
-                                    "tritongate build-compiler: Build or reuse the compiler venv",
-                                    "tritongate build-compiler: Plan the build",
-                                    "tritongate build-compiler: Build or reuse the compiler venv",
-                                    "Find the baseline record", "Paired check (base build vs PR build)",
-                                    "Note the PR for the comment job", "Gate result"], log
-    assert "Record a baseline with the base build (fallback)" in _records(run, "if-false"), log
-    assert steps["baseline"]["outputs"]["state"] == "ok", log
-    assert steps["baseline"]["outputs"]["record"].startswith(str(run.workspace / "baseline-store")), log
-    assert steps["pair"]["outputs"]["exit-code"] == "0", log
-    verdict_dir = _check_common(out)
-    verdict = json.loads((verdict_dir / "verdict.json").read_text())
-    assert verdict["passed"] is True and verdict["counts"]["REGRESSED"] == 0
-    state = json.loads((run.runner_temp / "tritongate" / "baseline-state.json").read_text())
-    assert state["state"] == "ok"
-
-
-def test_gate_job_records_a_fallback_baseline_and_fails_on_a_regression(tmp_path: Path) -> None:
-    slower = tmp_path / "slower-python"  # the "PR build": every launch runs its kernels twice
-    slower.write_text(f'#!/bin/sh\nTRITONGATE_PLANTED_WORK=2 exec "{sys.executable}" "$@"\n')
-    slower.chmod(0o755)
-    out = run_gate_job(tmp_path, store=None, cand_python=str(slower))
-    run, log = out.run, out.run.log()
-    steps = run.contexts["steps"]
-    assert out.status == "failure", log
-    # the store checkout failed (continue-on-error), so the job went on
-    assert [r.outcome for r in run.records if r.name == "Check out the baseline store"] == ["failure"], log
-    assert steps["baseline"]["outputs"]["state"] == "missing", log
-    assert steps["record"]["outcome"] == "success", log
-    assert Path(steps["record"]["outputs"]["record"]).is_dir(), log
-    assert steps["pair"]["outputs"]["exit-code"] == "1", log
-    # uploads ran although the gate failed; the last step failed with the gate's exit code
-    assert _records(run, "skipped-uses") == [REMOTE_STEPS[0], *REMOTE_STEPS[2:]], log
-    assert run.records[-1].name == "Gate result" and run.records[-1].outcome == "failure", log
-    assert "[exit 1]" in run.records[-1].log, log
-    assert steps["cand"]["outputs"]["python"] == str(slower)
-    verdict_dir = _check_common(out)
-    verdict = json.loads((verdict_dir / "verdict.json").read_text())
-    assert verdict["passed"] is False and verdict["counts"]["REGRESSED"] == 2, verdict["counts"]
-    assert "REGRESSED" in out.summary or "Regressions" in out.summary
 
 
 # -- the fork guard ---------------------------------------------------------------------------------
@@ -622,7 +108,7 @@ def test_gate_job_records_a_fallback_baseline_and_fails_on_a_regression(tmp_path
     ("fork PR by a collaborator", "pull_request", pr_event(fork=True, association="COLLABORATOR"), "", True),
     ("fork deleted (head.repo null)", "pull_request",
      {"pull_request": {**pr_event()["pull_request"], "head": {"sha": SHA_HEAD, "repo": None}}}, "", False),
-    ("merge queue", "merge_group", {}, "", True),
+    ("merge queue", "merge_group", payload("merge_group.checks_requested"), "", True),
 ])
 def test_fork_guard(case: str, event_name: str, event: dict, fork_var: str, runs: bool) -> None:
     doc = load_yaml(WORKFLOWS / "pr-gate.yml")
@@ -716,31 +202,55 @@ def _run_step(step: dict, env: dict, cwd: Path) -> subprocess.CompletedProcess:
                           env={**base, **env}, capture_output=True, text=True, timeout=60)
 
 
+def _post_comments(tmp_path: Path, verdicts: Path, event_pr: str) -> subprocess.CompletedProcess:
+    """ci/post_comments.sh beside a stand-in post_comment.py that prints what it was asked."""
+    fake_ci = tmp_path / "fake-ci"
+    fake_ci.mkdir(exist_ok=True)
+    shutil.copy(REPO / "ci" / "post_comments.sh", fake_ci / "post_comments.sh")
+    (fake_ci / "post_comment.py").write_text("import sys; print('ARGS', sys.argv[1:])\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
+    env.update(PATH=f"{Path(sys.executable).parent}:{env['PATH']}", GITHUB_TOKEN="t", REPO="acme/triton",
+               EVENT_PR=event_pr, HEAD_SHA=SHA_HEAD, VERDICTS=str(verdicts))
+    return subprocess.run(["bash", str(fake_ci / "post_comments.sh")], env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def _verdict(folder: Path, pr_json: str | None) -> None:
+    folder.mkdir(parents=True)
+    (folder / "verdict.json").write_text("{}")
+    if pr_json is not None:
+        (folder / "pr.json").write_text(pr_json)
+
+
 @pytest.mark.parametrize("event_pr, pr_json, posted_pr", [
-    ("7", None, "7"),                                      # same-repository PR: the event names it
-    ("", '{"pr": 42, "head_sha": "x"}', "42"),             # fork PR: the artifact's number
-    ("", '{"pr": "42; rm -rf /"}', None),                  # not an integer
+    ("7", '{"pr": 7, "key": "h200-pr"}', "7"),          # same-repository PR: the event names it
+    ("", '{"pr": 42, "head_sha": "x"}', "42"),          # fork PR: the artifact's number
+    ("", '{"pr": "42; rm -rf /"}', None),               # not an integer
     ("", '{"pr": 0}', None),
-    ("", "[" * 5000, None),                                # too big
-    ("", None, None),                                      # no pr.json
+    ("", '{"pr": 4, "key": "a b"}', None),              # a key that is not a plain name
+    ("", "[" * 5000, None),                             # too big
+    ("", None, None),                                   # no pr.json
 ])
 def test_comment_step_takes_the_pr_number_safely(tmp_path: Path, event_pr: str, pr_json: str | None,
                                                  posted_pr: str | None) -> None:
-    step = _step("pr-comment.yml", "comment", "Post the sticky comment")
-    fake_ci = tmp_path / "tritongate" / "ci"
-    fake_ci.mkdir(parents=True)  # stands in for post_comment.py: prints what it was asked to do
-    (fake_ci / "post_comment.py").write_text("import sys; print('ARGS', sys.argv[1:])\n")
-    verdict = tmp_path / "verdict"
-    verdict.mkdir()
-    if pr_json is not None:
-        (verdict / "pr.json").write_text(pr_json)
-    proc = _run_step(step, {"GITHUB_TOKEN": "t", "REPO": "acme/triton", "EVENT_PR": event_pr,
-                            "HEAD_SHA": SHA_HEAD, "VERDICT_DIR": str(verdict)}, tmp_path)
+    verdicts = tmp_path / "verdicts"  # one artifact: download-artifact unpacks it without its folder
+    _verdict(verdicts, pr_json)
+    proc = _post_comments(tmp_path, verdicts, event_pr)
     if posted_pr is None:
         assert proc.returncode != 0 and "ARGS" not in proc.stdout, proc.stdout + proc.stderr
     else:
         assert proc.returncode == 0, proc.stderr
         assert f"'--pr', '{posted_pr}', '--head-sha', '{SHA_HEAD}'" in proc.stdout
+
+
+def test_comment_step_posts_one_sticky_per_runner_class_and_suite(tmp_path: Path) -> None:
+    verdicts = tmp_path / "verdicts"  # two artifacts: each in its own folder
+    _verdict(verdicts / "tritongate-verdict-acme-h200-pr", '{"pr": 7, "key": "acme-h200-pr"}')
+    _verdict(verdicts / "tritongate-verdict-acme-mi300-pr", '{"pr": 7, "key": "acme-mi300-pr"}')
+    proc = _post_comments(tmp_path, verdicts, "7")
+    assert proc.returncode == 0, proc.stderr
+    calls = [line for line in proc.stdout.splitlines() if line.startswith("ARGS")]
+    assert len(calls) == 2 and "'--key', 'acme-h200-pr'" in calls[0] and "'--key', 'acme-mi300-pr'" in calls[1]
 
 
 @pytest.mark.parametrize("calls, aa_exit, fails", [

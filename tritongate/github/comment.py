@@ -168,9 +168,26 @@ def read_verdict(folder: str | Path) -> Verdict:
 
 
 # -- bodies -----------------------------------------------------------------------------------
-def sticky_body(verdict: Verdict) -> str:
-    """verdict.md plus the state line, last: the artifact's text can never come after it."""
-    return verdict.markdown.rstrip() + "\n\n" + verdict.state.line() + "\n"
+KEY_PREFIX = "<!-- tritongate-key: "
+_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def validate_key(value: str) -> str:
+    """The sticky comment's key (runner class and suite): one per key on a PR."""
+    text = value.strip()
+    if text and not _KEY.fullmatch(text):
+        raise VerdictInputError(f"key {text[:60]!r} is not a plain name (letters, digits, . _ -)")
+    return text
+
+
+def key_line(key: str) -> str:
+    return f"{KEY_PREFIX}{key} -->" if key else ""
+
+
+def sticky_body(verdict: Verdict, key: str = "") -> str:
+    """The rendered comment, the key line, and the state line last (this poster's own lines)."""
+    tail = (key_line(key) + "\n" if key else "") + verdict.state.line() + "\n"
+    return verdict.markdown.rstrip() + "\n\n" + tail
 
 
 def parse_state(body: str) -> VerdictState | None:
@@ -215,15 +232,18 @@ def notify_body(verdict: Verdict, before: VerdictState, sticky_url: str | None) 
 
 
 # -- the PR and its comments --------------------------------------------------------------------
-def find_sticky(comments: Iterable[Any], bot_login: str) -> dict[str, Any] | None:
-    """The first comment by ``bot_login`` holding the marker; anyone else's is ignored (a
-    human may quote the marker, and editing their comment is not ours to do)."""
+def find_sticky(comments: Iterable[Any], bot_login: str, key: str = "") -> dict[str, Any] | None:
+    """The first comment by ``bot_login`` holding the marker (and the key's line; without a
+    key, no key line); anyone else's is ignored (a human may quote the marker, and editing
+    their comment is not ours to do)."""
     for c in comments:
         if not isinstance(c, dict) or type(c.get("id")) is not int or not isinstance(c.get("body"), str):
             continue
         user = c.get("user")
         login = user.get("login") if isinstance(user, dict) else None
-        if isinstance(login, str) and login.casefold() == bot_login.casefold() and STICKY_MARKER in c["body"]:
+        body = c["body"]
+        keyed = (key_line(key) in body) if key else (KEY_PREFIX not in body)
+        if isinstance(login, str) and login.casefold() == bot_login.casefold() and STICKY_MARKER in body and keyed:
             return c
     return None
 
@@ -269,7 +289,7 @@ class Outcome:
 
 
 def post_verdict(client: GitHubClient, target: Target, verdict: Verdict, *,
-                 bot_login: str = DEFAULT_BOT_LOGIN, dry_run: bool = False) -> Outcome:
+                 bot_login: str = DEFAULT_BOT_LOGIN, dry_run: bool = False, key: str = "") -> Outcome:
     """Check the PR head, then update or create the sticky comment and notify when worse.
     A dry run makes read requests only."""
     head = current_head(client, target)
@@ -278,8 +298,8 @@ def post_verdict(client: GitHubClient, target: Target, verdict: Verdict, *,
     base = f"/repos/{target.owner}/{target.name}"
     comments = client.get_pages(f"{base}/issues/{target.pr}/comments?per_page=100",
                                 what=f"listing the comments of PR #{target.pr}", permission="issues: read")
-    sticky = find_sticky(comments, bot_login)
-    body = sticky_body(verdict)
+    sticky = find_sticky(comments, bot_login, key)
+    body = sticky_body(verdict, key)
     before = parse_state(sticky["body"]) if sticky else None
     worse = is_worse(before, verdict.state)
     actions: tuple[Action, ...] = ("update",) if sticky else ("create",)
