@@ -25,7 +25,8 @@ ACTION_FILES = sorted((GITHUB / "actions").glob("*/action.yml"))
 EXPECTED_WORKFLOWS = {"pr-gate.yml", "pr-comment.yml", "nightly-baseline.yml", "deep-scan.yml", "tests.yml"}
 GITHUB_HOSTED = re.compile(r"^(ubuntu|windows|macos)-[\w.-]+$")
 PINNED = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[^@\s]+)?@[0-9a-f]{40}$")
-TRIGGERS_FOR_SELF_HOSTED = {"pull_request", "workflow_call", "workflow_dispatch", "schedule"}
+# merge_group: the queue runs the base branch plus PRs already approved for merging.
+TRIGGERS_FOR_SELF_HOSTED = {"pull_request", "workflow_call", "workflow_dispatch", "schedule", "merge_group"}
 
 # `${{ }}` inside a `run:` script is template injection waiting to happen; values reach
 # scripts through `env:`. Exceptions, each with its reason: (file, job, step name) -> reason.
@@ -92,7 +93,7 @@ def self_hosted(job: dict) -> bool:
 
 def test_the_expected_files_exist() -> None:
     assert {p.name for p in WORKFLOW_FILES} == EXPECTED_WORKFLOWS
-    assert [p.parent.name for p in ACTION_FILES] == ["build-compiler"]
+    assert [p.parent.name for p in ACTION_FILES] == ["build-compiler", "post-comment", "pr-gate", "record-baseline"]
 
 
 @pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
@@ -201,42 +202,74 @@ def test_concurrency_everywhere() -> None:
         assert "concurrency" in job or "concurrency" in doc, f"{name}:{job_id} needs a concurrency group"
 
 
-def test_composite_action_takes_inputs_through_env_only() -> None:
+def test_composite_actions_take_inputs_through_env_only() -> None:
     action = load(GITHUB / "actions" / "build-compiler" / "action.yml")
     assert set(action["inputs"]) == {"repo", "ref", "mode", "wheel", "cache-root", "python"}
     assert set(action["outputs"]) == {"python", "commit"}
-    for step in action["runs"]["steps"]:
-        if "run" in step:
-            assert "${{" not in step["run"] and "inputs." not in step["run"]
-            assert all("${{" not in key for key in step.get("env", {}))
+    for path in ACTION_FILES:
+        for step in load(path)["runs"]["steps"]:
+            if "run" in step:
+                assert "${{" not in step["run"] and "inputs." not in step["run"], f"{path.parent.name}: {step['name']}"
+                assert all("${{" not in key for key in step.get("env", {}))
 
 
-def test_pr_gate_is_reusable_and_gated() -> None:
+def test_composite_actions_load_nothing_from_the_workspace() -> None:
+    """A composite action called from another organisation has no tritongate checkout: its
+    scripts come from the action's own folder, its nested actions are pinned remote ones."""
+    for path in ACTION_FILES:
+        for step in load(path)["runs"]["steps"]:
+            assert not step.get("uses", "").startswith("./"), f"{path.parent.name}: {step.get('name')}"
+            script = step.get("run", "")
+            for ref in re.findall(r"(\S*ci/[a-z_]+\.(?:py|sh))", script):
+                assert ref.startswith('"$GITHUB_ACTION_PATH/'), f"{path.parent.name}: {ref}"
+
+
+def test_pr_gate_is_reusable_gated_and_prescreened() -> None:
     doc = load(GITHUB / "workflows" / "pr-gate.yml")
     on = triggers(doc)
-    assert set(on) == {"pull_request", "workflow_call"}
+    assert set(on) == {"pull_request", "workflow_call", "merge_group"}
+    assert "labeled" in on["pull_request"]["types"]
     inputs = on["workflow_call"]["inputs"]
-    for name in ("runner-labels", "suite", "base-ref", "compiler-repo", "compiler-mode", "ops",
-                 "max-age-days", "runner-class", "tritongate-repo", "tritongate-ref"):
+    for name in ("runner-labels", "prescreen-runner-labels", "suite", "base-ref", "compiler-repo", "compiler-mode",
+                 "ops", "max-age-days", "runner-class", "tritongate-ref", "full-run", "require-baseline"):
         assert name in inputs, name
-    gate = doc["jobs"]["gate"]
-    assert "TRITONGATE_FORK_APPROVAL" in gate["if"] and "head.repo.full_name" in gate["if"]
-    assert gate["concurrency"]["cancel-in-progress"] is True
-    assert "runner-class" in gate["concurrency"]["group"] and "pull_request.number" in gate["concurrency"]["group"]
-    assert gate["permissions"] == {"contents": "read"}
-    names = [s.get("name") for s in gate["steps"]]
-    uploads = [s for s in gate["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
-    assert uploads and all(s["if"].startswith("always()") for s in uploads)
-    assert names[-1] == "Gate result" and gate["steps"][-1]["if"].startswith("always()")
-    pair = next(s for s in gate["steps"] if s.get("id") == "pair")
-    assert "--baseline-state" in pair["run"] and "replay_candidate.py" in pair["run"]
-    lookup = next(s for s in gate["steps"] if s.get("id") == "baseline")
-    assert '--github-output "$GITHUB_OUTPUT"' in lookup["run"] and "--state-out" in lookup["run"]
+    assert "tritongate-repo" not in inputs, "the workflow knows its own repository (job.workflow_repository)"
+    jobs_ = doc["jobs"]
+    pre, gate, result = jobs_["prescreen"], jobs_["gate"], jobs_["result"]
+    for job in (pre, gate):
+        assert "TRITONGATE_FORK_APPROVAL" in job["if"] and "head.repo.full_name" in job["if"]
+        assert job["concurrency"]["cancel-in-progress"] is True
+        assert "runner-class" in job["concurrency"]["group"] and "pull_request.number" in job["concurrency"]["group"]
+        assert job["permissions"] == {"contents": "read"}
+        checkout = job["steps"][0]
+        assert checkout["with"]["ref"] == "${{ job.workflow_sha }}"
+        assert checkout["with"]["repository"] == "${{ job.workflow_repository }}"
+        action = next(s for s in job["steps"] if s.get("uses") == "./tritongate/.github/actions/pr-gate")
+        assert action["with"]["stage"] == ("prescreen" if job is pre else "gate")
+    assert GITHUB_HOSTED.match(pre["runs-on"].split("'")[1].strip('["]')) or "ubuntu-latest" in pre["runs-on"]
+    assert gate["needs"] == "prescreen"
+    assert "rows-changed != '0'" in gate["if"] and "perf-full" in gate["if"] and "inputs.full-run" in gate["if"]
+    changed = next(s for s in gate["steps"] if s.get("id") == "changed")
+    assert changed["with"]["name"] == "tritongate-prescreen-${{ needs.prescreen.outputs.key }}"
+    assert result["needs"] == ["prescreen", "gate"] and result["if"] == "always()"
+    assert result["runs-on"] == "ubuntu-latest" and result["permissions"] == {}
+
+
+def test_the_gate_action_uploads_keyed_artifacts_and_ends_with_the_gate_result() -> None:
+    action = load(GITHUB / "actions" / "pr-gate" / "action.yml")
+    steps_ = action["runs"]["steps"]
+    uploads = [s for s in steps_ if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert {s["with"]["name"].split("${{")[0] for s in uploads} == {
+        "tritongate-verdict-", "tritongate-prescreen-", "tritongate-runs-"}
+    assert all("steps.refs.outputs.key" in s["with"]["name"] for s in uploads)
+    assert steps_[-1]["name"] == "Gate result" and steps_[-1]["if"].startswith("always()")
+    assert next(s for s in steps_ if s.get("id") == "pair")["run"].endswith("gate_steps.sh\" pair")
 
 
 def test_comment_job_runs_default_branch_code_on_a_github_hosted_runner() -> None:
-    gate = load(GITHUB / "workflows" / "pr-gate.yml")
     doc = load(GITHUB / "workflows" / "pr-comment.yml")
+    gate = load(GITHUB / "workflows" / "pr-gate.yml")
+    action = load(GITHUB / "actions" / "post-comment" / "action.yml")
     on = triggers(doc)
     assert on["workflow_run"]["workflows"] == [gate["name"]]
     assert on["workflow_run"]["types"] == ["completed"]
@@ -244,30 +277,24 @@ def test_comment_job_runs_default_branch_code_on_a_github_hosted_runner() -> Non
     assert GITHUB_HOSTED.match(job["runs-on"]) and job["runs-on"].startswith("ubuntu-")
     assert job["permissions"] == {"contents": "read", "actions": "read", "pull-requests": "write"}
     assert "workflow_run.event == 'pull_request'" in job["if"]
-    text = "\n".join(strings(job))
+    checkout = job["steps"][0]
+    assert checkout["with"]["ref"] == "${{ job.workflow_sha }}", "the default branch's tritongate, never the PR"
+    post = next(s for s in job["steps"] if s.get("uses") == "./tritongate/.github/actions/post-comment")
+    assert post["with"] == {"run-id": "${{ github.event.workflow_run.id }}",
+                            "head-sha": "${{ github.event.workflow_run.head_sha }}",
+                            "event-pr": "${{ github.event.workflow_run.pull_requests[0].number }}"}
+    text = "\n".join(strings(job)) + "\n".join(strings(action))
     for needle in ("head_branch", "head_repository", "pull_request.head", "-e ", "requirements", "install ."):
         assert needle not in text, needle
-    installs = [s["run"] for s in job["steps"] if "pip install" in s.get("run", "")]
+    installs = [s["run"] for s in action["runs"]["steps"] if "pip install" in s.get("run", "")]
     assert len(installs) == 1 and "--only-binary :all:" in installs[0]
     wanted = set(re.findall(r'"([a-z]+)[<>=]', installs[0]))
     assert wanted == {"pydantic", "rich", "numpy", "scipy", "pyyaml"}, "the renderer needs these and nothing else"
-    for step in job["steps"]:
-        uses = step.get("uses", "")
-        if uses.startswith("actions/checkout@"):
-            with_ = step["with"]
-            assert "workflow_run" not in str(with_.get("ref", "")) and "head" not in str(with_.get("ref", ""))
-            assert "workflow_run" not in str(with_.get("repository", ""))
-        if uses.startswith("actions/download-artifact@"):
-            with_ = step["with"]
-            gate_uploads = {s["with"]["name"] for s in gate["jobs"]["gate"]["steps"]
-                            if s.get("uses", "").startswith("actions/upload-artifact@")}
-            assert with_["name"] in gate_uploads
-            assert with_["run-id"] == "${{ github.event.workflow_run.id }}"
-            assert str(with_["path"]).startswith("${{ runner.temp }}"), "untrusted data stays out of the workspace"
-    post = next(s for s in job["steps"] if "post_comment.py" in s.get("run", ""))
-    assert post["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"
-    assert post["env"]["EVENT_PR"] == "${{ github.event.workflow_run.pull_requests[0].number }}"
-    assert "--head-sha \"$HEAD_SHA\"" in post["run"]
+    download = next(s for s in action["runs"]["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"]["pattern"] == "tritongate-verdict-*" and download["with"]["run-id"] == "${{ inputs.run-id }}"
+    assert str(download["with"]["path"]).startswith("${{ runner.temp }}"), "untrusted data stays out of the workspace"
+    posting = next(s for s in action["runs"]["steps"] if "post_comments.sh" in s.get("run", ""))
+    assert posting["env"]["HEAD_SHA"] == "${{ inputs.head-sha }}"
 
 
 def test_the_comment_renderer_imports_no_compiler_and_no_pandas() -> None:
@@ -288,16 +315,30 @@ def test_the_comment_renderer_imports_no_compiler_and_no_pandas() -> None:
 
 def test_nightly_writes_only_from_main_and_not_from_the_gpu() -> None:
     doc = load(GITHUB / "workflows" / "nightly-baseline.yml")
-    assert set(triggers(doc)) == {"schedule", "workflow_dispatch"}
+    assert set(triggers(doc)) == {"schedule", "workflow_dispatch", "workflow_call"}
+    assert triggers(doc)["workflow_call"]["inputs"]["runner-class"]["required"] is True
     record, publish = doc["jobs"]["record"], doc["jobs"]["publish"]
     for job in (record, publish):
+        assert "github.event_name == 'schedule'" in job["if"]
         assert "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)" in job["if"]
     assert self_hosted(record) and record["permissions"] == {"contents": "read"}
     assert publish["runs-on"] == "ubuntu-latest" and publish["permissions"] == {"contents": "write"}
-    record_script = "\n".join(s.get("run", "") for s in record["steps"])
-    assert "record_baseline.py" in record_script and "--publish" in record_script
-    assert "--time-identical" in record_script and "replay_candidate.py" in record_script
-    assert "GITHUB_STEP_SUMMARY" in record_script and "timing_change" in record_script
+    stages = {job_id: next(s for s in job["steps"] if s.get("uses") == "./tritongate/.github/actions/record-baseline")
+              ["with"]["stage"] for job_id, job in (("record", record), ("publish", publish))}
+    assert stages == {"record": "record", "publish": "publish"}
+    action = load(GITHUB / "actions" / "record-baseline" / "action.yml")
+    scripts = "\n".join(s.get("run", "") for s in action["runs"]["steps"])
+    assert "verify_entry.py" in scripts and "store.sh\" push" in scripts
+    steps_text = (REPO / "ci" / "nightly_steps.sh").read_text()
+    assert "record_baseline.py" in steps_text and "--publish" in steps_text
+    assert "--time-identical" in steps_text and "aa_count.py" in steps_text
+
+
+def test_no_token_on_a_command_line() -> None:
+    """git's argv is readable by every process on the runner: tokens go through GIT_CONFIG_* env."""
+    for path in [*WORKFLOW_FILES, *ACTION_FILES, *sorted((REPO / "ci").glob("*.sh"))]:
+        text = path.read_text(encoding="utf-8")
+        assert "extraheader=" not in text and "git -c " not in text, path
 
 
 def test_deep_scan_shards_and_merges() -> None:

