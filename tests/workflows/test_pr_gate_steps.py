@@ -424,3 +424,38 @@ def test_publish_refuses_an_entry_that_was_changed_on_the_way(tmp_path: Path) ->
             continue
         proc = verify(copy)
         assert proc.returncode == 2 and proc.stderr.startswith("error: verify_entry.py: refused"), (case, proc.stderr)
+
+
+def _download_v8(artifacts: dict[str, Path], dest: Path, *, merge_multiple: bool) -> None:
+    """download-artifact v8 by pattern: merged into dest, or one folder per artifact, except
+    that a single match is unpacked into dest without its folder."""
+    dest.mkdir(parents=True)
+    for name, content in artifacts.items():
+        target = dest if merge_multiple or len(artifacts) == 1 else dest / name
+        shutil.copytree(content, target, dirs_exist_ok=True)
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_deep_scan_merges_one_shard_as_well_as_several(tmp_path: Path, shards: int) -> None:
+    doc = load_yaml(WORKFLOWS / "deep-scan.yml")
+    download = next(s for s in doc["jobs"]["merge"]["steps"] if s.get("name") == "Download the shards")
+    artifacts = {}
+    for i in range(1, shards + 1):  # what each scan job's upload holds: shard-N/ with its pair directory
+        content = tmp_path / f"artifact-{i}"
+        (content / f"shard-{i}" / "base").mkdir(parents=True)
+        artifacts[f"tritongate-shard-{i}"] = content
+    runner_temp = tmp_path / "temp"
+    _download_v8(artifacts, runner_temp / "shards", merge_multiple=download["with"].get("merge-multiple", False))
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "tritongate").write_text("#!/bin/sh\nprintf 'MERGE %s\\n' \"$*\"\n")
+    (fake_bin / "tritongate").chmod(0o755)
+    step = _step("deep-scan.yml", "merge", "Merge and gate")
+    proc = _run_step(step, {"SHARDS": str(shards), "RUNNER_TEMP": str(runner_temp), "GITHUB_OUTPUT": str(tmp_path / "o"),
+                            "GITHUB_STEP_SUMMARY": str(tmp_path / "s"), "GITHUB_SERVER_URL": "https://github.com",
+                            "GITHUB_REPOSITORY": "acme/triton", "GITHUB_RUN_ID": "1",
+                            "PATH": f"{fake_bin}:{os.environ['PATH']}"}, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"{shards} of {shards} shards came back" in (tmp_path / "s").read_text()
+    merged = proc.stdout.split("MERGE ", 1)[1]
+    assert "--allow-partial" not in merged and merged.count("/shards/shard-") == shards
