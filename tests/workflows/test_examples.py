@@ -1,0 +1,147 @@
+"""The adoption recipes under examples/: linted (zizmor at the auditor persona,
+check-jsonschema with GitHub's workflow schema) and replayed against this repository's
+actions and reusable workflows (every input they pass exists, every required one is passed,
+the cross-org gate decides as pr-gate.yml does, and its pre-screen job runs through the real
+pr-gate action with a stand-in ci/prescreen.py)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.workflows.payloads import github_context
+from tests.workflows.replay import Evaluator, JobRun, condition, load_yaml
+from tests.workflows.test_gate_action import publish_store, server_with_store
+from tests.workflows.test_linters import run, tool
+from tests.workflows.test_pr_gate_steps import REPO, WORKFLOWS, clean_env, triggers
+from tests.workflows.test_prescreen_wiring import action_tree
+
+EXAMPLES = REPO / "examples"
+RECIPES = sorted(EXAMPLES.glob("*/*.yml"))
+TG_USES = re.compile(r"^tritongate-org/tritongate/(\.github/(?:actions/[a-z-]+|workflows/[a-z-]+\.yml))@([0-9a-f]{40})$")
+
+
+def test_there_are_same_org_and_cross_org_recipes() -> None:
+    assert {p.relative_to(EXAMPLES).as_posix() for p in RECIPES} == {
+        f"{kind}/perf-{name}.yml" for kind in ("same-org", "cross-org") for name in ("gate", "comment", "nightly")}
+
+
+def test_recipes_audit_clean_at_the_auditor_persona() -> None:
+    proc = run([tool("zizmor"), "--offline", "--no-progress", "--persona=auditor",
+                "--config", str(EXAMPLES / "zizmor.yml"), *map(str, RECIPES)])
+    assert proc.returncode == 0 and "No findings to report" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    text = (EXAMPLES / "zizmor.yml").read_text()
+    for rule, spec in load_yaml(EXAMPLES / "zizmor.yml")["rules"].items():
+        block = text.split(f"  {rule}:", 1)[1]
+        assert spec["ignore"] and block.count("#") >= 2, f"{rule}: say why it is kept"
+
+
+def test_recipes_match_githubs_schema() -> None:
+    proc = run([tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *map(str, RECIPES)])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _tritongate_uses() -> list[tuple[Path, dict, str, str]]:
+    found = []
+    for path in RECIPES:
+        doc = load_yaml(path)
+        for job in doc["jobs"].values():
+            for node in [job, *job.get("steps", [])]:
+                m = TG_USES.match(node.get("uses", ""))
+                if node.get("uses", "").startswith("tritongate-org/"):
+                    assert m, f"{path.name}: {node['uses']} is not pinned to a 40-hex commit"
+                    found.append((path, node, m.group(1), m.group(2)))
+    return found
+
+
+def test_every_input_a_recipe_passes_exists_and_every_required_one_is_passed() -> None:
+    uses = _tritongate_uses()
+    assert {target for _, _, target, _ in uses} == {
+        ".github/workflows/pr-gate.yml", ".github/workflows/pr-comment.yml", ".github/workflows/nightly-baseline.yml",
+        ".github/actions/pr-gate", ".github/actions/post-comment", ".github/actions/record-baseline"}
+    for path, node, target, _ in uses:
+        if target.endswith(".yml"):
+            declared = triggers(load_yaml(REPO / target))["workflow_call"]["inputs"]
+        else:
+            declared = load_yaml(REPO / target / "action.yml")["inputs"]
+        given = set(node.get("with") or {})
+        assert given <= set(declared), f"{path.name}: {target} has no input {given - set(declared)}"
+        required = {name for name, spec in declared.items() if spec.get("required")}
+        assert required <= given, f"{path.name}: {target} needs {required - given}"
+
+
+def test_same_org_callers_grant_what_the_called_jobs_ask() -> None:
+    levels = {"none": 0, "read": 1, "write": 2}
+    for path, node, target, _ in _tritongate_uses():
+        if not target.endswith(".yml"):
+            continue
+        granted = node.get("permissions") or {}
+        for job_id, job in load_yaml(REPO / target)["jobs"].items():
+            for scope, level in (job.get("permissions") or {}).items():
+                assert levels[granted.get(scope, "none")] >= levels[level], f"{path.name}: {job_id} needs {scope}"
+
+
+def _contexts(event: str, fixture: str, *, labels: tuple[str, ...], prescreen: str, changed: str) -> dict:
+    github = github_context(event, fixture)
+    if "pull_request" in github["event"]:
+        github["event"]["pull_request"]["labels"] = [{"name": name} for name in labels]
+    return {"github": github, "vars": {}, "inputs": {},
+            "needs": {"prescreen": {"result": prescreen, "outputs": {"rows-changed": changed}}}}
+
+
+@pytest.mark.parametrize("fixture, labels, prescreen, changed", list(itertools.product(
+    [("pull_request", "pull_request.synchronize"), ("pull_request", "pull_request.synchronize.fork"),
+     ("merge_group", "merge_group.checks_requested")],
+    [(), ("perf-full",)], ["success", "failure", "skipped"], ["0", "3", "unknown", ""])))
+def test_the_cross_org_gate_decides_as_the_reusable_workflow(fixture, labels, prescreen, changed) -> None:
+    ours = load_yaml(WORKFLOWS / "pr-gate.yml")["jobs"]
+    theirs = load_yaml(EXAMPLES / "cross-org" / "perf-gate.yml")["jobs"]
+    ctx = _contexts(fixture[0], fixture[1], labels=labels, prescreen=prescreen, changed=changed)
+    for job in ("gate",):
+        assert condition(theirs[job]["if"], Evaluator(ctx)) == condition(ours[job]["if"], Evaluator(ctx)), job
+    ours_dl = next(s for s in ours["gate"]["steps"] if s.get("id") == "changed")
+    theirs_dl = next(s for s in theirs["gate"]["steps"] if s.get("id") == "changed")
+    assert condition(theirs_dl["if"], Evaluator(ctx)) == condition(ours_dl["if"], Evaluator(ctx))
+    fork_guard = ours["gate"]["if"].split("&&", 1)[1].rsplit("&&", 1)[0]
+    assert condition(theirs["prescreen"]["if"], Evaluator(ctx)) == condition(fork_guard, Evaluator(ctx))
+
+
+def test_the_cross_org_prescreen_job_runs_through_the_action(tmp_path: Path) -> None:
+    """The recipe's pre-screen job, its `uses:` resolved to this repository's action (a copy
+    with a stand-in ci/prescreen.py); the one change: a cpu record of the smoke suite in mode
+    installed instead of source builds and the `pr` suite on a GPU's baseline."""
+    store = publish_store(tmp_path / "s")
+    action_dir = action_tree(tmp_path)
+    job = load_yaml(EXAMPLES / "cross-org" / "perf-gate.yml")["jobs"]["prescreen"]
+    workspace, runner_temp = tmp_path / "ws", tmp_path / "temp"
+    workspace.mkdir()
+    runner_temp.mkdir()
+    server = server_with_store(tmp_path, store)
+    github = github_context("pull_request", "pull_request.synchronize", server_url=server.as_uri(), token="t")
+    (tmp_path / "event.json").write_text(json.dumps(github["event"]))
+    contexts = {"github": github, "vars": {}, "inputs": {}, "runner": {"temp": str(runner_temp), "os": "Linux"}}
+    assert condition(job["if"], Evaluator(contexts))
+    uploads: dict[str, dict] = {}
+
+    def uses(run_: JobRun, step: dict, with_values: dict):
+        if TG_USES.match(step["uses"]):
+            values = {**with_values, "runner-class": "cpu-ci", "suite": "smoke", "backend": "cpu",
+                      "compiler-mode": "installed", "python": sys.executable}
+            return run_.run_composite(action_dir, values, run_.current_env)
+        if step["uses"].startswith("actions/upload-artifact@"):
+            uploads[with_values["name"]] = with_values
+            return None
+        raise AssertionError(step["uses"])
+
+    env = {**clean_env(tmp_path, workspace, runner_temp), "GITHUB_SERVER_URL": server.as_uri(),
+           "GITHUB_EVENT_PATH": str(tmp_path / "event.json"), "FAKE_CHANGED": "0"}
+    job_run = JobRun(workspace, runner_temp, contexts, env, uses)
+    assert job_run.run_job(job) == "success", job_run.log()
+    outputs = job_run.contexts["steps"]["gate"]["outputs"]
+    assert outputs["rows-changed"] == "0" and outputs["key"] == "cpu-ci-smoke"
+    assert "tritongate-verdict-cpu-ci-smoke" in uploads and "tritongate-prescreen-cpu-ci-smoke" in uploads
