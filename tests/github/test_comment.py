@@ -551,3 +551,17 @@ def test_a_bug_in_the_poster_is_exit_4_never_1(capsys, stub, tmp_path, monkeypat
     code, out, err = run(capsys, stub, verdict_dir(tmp_path))
     assert code == 4 and out == ""
     assert err.startswith("error: post_comment.py: internal error (a bug): RuntimeError") and err.count("\n") == 1
+
+
+def test_each_key_has_its_own_sticky_and_an_unkeyed_one_is_left_alone(capsys, stub, tmp_path):
+    unkeyed = stub.comment(BOT, f"{STICKY_MARKER}\nold\n\n{state_line(True, 0, 0)}\n")
+    folder = verdict_dir(tmp_path)
+    assert run(capsys, stub, folder, "--key", "acme-h200-pr")[0] == 0
+    assert run(capsys, stub, folder, "--key", "acme-mi300-pr")[0] == 0
+    assert run(capsys, stub, folder, "--key", "acme-h200-pr")[0] == 0
+    assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in stub.writes] == [
+        ("POST", "comments"), ("POST", "comments"), ("PATCH", str(stub.comments[1]["id"]))]
+    assert "tritongate-key: acme-h200-pr" in stub.comments[1]["body"]
+    assert stub.comments[0] is unkeyed and "tritongate-key" not in unkeyed["body"]
+    code, _, err = run(capsys, stub, folder, "--key", "a b")
+    assert code == 2 and "not a plain name" in err

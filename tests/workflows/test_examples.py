@@ -145,3 +145,15 @@ def test_the_cross_org_prescreen_job_runs_through_the_action(tmp_path: Path) -> 
     outputs = job_run.contexts["steps"]["gate"]["outputs"]
     assert outputs["rows-changed"] == "0" and outputs["key"] == "cpu-ci-smoke"
     assert "tritongate-verdict-cpu-ci-smoke" in uploads and "tritongate-prescreen-cpu-ci-smoke" in uploads
+
+
+def test_adopting_md_names_only_files_and_figures_that_exist() -> None:
+    text = (REPO / "docs" / "adopting.md").read_text(encoding="utf-8")
+    for path in set(re.findall(r"`?((?:examples|bench/results|ci|tests/workflows)/[\w./-]+\.(?:yml|md|py|sh))`?", text)):
+        if path == "ci/prescreen.py":  # the pre-screen itself lands separately; its interface is tested here
+            continue
+        assert (REPO / path).exists(), path
+    bench = (REPO / "bench" / "results" / "2026-11-30_h200_pr_job.md").read_text(encoding="utf-8")
+    for figure in re.findall(r"\| (\d+\.\d) s \|", text):
+        assert f"{figure} s" in bench, figure
+    assert "not measured" in text  # compiler builds: no figure until one is measured
