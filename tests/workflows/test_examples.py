@@ -90,8 +90,10 @@ def _contexts(event: str, fixture: str, *, labels: tuple[str, ...], prescreen: s
     github = github_context(event, fixture)
     if "pull_request" in github["event"]:
         github["event"]["pull_request"]["labels"] = [{"name": name} for name in labels]
+    opt_in = {"run": "true", "full": "true" if "perf-full" in labels else "false"}  # the recipe has no opt-in
     return {"github": github, "vars": {}, "inputs": {},
-            "needs": {"prescreen": {"result": prescreen, "outputs": {"rows-changed": changed}}}}
+            "needs": {"prescreen": {"result": prescreen, "outputs": {"rows-changed": changed}},
+                      "opt-in": {"result": "success", "outputs": opt_in}}}
 
 
 @pytest.mark.parametrize("fixture, labels, prescreen, changed", list(itertools.product(
@@ -107,7 +109,7 @@ def test_the_cross_org_gate_decides_as_the_reusable_workflow(fixture, labels, pr
     ours_dl = next(s for s in ours["gate"]["steps"] if s.get("id") == "changed")
     theirs_dl = next(s for s in theirs["gate"]["steps"] if s.get("id") == "changed")
     assert condition(theirs_dl["if"], Evaluator(ctx)) == condition(ours_dl["if"], Evaluator(ctx))
-    fork_guard = ours["gate"]["if"].split("&&", 1)[1].rsplit("&&", 1)[0]
+    fork_guard = ours["gate"]["if"].split("&&", 1)[1].rsplit("&&", 2)[0]
     assert condition(theirs["prescreen"]["if"], Evaluator(ctx)) == condition(fork_guard, Evaluator(ctx))
 
 

@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 GITHUB = REPO / ".github"
 WORKFLOW_FILES = sorted((GITHUB / "workflows").glob("*.yml"))
 ACTION_FILES = sorted((GITHUB / "actions").glob("*/action.yml"))
-EXPECTED_WORKFLOWS = {"pr-gate.yml", "pr-comment.yml", "nightly-baseline.yml", "deep-scan.yml", "tests.yml"}
+EXPECTED_WORKFLOWS = {"pr-gate.yml", "pr-comment.yml", "nightly-baseline.yml", "deep-scan.yml", "tests.yml",
+                      "perf-command.yml"}
 GITHUB_HOSTED = re.compile(r"^(ubuntu|windows|macos)-[\w.-]+$")
 PINNED = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[^@\s]+)?@[0-9a-f]{40}$")
 # merge_group: the queue runs the base branch plus PRs already approved for merging.
@@ -36,6 +37,7 @@ RUN_EXPRESSION_ALLOWLIST: dict[tuple[str, str, str], str] = {}
 WRITE_PERMISSIONS = {
     ("pr-comment.yml", "comment"): {"pull-requests"},   # the sticky comment
     ("nightly-baseline.yml", "publish"): {"contents"},  # push to the baseline data branch
+    ("perf-command.yml", "command"): {"pull-requests", "actions"},  # label the PR, re-run the gate
 }
 
 
@@ -247,11 +249,12 @@ def test_pr_gate_is_reusable_gated_and_prescreened() -> None:
         action = next(s for s in job["steps"] if s.get("uses") == "./tritongate/.github/actions/pr-gate")
         assert action["with"]["stage"] == ("prescreen" if job is pre else "gate")
     assert GITHUB_HOSTED.match(pre["runs-on"].split("'")[1].strip('["]')) or "ubuntu-latest" in pre["runs-on"]
-    assert gate["needs"] == "prescreen"
-    assert "rows-changed != '0'" in gate["if"] and "perf-full" in gate["if"] and "inputs.full-run" in gate["if"]
+    assert gate["needs"] == ["opt-in", "prescreen"] and pre["needs"] == "opt-in"
+    assert "rows-changed != '0'" in gate["if"] and "opt-in.outputs.full" in gate["if"] and "inputs.full-run" in gate["if"]
+    assert "needs.opt-in.outputs.run == 'true'" in gate["if"] and "needs.opt-in.outputs.run == 'true'" in pre["if"]
     changed = next(s for s in gate["steps"] if s.get("id") == "changed")
     assert changed["with"]["name"] == "tritongate-prescreen-${{ needs.prescreen.outputs.key }}"
-    assert result["needs"] == ["prescreen", "gate"] and result["if"] == "always()"
+    assert result["needs"] == ["opt-in", "prescreen", "gate"] and result["if"] == "always()"
     assert result["runs-on"] == "ubuntu-latest" and result["permissions"] == {}
 
 

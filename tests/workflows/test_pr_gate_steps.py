@@ -113,7 +113,8 @@ def clean_env(tmp: Path, workspace: Path, runner_temp: Path) -> dict:
 def test_fork_guard(case: str, event_name: str, event: dict, fork_var: str, runs: bool) -> None:
     doc = load_yaml(WORKFLOWS / "pr-gate.yml")
     contexts = {"github": {"event_name": event_name, "repository": "acme/triton", "event": event},
-                "vars": {"TRITONGATE_FORK_APPROVAL": fork_var} if fork_var else {}, "inputs": {}}
+                "vars": {"TRITONGATE_FORK_APPROVAL": fork_var} if fork_var else {}, "inputs": {},
+                "needs": {"opt-in": {"result": "success", "outputs": {"run": "true", "full": "false"}}}}
     gate = condition(doc["jobs"]["gate"]["if"], Evaluator(contexts))
     refused = condition(doc["jobs"]["fork-not-approved"]["if"], Evaluator(contexts))
     assert gate is runs, case

@@ -105,14 +105,16 @@ def gate_runs(outputs: dict, prescreen_result: str = "success", labels: tuple[st
     doc = load_yaml(WORKFLOWS / "pr-gate.yml")
     github = github_context("pull_request", "pull_request.synchronize")
     github["event"]["pull_request"]["labels"] = [{"name": name} for name in labels]
+    opt_in = {"run": "true", "full": "true" if "perf-full" in labels else "false"}  # the opt-in job's answer
     ctx = {"github": github, "vars": {}, "inputs": {"full-run": full_run},
-           "needs": {"prescreen": {"result": prescreen_result, "outputs": outputs}}}
+           "needs": {"prescreen": {"result": prescreen_result, "outputs": outputs},
+                     "opt-in": {"result": "success", "outputs": opt_in}}}
     return condition(doc["jobs"]["gate"]["if"], Evaluator(ctx))
 
 
 def result(tmp: Path, prescreen: str, gate: str, outputs: dict) -> subprocess.CompletedProcess:
     step = load_yaml(WORKFLOWS / "pr-gate.yml")["jobs"]["result"]["steps"][0]
-    env = {"PATH": os.environ["PATH"], "PRESCREEN": prescreen, "GATE": gate,
+    env = {"PATH": os.environ["PATH"], "PRESCREEN": prescreen, "GATE": gate, "OPTED_IN": "true",
            "ROWS_CHANGED": outputs.get("rows-changed", ""), "ROWS_TOTAL": outputs.get("rows-total", ""),
            "PRESCREEN_VERDICT": outputs.get("verdict", ""), "GITHUB_STEP_SUMMARY": str(tmp / "summary.md")}
     (tmp / "result.sh").write_text(step["run"])
@@ -171,5 +173,6 @@ def test_a_failed_or_unknown_prescreen_times_every_row() -> None:
     doc = load_yaml(WORKFLOWS / "pr-gate.yml")
     changed = next(s for s in doc["jobs"]["gate"]["steps"] if s.get("id") == "changed")
     ctx = {"github": github_context("pull_request", "pull_request.synchronize"), "inputs": {},
-           "needs": {"prescreen": {"result": "success", "outputs": {"rows-changed": "unknown"}}}}
+           "needs": {"prescreen": {"result": "success", "outputs": {"rows-changed": "unknown"}},
+                     "opt-in": {"result": "success", "outputs": {"run": "true", "full": "false"}}}}
     assert condition(changed["if"], Evaluator(ctx)) is False  # no ir-diff to download: every row is timed

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""CI entry point: does this pull_request run the perf gate (opt-in mode), from its live labels.
+
+    python3 ci/opt_in.py --event-name NAME --repo OWNER/NAME [--pr N] [--opt-in true|false] \
+        [--github-output FILE]
+
+Writes run=true|false, full=true|false and reason= (tritongate.github.optin). Token: env
+GITHUB_TOKEN; API: env GITHUB_API_URL. Standard library only. Exit 0, 2 on bad usage, 5 on an
+API failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tritongate.github.optin import decide, live_labels  # noqa: E402
+from tritongate.github.rest import DEFAULT_API_URL, GitHubClient, GitHubError  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="opt_in.py")
+    p.add_argument("--event-name", required=True)
+    p.add_argument("--repo", required=True)
+    p.add_argument("--pr", default="")
+    p.add_argument("--opt-in", default="false")
+    p.add_argument("--github-output", type=Path)
+    args = p.parse_args(argv)
+    opt_in = args.opt_in.strip().lower() in ("true", "label")
+    labels: list[str] = []
+    try:
+        if args.event_name == "pull_request" and opt_in:
+            if not args.pr.isdigit():
+                print("error: opt_in.py: a pull_request run needs --pr", file=sys.stderr)
+                return 2
+            client = GitHubClient(api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
+                                  token=os.environ.get("GITHUB_TOKEN", ""))
+            labels = live_labels(client, args.repo, int(args.pr))
+    except GitHubError as exc:
+        print(f"error: opt_in.py: {exc}", file=sys.stderr)
+        return 5
+    d = decide(args.event_name, labels, opt_in=opt_in)
+    lines = [f"run={str(d.run).lower()}", f"full={str(d.full).lower()}", f"reason={d.reason}"]
+    print("\n".join(lines))
+    if args.github_output:
+        with args.github_output.open("a", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
