@@ -45,3 +45,48 @@ def test_ci_entry_points_pass_preflight_failures_through(tmp_path):
 def test_record_baseline_refuses_to_replay_as_a_usage_error(tmp_path):
     rec = _ci("record_baseline.py", "--suite", "smoke", "--out", str(tmp_path), "--replay-from", str(tmp_path))
     assert rec.returncode == 2 and "replay_candidate.py" in rec.stderr
+
+
+# -- the entry points of the CI jobs (ci/resolve_refs.py, ci/aa_count.py, ci/gate_steps.sh) ------
+EVENTS = ROOT / "tests" / "workflows" / "events"
+
+
+def test_resolve_refs_merge_group_and_refusals(tmp_path):
+    out = tmp_path / "out"
+    ok = _ci("resolve_refs.py", "--event-name", "merge_group", "--event-path",
+             str(EVENTS / "merge_group.checks_requested.json"), "--runner-class", "acme-h200",
+             "--suite", "suites/my-pr.yaml", "--github-output", str(out))
+    assert ok.returncode == 0, ok.stderr
+    assert out.read_text().splitlines() == ["base=" + "3" * 40, "cand=" + "4" * 40, "how=merge_group.base_sha",
+                                            "key=acme-h200-my-pr"]
+    bad = _ci("resolve_refs.py", "--event-name", "workflow_dispatch", "--event-path",
+              str(EVENTS / "workflow_dispatch.json"))
+    assert bad.returncode == 2 and bad.stderr.startswith("error: resolve_refs.py:") and bad.stderr.count("\n") == 1
+
+
+def test_aa_count_exit_codes(tmp_path):
+    verdict = tmp_path / "verdict.json"
+    verdict.write_text('{"rows": [{"timed": true, "timing_change": "within noise"}]}')
+    assert _ci("aa_count.py", str(verdict), "0").returncode == 0
+    verdict.write_text('{"rows": [{"timed": true, "timing_change": "slower"}]}')
+    assert _ci("aa_count.py", str(verdict), "0").returncode == 1
+    verdict.write_text("[]")
+    assert _ci("aa_count.py", str(verdict), "0").returncode == 2
+
+
+def _find_baseline_args(tmp_path, days):
+    fake = tmp_path / "py"
+    fake.write_text('#!/bin/sh\necho "ARGS $*"\n')
+    fake.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(tmp_path / "o"),
+           "BASE_PY": str(fake), "TG_BACKEND": "cpu", "TG_SUITE": "pr", "TG_RUNNER_CLASS": "acme-h200",
+           "TG_MAX_AGE_DAYS": days}
+    proc = subprocess.run(["bash", str(ROOT / "ci" / "gate_steps.sh"), "find-baseline"], env=env,
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_max_age_days_zero_is_zero_and_empty_is_the_default(tmp_path):
+    assert "--max-age-days 0 " in _find_baseline_args(tmp_path, "0")
+    assert "--max-age-days 7 " in _find_baseline_args(tmp_path, "")

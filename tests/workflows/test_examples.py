@@ -90,7 +90,9 @@ def _contexts(event: str, fixture: str, *, labels: tuple[str, ...], prescreen: s
     github = github_context(event, fixture)
     if "pull_request" in github["event"]:
         github["event"]["pull_request"]["labels"] = [{"name": name} for name in labels]
-    opt_in = {"run": "true", "full": "true" if "perf-full" in labels else "false"}  # the recipe has no opt-in
+    # what the opt-in job answers (the recipe has no opt-in mode): perf-full only on a PR
+    full = "pull_request" in github["event"] and "perf-full" in labels
+    opt_in = {"run": "true", "full": "true" if full else "false"}
     return {"github": github, "vars": {}, "inputs": {},
             "needs": {"prescreen": {"result": prescreen, "outputs": {"rows-changed": changed}},
                       "opt-in": {"result": "success", "outputs": opt_in}}}
