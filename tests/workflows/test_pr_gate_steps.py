@@ -460,3 +460,37 @@ def test_deep_scan_merges_one_shard_as_well_as_several(tmp_path: Path, shards: i
     assert f"{shards} of {shards} shards came back" in (tmp_path / "s").read_text()
     merged = proc.stdout.split("MERGE ", 1)[1]
     assert "--allow-partial" not in merged and merged.count("/shards/shard-") == shards
+
+
+def test_a_pr_job_never_writes_the_shared_build_cache(tmp_path: Path) -> None:
+    commit = "b" * 40
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TG_CACHE_ROOT": str(tmp_path / "shared"),
+           "RUNNER_TEMP": str(tmp_path / "temp"), "TG_MODE": "source", "TG_REPO": "acme/triton", "TG_REF": commit,
+           "TG_PLAN_COMMIT": commit, "TG_PYTHON": sys.executable}
+
+    def where(**extra: str) -> str:
+        proc = subprocess.run(["bash", str(ACTION_DIR / "build.sh"), "where"], env={**env, **extra},
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip()
+
+    assert where(TG_CACHE_WRITE="true").startswith(str(tmp_path / "shared"))        # the nightly builds there
+    assert where(TG_CACHE_WRITE="false").startswith(str(tmp_path / "temp" / "tritongate-pr"))  # a PR job: throwaway
+    shared = Path(where(TG_CACHE_WRITE="true"))
+    shared.mkdir(parents=True)
+    (shared / ".tritongate-complete").write_text("by the nightly\n")
+    assert where(TG_CACHE_WRITE="false") == str(shared)  # a complete trusted build is reused, read only
+
+
+def test_the_gate_actions_builds_and_kernel_caches_stay_in_the_job() -> None:
+    steps_ = load_yaml(REPO / ".github" / "actions" / "pr-gate" / "action.yml")["runs"]["steps"]
+    for sid in ("base-plan", "base", "cand-plan", "cand"):
+        env = next(s for s in steps_ if s.get("id") == sid)["env"]
+        assert env["TG_CACHE_WRITE"] == "false", sid
+        for name in ("TRITON_HOME", "TRITON_CACHE_DIR", "PIP_CACHE_DIR", "XDG_CACHE_HOME", "CCACHE_DIR"):
+            assert env[name].startswith("${{ runner.temp }}/tritongate-pr/"), (sid, name)
+    for sid in ("prescreen", "pair"):
+        env = next(s for s in steps_ if s.get("id") == sid)["env"]
+        assert env["TRITON_CACHE_DIR"].startswith("${{ runner.temp }}/tritongate-pr/"), sid
+    nightly = load_yaml(REPO / ".github" / "actions" / "record-baseline" / "action.yml")["runs"]["steps"]
+    assert all("TG_CACHE_WRITE" not in (s.get("env") or {}) for s in nightly)  # the trusted job writes (default)

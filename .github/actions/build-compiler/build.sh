@@ -69,6 +69,22 @@ cache_root() {
 
 is_sha() { [[ "$1" =~ ^[0-9a-f]{40}$ ]]; }
 
+# Trust domains. TG_CACHE_WRITE=true (trusted jobs: the nightly, on main) builds into the
+# shared cache. TG_CACHE_WRITE=false (jobs that run PR code) reuses a complete venv of the
+# shared cache but never writes there: a venv it has to build goes to a throwaway folder under
+# $RUNNER_TEMP (emptied by the runner at the end of the job), so no later job reuses it.
+venv_for() {  # $1: <slug>/<name>: the venv of this build, shared when complete or when writable
+  local shared
+  shared="$(cache_root)/$1/venv"
+  if [[ "${TG_CACHE_WRITE:-true}" == false && ! -f "$shared/.tritongate-complete" ]]; then
+    local scratch="${RUNNER_TEMP:?RUNNER_TEMP is needed for a throwaway build}/tritongate-pr/builds"
+    mkdir -p "$scratch"
+    printf '%s' "$(cd "$scratch" && pwd -P)/$1/venv"
+  else
+    printf '%s' "$shared"
+  fi
+}
+
 # Environment that changes what a compiler build produces (Triton's and FlagTree's setup.py
 # read these); a venv built under other values is another build.
 BUILD_ENV_NAMES=(FLAGTREE_BACKEND MAX_JOBS CC CXX LLVM_SYSPATH LLVM_INCLUDE_DIRS LLVM_LIBRARY_DIR
@@ -215,7 +231,7 @@ build() {
         commit="${TG_PLAN_COMMIT:-}"
       fi
       is_sha "$commit" || die "could not resolve $TG_REPO@$TG_REF to a commit (got '${commit}')"
-      venv="$(cache_root)/$(repo_slug)/$commit-$(build_key)/venv"
+      venv="$(venv_for "$(repo_slug)/$commit-$(build_key)")"
       make_venv "$venv" install_source
       ;;
     wheel)
@@ -230,7 +246,7 @@ build() {
       fi
       key="$(sha256sum -- "$TG_WHEEL" | cut -d' ' -f1 | cut -c1-32)-$(build_key)"
       is_sha "$ref" && commit="$ref"
-      venv="$(cache_root)/$(repo_slug)/wheel-$key/venv"
+      venv="$(venv_for "$(repo_slug)/wheel-$key")"
       make_venv "$venv" install_wheel
       ;;
   esac
@@ -242,5 +258,6 @@ case "${1:-}" in
   plan) plan ;;
   build) build ;;
   key) build_key; echo ;;
-  *) echo "usage: build.sh plan|build|key (see action.yml)" >&2; exit 2 ;;
+  where) check_inputs; venv_for "$(repo_slug)/${TG_PLAN_COMMIT:?}-$(build_key)"; echo ;;
+  *) echo "usage: build.sh plan|build|key|where (see action.yml)" >&2; exit 2 ;;
 esac
