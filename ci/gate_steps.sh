@@ -22,6 +22,11 @@ ops_args() { if [[ -n "${TG_OPS:-}" ]]; then printf '%s\n' --ops "$TG_OPS"; fi; 
 
 find_baseline() {
   local gpu days="${TG_MAX_AGE_DAYS:-}"
+  # A suite path is the caller's file, relative to the workspace (not to tritongate's folder).
+  if [[ "$TG_SUITE" == */* || "$TG_SUITE" == *.yaml || "$TG_SUITE" == *.yml ]] && [[ ! -f "$TG_SUITE" ]]; then
+    echo "::error::suite $TG_SUITE: no such file in the workspace ($PWD); check it out first, or name a builtin suite"
+    exit 2
+  fi
   # `0` is a real value (only a baseline recorded today); only an empty input means the default.
   [[ -n "$days" ]] || days=7
   if [[ "${TG_BACKEND:-cuda}" == cpu ]]; then

@@ -90,3 +90,19 @@ def _find_baseline_args(tmp_path, days):
 def test_max_age_days_zero_is_zero_and_empty_is_the_default(tmp_path):
     assert "--max-age-days 0 " in _find_baseline_args(tmp_path, "0")
     assert "--max-age-days 7 " in _find_baseline_args(tmp_path, "")
+
+
+def test_a_suite_path_is_the_workspaces_file(tmp_path):
+    fake = tmp_path / "py"
+    fake.write_text('#!/bin/sh\necho "ARGS $*"\n')
+    fake.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(tmp_path / "o"),
+           "BASE_PY": str(fake), "TG_BACKEND": "cpu", "TG_SUITE": "perf/my-suite.yaml", "TG_RUNNER_CLASS": "acme-h200"}
+    missing = subprocess.run(["bash", str(ROOT / "ci" / "gate_steps.sh"), "find-baseline"], env=env,
+                             capture_output=True, text=True, cwd=tmp_path)
+    assert missing.returncode == 2 and "no such file in the workspace" in missing.stdout
+    (tmp_path / "perf").mkdir()
+    (tmp_path / "perf" / "my-suite.yaml").write_text("ops: {}\n")
+    found = subprocess.run(["bash", str(ROOT / "ci" / "gate_steps.sh"), "find-baseline"], env=env,
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert found.returncode == 0 and "--suite perf/my-suite.yaml" in found.stdout
