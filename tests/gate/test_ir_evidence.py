@@ -94,17 +94,17 @@ def test_verdict_md_links_each_called_and_quietly_changed_row(tmp_path: Path) ->
     result = run_gate(base, cand, GatePolicy())
     _, md_path = write_verdict(result, tmp_path / "verdict")
     md = md_path.read_text()
-    regressed = md.split("### 🔴 Regressions")[1].split("###")[0]
+    regressed = md.split("**🔴 Regressed")[1].split("\n**")[0]
     assert "| IR |" in regressed
     assert "1 of 2 kernels changed: <code>ir-diff/m512/matmul_kernel/B64_w4.diff</code>" in regressed
-    assert "<details><summary>IR of matmul · m512 · float16: smallest changed diff" in regressed
+    assert "<details><summary>IR diff of matmul · m512 · float16: smallest changed diff" in regressed
     assert "```diff\n-    %0 = ttng.warp&#95;group" not in regressed  # code is literal, not escaped
     assert "```diff\n@@ -1,6 +1,7 @@\n module {\n   tt.func @k() {\n-    %0 = ttng.warp_group_dot %a, %b : f16\n" \
            "+    %0 = tt.dot %a, %b : f16\n" in regressed
-    quiet = md.split("### 🔎 IR changed, time unchanged (1)")[1].split("###")[0]
-    assert "| softmax | s1024 | float16 |" in quiet and "1 of 1 kernel changed" in quiet
+    quiet = md.split("**🔎 IR changed, time unchanged (1)**")[1].split("\n**")[0]
+    assert "| softmax · s1024 · float16 |" in quiet and "1 of 1 kernel changed" in quiet
     assert "s2048" not in quiet
-    assert "TTGIR of 4 launched kernel variants compared: 2 differ (2 changed); diffs in ir-diff/" in md
+    assert "TTGIR of 4 launched kernel variants compared: 2 differ (2 changed); diffs in <code>ir-diff/</code>" in md
     doc = load_verdict(tmp_path / "verdict").doc
     rows = {r.case: r for r in doc.rows}
     assert rows["m512"].ir.changed == 1 and rows["m512"].ir.diff.endswith("B64_w4.diff")
@@ -129,8 +129,8 @@ def test_one_side_without_ir_is_a_note_not_a_failure(tmp_path: Path) -> None:
     result = run_gate(base, cand, GatePolicy())
     _, md_path = write_verdict(result, tmp_path / "verdict")
     md = md_path.read_text()
-    assert re.search(r"> no IR comparison: the candidate run kept no TTGIR \(.*ttgir is absent\)", md)
-    assert "### 🔴 Regressions" in md and "| IR |" not in md
+    assert re.search(r"\*\*Note:\*\* No IR comparison: the candidate run kept no TTGIR \(.*ttgir is absent\)", md)
+    assert "**🔴 Regressed (1)**" in md and "| IR |" not in md
 
 
 def test_a_damaged_index_leaves_the_verdict_standing(tmp_path: Path) -> None:
@@ -138,7 +138,7 @@ def test_a_damaged_index_leaves_the_verdict_standing(tmp_path: Path) -> None:
     (cand.path / "ttgir" / "index.tsv").write_text("not\tan\tindex\n", encoding="utf-8")
     result = run_gate(base, cand, GatePolicy())
     json_path, md_path = write_verdict(result, tmp_path / "verdict")
-    assert "no IR comparison: ValueError" in md_path.read_text()
+    assert "No IR comparison: ValueError" in md_path.read_text()
     assert json.loads(json_path.read_text())["ir"]["note"].startswith("no IR comparison")
 
 
@@ -198,6 +198,7 @@ def test_shortened_comments_drop_inline_diffs_first(tmp_path: Path, limit: int) 
     ev = collect_ir(base.path, cand.path, tmp_path / "v")
     full = render_markdown(result, ir=ev)
     assert "smallest changed diff" in full
-    short = render_markdown(result, ir=ev, limit=len(full) - 1)
-    assert "smallest changed diff" not in short and "1 of 2 kernels changed" in short
+    short = render_markdown(result, ir=ev, limit=len(full) - 40)  # inline diffs go before any row
+    assert short.count("smallest changed diff") < full.count("smallest changed diff")
+    assert "1 of 2 kernels changed" in short
     assert len(render_markdown(result, ir=ev, limit=limit)) <= limit

@@ -1,8 +1,14 @@
-"""Write the gate's outputs: verdict.json (versioned) and verdict.md, atomically."""
+"""Write the gate's outputs: verdict.json (versioned) and verdict.md, atomically.
+
+verdict.md and the job summary are rendered from the verdict.json document, by the same
+function the trusted comment job calls (``report.verdict_markdown.render_verdict``), so
+the three can never say different things.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 from dataclasses import asdict
 from pathlib import Path
@@ -13,44 +19,85 @@ from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.calibrate.model import CalibrationSummary
 from tritongate.errors import UsageError
 from tritongate.gate.baseline_state import BaselineState
+from tritongate.gate.comparability import overlaid_env
 from tritongate.gate.ir_evidence import IREvidence, collect
 from tritongate.gate.summary import per_op
-from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, GateResult, Verdict
-from tritongate.report.markdown import render_markdown
+from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, GateResult, RowVerdict, Verdict
+from tritongate.report.untrusted import safe_url
+from tritongate.report.verdict_markdown import render_verdict
+from tritongate.report.verdict_view import fallback_state
 
 VERDICT_JSON = "verdict.json"
 VERDICT_MD = "verdict.md"
 
 
 def _side(run) -> dict[str, Any]:
-    ident = run.identity
+    ident = run.identity if isinstance(run.identity, dict) else {}
+    triton = ((ident.get("software") or {}).get("triton") or {}) if isinstance(ident.get("software"), dict) else {}
     return {"path": str(run.path), "run": run.name, "mode": run.mode,
             "compiler_ref": ident.get("compiler_ref"), "commit": ident.get("commit"),
             "device": ident.get("device"), "backend": ident.get("backend"), "timer": ident.get("timer"),
-            "replay_from": ident.get("replay_from")}
+            "replay_from": ident.get("replay_from"),
+            "triton_version": triton.get("version") if isinstance(triton, dict) else None,
+            "env_overlay": overlaid_env(ident)}
+
+
+def _interval(r: RowVerdict) -> list[float] | None:
+    """The row's estimate ± its noise floor (the band its own noise could produce), as
+    candidate / base - 1; None where the floor is unknown."""
+    t = r.timing
+    if t is None or not math.isfinite(t.noise_floor) or t.effect <= -1:
+        return None
+    half = math.log1p(t.noise_floor)
+    return [math.expm1(t.log_ratio - half), math.expm1(t.log_ratio + half)]
+
+
+def _row(r: RowVerdict, ir: IREvidence | None) -> dict[str, Any]:
+    d = r.to_dict()
+    if r.pairing is not None:
+        d["max_rounds"] = r.pairing.max_rounds
+    d["effect_interval"] = _interval(r)
+    row_ir = ir.for_row(r.key) if ir is not None else None
+    d["ir"] = None
+    if row_ir is not None:
+        d["ir"] = {**row_ir.to_dict(), "head": row_ir.head or None, "head_cut": row_ir.head_cut}
+    return d
 
 
 def verdict_document(result: GateResult, ir: IREvidence | None = None,
                      baseline: BaselineState | None = None,
-                     calibration: CalibrationSummary | None = None) -> dict[str, Any]:
-    rows = []
-    for r in result.rows:
-        d = r.to_dict()
-        row_ir = ir.for_row(r.key) if ir is not None else None
-        d["ir"] = row_ir.to_dict() if row_ir is not None else None
-        rows.append(d)
+                     calibration: CalibrationSummary | None = None,
+                     artifact_url: str | None = None) -> dict[str, Any]:
+    rows = [_row(r, ir) for r in result.rows]
+    state = getattr(result, "state", None)  # the rule's three states, where it gives them
+    blind = getattr(result, "blind_rows", None)
+    if state is None:
+        state, blind_list = fallback_state(result.passed, rows)
+        blind = len(blind_list)
+    elif blind is not None and not isinstance(blind, int):
+        blind = len(blind)
+    interval = result.geomean_interval()
+    cand_device = result.cand.identity.get("device") if isinstance(result.cand.identity, dict) else None
+    replayed = result.cand.identity.get("replay_from") if isinstance(result.cand.identity, dict) else None
     return {
         "schema_version": VERDICT_SCHEMA_VERSION, "tool_version": __version__,
         "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "passed": result.passed, "exit_code": result.exit_code, "headline": result.headline(),
+        "state": state, "blind_rows": blind,
         "failures": result.failures, "base": _side(result.base), "candidate": _side(result.cand),
         "policy": result.policy.to_dict(), "identity_mismatches": [str(m) for m in result.mismatches],
-        "notes": result.notes, "counts": {v.value: len(result.by(v)) for v in Verdict},
+        "notes": result.notes + ([ir.note] if ir is not None and ir.note else []),
+        "counts": {v.value: len(result.by(v)) for v in Verdict},
         "geomean_speedup": result.geomean_speedup,
+        "geomean_interval": list(interval) if interval else None,
         "per_op": per_op(result).to_dict(orient="records"),
         "ir": ir.to_dict() if ir is not None else None,
-        "baseline": baseline.to_dict() if baseline is not None else None,
+        "baseline": ({**baseline.to_dict(), "line": baseline.line(replayed if isinstance(replayed, str) else None)}
+                     if baseline is not None else None),
         "calibration": asdict(calibration) if calibration is not None else None,
+        "calibration_line": (calibration.line(cand_device if isinstance(cand_device, str) and cand_device else None)
+                             if calibration is not None else None),
+        "artifact_url": safe_url(artifact_url) if artifact_url else None,
         "rows": rows,
     }
 
@@ -64,9 +111,9 @@ def write_verdict(result: GateResult, out: Path, *, artifact_url: str | None = N
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ir = collect(Path(result.base.path), Path(result.cand.path), out)
-    markdown = render_markdown(result, artifact_url=artifact_url, ir=ir, baseline=baseline,
-                               calibration=calibration)
-    write_json_atomic(out / VERDICT_JSON, verdict_document(result, ir, baseline, calibration))
+    doc = verdict_document(result, ir, baseline, calibration, artifact_url)
+    markdown = render_verdict(doc)
+    write_json_atomic(out / VERDICT_JSON, doc)
     write_text_atomic(out / VERDICT_MD, markdown)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import pandas
 
 VERDICT_JSON = "verdict.json"
-MIN_READABLE_VERDICT_VERSION = 2  # version 1 had no "why"/"timed" per row
+MIN_READABLE_VERDICT_VERSION = 1  # version 1 is read through ``upgrade_v1``
 
 
 @dataclass(frozen=True)
@@ -55,4 +55,19 @@ def load_verdict(path: str | Path) -> VerdictFile:
             f"{file} is verdict schema {version}; this tritongate {__version__} reads "
             f"{MIN_READABLE_VERDICT_VERSION}-{VERDICT_SCHEMA_VERSION}: "
             + ("upgrade tritongate" if version > VERDICT_SCHEMA_VERSION else "re-run the gate with this version"))
+    if version == 1:
+        raw = upgrade_v1(raw)
     return VerdictFile(path=file, doc=validate(VerdictDoc, raw, source=file, error=RunDirError))
+
+
+def upgrade_v1(raw: dict) -> dict:
+    """A version-1 verdict in the fields later readers expect: version 1 wrote no ``timed``
+    per row (a row was timed when it has medians) and judged only unpaired runs."""
+    rows = []
+    for row in raw.get("rows") or []:
+        if isinstance(row, dict):
+            row = {**row, "timed": row.get("base_median_us") is not None, "paired": False}
+            if row.get("pairs") is None:
+                row["pairs"] = 0
+        rows.append(row)
+    return {**raw, "rows": rows}

@@ -50,11 +50,12 @@ RUN_COLUMNS: dict[str, str] = {
 # row does not have (an untimed row has no medians) are NA; list fields are joined by "; ".
 VERDICT_COLUMNS: dict[str, str] = {
     "op": "string", "case": "string", "dtype": "string", "verdict": "string", "timed": "boolean",
-    "timing_change": "string", "why": "string", "effect": "float64", "speedup": "float64",
+    "timing_change": "string", "why": "string", "effect": "float64", "effect_low": "float64",
+    "effect_high": "float64", "speedup": "float64",
     "base_median_us": "float64", "base_q1_us": "float64", "base_q3_us": "float64", "base_n": "Int64",
     "cand_median_us": "float64", "cand_q1_us": "float64", "cand_q3_us": "float64", "cand_n": "Int64",
     "iqrs_overlap": "boolean", "noise_floor": "float64", "detectable_effect": "float64",
-    "min_effect": "float64", "paired": "boolean", "pairs": "Int64", "rounds": "Int64",
+    "min_effect": "float64", "paired": "boolean", "pairs": "Int64", "rounds": "Int64", "max_rounds": "Int64",
     "target_effect": "float64", "target_reached": "boolean", "fails_policy": "boolean",
     "reasons": "string", "base_markers": "string", "cand_markers": "string",
     "ir.kernels": "Int64", "ir.changed": "Int64", "ir.diff": "string", "ir.only_one_side": "Int64",
@@ -111,8 +112,15 @@ def run_frame(run: Run) -> pd.DataFrame:
 
 
 def _flat(value: Any, key: str) -> Iterable[tuple[str, Any]]:
-    """A verdict field as flat columns: nested mappings as ``key.sub``, lists joined."""
-    if isinstance(value, Mapping):
+    """A verdict field as flat columns: nested mappings as ``key.sub``, lists joined; the
+    effect's interval as its two ends; an inline diff's text is left to verdict.md."""
+    if key == "effect_interval":
+        low, high = value if isinstance(value, (list, tuple)) and len(value) == 2 else (None, None)
+        yield "effect_low", low
+        yield "effect_high", high
+    elif key in ("ir.head", "ir.head_cut"):
+        return
+    elif isinstance(value, Mapping):
         for sub, v in value.items():
             yield from _flat(v, f"{key}.{sub}")
     elif isinstance(value, (list, tuple)):

@@ -1,15 +1,21 @@
 """The model of ``verdict.json`` (written by ``tritongate gate``), for tools that read it
-back: the fields are typed; anything newer is kept as written."""
+back and for the one renderer of the comment (``report.verdict_markdown``): the fields are
+typed; anything newer is kept as written. Fields the comment reads that older verdicts lack
+are optional, and the renderer works them out from the fields those verdicts have."""
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import Field
 
 from tritongate.validation.core import OpenDoc
 from tritongate.validation.runfiles import NonNegFloat
 
-VerdictName = Literal["REGRESSED", "IMPROVED", "UNCHANGED", "IDENTICAL_BINARY", "REJECTED",
+VerdictName = Literal["REGRESSED", "IMPROVED", "UNCONFIRMED", "UNCHANGED", "IDENTICAL_BINARY", "REJECTED",
                       "NOT_COMPARABLE", "MISSING", "NEW"]
+GateState = Literal["pass", "blind", "fail"]
+Interval = Annotated[list[float], Field(min_length=2, max_length=2)]
 
 
 class RowIRDoc(OpenDoc):
@@ -17,6 +23,8 @@ class RowIRDoc(OpenDoc):
     changed: int
     diff: Optional[str] = None
     only_one_side: int = 0
+    head: Optional[str] = None  # the smallest diff's first lines, shown inline in the comment
+    head_cut: bool = False
 
 
 class IRSummaryDoc(OpenDoc):
@@ -39,12 +47,16 @@ class VerdictRowDoc(OpenDoc):
     rounds: Optional[int] = None
     target_effect: Optional[NonNegFloat] = None
     target_reached: Optional[bool] = None
+    reached_target: Optional[bool] = None  # the rule's own answer, where it gives one
+    stopped_by: Optional[str] = None  # what ended the row's rounds short of its target
+    max_rounds: Optional[int] = None
     confirm_rounds: Optional[int] = None
     call_unconfirmed: Optional[bool] = None
     inputs: Optional[Literal["own", "shared"]] = None
     timing_change: Optional[str] = None
     speedup: Optional[float] = None
     effect: Optional[float] = None
+    effect_interval: Optional[Interval] = None  # the estimate ± its noise floor, as candidate/base - 1
     base_median_us: Optional[float] = None
     base_q1_us: Optional[float] = None
     base_q3_us: Optional[float] = None
@@ -66,6 +78,26 @@ class VerdictSideDoc(OpenDoc):
     path: Optional[str] = None
     run: Optional[str] = None
     mode: Optional[str] = None
+    compiler_ref: Optional[str] = None
+    commit: Optional[str] = None
+    device: Optional[str] = None
+    backend: Optional[str] = None
+    timer: Optional[str] = None
+    replay_from: Optional[str] = None
+    triton_version: Optional[str] = None
+    env_overlay: dict[str, str] = {}
+
+
+class VerdictPolicyDoc(OpenDoc):
+    min_effect: NonNegFloat = 0.01
+    op_min_effect: dict[str, float] = {}
+    noise_z: float = 4.0
+    min_samples: int = 10
+
+
+class VerdictBaselineDoc(OpenDoc):
+    state: Optional[str] = None
+    line: Optional[str] = None
 
 
 class VerdictDoc(OpenDoc):
@@ -74,12 +106,19 @@ class VerdictDoc(OpenDoc):
     passed: bool
     exit_code: int
     headline: str
+    state: Optional[GateState] = None
+    blind_rows: Optional[Union[int, list[Any]]] = None
     failures: list[str] = []
     notes: list[str] = []
     identity_mismatches: list[str] = []
     counts: dict[str, int] = {}
     geomean_speedup: Optional[float] = None
+    geomean_interval: Optional[Interval] = None
+    policy: Optional[VerdictPolicyDoc] = None
     base: VerdictSideDoc
     candidate: VerdictSideDoc
     ir: Optional[IRSummaryDoc] = None
+    baseline: Optional[VerdictBaselineDoc] = None
+    calibration_line: Optional[str] = None
+    artifact_url: Optional[str] = None
     rows: list[VerdictRowDoc]

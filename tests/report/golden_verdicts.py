@@ -1,0 +1,157 @@
+"""The golden verdicts: one real gate result per kind a reviewer meets, from synthetic runs
+(seeded samples, fixed identities), as the verdict.json documents ``tritongate gate`` writes.
+
+``TRITONGATE_UPDATE_GOLDEN=1 pytest tests/report/test_verdict_markdown.py`` rewrites the
+committed ``golden/<kind>.verdict.json`` and ``golden/<kind>.md``; review the diff.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable
+
+from tritongate.gate.ir_evidence import IREvidence, RowIR
+from tritongate.gate.output import verdict_document
+from tritongate.gate.policy import GatePolicy
+from tritongate.gate.verdict import run_gate
+from tritongate.schema import PairInfo, Row, SkipReason
+
+from tests.gate.helpers import binary, calibration_summary, pair, row, write_run
+
+GOLDEN = Path(__file__).parent / "golden"
+CREATED = "2026-12-01T12:00:00+00:00"
+
+
+def paired(r: Row, side: str, *, target=0.01, reached=0.008, target_reached=True, max_rounds=5,
+           confirm_rounds=0, pair_id="pair-1") -> Row:
+    rounds = len(r.samples) // r.measurement.samples_per_round
+    info = PairInfo(pair_id=pair_id, side=side, went_first=tuple(i % 2 == (side == "base") for i in range(rounds)),
+                    target_effect=target, detectable_effect=reached, target_reached=target_reached,
+                    min_rounds=min(3, max_rounds), max_rounds=max_rounds, confirm_rounds=confirm_rounds,
+                    inputs="own")
+    return replace(r, measurement=replace(r.measurement, pairing=info))
+
+
+def untimed(op: str, case: str, dtype: str = "float16", h: str = "abc") -> Row:
+    return replace(row(op=op, case=case, dtype=dtype, variants=[binary(h)]), samples=(),
+                   skipped=SkipReason.IDENTICAL_BINARY)
+
+
+def _pair_identity(overlay: dict[str, str], python: str = "/opt/venv/bin/python") -> dict[str, Any]:
+    return {"pair": {"pair_id": "pair-1", "build": {"side": "x", "python": python, "env_overlay": overlay}}}
+
+
+def _normalise(doc: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    """The document without what differs from one test run to the next (time, temp paths)."""
+    doc["created_utc"] = CREATED
+    for side in ("base", "candidate"):
+        for key in ("path", "replay_from"):
+            if isinstance(doc[side].get(key), str):
+                doc[side][key] = doc[side][key].replace(str(tmp), "runs")
+    doc["notes"] = [n.replace(str(tmp), "runs") for n in doc["notes"]]
+    return doc
+
+
+def passing(tmp: Path) -> dict[str, Any]:
+    """Every row timed and paired, every target reached, nothing changed."""
+    ops = [("softmax", "4096x4096", 18.0), ("matmul", "4096x4096x4096", 220.0), ("add", "1048576", 2.5),
+           ("rmsnorm", "4096x4096", 19.0), ("attention", "4x16x1024x64", 51.0)]
+    base = [paired(row(op=o, case=c, median=m, seed=i), "base") for i, (o, c, m) in enumerate(ops)]
+    cand = [paired(row(op=o, case=c, median=m, seed=10 + i), "candidate") for i, (o, c, m) in enumerate(ops)]
+    b, c = pair(tmp, base, cand, cand_identity=_pair_identity({}, "/opt/pr/bin/python"))
+    result = run_gate(b, c, GatePolicy())
+    return verdict_document(result, calibration=calibration_summary())
+
+
+def blind(tmp: Path) -> dict[str, Any]:
+    """No regression found, but three rows could not resolve 1 %: two ran out of pairs, one
+    had too few samples."""
+    base = [paired(row(op="softmax", case="4096x4096", seed=1), "base"),
+            paired(row(op="add", case="4096", dtype="float32", median=1.1, seed=2, round_sd=0.03), "base",
+                   reached=0.064, target_reached=False, max_rounds=5),
+            paired(row(op="silu_mul", case="16x14336", median=1.4, seed=3, round_sd=0.02), "base",
+                   reached=0.041, target_reached=False, max_rounds=5),
+            row(op="rmsnorm", case="1x4096", median=3.1, seed=4, per_round=1)]
+    cand = [paired(row(op="softmax", case="4096x4096", seed=11), "candidate"),
+            paired(row(op="add", case="4096", dtype="float32", median=1.1, seed=12, round_sd=0.03), "candidate",
+                   reached=0.064, target_reached=False, max_rounds=5),
+            paired(row(op="silu_mul", case="16x14336", median=1.4, seed=13, round_sd=0.02), "candidate",
+                   reached=0.041, target_reached=False, max_rounds=5),
+            row(op="rmsnorm", case="1x4096", median=3.1, seed=14, per_round=1)]
+    b, c = pair(tmp, base, cand, cand_identity=_pair_identity({}, "/opt/pr/bin/python"))
+    return verdict_document(run_gate(b, c, GatePolicy()))
+
+
+def failing(tmp: Path) -> dict[str, Any]:
+    """Two regressions and an improvement, IR diffs beside them, a rejected row, a row whose
+    IR changed while its time did not."""
+    base = [paired(row(op="matmul", case="4096x4096x4096", median=220, seed=1), "base"),
+            paired(row(op="attention", case="4x16x1024x64", median=51, seed=2), "base"),
+            paired(row(op="softmax", case="4096x4096", median=18, seed=3), "base"),
+            paired(row(op="rmsnorm", case="16x8192", median=2.0, seed=4), "base"),
+            paired(row(op="add", case="1048576", dtype="float32", median=2.5, seed=5), "base"),
+            paired(row(op="silu_mul", case="4096x4096", median=25.4, seed=6), "base")]
+    cand = [paired(row(op="matmul", case="4096x4096x4096", median=365, seed=11), "candidate"),
+            paired(row(op="attention", case="4x16x1024x64", median=82, seed=12), "candidate"),
+            paired(row(op="softmax", case="4096x4096", median=17.1, seed=13), "candidate"),
+            paired(row(op="rmsnorm", case="16x8192", median=2.0, seed=14,
+                       markers=["AUTOTUNE_REPLAY_FALLBACK reason=key_missing "
+                                "kernel=tritongate.ops.kernels.reduction.rmsnorm_kernel"]), "candidate"),
+            paired(row(op="add", case="1048576", dtype="float32", median=2.5, seed=15), "candidate"),
+            paired(row(op="silu_mul", case="4096x4096", median=25.4, seed=16), "candidate")]
+    b, c = pair(tmp, base, cand, cand_identity=_pair_identity({"DISABLE_MMA_V3": "1"}))
+    result = run_gate(b, c, GatePolicy())
+    head = ("@@ -12,7 +12,7 @@\n   %c = arith.constant dense<0.000000e+00>\n"
+            "-    %0 = ttng.warp_group_dot %a, %b, %c : f16 -> f32\n+    %0 = tt.dot %a, %b, %c : f16 -> f32\n")
+    ir = IREvidence(rows={
+        ("matmul", "4096x4096x4096", "float16"): RowIR(2, 1, "ir-diff/matmul_4096x4096x4096/matmul_kernel/B128.diff",
+                                                       head, False),
+        ("attention", "4x16x1024x64", "float16"): RowIR(1, 1, "ir-diff/attention_4x16x1024x64/attn_fwd/B64.diff",
+                                                        head, True),
+        ("silu_mul", "4096x4096", "float16"): RowIR(1, 1, "ir-diff/silu_mul_4096x4096/silu_mul_kernel/B1024.diff",
+                                                    "@@ -3,1 +3,1 @@\n-  num_warps = 4\n+  num_warps = 8\n"),
+        ("softmax", "4096x4096", "float16"): RowIR(1, 0), ("add", "1048576", "float32"): RowIR(1, 0),
+        ("rmsnorm", "16x8192", "float16"): RowIR(1, 0)},
+        counts={"identical": 3, "changed": 3}, folder="ir-diff")
+    return verdict_document(result, ir, artifact_url="https://github.com/o/r/actions/runs/1/artifacts/2")
+
+
+def identical(tmp: Path) -> dict[str, Any]:
+    """Every launched kernel byte-identical on both sides: nothing timed, nothing to fear."""
+    keys = [("softmax", "4096x4096"), ("matmul", "4096x4096x4096"), ("add", "1048576"), ("rmsnorm", "16x8192")]
+    base = [untimed(o, c, h=f"h{i}") for i, (o, c) in enumerate(keys)]
+    cand = [untimed(o, c, h=f"h{i}") for i, (o, c) in enumerate(keys)]
+    b, c = pair(tmp, base, cand, cand_identity=_pair_identity({}, "/opt/pr/bin/python"))
+    return verdict_document(run_gate(b, c, GatePolicy()))
+
+
+def planted(tmp: Path) -> dict[str, Any]:
+    """The try-out's planted run on the cpu backend: the candidate's builtin kernels slowed by
+    a planted spin, and a codegen overlay that does nothing under the interpreter."""
+    cpu = {"device": "cpu", "backend": "cpu", "timer": "host-wall",
+           "codegen_env": {"TRITON_DISABLE_LINE_INFO": "1", "TRITON_DEFAULT_FP_FUSION": "1",
+                           "TRITON_INTERPRET": "1"}}
+    base = [paired(row(op="add", case="4096", dtype="float32", median=900, seed=1, timer="host-wall",
+                       round_sd=0.01), "base", target=0.05, reached=0.03),
+            paired(row(op="softmax", case="256x256", dtype="float32", median=2400, seed=2, timer="host-wall",
+                       round_sd=0.01), "base", target=0.05, reached=0.03)]
+    cand = [paired(row(op="add", case="4096", dtype="float32", median=1150, seed=11, timer="host-wall",
+                       round_sd=0.01), "candidate", target=0.05, reached=0.03),
+            paired(row(op="softmax", case="256x256", dtype="float32", median=2400, seed=12, timer="host-wall",
+                       round_sd=0.01), "candidate", target=0.05, reached=0.03)]
+    b = write_run(tmp / "smoke_20261201T120000Z", base, identity={**cpu, **_pair_identity({})})
+    c = write_run(tmp / "smoke_20261201T120500Z", cand, mode="replay", replay_from=b.path, identity={
+        **cpu, **_pair_identity({"TRITONGATE_PLANTED_DELAY": "runs/plan.json", "DISABLE_MMA_V3": "1"}),
+        "planted_delay": {"file": "runs/plan.json", "fraction": 0.25, "rows": 1}})
+    return verdict_document(run_gate(b, c, GatePolicy(min_effect=0.05)))
+
+
+KINDS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "pass": passing, "pass_blind": blind, "fail_regressions_ir": failing, "identical_only": identical,
+    "planted": planted}
+
+
+def build(kind: str, tmp: Path) -> dict[str, Any]:
+    tmp.mkdir(parents=True, exist_ok=True)
+    return _normalise(KINDS[kind](tmp), tmp)

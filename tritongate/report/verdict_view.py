@@ -1,0 +1,265 @@
+"""What a verdict says, worked out once from the verdict.json document, for every face of it:
+the comment and verdict.md (``verdict_markdown``) and the terminal (``verdict_terminal``).
+
+Pure: no I/O, no torch, no pandas (the trusted comment job imports this). Strings that come
+from the document are returned raw here; each renderer escapes them at its one choke point
+(``report.untrusted``). Fields that older verdicts lack (the three-state headline, which rows
+could not resolve their target and what stopped them) are worked out from the fields they have.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from tritongate.validation.verdictfile import VerdictDoc, VerdictRowDoc, VerdictSideDoc
+
+CALLED = ("REGRESSED", "IMPROVED")
+NOT_JUDGED = ("REJECTED", "NOT_COMPARABLE", "MISSING", "NEW")
+QUIET = ("UNCHANGED", "IDENTICAL_BINARY")
+_TOL = 1e-9  # a detectable effect equal to its target (as floats) reached it
+
+
+def _get(row: Any, name: str) -> Any:
+    return row.get(name) if isinstance(row, Mapping) else getattr(row, name, None)
+
+
+def row_target(row: Any) -> float | None:
+    """The effect a row had to be able to resolve: its paired target, else the op's minimum."""
+    target = _get(row, "target_effect")
+    return target if target is not None else _get(row, "min_effect")
+
+
+def unconfirmed(row: Any) -> bool:
+    """A call made on fewer pairs than a call needs (the budgets stopped the row)."""
+    return _get(row, "verdict") == "UNCONFIRMED" or (
+        _get(row, "verdict") in CALLED and bool(_get(row, "call_unconfirmed")))
+
+
+def is_blind(row: Any) -> bool:
+    """A timed row that found no change but could not have seen one of its target's size.
+    A called row resolved its effect; a byte-identical one cannot differ."""
+    if _get(row, "verdict") != "UNCHANGED" or not _get(row, "timed"):
+        return False
+    reached = _get(row, "reached_target")
+    if reached is None:
+        reached = _get(row, "target_reached")
+    if reached is not None:
+        return not reached
+    detectable, target = _get(row, "detectable_effect"), row_target(row)
+    if target is None:
+        return False
+    return detectable is None or detectable > target + _TOL
+
+
+def fallback_state(passed: bool, rows: Iterable[Any]) -> tuple[str, list[Any]]:
+    """("pass" | "blind" | "fail", the blind rows) for a verdict that does not carry its state."""
+    rows = list(rows)
+    blind = [r for r in rows if is_blind(r) or unconfirmed(r)]
+    if not passed:
+        return "fail", blind
+    return ("blind" if blind else "pass"), blind
+
+
+@dataclass(frozen=True)
+class RowView:
+    doc: VerdictRowDoc
+
+    @property
+    def parts(self) -> tuple[str, str, str]:
+        return (self.doc.op, self.doc.case, self.doc.dtype)
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The estimate ± its noise floor, as candidate / base - 1."""
+        d = self.doc
+        if d.effect_interval is not None:
+            return (d.effect_interval[0], d.effect_interval[1])
+        if d.effect is None or d.noise_floor is None or d.effect <= -1 or not math.isfinite(d.noise_floor):
+            return None
+        log, half = math.log1p(d.effect), math.log1p(d.noise_floor)
+        return (math.expm1(log - half), math.expm1(log + half))
+
+    @property
+    def judged(self) -> str:
+        d = self.doc
+        if not d.timed:
+            return "not timed"
+        if d.paired:
+            return f"paired, {d.pairs} pair{'' if d.pairs == 1 else 's'}"
+        return "unpaired" + (f", {d.rounds} rounds" if d.rounds else "")
+
+    @property
+    def estimate_kind(self) -> str:
+        return "paired estimate" if self.doc.paired else "ratio of medians"
+
+    def stopped_by(self) -> str:
+        """What ended the row short of its target, in words."""
+        d = self.doc
+        if d.stopped_by:
+            return d.stopped_by.replace("_", " ")
+        if d.why == "too_few_samples":
+            return f"too few samples (base {d.base_n}, candidate {d.cand_n})"
+        if unconfirmed(d):
+            return f"the budget, after {d.rounds} of the {d.confirm_rounds} pairs a call needs"
+        if d.paired:
+            if d.max_rounds and d.rounds is not None and d.rounds >= d.max_rounds:
+                return f"the round cap ({d.max_rounds} pairs)"
+            return f"the row or run budget, after {d.pairs} pairs"
+        return f"unpaired runs: their noise, {d.rounds or '?'} rounds per side"
+
+    @property
+    def ir_changed(self) -> bool:
+        return self.doc.ir is not None and self.doc.ir.changed > 0
+
+
+@dataclass(frozen=True)
+class VerdictView:
+    doc: VerdictDoc
+    state: str
+    regressed: list[RowView]
+    improved: list[RowView]
+    unconfirmed: list[RowView]
+    ir_only: list[RowView]  # time unchanged, IR changed
+    not_judged: list[RowView]
+    blind: list[RowView]
+    unchanged: int  # quiet rows shown in no other section
+
+    @property
+    def show_ir(self) -> bool:
+        return self.doc.ir is not None and bool(self.doc.ir.folder)
+
+    @property
+    def targets(self) -> list[float]:
+        return sorted({t for r in self.blind if (t := row_target(r.doc)) is not None})
+
+    @property
+    def interpreter(self) -> bool:
+        return "host-wall" in (self.doc.base.timer, self.doc.candidate.timer) or \
+            "cpu" in (self.doc.base.backend, self.doc.candidate.backend)
+
+
+def build_view(doc: VerdictDoc) -> VerdictView:
+    rows = [RowView(r) for r in doc.rows]
+    state = doc.state
+    if state is None:
+        state, _ = fallback_state(doc.passed, doc.rows)
+    unconf = [r for r in rows if unconfirmed(r.doc)]
+    regressed = sorted((r for r in rows if r.doc.verdict == "REGRESSED" and not unconfirmed(r.doc)),
+                       key=lambda r: -(r.doc.effect or 0))
+    improved = sorted((r for r in rows if r.doc.verdict == "IMPROVED" and not unconfirmed(r.doc)),
+                      key=lambda r: r.doc.effect or 0)
+    ir_only = [r for r in rows if r.doc.verdict == "UNCHANGED" and r.ir_changed]
+    blind = [r for r in rows if is_blind(r.doc)]
+    shown = {id(r) for r in (*ir_only, *blind)}
+    unchanged = sum(1 for r in rows if r.doc.verdict in QUIET and id(r) not in shown)
+    return VerdictView(doc=doc, state=state, regressed=regressed, improved=improved, unconfirmed=unconf,
+                       ir_only=ir_only, not_judged=[r for r in rows if r.doc.verdict in NOT_JUDGED],
+                       blind=blind, unchanged=unchanged)
+
+
+def pct(value: float | None, digits: int = 1, sign: bool = True) -> str:
+    """A relative effect as per cent, ``+5.1 %``; "n/a" where there is none."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{value * 100:{'+' if sign else ''}.{digits}f} %"
+
+
+def interval_text(iv: tuple[float, float] | None) -> str:
+    return "n/a" if iv is None else f"{pct(iv[0])} to {pct(iv[1])}"
+
+
+def target_text(targets: Sequence[float]) -> str:
+    if not targets:
+        return "their target"
+    if len(targets) == 1:
+        return pct(targets[0], 0 if round(targets[0] * 100, 6).is_integer() else 1, sign=False)
+    return "their targets"
+
+
+def headline_parts(view: VerdictView) -> tuple[str, list[str]]:
+    """(emoji, plain-text pieces): the one headline line. Pieces holding row names are
+    returned as (op, case, dtype) tuples joined by the renderer, which escapes them."""
+    d = view.doc
+    rows = len(d.rows)
+    if view.state == "fail":
+        pieces: list[Any] = []
+        if view.regressed:
+            worst = view.regressed[0]
+            pieces.append(f"{len(view.regressed)} regression{'' if len(view.regressed) == 1 else 's'}, worst ")
+            pieces.append(worst.parts)
+            pieces.append(f" {pct(worst.doc.effect)}")
+        others = [f for f in d.failures if "regressed row" not in f]
+        if others:
+            pieces.append(("; " if pieces else "gate failed: ") + "; ".join(others))
+        elif not pieces:
+            pieces.append("gate failed")
+        return "❌", pieces
+    extra = f"; {len(view.improved)} improved" if view.improved else ""
+    if view.state == "blind":
+        n = len(view.blind) + len(view.unconfirmed)
+        return "⚠️", [f"No regression found; {n} row{'' if n == 1 else 's'} could not resolve "
+                      f"{target_text(view.targets)}{extra}"]
+    return "✅", [f"No regression in {rows} row{'' if rows == 1 else 's'}{extra}"]
+
+
+def geomean_text(doc: VerdictDoc, any_called: bool) -> str:
+    """The geometric-mean speedup with its interval, and what it does and does not say."""
+    gm = doc.geomean_speedup
+    if gm is None:
+        return ""
+    iv = doc.geomean_interval
+    text = f"geomean speedup {gm:.3f}×" + (f" (95 % CI {iv[0]:.3f}–{iv[1]:.3f})" if iv else "")
+    if iv and not any_called and (iv[0] > 1 or iv[1] < 1):
+        lean = "faster" if iv[0] > 1 else "slower"
+        text += (f": no single row cleared its own noise, but taken together the rows lean {lean}")
+    return text
+
+
+def overlay_inert(doc: VerdictDoc) -> str:
+    """A note when a code-generation overlay was set on the cpu backend, where the Triton
+    interpreter compiles nothing, so the overlay cannot change any kernel ("" otherwise)."""
+    if "cpu" not in (doc.base.backend, doc.candidate.backend):
+        return ""
+    knobs = sorted({f"{k}={v}" for side in (doc.base, doc.candidate) for k, v in side.env_overlay.items()
+                    if not k.startswith("TRITONGATE_")})
+    if not knobs:
+        return ""
+    return (f"The environment overlay {' '.join(knobs)} does nothing on the cpu backend: the Triton "
+            "interpreter compiles no kernel, so a code-generation setting cannot change what runs. "
+            "This verdict says nothing about its effect; run the check on a GPU runner.")
+
+
+def side_text(side: VerdictSideDoc) -> list[str]:
+    """A build in a few words: compiler (version), commit, overlay, run mode."""
+    parts = [side.compiler_ref or (f"triton {side.triton_version}" if side.triton_version else "unknown build")]
+    if side.commit:
+        parts.append(side.commit[:12])
+    parts += [f"{k}={v}" for k, v in sorted(side.env_overlay.items())]
+    if side.mode:
+        parts.append(side.mode)
+    return parts
+
+
+def where_parts(doc: VerdictDoc) -> list[str]:
+    """Backend, GPU, timer: what both sides share (or both values where they differ)."""
+    out = []
+    for name in ("backend", "device", "timer"):
+        b, c = getattr(doc.base, name), getattr(doc.candidate, name)
+        value = b if b == c else f"{b or '?'} / {c or '?'}"
+        if value and value not in out:  # the cpu backend's device is "cpu" too
+            out.append(f"{value} timer" if name == "timer" else value)
+    timed = [r for r in doc.rows if r.timed]
+    if timed:
+        out.append("paired rounds in one job" if any(r.paired for r in timed) else "two stored runs (unpaired)")
+    return out
+
+
+def notes(doc: VerdictDoc) -> list[str]:
+    """The verdict's notes, each a sentence of its own; the overlays are on the where line."""
+    out = [n[:1].upper() + n[1:] for n in doc.notes
+           if not n.startswith(("base environment overlay:", "candidate environment overlay:"))]
+    if inert := overlay_inert(doc):
+        out.append(inert)
+    return out
