@@ -59,7 +59,7 @@ def test_a_paired_row_is_labelled_paired_with_its_pairs(tmp_path):
                       [paired(row(median=23, seed=1), "candidate"), row(case="stored", median=23, seed=2)])
     text = render_markdown(run_gate(base, cand, GatePolicy()))
     reg = section(text, "🔴 Regressed (2)")
-    assert "| softmax · 4096x4096 · float16 | **+15." in reg and "| paired, 5 pairs |" in reg
+    assert "| softmax · 4096x4096 · float16 | **+15." in reg and "| 5 pairs |" in reg
     assert "| softmax · stored · float16 | **+14." in reg and "| unpaired, 5 rounds |" in reg
     assert "the mean per-pair log ratio), so it can differ from the ratio of the two medians" in text
 

@@ -203,7 +203,7 @@ def test_the_terminal_says_what_the_comment_says():
     lines = summary_lines(doc)
     assert lines[0].startswith("❌ 2 regressions, worst matmul 4096x4096x4096 float16 +65.9 %")
     reg = [ln for ln in lines if ln.lstrip().startswith("REGRESSED")]
-    assert len(reg) == 2 and "paired estimate; interval +61.4 % to +70.5 %" in reg[0]
+    assert len(reg) == 2 and "paired estimate; interval +61.4 … +70.5 %; 5 pairs" in reg[0]
     assert "base median 220.1 µs, candidate median 364.9 µs" in reg[0]
     assert not any("IQRs disjoint" in ln for ln in lines)
     assert lines[-1].startswith("ran on cuda · NVIDIA H200 · cuda-graph timer")

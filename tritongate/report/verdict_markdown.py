@@ -325,7 +325,7 @@ def render_verdict(doc: VerdictDoc | Mapping[str, Any], *, limit: int = COMMENT_
         n = len(view.blind) + len(view.unconfirmed)
         body += _section(f"⏳ Could not resolve {target_text(view.targets)}", n, blind_lines, budget)
     summary = (f"{view.unchanged} unchanged" if view.unchanged else "no other rows") + \
-        f" · all {len(doc.rows)} rows"
+        (f" · all {len(doc.rows)} rows" if len(doc.rows) > 1 else " · the row in full")
     body += ["<details><summary>" + summary + "</summary>", "", *details_rows, ""]
     if ops:
         body += ["Speedup by op (base / candidate; the most changed first):", "", *ops, ""]

@@ -87,7 +87,7 @@ class RowView:
         if not d.timed:
             return "not timed"
         if d.paired:
-            return f"paired, {d.pairs} pair{'' if d.pairs == 1 else 's'}"
+            return f"{d.pairs} pair{'' if d.pairs == 1 else 's'}"
         return "unpaired" + (f", {d.rounds} rounds" if d.rounds else "")
 
     @property
@@ -167,7 +167,7 @@ def pct(value: float | None, digits: int = 1, sign: bool = True) -> str:
 
 
 def interval_text(iv: tuple[float, float] | None) -> str:
-    return "n/a" if iv is None else f"{pct(iv[0])} to {pct(iv[1])}"
+    return "n/a" if iv is None else f"{pct(iv[0])[:-2]} … {pct(iv[1])}"
 
 
 def target_text(targets: Sequence[float]) -> str:

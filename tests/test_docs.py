@@ -1,0 +1,105 @@
+"""The README and docs/: every relative link resolves (files, and anchors into Markdown
+pages), the README stays short, and its CPU try-out commands run as written: the test
+extracts the block after ``<!-- tryout -->`` and runs each line, so README and test cannot
+drift apart.
+
+The try-out is the one slow test here (about a minute on 2 cores: two worker processes per
+command importing torch and triton); the block keeps it to one row.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
+LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
+
+
+def links(page: Path) -> list[str]:
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))  # a link inside a code block is text
+    text = re.sub(r"`[^`\n]*`", "", text)
+    return [m.group(1) for m in LINK.finditer(text)]
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    return {slug(m.group(1)) for m in re.finditer(r"^#{1,6} (.+)$", text, re.M)}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(page: Path) -> None:
+    broken = []
+    for target in links(page):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists():
+            broken.append(target)
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            broken.append(target)
+    assert not broken, f"{page.relative_to(ROOT)}: broken links {broken}"
+
+
+def test_the_readme_is_short_and_in_order() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    heads = [h for h in re.findall(r"^## (.+)$", text, re.M)]
+    assert heads == ["Try it in 3 minutes on a CPU", "What the gate can detect", "Adopt it", "Your own ops",
+                     "Reading the verdict", "Reference"]
+    assert text.index("![") < text.index("## Try it")  # the example comment comes first
+
+
+def tryout_commands() -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"<!-- tryout -->\n```bash\n(.*?)\n```", text, re.S)
+    assert block, "README.md has no <!-- tryout --> bash block"
+    return [ln for ln in block.group(1).splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def test_the_readme_try_out_runs_as_written(tmp_path: Path) -> None:
+    commands = tryout_commands()
+    assert len(commands) == 3
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+           "NO_COLOR": "1"}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    codes = []
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)
+        codes.append(done.returncode)
+        assert done.returncode in (0, 1), (command, done.stdout[-2000:], done.stderr[-2000:])
+    # 1. the A/A passes; 2. the planted slowdown fails the gate; 3. the export works
+    assert codes == [0, 1, 0], codes
+    (aa,) = tmp_path.glob("aa/pair-smoke_*/verdict/verdict.json")
+    doc = json.loads(aa.read_text())
+    assert doc["passed"] and doc["state"] in ("pass", "blind")
+    assert [r["verdict"] for r in doc["rows"]] == ["UNCHANGED"]
+    (planted,) = tmp_path.glob("planted/pair-smoke_*/verdict/verdict.json")
+    doc = json.loads(planted.read_text())
+    assert doc["state"] == "fail" and [(r["op"], r["verdict"]) for r in doc["rows"]] == [("add", "REGRESSED")]
+    assert doc["rows"][0]["effect"] > 0.5  # the README's "+170 % (about)": three launches per launch
+    md = planted.with_name("verdict.md").read_text()
+    assert md.splitlines()[1].startswith("## ❌ 1 regression, worst add · 4096 · float32 +")
+    with open(tmp_path / "planted.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["op"], r["case"], r["dtype"]) for r in rows] == [("add", "4096", "float32")]
+    assert rows[0]["samples_us"]
