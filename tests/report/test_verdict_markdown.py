@@ -207,3 +207,14 @@ def test_the_terminal_says_what_the_comment_says():
     assert "base median 220.1 µs, candidate median 364.9 µs" in reg[0]
     assert not any("IQRs disjoint" in ln for ln in lines)
     assert lines[-1].startswith("ran on cuda · NVIDIA H200 · cuda-graph timer")
+
+
+def test_the_renderer_imports_neither_torch_nor_pandas():
+    """The trusted comment job renders the comment on a plain runner: no torch, pandas, scipy."""
+    import subprocess
+    import sys
+
+    code = ("import sys, tritongate.report.verdict_markdown, tritongate.report.verdict_terminal; "
+            "print(sorted(m for m in ('torch', 'pandas', 'scipy', 'triton', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -258,7 +258,7 @@ def where_parts(doc: VerdictDoc) -> list[str]:
 
 def notes(doc: VerdictDoc) -> list[str]:
     """The verdict's notes, each a sentence of its own; the overlays are on the where line."""
-    out = [n[:1].upper() + n[1:] for n in doc.notes
+    out = [n[:1].upper() + n[1:] + ("" if n.rstrip().endswith((".", "!", "?", ")")) else ".") for n in doc.notes
            if not n.startswith(("base environment overlay:", "candidate environment overlay:"))]
     if inert := overlay_inert(doc):
         out.append(inert)
