@@ -212,3 +212,9 @@ def test_verdict_json_carries_the_calibration_and_reads_back(tmp_path):
     doc = json.loads((tmp_path / "with" / "verdict.json").read_text())
     assert doc["calibration"] == CALIBRATION and doc["calibration_line"] == CALIBRATED
     assert load_verdict(tmp_path / "with").passed
+
+
+def test_the_footer_lists_the_thresholds_in_force(tmp_path):
+    result = run_gate(*pair(tmp_path, [row()], [row(seed=1)]), GatePolicy(op_min_effect={"add": 0.02}))
+    text = render_markdown(result)
+    assert "<sub>Rule: minimum effect 1.0 % (add 2.0 %); a change must clear the row's noise floor" in text

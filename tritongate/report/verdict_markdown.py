@@ -249,6 +249,17 @@ def _ir_line(doc: VerdictDoc) -> str:
             + f"; diffs in <code>{cell(ir.folder)}/</code> next to this verdict (index.tsv, summary.md)")
 
 
+def _policy_line(doc: VerdictDoc) -> str:
+    """The thresholds in force (a changed per-op minimum shows in the next comment)."""
+    p = doc.policy
+    if p is None:
+        return ""
+    ops = ", ".join(f"{cell(op)} {pct(v, sign=False)}" for op, v in sorted(p.op_min_effect.items()))
+    return (f"<sub>Rule: minimum effect {pct(p.min_effect, sign=False)}" + (f" ({ops})" if ops else "")
+            + f"; a change must clear the row's noise floor (tail probability of {p.noise_z:g} normal SDs) "
+            f"with at least {p.min_samples} samples a side.</sub>")
+
+
 def _reading(docs_url: str | None) -> str:
     if docs_url:
         return f"<sub>How to read this: [{READING_PAGE}]({safe_url(docs_url)})</sub>"
@@ -289,6 +300,8 @@ def render_verdict(doc: VerdictDoc | Mapping[str, Any], *, limit: int = COMMENT_
         tail += [f"**Note:** {cell(n)}", ""]
     if doc.calibration_line:
         tail += [f"<sub>{_calibration(doc.calibration_line)}</sub>", ""]
+    if policy := _policy_line(doc):
+        tail += [policy, ""]
     tail.append(_reading(docs_url))
     budget = _Budget(limit - len("\n".join(head + tail)) - 1500)  # 1500: titles, "… N more" lines, <details> tags
 
