@@ -4,7 +4,6 @@ verdicts (tests/report/test_verdict_markdown.py)."""
 
 import json
 import math
-from dataclasses import replace
 
 from tritongate.gate.output import write_verdict
 from tritongate.gate.policy import GatePolicy

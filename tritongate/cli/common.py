@@ -100,12 +100,14 @@ def progress_printer(color: bool, *, verb: str = "measuring", row_text=_run_row_
     return show_plain
 
 
-def print_notes(result) -> None:
-    """The verdict's notes and warnings, on stderr as well as at the top of verdict.md."""
-    from tritongate.report.untrusted import neutralize
+def print_summary(verdict_json) -> None:
+    """The verdict in a few lines, the same words as verdict.md (read back from verdict.json):
+    headline, what changed, the unresolved rows, where it ran, notes."""
+    from tritongate.gate.verdict_file import load_verdict
+    from tritongate.report.verdict_terminal import summary_lines
 
-    for note in result.notes:
-        print(f"note: {neutralize(note)}", file=sys.stderr)
+    for line in summary_lines(load_verdict(verdict_json).doc):
+        print(line)
 
 
 def shard_arg(value: str) -> tuple[int, int]:

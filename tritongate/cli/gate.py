@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from tritongate.argtypes import nonempty_text
-from tritongate.cli.common import exit_codes, print_notes
+from tritongate.cli.common import exit_codes, print_summary
 from tritongate.cli.options import (add_gate_options, artifact_url_option, baseline_state_option,
                                     calibration_option, gate_policy)
 
@@ -45,12 +45,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     artifact = artifact_url_option(args)
     json_path, md_path = write_verdict(result, Path(args.out), artifact_url=artifact,
                                        baseline=baseline_state_option(args), calibration=calibration)
-    print_notes(result)
-    print(result.headline())
-    for verdict in ("REGRESSED", "IMPROVED", "REJECTED", "NOT_COMPARABLE", "MISSING"):
-        for r in (r for r in result.rows if r.verdict.value == verdict):
-            change = f" {r.timing.effect:+.2%} time" if r.timing else ""
-            print(f"  {verdict:<15} {r.op} {r.case} {r.dtype}{change}  {'; '.join(r.reasons)}")
+    print_summary(json_path)
     print(md_path)
     print(json_path)
     return result.exit_code

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tritongate.argtypes import nonempty_text
-from tritongate.cli.common import EPILOG, exit_codes, print_notes, progress_printer, split_values, want_color
+from tritongate.cli.common import EPILOG, exit_codes, print_summary, progress_printer, split_values, want_color
 from tritongate.cli.options import (add_gate_options, add_measurement_options, add_pair_options,
                                     artifact_url_option, baseline_state_option, calibration_option,
                                     changed_from_option, gate_policy)
@@ -175,16 +175,11 @@ def _run_pair(request, color: bool) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     result = outcome.result
-    print_notes(result)
-    for verdict in ("REGRESSED", "IMPROVED", "REJECTED", "NOT_COMPARABLE", "MISSING"):
-        for r in (r for r in result.rows if r.verdict.value == verdict):
-            change = f" {r.timing.effect:+.2%} time" if r.timing else ""
-            print(f"  {verdict:<15} {r.op} {r.case} {r.dtype}{change}  {'; '.join(r.reasons)}")
     timed = sum(1 for b, c in outcome.rows if c.samples)
     print(f"{len(outcome.rows)} rows ({timed} timed) in {outcome.wall_s:.1f} s "
           f"({outcome.timed_s:.1f} s in the rows: compile, check, warm-up, timing)"
           + (f"; worker restarts: {outcome.restarts}" if any(outcome.restarts.values()) else ""))
-    print(result.headline())
+    print_summary(outcome.verdict_json)
     print(f"base:      {outcome.base_path}")
     print(f"candidate: {outcome.cand_path}")
     print(f"verdict:   {outcome.verdict_md}")
@@ -210,9 +205,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
                                "missing; their rows are not in this verdict")
     json_path, md_path = write_verdict(result, out / "verdict", artifact_url=artifact, baseline=baseline,
                                        calibration=calibration)
-    print_notes(result)
     print(f"merged {len(merged.shards)} of {merged.count} shards, {merged.rows} rows")
-    print(result.headline())
+    print_summary(json_path)
     print(f"base:      {merged.base}")
     print(f"candidate: {merged.candidate}")
     print(f"verdict:   {md_path}")
