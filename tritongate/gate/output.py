@@ -25,7 +25,9 @@ from tritongate.gate.summary import per_op
 from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, GateResult, RowVerdict, Verdict
 from tritongate.report.untrusted import safe_url
 from tritongate.report.verdict_markdown import render_verdict
+from tritongate.report.verdict_terminal import headline_text
 from tritongate.report.verdict_view import fallback_state
+from tritongate.validation.verdictfile import VerdictDoc
 
 VERDICT_JSON = "verdict.json"
 VERDICT_MD = "verdict.md"
@@ -79,7 +81,7 @@ def verdict_document(result: GateResult, ir: IREvidence | None = None,
     interval = result.geomean_interval()
     cand_device = result.cand.identity.get("device") if isinstance(result.cand.identity, dict) else None
     replayed = result.cand.identity.get("replay_from") if isinstance(result.cand.identity, dict) else None
-    return {
+    doc = {
         "schema_version": VERDICT_SCHEMA_VERSION, "tool_version": __version__,
         "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "passed": result.passed, "exit_code": result.exit_code, "headline": result.headline(),
@@ -100,6 +102,9 @@ def verdict_document(result: GateResult, ir: IREvidence | None = None,
         "artifact_url": safe_url(artifact_url) if artifact_url else None,
         "rows": rows,
     }
+    # the headline in the comment's words, for readers of the file (the comment job's notice)
+    doc["headline"] = headline_text(VerdictDoc.model_validate(doc))
+    return doc
 
 
 def write_verdict(result: GateResult, out: Path, *, artifact_url: str | None = None,

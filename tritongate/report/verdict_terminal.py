@@ -48,6 +48,11 @@ def _headline(view: VerdictView) -> str:
                                  for p in pieces)
 
 
+def headline_text(doc: VerdictDoc) -> str:
+    """The comment's headline as plain text (verdict.json's ``headline``)."""
+    return _headline(build_view(doc))
+
+
 def summary_lines(doc: VerdictDoc | Mapping[str, Any]) -> list[str]:
     """The verdict in a few lines: headline, counts, what changed, what could not be resolved,
     where it ran, notes."""
