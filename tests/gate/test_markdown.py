@@ -216,4 +216,4 @@ def test_verdict_json_carries_the_calibration_and_reads_back(tmp_path):
 def test_the_footer_lists_the_thresholds_in_force(tmp_path):
     result = run_gate(*pair(tmp_path, [row()], [row(seed=1)]), GatePolicy(op_min_effect={"add": 0.02}))
     text = render_markdown(result)
-    assert "<sub>Rule: minimum effect 1.0 % (add 2.0 %); a change must clear the row's noise floor" in text
+    assert "<sub>Rule: minimum effect 1 % (add 2 %); a change must clear the row's noise floor" in text

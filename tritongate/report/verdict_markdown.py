@@ -254,8 +254,8 @@ def _policy_line(doc: VerdictDoc) -> str:
     p = doc.policy
     if p is None:
         return ""
-    ops = ", ".join(f"{cell(op)} {pct(v, sign=False)}" for op, v in sorted(p.op_min_effect.items()))
-    return (f"<sub>Rule: minimum effect {pct(p.min_effect, sign=False)}" + (f" ({ops})" if ops else "")
+    ops = ", ".join(f"{cell(op)} {target_text([v])}" for op, v in sorted(p.op_min_effect.items()))
+    return (f"<sub>Rule: minimum effect {target_text([p.min_effect])}" + (f" ({ops})" if ops else "")
             + f"; a change must clear the row's noise floor (tail probability of {p.noise_z:g} normal SDs) "
             f"with at least {p.min_samples} samples a side.</sub>")
 
