@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import pandas
 
 VERDICT_JSON = "verdict.json"
-MIN_READABLE_VERDICT_VERSION = 1  # version 1 is read through ``upgrade_v1``
+MIN_READABLE_VERDICT_VERSION = 2  # version 1 had no "why"/"timed" per row: read through ``upgrade_v1``
 
 
 @dataclass(frozen=True)
@@ -50,13 +50,13 @@ def load_verdict(path: str | Path) -> VerdictFile:
     version = raw.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise SchemaVersionError(f"{file} has no integer schema_version; it was not written by tritongate gate")
-    if not MIN_READABLE_VERDICT_VERSION <= version <= VERDICT_SCHEMA_VERSION:
+    if version == 1:  # the H200 verdicts of 2026-11-29 (bench/results/): readable, upgraded
+        raw = upgrade_v1(raw)
+    elif not MIN_READABLE_VERDICT_VERSION <= version <= VERDICT_SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{file} is verdict schema {version}; this tritongate {__version__} reads "
-            f"{MIN_READABLE_VERDICT_VERSION}-{VERDICT_SCHEMA_VERSION}: "
+            f"1-{VERDICT_SCHEMA_VERSION}: "
             + ("upgrade tritongate" if version > VERDICT_SCHEMA_VERSION else "re-run the gate with this version"))
-    if version == 1:
-        raw = upgrade_v1(raw)
     return VerdictFile(path=file, doc=validate(VerdictDoc, raw, source=file, error=RunDirError))
 
 
