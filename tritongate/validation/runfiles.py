@@ -67,6 +67,8 @@ class PairingDoc(StrictDoc):
     max_rounds: NonNegInt = 0
     confirm_rounds: NonNegInt = 0
     inputs: Literal["own", "shared"] = "own"
+    worker_pairs: list[NonNegInt] = []
+    stopped_by: Optional[Literal["row_budget", "run_budget", "round_cap"]] = None
 
 
 class MeasurementDoc(StrictDoc):

@@ -8,7 +8,7 @@ from typing import Literal, Optional
 from tritongate.validation.core import OpenDoc
 from tritongate.validation.runfiles import NonNegFloat
 
-VerdictName = Literal["REGRESSED", "IMPROVED", "UNCHANGED", "IDENTICAL_BINARY", "REJECTED",
+VerdictName = Literal["REGRESSED", "IMPROVED", "UNCONFIRMED", "UNCHANGED", "IDENTICAL_BINARY", "REJECTED",
                       "NOT_COMPARABLE", "MISSING", "NEW"]
 
 
@@ -41,6 +41,10 @@ class VerdictRowDoc(OpenDoc):
     target_reached: Optional[bool] = None
     confirm_rounds: Optional[int] = None
     call_unconfirmed: Optional[bool] = None
+    reached_target: Optional[bool] = None
+    stopped_by: Optional[Literal["row_budget", "run_budget", "round_cap", "unpaired", "too_few_samples"]] = None
+    worker_pairs: Optional[int] = None
+    order_effect: Optional[float] = None
     inputs: Optional[Literal["own", "shared"]] = None
     timing_change: Optional[str] = None
     speedup: Optional[float] = None
@@ -74,6 +78,9 @@ class VerdictDoc(OpenDoc):
     passed: bool
     exit_code: int
     headline: str
+    state: Optional[Literal["pass", "blind", "fail"]] = None  # schema 4 on; absent before
+    blind_rows: Optional[int] = None
+    blind: Optional[str] = None
     failures: list[str] = []
     notes: list[str] = []
     identity_mismatches: list[str] = []
