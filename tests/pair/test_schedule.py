@@ -47,9 +47,9 @@ def _run(schedule, reached_after=None, ledger=None, pair_s=1.0, fail_at=None, ca
 
     ledger = ledger or BudgetLedger(schedule.run_budget_s)
     would_call = None if call is None else (lambda: call(len(done)))
-    n = run_schedule(measure_pair=measure_pair, reached=reached, schedule=schedule, ledger=ledger, clock=clock_fn,
-                     would_call=would_call)
-    return n, ledger
+    result = run_schedule(measure_pair=measure_pair, reached=reached, schedule=schedule, ledger=ledger,
+                          clock=clock_fn, would_call=would_call)
+    return result.pairs, ledger
 
 
 def test_a_row_that_reaches_its_target_stops_at_the_first_look_that_shows_it():
