@@ -45,6 +45,13 @@ def trimmed(x: np.ndarray, trim: float = TRIM) -> tuple[np.ndarray, np.ndarray, 
     return mean, se, h
 
 
+def _winsorized_var(x: np.ndarray, trim: float = TRIM) -> np.ndarray:
+    n = x.shape[-1]
+    g = int(math.floor(trim * n))
+    s = np.sort(x, axis=-1)
+    return np.clip(s, s[..., g:g + 1], s[..., n - g - 1:n - g]).var(axis=-1, ddof=1)
+
+
 @dataclass(frozen=True)
 class PairedEstimate:
     """Per row (arrays of the batch shape)."""
@@ -79,21 +86,24 @@ def estimate(d: np.ndarray, *, base_first: np.ndarray | None, groups: np.ndarray
             order = (trimmed(d[..., bf])[0] - trimmed(d[..., ~bf])[0]) / 2
             d = d - order[..., None] * order_signs(bf)
     labels = sorted(set(groups.tolist()))
-    means, ses, dfs = [], [], 0
-    # a worker pair of one pair has no spread of its own: it borrows the pooled within SD
-    pooled = []
+    # Each worker pair's trimmed mean; its standard error from the winsorized variance pooled
+    # over the worker pairs (a worker pair of two or three pairs cannot estimate its own
+    # spread, and a tiny estimate would make the agreement test call it an outlier).
+    means, var_sum, dof, sizes = [], np.zeros(d.shape[:-1]), 0, []
     for g in labels:
-        sel = groups == g
-        m, se, h = trimmed(d[..., sel])
-        means.append(m)
-        ses.append(se)
-        if h >= 2:
-            dfs += h - 1
-            pooled.append(se * math.sqrt(int(sel.sum())))
-    sd_within = np.mean(pooled, axis=0) if pooled else np.full(d.shape[:-1], np.inf)
-    for i, g in enumerate(labels):
-        if not np.all(np.isfinite(ses[i])):
-            ses[i] = np.where(np.isfinite(ses[i]), ses[i], sd_within / math.sqrt(int((groups == g).sum())))
+        x = d[..., groups == g]
+        n_g = x.shape[-1]
+        means.append(trimmed(x)[0])
+        sizes.append(n_g)
+        if n_g >= 2:
+            var_sum = var_sum + (n_g - 1) * _winsorized_var(x)
+            dof += n_g - 1
+    var_w = var_sum / dof if dof else np.full(d.shape[:-1], np.inf)
+    ses, dfs = [], 0
+    for n_g in sizes:
+        h = n_g - 2 * int(math.floor(TRIM * n_g))
+        ses.append(np.sqrt((n_g - 1) * var_w / (h * (h - 1))) if h >= 2 else np.sqrt(var_w / n_g))
+        dfs += max(h - 1, 0)
     m = np.stack(means, axis=-1)
     v = np.stack(ses, axis=-1) ** 2
     k = len(labels)

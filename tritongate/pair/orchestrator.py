@@ -48,10 +48,10 @@ from tritongate.runlog import RunLog
 from tritongate.schema import Correctness, PairInfo, Row, RowStatus, SkipReason, Variant
 
 GPU_MAX_ROUNDS = 80
-# Fresh worker pairs a row's pairs are spread over: on a GPU one at half the first block and
-# one at each of the next two looks (a call needs 20 pairs, so it rests on four); on the
+# Fresh worker pairs a row's pairs are spread over: on a GPU one at half the first block, one
+# at its end, then one every 10 pairs (a call needs 20 pairs, so it rests on four); on the
 # interpreter, whose workers take seconds to start within an 8 s row budget, two.
-GPU_WORKER_PAIRS = 4
+GPU_WORKER_PAIRS = 8
 CPU_WORKER_PAIRS = 2
 CONFIRM_PAIRS = 20  # a call needs this many pairs (twice --rounds if more): two looks past the default first
 STARTUP_TIMEOUT_S = 600.0  # importing torch/triton and creating a device context

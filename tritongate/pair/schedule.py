@@ -21,8 +21,8 @@ confirmations: rows short of their target may not spend it.
 Worker pairs: two processes of one build can differ persistently (placement, a kernel's
 speed state), and more pairs from the same two processes cannot shrink that. So a row's
 pairs are spread over fresh worker pairs (``worker_pair_starts``): one after the first half
-of the first block, one at each later look, up to ``max_worker_pairs``; a confirmation thus
-always runs on a worker pair the call was not made on. ``run_schedule`` reports what stopped
+of the first block, one at its end, then one every ``worker_pair_rounds`` pairs, up to
+``max_worker_pairs``; a confirmation thus always runs on worker pairs the call was not made on. ``run_schedule`` reports what stopped
 a row short (``row_budget``, ``run_budget``, ``round_cap``) for the verdict to name.
 """
 
@@ -41,9 +41,12 @@ class PairSchedule:
     run_budget_s: float = 600.0  # wall seconds the whole run may spend on extension rounds
     confirm_rounds: int = 0  # a row called with fewer pairs gets the next looks first (0: off)
     max_worker_pairs: int = 1  # fresh worker pairs a row's pairs are spread over (1: the run's one pair)
+    worker_pair_rounds: int = 10  # past the first block, a fresh worker pair every this many pairs
     confirm_reserve: float = 0.25  # share of the run budget only confirmations may spend
 
     def __post_init__(self) -> None:
+        if self.worker_pair_rounds < 1:
+            raise ValueError(f"worker_pair_rounds must be >= 1, got {self.worker_pair_rounds}")
         if self.max_worker_pairs < 1:
             raise ValueError(f"max_worker_pairs must be >= 1, got {self.max_worker_pairs}")
         if not 0 <= self.confirm_reserve <= 1:
@@ -70,11 +73,12 @@ class PairSchedule:
 
     def worker_pair_starts(self) -> list[int]:
         """Pair indices at which a fresh worker pair takes over: half-way through the first
-        block (so every row has two), then at each later look."""
+        block (so every row has two), at its end, then every ``worker_pair_rounds`` pairs:
+        worker pairs of similar size, so that no one of them decides the row alone."""
         if self.max_worker_pairs < 2:
             return []
-        starts = [(self.min_rounds + 1) // 2] + self.looks()[:-1]
-        return sorted(set(starts))[:self.max_worker_pairs - 1]
+        starts = [(self.min_rounds + 1) // 2, *range(self.min_rounds, self.max_rounds, self.worker_pair_rounds)]
+        return sorted(set(s for s in starts if 0 < s < self.max_rounds))[:self.max_worker_pairs - 1]
 
     def worker_pair_of(self, n: int) -> tuple[int, ...]:
         """The worker pair of each of the first ``n`` pairs."""
@@ -158,8 +162,11 @@ def run_schedule(*, measure_pair: Callable[[int], bool], reached: Callable[[], b
         if goal > schedule.min_rounds:
             ledger.spend(now - block_start)  # only extension rounds draw on the run budget
         block_start = now
-        unconfirmed = would_call is not None and done < schedule.confirm_rounds and would_call()
-        if reached() and not unconfirmed:
+        calls = would_call is not None and would_call()
+        unconfirmed = calls and done < schedule.confirm_rounds
+        # a call on the pairs a confirmation needs stands: more pairs could only take it back,
+        # so an adaptive row is never called less often than one stopped at that count
+        if (reached() and not unconfirmed) or (calls and not unconfirmed and schedule.confirm_rounds > 0):
             return ScheduleResult(done)
         nxt, why = extension(schedule=schedule, ledger=ledger, done=done, row_elapsed_s=now - t0,
                              per_pair_s=(now - t0) / done, confirming=unconfirmed)
