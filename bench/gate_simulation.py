@@ -16,7 +16,7 @@ Published per cell: A/A false calls (REGRESSED or IMPROVED) per row, and the cha
 least one in a 34-, 76- and 1,232-row check, with 95 % Clopper-Pearson intervals; power
 (REGRESSED) at +2 % and +5 %; rows left blind (target not reached) and UNCONFIRMED.
 
-    python bench/gate_simulation.py --out bench/results        # ~3 min on one core
+    python bench/gate_simulation.py --out bench/results        # ~4 min on one core
 """
 
 from __future__ import annotations
@@ -131,17 +131,26 @@ def goals(summary: list[dict]) -> list[str]:
     for s in sorted(beyond, key=lambda s: -s["rate"])[:3]:
         lines.append(f"  beyond the H200's offsets: {s['model']} at pair SD {s['pair_sd']:.1%}: {s['rate']:.1e} "
                      f"(CI up to {s['ci95'][1]:.1e})")
-    for m, limit in (("34", 0.01), ("1232", 0.05)):
-        worst = max((s for s in aa if s["model"] in h200 or s["model"] not in worker),
-                    key=lambda s: s["per_check"][m]["ci95"][1])
-        lines.append(f"per {m}-row check ≤ {limit:.0%}: worst {worst['model']} at pair SD {worst['pair_sd']:.1%}: "
-                     f"{worst['per_check'][m]['rate']:.2%} (CI up to {worst['per_check'][m]['ci95'][1]:.2%}) -> "
-                     f"{'met' if worst['per_check'][m]['ci95'][1] <= limit else 'NOT met'}")
-    quiet = [s for s in rows(variant="after_adaptive", shift=0.02, pair_sd=NOISE[0]) if s["model"] != "few pairs (budget: 6)"]
+    # a check mixes rows of every noise level: per model, the A/A rows of the three levels pooled
+    pooled = {}
+    for s in aa:
+        k, n = pooled.get(s["model"], (0, 0))
+        pooled[s["model"]] = (k + s["count"], n + s["rows"])
+    for m, limit in ((34, 0.01), (76, None), (1232, 0.05)):
+        worst_name, (k, n) = max(((name, kn) for name, kn in pooled.items() if name in h200 or name not in worker),
+                                 key=lambda x: clopper_pearson(*x[1])[1])
+        lo, hi = clopper_pearson(k, n)
+        rate, top = 1 - (1 - k / n) ** m, 1 - (1 - hi) ** m
+        verdict = "" if limit is None else f" ≤ {limit:.0%} -> {'met' if top <= limit else 'NOT met'}"
+        lines.append(f"per {m}-row check{verdict}: worst {worst_name} ({k} calls in {n} A/A rows, all noise levels): "
+                     f"{rate:.2%} (95 % CI up to {top:.2%})")
+    quiet = [s for s in rows(variant="after_adaptive", shift=0.02, pair_sd=NOISE[0])
+             if s["model"] in h200 or s["model"] not in worker]
+    quiet = [s for s in quiet if s["model"] != "few pairs (budget: 6)"]
     low = min(quiet, key=lambda s: s["rate"])
-    lines.append(f"+2 % power on quiet rows (pair SD {NOISE[0]:.1%}) ≥ 95 %: lowest {low['model']}: "
-                 f"{low['rate']:.1%} (CI {low['ci95'][0]:.1%}-{low['ci95'][1]:.1%}) -> "
-                 f"{'met' if low['rate'] >= 0.95 else 'NOT met'}")
+    lines.append(f"+2 % power on quiet rows (pair SD {NOISE[0]:.1%}) ≥ 95 % (iid, non-worker and H200-level models; "
+                 f"few pairs is blind by design): lowest {low['model']}: {low['rate']:.1%} "
+                 f"(CI {low['ci95'][0]:.1%}-{low['ci95'][1]:.1%}) -> {'met' if low['rate'] >= 0.95 else 'NOT met'}")
     worse = []
     for s in rows(variant="after_adaptive"):
         f = next(x for x in summary if x["variant"] == "after_fixed20" and x["model"] == s["model"]
@@ -183,7 +192,7 @@ def markdown(doc: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--aa-rows", type=int, default=12000)
+    ap.add_argument("--aa-rows", type=int, default=20000)
     ap.add_argument("--power-rows", type=int, default=2000)
     ap.add_argument("--name", default=f"{dt.date.today().isoformat()}_gate_simulation")
     args = ap.parse_args()

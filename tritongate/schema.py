@@ -23,7 +23,9 @@ Schema history (bump ``SCHEMA_VERSION`` on any change a reader must know about):
       ``measurement.pairing.worker_pairs`` (per round: which worker pair, fresh processes of
       both builds, measured it; absent: one worker pair for every round) and
       ``measurement.pairing.stopped_by`` (why the row's pairs ended short of its target or of
-      a confirmation: ``row_budget``, ``run_budget``, ``round_cap``; null when it reached them).
+      a confirmation: ``row_budget``, ``run_budget``, ``round_cap``; null when it reached them),
+      ``measurement.pairing.confirm_from`` (the round at which a call's confirmation on fresh
+      worker pairs began; 0: none was run).
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ class PairInfo:
     inputs: str = "own"  # "shared": in each pair the side measured second read the first side's inputs
     worker_pairs: tuple[int, ...] = ()  # per round: the worker pair (fresh processes) that measured it
     stopped_by: str | None = None  # row_budget | run_budget | round_cap: what ended the row short
+    confirm_from: int = 0  # > 0: the round a confirmation on fresh worker pairs began (after a call)
 
     def __post_init__(self) -> None:
         if not self.pair_id or self.side not in ("base", "candidate"):
@@ -135,7 +138,8 @@ class PairInfo:
                 "target_effect": self.target_effect, "detectable_effect": self.detectable_effect,
                 "target_reached": self.target_reached, "min_rounds": self.min_rounds,
                 "max_rounds": self.max_rounds, "confirm_rounds": self.confirm_rounds, "inputs": self.inputs,
-                "worker_pairs": list(self.worker_pairs), "stopped_by": self.stopped_by}
+                "worker_pairs": list(self.worker_pairs), "stopped_by": self.stopped_by,
+                "confirm_from": self.confirm_from}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "PairInfo":

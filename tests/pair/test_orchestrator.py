@@ -89,7 +89,7 @@ def test_a_three_percent_shift_on_one_side_is_caught(tmp_path):
     assert set(_verdicts(outcome).values()) == {Verdict.REGRESSED}
     for r in outcome.result.rows:
         assert r.timing.paired and r.timing.effect == pytest.approx(0.03, abs=0.01)
-        assert r.timing.pairs >= 20 and r.timing.worker_pairs == 4  # a call rests on 20 pairs, 4 worker pairs
+        assert r.timing.pairs >= 20 and r.timing.worker_pairs >= 3  # a call rests on 20 pairs, 3 worker pairs
     assert outcome.result.exit_code == 1
     ident = json.loads((outcome.cand_path / "run_identity.json").read_text())
     assert ident["pair"]["schedule"]["confirm_rounds"] == 20

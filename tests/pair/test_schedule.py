@@ -117,9 +117,9 @@ def test_confirmations_may_spend_the_reserve_that_rows_short_of_their_target_may
 def test_a_rows_pairs_spread_over_fresh_worker_pairs_of_similar_size():
     s = PairSchedule(min_rounds=5, max_rounds=80, max_worker_pairs=8, worker_pair_rounds=10, row_budget_s=1e9,
                      run_budget_s=1e9)
-    assert s.worker_pair_starts() == [3, 5, 15, 25, 35, 45, 55]
-    assert s.worker_pair_of(20) == (0,) * 3 + (1,) * 2 + (2,) * 10 + (3,) * 5
-    assert PairSchedule(min_rounds=6, max_rounds=24, max_worker_pairs=2).worker_pair_starts() == [3]
+    assert s.worker_pair_starts() == [5, 15, 25, 35, 45, 55, 65]
+    assert s.worker_pair_of(20) == (0,) * 5 + (1,) * 10 + (2,) * 5
+    assert PairSchedule(min_rounds=6, max_rounds=24, max_worker_pairs=2).worker_pair_starts() == [6]
     assert PairSchedule(min_rounds=5, max_rounds=20).worker_pair_starts() == []  # one worker pair
     calls = []
     now = [0.0]
@@ -129,4 +129,4 @@ def test_a_rows_pairs_spread_over_fresh_worker_pairs_of_similar_size():
         return True
     run_schedule(measure_pair=measure, reached=lambda: False, schedule=s, ledger=BudgetLedger(1e9),
                  clock=lambda: now[0], new_worker_pair=lambda i: calls.append(i) or True)
-    assert calls == [3, 5, 15, 25, 35, 45, 55]
+    assert calls == [5, 15, 25, 35, 45, 55, 65]

@@ -113,3 +113,29 @@ def schedule(decide_at: Callable[[int], BatchDecision], looks: list[int], *, row
     unconfirmed = called & (stop < confirm_rounds) if confirm else np.zeros(rows, bool)
     reached = (called & ~unconfirmed) | (~called & (detect <= target_log))
     return ScheduleOutcome(pairs=stop, decision=decision, unconfirmed=unconfirmed, reached=reached)
+
+
+def confirmed(first: ScheduleOutcome, again: Callable[[np.ndarray], ScheduleOutcome]) -> ScheduleOutcome:
+    """The orchestrator's confirmation of a call: the rows ``first`` calls (on the pairs a
+    confirmation needs) are measured again, independently (``again(rows)``: new sample paths
+    for those rows on fresh worker pairs, the schedule anew), and stand only if that calls them
+    the same way; the others become UNCONFIRMED."""
+    firm = first.decision.called & ~first.unconfirmed
+    idx = np.flatnonzero(firm)
+    if not len(idx):
+        return first
+    second = again(idx)
+    agree = second.decision.called & ~second.unconfirmed & \
+        (np.sign(second.decision.effect_log) == np.sign(first.decision.effect_log[idx]))
+    called = first.decision.called.copy()
+    unconfirmed = first.unconfirmed.copy()
+    unconfirmed[idx[~agree]] = True
+    effect = first.decision.effect_log.copy()
+    effect[idx] = second.decision.effect_log
+    pairs = first.pairs.copy()
+    pairs[idx] += second.pairs
+    reached = first.reached.copy()
+    reached[idx] = agree
+    return ScheduleOutcome(pairs=pairs, decision=BatchDecision(called=called, effect_log=effect,
+                                                               detectable_log=first.decision.detectable_log),
+                           unconfirmed=unconfirmed, reached=reached)

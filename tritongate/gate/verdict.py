@@ -396,13 +396,42 @@ def judge_row(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict:
     verdict = {Change.SLOWER: Verdict.REGRESSED, Change.FASTER: Verdict.IMPROVED}.get(timing.change,
                                                                                   Verdict.UNCHANGED)
     reasons = [timing.reason]
-    if verdict is not Verdict.UNCHANGED and _short_call(pairing, rounds):
+    if pairing is not None and bp is not None and 0 < pairing.confirm_from < (rounds or 0):
+        verdict, timing, confirm_reason = _confirmed(base, cand, bp, pairing.confirm_from, policy, common["min_effect"])
+        reasons = [timing.reason, confirm_reason]
+        if verdict is not Verdict.UNCONFIRMED and _short_call(pairing, (rounds or 0) - pairing.confirm_from):
+            verdict = Verdict.UNCONFIRMED
+            reasons.append(f"its confirmation has {(rounds or 0) - pairing.confirm_from} pairs, fewer than the "
+                           f"{pairing.confirm_rounds} a confirmation needs: shown, not failing")
+    elif verdict is not Verdict.UNCHANGED and _short_call(pairing, rounds):
         verdict = Verdict.UNCONFIRMED
         reasons.append(f"called on {rounds} pairs, fewer than the {pairing.confirm_rounds} a confirmation needs "
                        f"(stopped by the {STOP_WORDS.get(_stop(pairing, rounds), 'budget')}): shown, not failing")
     reached, stopped = _reached(timing, verdict, common["min_effect"], pairing, rounds)
     return RowVerdict(verdict=verdict, timing=timing, reasons=tuple(reasons), reached_target=reached,
                       stopped_by=stopped, **common, **extra)
+
+
+def _confirmed(base: Row, cand: Row, bp: PairInfo, start: int, policy: GatePolicy,
+               min_effect: float) -> tuple[Verdict, TimingDecision, str]:
+    """A call measured again from round ``start`` on fresh worker pairs: it stands only if that
+    measurement, judged alone, calls it the same way. The timing shown is the confirmation's."""
+    bpr, cpr = base.measurement.samples_per_round, cand.measurement.samples_per_round  # type: ignore[union-attr]
+
+    def judge(lo: int, hi: int | None) -> TimingDecision:
+        layout = PairLayout(bp.went_first[lo:hi], bp.worker_pairs[lo:hi])
+        return decide(base.samples[lo * bpr:None if hi is None else hi * bpr],
+                      cand.samples[lo * cpr:None if hi is None else hi * cpr], base_per_round=bpr, cand_per_round=cpr,
+                      min_effect=min_effect, noise_z=policy.noise_z, min_samples=policy.min_samples, paired=True,
+                      layout=layout, process_sd=policy.process_sd)
+    first, again = judge(0, start), judge(start, None)
+    if first.change is not Change.WITHIN_NOISE and again.change is first.change:
+        verdict = Verdict.REGRESSED if again.change is Change.SLOWER else Verdict.IMPROVED
+        return verdict, again, (f"confirmed on fresh worker pairs: {first.effect:+.2%} on the first {start} pairs, "
+                                f"{again.effect:+.2%} on the {again.pairs} after")
+    return Verdict.UNCONFIRMED, again, (f"{first.effect:+.2%} on the first {start} pairs was not confirmed on fresh "
+                                        f"worker pairs ({again.effect:+.2%} on the {again.pairs} after: "
+                                        f"{again.reason}): shown, not failing")
 
 
 def _stop(pairing: PairInfo, rounds: int | None) -> str:

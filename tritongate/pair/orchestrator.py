@@ -48,9 +48,9 @@ from tritongate.runlog import RunLog
 from tritongate.schema import Correctness, PairInfo, Row, RowStatus, SkipReason, Variant
 
 GPU_MAX_ROUNDS = 80
-# Fresh worker pairs a row's pairs are spread over: on a GPU one at half the first block, one
-# at its end, then one every 10 pairs (a call needs 20 pairs, so it rests on four); on the
-# interpreter, whose workers take seconds to start within an 8 s row budget, two.
+# Fresh worker pairs a row's pairs are spread over: on a GPU one at the end of the first block,
+# then one every 10 pairs (a call needs 20 pairs, so it rests on three); on the interpreter,
+# whose workers take seconds to start within an 8 s row budget, two.
 GPU_WORKER_PAIRS = 8
 CPU_WORKER_PAIRS = 2
 CONFIRM_PAIRS = 20  # a call needs this many pairs (twice --rounds if more): two looks past the default first
@@ -126,9 +126,9 @@ def default_schedule(backend: str, rounds: int) -> PairSchedule:
     confirm = max(CONFIRM_PAIRS, 2 * rounds)
     if backend == "cpu":
         return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, 24), row_budget_s=8.0, run_budget_s=300.0,
-                            confirm_rounds=confirm, max_worker_pairs=CPU_WORKER_PAIRS)
+                            confirm_rounds=confirm, max_worker_pairs=CPU_WORKER_PAIRS, confirm_calls=True)
     return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, GPU_MAX_ROUNDS), confirm_rounds=confirm,
-                        max_worker_pairs=GPU_WORKER_PAIRS)
+                        max_worker_pairs=GPU_WORKER_PAIRS, confirm_calls=True)
 
 
 @dataclass
@@ -172,6 +172,7 @@ class _RowState:
     worker_pairs: list[int] = field(default_factory=list)  # per pair: the worker pair that measured it
     parts: list[dict[str, Any]] = field(default_factory=list)  # earlier worker pairs' finish answers
     stopped_by: str | None = None  # what the schedule says ended the row short
+    confirm_from: int = 0  # the pair a confirmation of the row's call began at (0: none)
 
 
 def spawn_process(spec: WorkerSpec) -> Worker:
@@ -617,6 +618,21 @@ class PairRunner:
                               would_call=lambda: self._would_call(states, target), new_worker_pair=new_worker_pair)
         for st in states.values():
             st.stopped_by = result.stopped_by
+        healthy = all(st.failure is None and not st.fell_back for st in states.values())
+        if schedule.confirm_calls and healthy and result.pairs and self._would_call(states, target):
+            # an independent measurement of the call: fresh worker pairs, the schedule anew, judged alone
+            start = result.pairs
+            for st in states.values():
+                st.confirm_from = start
+            if not new_worker_pair(start):
+                return share
+            again = run_schedule(measure_pair=lambda i: measure_pair(start + i),
+                                 reached=lambda: self._reached(states, target, start),
+                                 schedule=schedule, ledger=ledger, clock=self._clock,
+                                 would_call=lambda: self._would_call(states, target, start),
+                                 new_worker_pair=lambda i: new_worker_pair(start + i), confirming=True)
+            for st in states.values():
+                st.stopped_by = again.stopped_by
         return share
 
     def _restart_for_row(self, side: _Side, state: _RowState) -> bool:
@@ -661,23 +677,24 @@ class PairRunner:
     def _spr(self) -> int:
         return int(self._sides["base"].hello.get("measure_config", {}).get("samples_per_round", 5))
 
-    def _reached(self, states: dict[str, _RowState], target: float) -> bool:
-        p = self._precision(states, target)
+    def _reached(self, states: dict[str, _RowState], target: float, start: int = 0) -> bool:
+        p = self._precision(states, target, start)
         return p is not None and p <= target
 
-    def _would_call(self, states: dict[str, _RowState], target: float) -> bool:
-        """Whether the rule would call the row's timing on the pairs so far."""
-        b, c = states["base"].samples, states["candidate"].samples
+    def _would_call(self, states: dict[str, _RowState], target: float, start: int = 0) -> bool:
+        """Whether the rule would call the row's timing on the pairs from ``start``."""
+        spr, policy = self._spr(), self.request.policy
+        b, c = states["base"].samples[start * spr:], states["candidate"].samples[start * spr:]
         if not b or not c:
             return False
-        spr, policy = self._spr(), self.request.policy
         return decide(b, c, base_per_round=spr, cand_per_round=spr, min_effect=target, noise_z=policy.noise_z,
-                      min_samples=policy.min_samples, paired=True, layout=_layout(states["base"]),
+                      min_samples=policy.min_samples, paired=True, layout=_layout(states["base"], start),
                       process_sd=policy.process_sd).why is Why.CALLED
 
-    def _precision(self, states: dict[str, _RowState], target: float) -> float | None:
-        return self._precision_of(states["base"].samples, states["candidate"].samples, target,
-                                  _layout(states["base"]))
+    def _precision(self, states: dict[str, _RowState], target: float, start: int = 0) -> float | None:
+        spr = self._spr()
+        return self._precision_of(states["base"].samples[start * spr:], states["candidate"].samples[start * spr:],
+                                  target, _layout(states["base"], start))
 
     def _precision_of(self, b: list[float], c: list[float], target: float, layout: PairLayout) -> float | None:
         if not b or not c:
@@ -733,7 +750,7 @@ class PairRunner:
                            min_rounds=schedule.min_rounds, max_rounds=schedule.max_rounds,
                            confirm_rounds=schedule.confirm_rounds, inputs=st.inputs,
                            worker_pairs=tuple(st.worker_pairs[-rounds:]) if len(st.worker_pairs) >= rounds else (),
-                           stopped_by=st.stopped_by)
+                           stopped_by=st.stopped_by, confirm_from=st.confirm_from if st.confirm_from < rounds else 0)
         row = finish_row(prepared, m, pairing=pairing)
         return replace(row, markers=row.markers + tuned_markers, autotune=autotune)
 
@@ -755,8 +772,8 @@ class PairRunner:
             baseline=self.request.baseline_state, calibration=self.request.calibration)
 
 
-def _layout(base: _RowState) -> PairLayout:
-    return PairLayout(base_first=tuple(base.went_first), worker_pairs=tuple(base.worker_pairs))
+def _layout(base: _RowState, start: int = 0) -> PairLayout:
+    return PairLayout(base_first=tuple(base.went_first[start:]), worker_pairs=tuple(base.worker_pairs[start:]))
 
 
 def _merged_measurement(answers: list[dict[str, Any]]) -> dict[str, Any] | None:

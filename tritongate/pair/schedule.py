@@ -20,9 +20,9 @@ confirmations: rows short of their target may not spend it.
 
 Worker pairs: two processes of one build can differ persistently (placement, a kernel's
 speed state), and more pairs from the same two processes cannot shrink that. So a row's
-pairs are spread over fresh worker pairs (``worker_pair_starts``): one after the first half
-of the first block, one at its end, then one every ``worker_pair_rounds`` pairs, up to
-``max_worker_pairs``; a confirmation thus always runs on worker pairs the call was not made on. ``run_schedule`` reports what stopped
+pairs are spread over fresh worker pairs (``worker_pair_starts``): one at the end of the first
+block, then one every ``worker_pair_rounds`` pairs, up to ``max_worker_pairs``; a
+confirmation thus always runs on worker pairs the call was not made on. ``run_schedule`` reports what stopped
 a row short (``row_budget``, ``run_budget``, ``round_cap``) for the verdict to name.
 """
 
@@ -43,6 +43,10 @@ class PairSchedule:
     max_worker_pairs: int = 1  # fresh worker pairs a row's pairs are spread over (1: the run's one pair)
     worker_pair_rounds: int = 10  # past the first block, a fresh worker pair every this many pairs
     confirm_reserve: float = 0.25  # share of the run budget only confirmations may spend
+    # a row the rule calls is measured again on fresh worker pairs, and stands only if that
+    # independent measurement calls it too (a deep scan of 1,232 rows cannot afford the
+    # per-row false-call rate of one measurement)
+    confirm_calls: bool = False
 
     def __post_init__(self) -> None:
         if self.worker_pair_rounds < 1:
@@ -72,12 +76,15 @@ class PairSchedule:
         return next((n for n in self.looks() if n > done), None)
 
     def worker_pair_starts(self) -> list[int]:
-        """Pair indices at which a fresh worker pair takes over: half-way through the first
-        block (so every row has two), at its end, then every ``worker_pair_rounds`` pairs:
-        worker pairs of similar size, so that no one of them decides the row alone."""
+        """Pair indices at which a fresh worker pair takes over: at the end of the first block,
+        then every ``worker_pair_rounds`` pairs: worker pairs of similar size, so that no one
+        of them decides the row alone, and none so small that one outlier round is its
+        estimate (a trimmed mean of fewer than five pairs trims nothing). A row on one worker
+        pair cannot reach a 1 % target (its floor carries ``process_sd`` whole), so every
+        row that ends on its precision rests on two or more."""
         if self.max_worker_pairs < 2:
             return []
-        starts = [(self.min_rounds + 1) // 2, *range(self.min_rounds, self.max_rounds, self.worker_pair_rounds)]
+        starts = range(self.min_rounds, self.max_rounds, self.worker_pair_rounds)
         return sorted(set(s for s in starts if 0 < s < self.max_rounds))[:self.max_worker_pairs - 1]
 
     def worker_pair_of(self, n: int) -> tuple[int, ...]:
@@ -141,13 +148,15 @@ def may_extend(*, schedule: PairSchedule, ledger: BudgetLedger, done: int, row_e
 def run_schedule(*, measure_pair: Callable[[int], bool], reached: Callable[[], bool], schedule: PairSchedule,
                  ledger: BudgetLedger, clock: Callable[[], float],
                  would_call: Callable[[], bool] | None = None,
-                 new_worker_pair: Callable[[int], bool] | None = None) -> ScheduleResult:
+                 new_worker_pair: Callable[[int], bool] | None = None,
+                 confirming: bool = False) -> ScheduleResult:
     """Measure pairs (``measure_pair(i)``; False stops the row) up to the minimum, then block
     by block while the row is short of its target (``reached()``: precision only), or would
     be called (``would_call()``) on fewer than ``confirm_rounds`` pairs, and the next block
     fits the budgets. ``new_worker_pair(i)`` is called before pair ``i`` wherever the schedule
-    starts a fresh worker pair (False stops the row). Returns the pairs measured and, for a
-    row left short, what stopped it."""
+    starts a fresh worker pair (False stops the row). ``confirming``: the row measures a call
+    again, and may spend the run budget's reserve. Returns the pairs measured and, for a row
+    left short, what stopped it."""
     t0 = clock()
     done, goal, block_start = 0, schedule.min_rounds, t0
     starts = set(schedule.worker_pair_starts()) if new_worker_pair is not None else set()
@@ -169,7 +178,7 @@ def run_schedule(*, measure_pair: Callable[[int], bool], reached: Callable[[], b
         if (reached() and not unconfirmed) or (calls and not unconfirmed and schedule.confirm_rounds > 0):
             return ScheduleResult(done)
         nxt, why = extension(schedule=schedule, ledger=ledger, done=done, row_elapsed_s=now - t0,
-                             per_pair_s=(now - t0) / done, confirming=unconfirmed)
+                             per_pair_s=(now - t0) / done, confirming=unconfirmed or confirming)
         if nxt is None:
             return ScheduleResult(done, why)
         goal = nxt

@@ -69,6 +69,7 @@ class PairingDoc(StrictDoc):
     inputs: Literal["own", "shared"] = "own"
     worker_pairs: list[NonNegInt] = []
     stopped_by: Optional[Literal["row_budget", "run_budget", "round_cap"]] = None
+    confirm_from: NonNegInt = 0
 
 
 class MeasurementDoc(StrictDoc):
