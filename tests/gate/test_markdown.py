@@ -22,7 +22,7 @@ GOLDEN = Path(__file__).parent / "golden" / "verdict.md"
 
 
 def paired(r: Row, side: str, *, pair_id="pair-1", target=0.01, reached=0.008, target_reached=True,
-           max_rounds=20, confirm_rounds=0, inputs="own") -> Row:
+           max_rounds=80, confirm_rounds=0, inputs="own") -> Row:
     """``r`` as one side of a paired run (rounds alternating with the other side's)."""
     rounds = len(r.samples) // r.measurement.samples_per_round
     info = PairInfo(pair_id=pair_id, side=side, went_first=tuple(i % 2 == (side == "base") for i in range(rounds)),
@@ -59,8 +59,8 @@ def golden_result(tmp_path):
             row(op="attention", case="4x16x1024x64", median=51, seed=5),
             row(op="silu_mul", case="16x14336", median=1.4, seed=6),
             row(op="rmsnorm", case="1x4096", median=3.1, seed=7, per_round=1),
-            paired(row(rounds=20, op="layernorm", case="16x8192", median=4.2, seed=8), "base"),
-            paired(row(rounds=20, op="softmax", case="8x256", median=2.2, seed=9, round_sd=0.02), "base",
+            paired(row(rounds=40, op="layernorm", case="16x8192", median=4.2, seed=8), "base"),
+            paired(row(rounds=40, op="softmax", case="8x256", median=2.2, seed=9, round_sd=0.02), "base",
                    reached=0.09, target_reached=False),
             untimed()]
     cand = [row(op="matmul", case="4096x4096x4096", median=235, seed=11),
@@ -71,8 +71,8 @@ def golden_result(tmp_path):
             row(op="attention", case="4x16x1024x64", median=51, seed=15),
             row(op="attention", case="1x32x4096x128", median=640, seed=16),
             row(op="rmsnorm", case="1x4096", median=3.4, seed=17, per_round=1),
-            paired(row(rounds=20, op="layernorm", case="16x8192", median=4.2, seed=18), "candidate"),
-            paired(row(rounds=20, op="softmax", case="8x256", median=2.2, seed=19, round_sd=0.02), "candidate",
+            paired(row(rounds=40, op="layernorm", case="16x8192", median=4.2, seed=18), "candidate"),
+            paired(row(rounds=40, op="softmax", case="8x256", median=2.2, seed=19, round_sd=0.02), "candidate",
                    reached=0.09, target_reached=False),
             untimed()]
     base_run, cand_run = pair(tmp_path, base, cand)
@@ -214,19 +214,19 @@ def test_every_unchanged_row_says_why_in_words(tmp_path):
 
 
 def test_a_paired_row_is_labelled_paired_with_its_rounds(tmp_path):
-    base, cand = pair(tmp_path, [paired(row(rounds=20, ), "base"), row(case="stored")],
-                      [paired(row(rounds=20, seed=1), "candidate"), row(case="stored", seed=2)])
+    base, cand = pair(tmp_path, [paired(row(rounds=40, ), "base"), row(case="stored")],
+                      [paired(row(rounds=40, seed=1), "candidate"), row(case="stored", seed=2)])
     result = run_gate(base, cand, GatePolicy())
     text = render_markdown(result)
-    assert cells_of(table_line(text, "softmax", "4096x4096", "float16"))[8] == "paired, 20 rounds"
+    assert cells_of(table_line(text, "softmax", "4096x4096", "float16"))[8] == "paired, 40 rounds"
     assert cells_of(table_line(text, "softmax", "stored", "float16"))[8] == "unpaired"
     # a regression judged from paired rounds says so in its section too
-    base, cand = pair(tmp_path / "reg", [paired(row(rounds=20, ), "base")], [paired(row(rounds=20, median=23, seed=1), "candidate")])
+    base, cand = pair(tmp_path / "reg", [paired(row(rounds=40, ), "base")], [paired(row(rounds=40, median=23, seed=1), "candidate")])
     text = render_markdown(run_gate(base, cand, GatePolicy()))
     line = cells_of(table_line(text, "softmax", "4096x4096", "float16"))
     assert text.index("Regressions") < text.index(table_line(text, "softmax", "4096x4096")) < text.index("Speedup by op")
     # paired: the effect is the mean per-pair log ratio, close to the 15 % planted
-    assert line[5].startswith(("**+14.", "**+15.")) and line[5].endswith("%**") and line[8] == "paired, 20 rounds"
+    assert line[5].startswith(("**+14.", "**+15.")) and line[5].endswith("%**") and line[8] == "paired, 40 rounds"
 
 
 def test_an_untimed_identical_binary_row_renders(tmp_path):
@@ -242,11 +242,11 @@ def test_an_untimed_identical_binary_row_renders(tmp_path):
 
 
 def test_the_short_of_target_section_lists_rows_whose_pairing_fell_short(tmp_path):
-    base = [paired(row(rounds=20, case="short"), "base", reached=0.034, target_reached=False, max_rounds=20),
-            paired(row(rounds=20, case="reached"), "base", pair_id="pair-1")]
-    cand = [paired(row(rounds=20, case="short", seed=1), "candidate", reached=0.034, target_reached=False,
-                   max_rounds=20),
-            paired(row(rounds=20, case="reached", seed=2), "candidate")]
+    base = [paired(row(rounds=40, case="short"), "base", reached=0.034, target_reached=False, max_rounds=40),
+            paired(row(rounds=40, case="reached"), "base", pair_id="pair-1")]
+    cand = [paired(row(rounds=40, case="short", seed=1), "candidate", reached=0.034, target_reached=False,
+                   max_rounds=40),
+            paired(row(rounds=40, case="reached", seed=2), "candidate")]
     base_run, cand_run = pair(tmp_path, base, cand)
     result = run_gate(base_run, cand_run, GatePolicy())
     assert [r.case for r in result.short_of_target()] == ["short"]
@@ -254,7 +254,7 @@ def test_the_short_of_target_section_lists_rows_whose_pairing_fell_short(tmp_pat
     assert "### ⏳ Short of the precision target (1)" in text
     section = text[text.index("Short of the precision target"):text.index("<details>")]
     line = cells_of(table_line(section, "softmax", "short", "float16"))
-    assert line[3:] == ["UNCHANGED", "1.0%", "3.4%", "20 (cap 20)"]
+    assert line[3:] == ["UNCHANGED", "1.0%", "3.4%", "40 (cap 40)"]
     assert "| softmax | reached |" not in section
 
 
@@ -262,9 +262,9 @@ def test_a_call_the_budgets_left_on_fewer_pairs_than_a_call_needs_is_unconfirmed
     """A 10 % slowdown called on 12 pairs where a call needs 20 (the run budget ran out first):
     UNCONFIRMED, shown with the pairs it rests on, and it does not fail the gate."""
     base = [paired(row(rounds=12, case="early"), "base", max_rounds=80, confirm_rounds=20),
-            paired(row(rounds=20, case="confirmed"), "base", max_rounds=80, confirm_rounds=20)]
+            paired(row(rounds=40, case="confirmed"), "base", max_rounds=80, confirm_rounds=20)]
     cand = [paired(row(rounds=12, case="early", median=22.0, seed=1), "candidate", max_rounds=80, confirm_rounds=20),
-            paired(row(rounds=20, case="confirmed", median=22.0, seed=2), "candidate", max_rounds=80,
+            paired(row(rounds=40, case="confirmed", median=22.0, seed=2), "candidate", max_rounds=80,
                    confirm_rounds=20)]
     result = run_gate(*pair(tmp_path, base, cand), GatePolicy())
     assert {r.case: r.verdict for r in result.rows} == {"early": Verdict.UNCONFIRMED, "confirmed": Verdict.REGRESSED}
@@ -283,14 +283,14 @@ def test_a_call_the_budgets_left_on_fewer_pairs_than_a_call_needs_is_unconfirmed
 
 
 def test_verdict_json_says_whose_inputs_each_paired_row_read(tmp_path):
-    base = [paired(row(rounds=20, case="s"), "base", inputs="shared"), paired(row(rounds=20, case="o"), "base")]
-    cand = [paired(row(rounds=20, case="s", seed=1), "candidate", inputs="shared"), paired(row(rounds=20, case="o", seed=2), "candidate")]
+    base = [paired(row(rounds=40, case="s"), "base", inputs="shared"), paired(row(rounds=40, case="o"), "base")]
+    cand = [paired(row(rounds=40, case="s", seed=1), "candidate", inputs="shared"), paired(row(rounds=40, case="o", seed=2), "candidate")]
     rows = {r["case"]: r for r in (r.to_dict() for r in run_gate(*pair(tmp_path, base, cand), GatePolicy()).rows)}
     assert rows["s"]["inputs"] == "shared" and rows["o"]["inputs"] == "own"
 
 
 def test_no_short_of_target_section_when_every_target_was_reached(tmp_path):
-    base, cand = pair(tmp_path, [paired(row(rounds=20, ), "base")], [paired(row(rounds=20, seed=1), "candidate")])
+    base, cand = pair(tmp_path, [paired(row(rounds=40, ), "base")], [paired(row(rounds=40, seed=1), "candidate")])
     assert "Short of the precision target" not in render_markdown(run_gate(base, cand, GatePolicy()))
 
 
@@ -306,9 +306,9 @@ def test_the_rule_footnote_describes_the_log_ratio_rule(tmp_path):
 
 def test_the_new_sections_shrink_under_the_size_limit_too(tmp_path):
     long = "y" * 60
-    base = [paired(row(rounds=20, op=f"op{i:04d}{long}", case=f"c{i}", seed=i), "base", reached=0.05, target_reached=False)
+    base = [paired(row(rounds=40, op=f"op{i:04d}{long}", case=f"c{i}", seed=i), "base", reached=0.05, target_reached=False)
             for i in range(600)]
-    cand = [paired(row(rounds=20, op=f"op{i:04d}{long}", case=f"c{i}", seed=10_000 + i), "candidate", reached=0.05,
+    cand = [paired(row(rounds=40, op=f"op{i:04d}{long}", case=f"c{i}", seed=10_000 + i), "candidate", reached=0.05,
                    target_reached=False) for i in range(600)]
     result = run_gate(synthetic_run(base, "record"), synthetic_run(cand, "replay"), GatePolicy())
     assert len(result.short_of_target()) == 600

@@ -58,11 +58,11 @@ def test_the_batch_rule_is_decide_row_by_row():
         base, cand = sample_paths(_model(name), rows=12, pairs=20, per_round=5, pair_sd=0.006, shift=shift,
                                   base_first=bf, worker_pairs=wp, rng=np.random.default_rng(3))
         batch = decide_paired(base, cand, base_first=bf, worker_pairs=wp, min_effect=0.01, noise_z=4.0,
-                              min_samples=10, process_sd=policy.process_sd)
+                              min_samples=10, process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
         for i in range(len(base)):
             one = decide(base[i].ravel().tolist(), cand[i].ravel().tolist(), base_per_round=5, cand_per_round=5,
                          min_effect=0.01, noise_z=4.0, min_samples=10, paired=True,
-                         layout=PairLayout(tuple(bf), tuple(wp)), process_sd=policy.process_sd)
+                         layout=PairLayout(tuple(bf), tuple(wp)), process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
             assert bool(batch.called[i]) == (one.why.value == "called")
             assert math.expm1(batch.effect_log[i]) == pytest.approx(one.effect, abs=1e-12)
             assert math.expm1(batch.detectable_log[i]) == pytest.approx(one.detectable, rel=1e-9)

@@ -50,10 +50,11 @@ def _iqr_terms(base: np.ndarray, cand: np.ndarray, shift: np.ndarray) -> tuple[n
 
 
 def decide_paired(base: np.ndarray, cand: np.ndarray, *, base_first: np.ndarray, worker_pairs: np.ndarray,
-                  min_effect: float, noise_z: float, min_samples: int, process_sd: float) -> BatchDecision:
+                  min_effect: float, noise_z: float, min_samples: int, process_sd: float,
+                  pair_inflation: float = 1.0) -> BatchDecision:
     """``base``, ``cand``: (R, n, samples per round) times; the layout is (n,)."""
     d = np.log(np.median(cand, -1)) - np.log(np.median(base, -1))
-    est = estimate(d, base_first=base_first, groups=worker_pairs, process_sd=process_sd)
+    est = estimate(d, base_first=base_first, groups=worker_pairs, process_sd=process_sd, inflation=pair_inflation)
     mult = floor_multiplier(noise_z, est.df)
     floor = np.zeros(len(d)) if mult == 0 else np.hypot(mult * est.se_measured, noise_z * est.se_prior)
     shift = (est.order_log / 2)[:, None] * order_signs(base_first)[None, :]

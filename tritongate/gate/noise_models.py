@@ -13,6 +13,9 @@ one side of one worker pair, and a fresh worker pair brings two fresh processes.
 - ``step``: one process of the row (a random side, from a random pair on) runs ``amp`` slower
   for the rest of its life;
 - ``drift``: one process of the row (a random side) slows by ``amp`` per pair from its start;
+- ``serial``: each process's level wanders (AR(1) per pair, correlation ``rho``, stationary
+  SD ``sd``), started afresh with each process: the H200 series' pairs of one worker pair are
+  correlated at lags 1-10 (0.1-0.3), so a 10-20 pair mean varies 2-2.3x more than their spread;
 - ``outliers``: a round is ``amp`` times slower with probability ``p`` (one side, one round);
 - ``order``: the side timed second in a pair runs ``amp`` slower;
 - ``few_pairs``: iid noise, but the budget stops every row at ``cap`` pairs.
@@ -55,6 +58,8 @@ MODELS = (
                "as above, states lasting most of a row"),
     NoiseModel("step +1.5 % on one worker", "step", {"amp": 0.015}, True),
     NoiseModel("drift +0.05 %/pair on one worker", "drift", {"amp": 0.0005}, True),
+    NoiseModel("serial correlation, AR(1) 0.9, SD 0.3 %", "serial", {"rho": 0.9, "sd": 0.003}, True,
+               "slow drift within each process, as the H200 series show"),
     NoiseModel("outlier rounds 3x, 2 %", "outliers", {"amp": 3.0, "p": 0.02}),
     NoiseModel("order effect 1 %", "order", {"amp": 0.01}),
     NoiseModel("few pairs (budget: 6)", "few_pairs", {"cap": 6}),
@@ -104,6 +109,14 @@ def sample_paths(model: NoiseModel, *, rows: int, pairs: int, per_round: int, pa
         ramp = np.where(wp[None, :] == which[:, None], p["amp"] * age[None, :], 0.0)
         lb += np.where(~on_cand[:, None], ramp, 0.0)[..., None]
         lc += np.where(on_cand[:, None], ramp, 0.0)[..., None]
+    elif kind == "serial":
+        fresh = np.r_[True, wp[1:] != wp[:-1]]
+        for side in (lb, lc):
+            x = rng.normal(0, p["sd"], r)
+            innov = p["sd"] * np.sqrt(1 - p["rho"] ** 2)
+            for i in range(n):
+                x = rng.normal(0, p["sd"], r) if fresh[i] else p["rho"] * x + rng.normal(0, innov, r)
+                side[:, i, :] += x[:, None]
     elif kind == "outliers":
         for side in (lb, lc):
             side += np.where(rng.random((r, n)) < p["p"], np.log(p["amp"]), 0.0)[..., None]

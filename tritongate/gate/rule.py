@@ -130,9 +130,11 @@ def paired_log_ratios(base: Sequence[float], cand: Sequence[float], *, base_per_
     return [math.log(cm) - math.log(bm) for bm, cm in zip(b, c)]
 
 
-def paired_estimate(ratios: Sequence[float], layout: PairLayout | None, process_sd: float) -> PairedEstimate:
+def paired_estimate(ratios: Sequence[float], layout: PairLayout | None, process_sd: float,
+                    pair_inflation: float = 1.0) -> PairedEstimate:
     bf, wp = (layout or PairLayout()).arrays(len(ratios))
-    return estimate(np.asarray(ratios, dtype=float), base_first=bf, groups=wp, process_sd=process_sd)
+    return estimate(np.asarray(ratios, dtype=float), base_first=bf, groups=wp, process_sd=process_sd,
+                    inflation=pair_inflation)
 
 
 def _unpaired_se_df(base: Sequence[float], cand: Sequence[float], base_per_round: int,
@@ -222,12 +224,12 @@ class _Evidence:
 
 
 def _evidence(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
-              paired: bool, layout: PairLayout | None, process_sd: float) -> _Evidence:
+              paired: bool, layout: PairLayout | None, process_sd: float, pair_inflation: float = 1.0) -> _Evidence:
     if paired:
         ratios = paired_log_ratios(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round)
         if not ratios:
             return _Evidence(math.inf, 0.0, None)
-        est = paired_estimate(ratios, layout, process_sd)
+        est = paired_estimate(ratios, layout, process_sd, pair_inflation)
         se = float(est.se_measured)
         return _Evidence(se if math.isfinite(se) else math.inf, est.df, est, prior_se=float(est.se_prior))
     se, df = _unpaired_se_df(base, cand, base_per_round, cand_per_round)
@@ -250,12 +252,12 @@ def _precision_of(ev: _Evidence, base: Sequence[float], cand: Sequence[float], *
 
 def precision(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
               paired: bool, min_effect: float, noise_z: float, layout: PairLayout | None = None,
-              process_sd: float = 0.0) -> Precision:
+              process_sd: float = 0.0, pair_inflation: float = 1.0) -> Precision:
     """The smallest change a row could call. It depends on spreads only, never on the
     difference of the medians, so a schedule that adds rounds until it is small enough
     cannot steer a row towards a verdict."""
     ev = _evidence(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired,
-                   layout=layout, process_sd=process_sd)
+                   layout=layout, process_sd=process_sd, pair_inflation=pair_inflation)
     return _precision_of(ev, base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round,
                          paired=paired, min_effect=min_effect, noise_z=noise_z, layout=layout)
 
@@ -270,10 +272,11 @@ def iqrs_overlap(base: Sequence[float], cand: Sequence[float], *, base_per_round
 
 def decide(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
            min_effect: float, noise_z: float, min_samples: int, paired: bool = False,
-           layout: PairLayout | None = None, process_sd: float = 0.0) -> TimingDecision:
+           layout: PairLayout | None = None, process_sd: float = 0.0,
+           pair_inflation: float = 1.0) -> TimingDecision:
     b, c = summarize(base), summarize(cand)
     ev = _evidence(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired,
-                   layout=layout, process_sd=process_sd)
+                   layout=layout, process_sd=process_sd, pair_inflation=pair_inflation)
     prec = _precision_of(ev, base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round,
                          paired=paired, min_effect=min_effect, noise_z=noise_z, layout=layout)
     agree = 1.0

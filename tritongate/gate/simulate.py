@@ -95,7 +95,7 @@ def simulate_paired_models(model: "NoiseModel", *, rows: int, pair_sd: float, sh
         def at(n: int):
             return decide_paired(base[:, :n], cand[:, :n], base_first=bf[:n], worker_pairs=wp[:n],
                                  min_effect=policy.min_effect, noise_z=policy.noise_z,
-                                 min_samples=policy.min_samples, process_sd=policy.process_sd)
+                                 min_samples=policy.min_samples, process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
         return schedule(at, [fixed] if fixed else looks, rows=len(base), target=policy.min_effect,
                         confirm_rounds=sched.confirm_rounds)
 

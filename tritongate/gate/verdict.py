@@ -386,7 +386,7 @@ def judge_row(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict:
                     base_per_round=base.measurement.samples_per_round if base.measurement else len(base.samples),
                     cand_per_round=cand.measurement.samples_per_round if cand.measurement else len(cand.samples),
                     min_effect=common["min_effect"], noise_z=policy.noise_z, min_samples=policy.min_samples,
-                    paired=paired, layout=layout, process_sd=policy.process_sd)
+                    paired=paired, layout=layout, process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
     pairing = cand.measurement.pairing if paired and cand.measurement else None
     rounds = _rounds(cand)
     extra = dict(pairing=pairing, rounds=rounds)
@@ -423,7 +423,7 @@ def _confirmed(base: Row, cand: Row, bp: PairInfo, start: int, policy: GatePolic
         return decide(base.samples[lo * bpr:None if hi is None else hi * bpr],
                       cand.samples[lo * cpr:None if hi is None else hi * cpr], base_per_round=bpr, cand_per_round=cpr,
                       min_effect=min_effect, noise_z=policy.noise_z, min_samples=policy.min_samples, paired=True,
-                      layout=layout, process_sd=policy.process_sd)
+                      layout=layout, process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
     first, again = judge(0, start), judge(start, None)
     if first.change is not Change.WITHIN_NOISE and again.change is first.change:
         verdict = Verdict.REGRESSED if again.change is Change.SLOWER else Verdict.IMPROVED

@@ -689,7 +689,7 @@ class PairRunner:
             return False
         return decide(b, c, base_per_round=spr, cand_per_round=spr, min_effect=target, noise_z=policy.noise_z,
                       min_samples=policy.min_samples, paired=True, layout=_layout(states["base"], start),
-                      process_sd=policy.process_sd).why is Why.CALLED
+                      process_sd=policy.process_sd, pair_inflation=policy.pair_inflation).why is Why.CALLED
 
     def _precision(self, states: dict[str, _RowState], target: float, start: int = 0) -> float | None:
         spr = self._spr()
@@ -702,7 +702,8 @@ class PairRunner:
         spr = self._spr()
         return precision(b, c, base_per_round=spr, cand_per_round=spr, paired=True, min_effect=target,
                          noise_z=self.request.policy.noise_z, layout=layout,
-                         process_sd=self.request.policy.process_sd).detectable
+                         process_sd=self.request.policy.process_sd,
+                         pair_inflation=self.request.policy.pair_inflation).detectable
 
     def _build_row(self, item: PlannedRow, side: _Side, states: dict[str, _RowState], identical: bool,
                    schedule: PairSchedule) -> Row:

@@ -126,5 +126,6 @@ class PolicyDoc(HandWritten):
     max_missing: Optional[Annotated[int, Field(ge=0)]] = None
     strict: Optional[bool] = None
     process_sd: Optional[Effect] = None
+    pair_inflation: Optional[Annotated[float, Field(ge=1, le=100)]] = None
     fail_on_blind: Optional[bool] = None
     ops: Optional[dict[Name, OpPolicyDoc]] = None
