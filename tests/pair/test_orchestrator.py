@@ -90,6 +90,10 @@ def test_a_three_percent_shift_on_one_side_is_caught(tmp_path):
     for r in outcome.result.rows:
         assert r.timing.paired and r.timing.effect == pytest.approx(0.03, abs=0.01)
         assert r.timing.pairs >= 20 and r.timing.worker_pairs >= 3  # a call rests on 20 pairs, 3 worker pairs
+        # ... and on the same again, measured afresh: the call made on the first pairs, then confirmed
+        start = r.pairing.confirm_from
+        assert start >= 20 and r.rounds >= start + 20 and any("confirmed on fresh worker pairs" in x for x in r.reasons)
+        assert len(set(r.pairing.worker_pairs[:start]) & set(r.pairing.worker_pairs[start:])) == 0
     assert outcome.result.exit_code == 1
     ident = json.loads((outcome.cand_path / "run_identity.json").read_text())
     assert ident["pair"]["schedule"]["confirm_rounds"] == 20
