@@ -240,3 +240,9 @@ def test_a_row_on_one_worker_pair_cannot_resolve_one_percent(tmp_path):
     assert r.timing.worker_pairs == 1 and r.timing.detectable >= math.expm1(4 * 0.003) and r.reached_target is False
     many = _paired_rows(tmp_path / "m", [samples(20, rounds=80, seed=1)], [samples(20, rounds=80, seed=2)])
     assert many.rows[0].timing.worker_pairs == 8 and many.rows[0].reached_target is True
+
+
+def test_an_unpaired_gate_says_it_is_not_the_pr_path(tmp_path):
+    res = judge(tmp_path, [row(seed=1)], [row(seed=2)])
+    assert any("timed unpaired, from two stored runs" in n and "not the PR path" in n for n in res.notes)
+    assert res.rows[0].stopped_by == "unpaired" and res.state == "blind"

@@ -218,3 +218,28 @@ def test_the_verdict_cites_the_calibration_it_was_given(tmp_path):
     assert "<sub>Calibrated on this runner 2026-11-30 (`tritongate calibrate`): 0 false verdicts" in text
     doc = json.loads(outcome.verdict_json.read_text())
     assert doc["calibration"] == {**CALIBRATION, "device": "Scripted GPU"}
+
+
+def test_a_candidate_twice_as_slow_regresses_every_row_on_a_scripted_device(tmp_path):
+    """The decision behind ``tests/cli/test_pair.py``'s double-work check, on a device whose
+    timings do not depend on how busy the machine is."""
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_FACTOR": "2.0"}), spawn=_spawner(World()))
+    assert set(_verdicts(outcome).values()) == {Verdict.REGRESSED} and outcome.result.exit_code == 1
+    for r in outcome.result.rows:
+        assert r.timing.effect == pytest.approx(1.0, abs=0.05) and r.pairing.confirm_from > 0
+
+
+def test_a_planted_delay_regresses_exactly_the_candidate_on_a_scripted_device(tmp_path):
+    from tests.pair.fakes import COST_US, ROWS
+    from tritongate.ops.registry import case_id
+    from tritongate.planting import row_key, write_plan
+
+    # each row's launch made 90 % of its cost longer, on the candidate only
+    delays = {row_key(op, case_id(shape), dtype): int(0.9 * COST_US[op] * 1000) for op, shape, dtype in ROWS}
+    plan = write_plan(tmp_path / "plan.json", 0.9, delays)
+    outcome = run_pair(_request(tmp_path, cand_env={"TRITONGATE_PLANTED_DELAY": str(plan)}), spawn=_spawner(World()))
+    assert set(_verdicts(outcome).values()) == {Verdict.REGRESSED}
+    for r in outcome.result.rows:
+        assert r.timing.effect == pytest.approx(0.9, rel=0.2)
+    base, cand = outcome.rows[0]
+    assert "planted_delay_ns" in cand.params and "planted_delay_ns" not in base.params

@@ -78,6 +78,10 @@ _STOP_PHRASES = {"row_budget": "{n} stopped by the row budget (raise --row-budge
                  "round_cap": "{n} by the round cap (raise --max-rounds)",
                  "unpaired": "{n} timed unpaired, from two stored runs (not the PR path: tritongate pair pairs them)",
                  "too_few_samples": "{n} with too few samples (raise --rounds)"}
+UNPAIRED_NOTE = ("{n} row(s) were timed unpaired, from two stored runs: two processes at two times, whose "
+                 "drift between the runs no pairing cancels. Their floors carry each run's process offset "
+                 "({sd:.1%} each) and most cannot resolve 1 %; unpaired timing is not the PR path: "
+                 "`tritongate pair` times both builds in alternating pairs on fresh worker pairs")
 # The headline's three states.
 PASS, BLIND, FAIL = "pass", "blind", "fail"
 
@@ -487,5 +491,8 @@ def run_gate(base: Run, cand: Run, policy: GatePolicy, *, allow_mismatch: bool =
         if key not in base_rows:
             rows.append(RowVerdict(*key, verdict=Verdict.NEW, reasons=("not in the base run",),
                                    cand_markers=crow.markers))
-    return GateResult(base=base, cand=cand, policy=policy, rows=rows, mismatches=mismatches,
-                      notes=notes(base.identity, cand.identity, str(base.path)))
+    found = notes(base.identity, cand.identity, str(base.path))
+    unpaired = [r for r in rows if r.timing is not None and not r.timing.paired]
+    if unpaired:
+        found.append(UNPAIRED_NOTE.format(n=len(unpaired), sd=policy.process_sd))
+    return GateResult(base=base, cand=cand, policy=policy, rows=rows, mismatches=mismatches, notes=found)
