@@ -81,7 +81,7 @@ _STOP_PHRASES = {"row_budget": "{n} stopped by the row budget (raise --row-budge
 UNPAIRED_NOTE = ("{n} row(s) were timed unpaired, from two stored runs: two processes at two times, whose "
                  "drift between the runs no pairing cancels. Their floors carry each run's process offset "
                  "({sd:.1%} each) and most cannot resolve 1 %; unpaired timing is not the PR path: "
-                 "`tritongate pair` times both builds in alternating pairs on fresh worker pairs")
+                 "tritongate pair times both builds in alternating pairs on fresh worker pairs")
 # The headline's three states.
 PASS, BLIND, FAIL = "pass", "blind", "fail"
 
