@@ -20,6 +20,12 @@ Schema history (bump ``SCHEMA_VERSION`` on any change a reader must know about):
       ``measurement.pairing.inputs``, ``shared`` when in each pair the side measured second
       read the inputs the first side built (the same memory), ``own`` otherwise (and when
       absent: every earlier paired run built its own).
+      ``measurement.pairing.worker_pairs`` (per round: which worker pair, fresh processes of
+      both builds, measured it; absent: one worker pair for every round) and
+      ``measurement.pairing.stopped_by`` (why the row's pairs ended short of its target or of
+      a confirmation: ``row_budget``, ``run_budget``, ``round_cap``; null when it reached them),
+      ``measurement.pairing.confirm_from`` (the round at which a call's confirmation on fresh
+      worker pairs began; 0: none was run).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from tritongate.stats import Summary, summarize
 SCHEMA_VERSION = 3
 MIN_READABLE_SCHEMA_VERSION = 1  # 2 and 3 only added optional fields
 PAIR_INPUTS = ("own", "shared")
+STOPPED_BY = ("row_budget", "run_budget", "round_cap")
 
 
 class RunStatus(str, Enum):
@@ -104,6 +111,9 @@ class PairInfo:
     max_rounds: int = 0
     confirm_rounds: int = 0  # pairs a call needs (0: none asked); fewer means the budgets cut it short
     inputs: str = "own"  # "shared": in each pair the side measured second read the first side's inputs
+    worker_pairs: tuple[int, ...] = ()  # per round: the worker pair (fresh processes) that measured it
+    stopped_by: str | None = None  # row_budget | run_budget | round_cap: what ended the row short
+    confirm_from: int = 0  # > 0: the round a confirmation on fresh worker pairs began (after a call)
 
     def __post_init__(self) -> None:
         if not self.pair_id or self.side not in ("base", "candidate"):
@@ -115,16 +125,26 @@ class PairInfo:
             if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"pairing {name} must be a finite number >= 0 or null, got {value!r}")
         object.__setattr__(self, "went_first", tuple(bool(x) for x in self.went_first))
+        object.__setattr__(self, "worker_pairs", tuple(int(x) for x in self.worker_pairs))
+        if self.worker_pairs and len(self.worker_pairs) != len(self.went_first):
+            raise ValueError(f"pairing worker_pairs has {len(self.worker_pairs)} entries for "
+                             f"{len(self.went_first)} rounds")
+        if self.stopped_by is not None and self.stopped_by not in STOPPED_BY:
+            raise ValueError(f"pairing stopped_by must be one of {', '.join(STOPPED_BY)} or null, "
+                             f"got {self.stopped_by!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"pair_id": self.pair_id, "side": self.side, "went_first": list(self.went_first),
                 "target_effect": self.target_effect, "detectable_effect": self.detectable_effect,
                 "target_reached": self.target_reached, "min_rounds": self.min_rounds,
-                "max_rounds": self.max_rounds, "confirm_rounds": self.confirm_rounds, "inputs": self.inputs}
+                "max_rounds": self.max_rounds, "confirm_rounds": self.confirm_rounds, "inputs": self.inputs,
+                "worker_pairs": list(self.worker_pairs), "stopped_by": self.stopped_by,
+                "confirm_from": self.confirm_from}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "PairInfo":
-        return cls(**{**d, "went_first": tuple(d.get("went_first") or ())})
+        return cls(**{**d, "went_first": tuple(d.get("went_first") or ()),
+                      "worker_pairs": tuple(d.get("worker_pairs") or ())})
 
 
 @dataclass(frozen=True)

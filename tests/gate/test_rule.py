@@ -33,12 +33,12 @@ def test_a_ten_fold_slowdown_of_a_noisy_row_is_called():
 
 
 def test_pairing_cancels_a_drift_both_sides_share():
-    drift = [0.0, 0.03, 0.06, 0.09, 0.12]  # +3 % per pair, measured by both sides alike
+    drift = [0.03 * i for i in range(10)]  # +3 % per pair, measured by both sides alike
     base = _rounds(100.0, drift, per_round=5, within=0.001, seed=3)
     cand = _rounds(101.5, drift, per_round=5, within=0.001, seed=4)  # +1.5 %
     paired = decide(base, cand, base_per_round=5, cand_per_round=5, paired=True, **RULE)
     unpaired = decide(base, cand, base_per_round=5, cand_per_round=5, paired=False, **RULE)
-    assert paired.change is Change.SLOWER and paired.pairs == 5 and paired.noise_floor < 0.01
+    assert paired.change is Change.SLOWER and paired.pairs == 10 and paired.noise_floor < 0.01
     assert unpaired.change is Change.WITHIN_NOISE and unpaired.noise_floor > 0.05
     assert unpaired.why is Why.IQRS_OVERLAP  # the drift widens both raw IQRs
 
@@ -82,3 +82,50 @@ def test_the_floor_uses_students_t_for_the_rows_degrees_of_freedom():
     assert floor_multiplier(4.0, 19) == pytest.approx(5.1, abs=0.1)
     assert floor_multiplier(4.0, 1e6) == pytest.approx(4.0, abs=0.01)
     assert floor_multiplier(4.0, 0) == math.inf and floor_multiplier(0.0, 3) == 0.0
+
+
+def test_the_rule_imports_no_scipy_until_a_floor_is_computed():
+    """scipy.stats costs a few hundred ms to import (issue 28): only a decision pays for it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, tritongate.gate.rule as r; assert 'scipy.stats' not in sys.modules; "
+            "r.floor_multiplier(4.0, 10); assert 'scipy.stats' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_one_outlier_round_moves_neither_the_estimate_nor_the_floor_much():
+    """The trimmed mean of the pairs: a 3x round in 20 pairs used to make +2 % uncatchable."""
+    rng = random.Random(7)
+    base = [100 * (1 + rng.gauss(0, 0.002)) for _ in range(20 * 5)]
+    cand = [102 * (1 + rng.gauss(0, 0.002)) for _ in range(20 * 5)]
+    cand[35:40] = [3 * x for x in cand[35:40]]  # one round, three times slower
+    from tritongate.gate.rule import PairLayout
+
+    layout = PairLayout(tuple(i % 2 == 0 for i in range(20)), tuple(i // 5 for i in range(20)))
+    d = decide(base, cand, base_per_round=5, cand_per_round=5, paired=True, layout=layout, process_sd=0.003,
+               pair_inflation=2.5, **RULE)
+    assert d.change is Change.SLOWER and d.effect == pytest.approx(0.02, abs=0.003)
+
+
+def test_an_order_effect_is_removed_before_the_iqr_check_and_the_floor():
+    """Whoever goes second runs 1 % slower: on a real +1.5 %, base-first pairs say +2.5 % and
+    candidate-first +0.5 %; the order term must come out, not widen the IQRs."""
+    rng = random.Random(8)
+    base, cand = [], []
+    for i in range(20):
+        second_penalty = 1.01
+        b = 100 * (second_penalty if i % 2 == 1 else 1)  # base goes second in odd pairs
+        c = 101.5 * (second_penalty if i % 2 == 0 else 1)
+        base += [b * (1 + rng.gauss(0, 0.001)) for _ in range(5)]
+        cand += [c * (1 + rng.gauss(0, 0.001)) for _ in range(5)]
+    from tritongate.gate.rule import PairLayout
+
+    layout = PairLayout(tuple(i % 2 == 0 for i in range(20)), tuple(i // 5 for i in range(20)))
+    d = decide(base, cand, base_per_round=5, cand_per_round=5, paired=True, layout=layout, process_sd=0.003, **RULE)
+    assert d.order_effect == pytest.approx(0.02, abs=0.003)  # base-first minus candidate-first
+    assert d.change is Change.SLOWER and d.effect == pytest.approx(0.015, abs=0.002)
+    # told every pair went base first, the rule cannot see the order term: it widens the floor
+    blind = decide(base, cand, base_per_round=5, cand_per_round=5, paired=True, process_sd=0.003, **RULE,
+                   layout=PairLayout((True,) * 20, tuple(i // 5 for i in range(20))))
+    assert blind.change is Change.WITHIN_NOISE and blind.noise_floor > 2 * d.noise_floor

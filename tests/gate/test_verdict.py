@@ -1,3 +1,5 @@
+import math
+
 import pytest
 
 from tritongate import markers
@@ -37,9 +39,16 @@ def test_every_row_says_what_it_could_have_detected(tmp_path):
     res = judge(tmp_path, [tight, noisy], [row(case="tight", median=20, seed=3, round_sd=0.001, within_sd=0.0005),
                                            row(case="noisy", median=1.2, seed=4, round_sd=0.03, within_sd=0.01)])
     d = {r.case: r.timing.detectable for r in res.rows}
-    assert d["tight"] == pytest.approx(0.01, abs=0.002)  # the 1% minimum effect
+    # two stored runs are two processes: z times each run's process offset (0.3 %), both runs
+    prior = math.expm1(4 * math.sqrt(2) * 0.003)
+    assert prior <= d["tight"] <= 1.1 * prior
     assert d["noisy"] > 0.05  # a launch-bound, noisy row: "unchanged" proves little
     assert all(r.verdict is Verdict.UNCHANGED for r in res.rows)
+    assert {r.case: r.stopped_by for r in res.rows} == {"tight": "unpaired", "noisy": "unpaired"}
+    assert res.state == "blind" and res.headline().startswith("⚠️ no regression found; 2 row(s) could not resolve")
+    without = run_gate(*pair(tmp_path / "again", [tight, noisy], [row(case="tight", median=20, seed=3, round_sd=0.001,
+                                                                     within_sd=0.0005)]), GatePolicy(process_sd=0.0))
+    assert without.rows[0].timing.detectable == pytest.approx(0.01, abs=0.002)  # the 1% minimum effect
 
 
 def test_a_slowdown_inside_the_noise_floor_is_not_called(tmp_path):
@@ -169,3 +178,71 @@ def test_a_candidate_that_replayed_another_record_is_noted():
     cand = {"mode": "replay", "replay_from": "/runs/other"}
     assert "replayed /runs/other, not this base run" in notes({"mode": "record"}, cand, "/runs/base")[0]
     assert notes({"mode": "record"}, {**cand, "replay_from": "/runs/base"}, "/runs/base") == []
+
+
+def _paired_rows(tmp_path, base_parts, cand_parts, *, confirm_from=0, worker_pairs=None, confirm_rounds=20):
+    """One paired row from parts of samples (each a helpers.samples tuple), measured in that order."""
+    from dataclasses import replace
+
+    from tritongate.schema import PairInfo
+
+    b, c = sum(base_parts, ()), sum(cand_parts, ())
+    rounds = len(b) // 5
+    wp = worker_pairs or tuple(i // 10 for i in range(rounds))
+    rows = []
+    for side, s in (("base", b), ("candidate", c)):
+        info = PairInfo(pair_id="p", side=side, went_first=tuple((i % 2 == 0) == (side == "base") for i in range(rounds)),
+                        target_effect=0.01, min_rounds=5, max_rounds=80, confirm_rounds=confirm_rounds,
+                        worker_pairs=wp, confirm_from=confirm_from)
+        r = row(median=20)
+        rows.append(replace(r, samples=s, measurement=replace(r.measurement, pairing=info)))
+    return run_gate(*pair(tmp_path, [rows[0]], [rows[1]]), POLICY)
+
+
+def test_a_call_stands_only_when_its_confirmation_on_fresh_worker_pairs_calls_it_too(tmp_path):
+    from tests.gate.helpers import samples
+
+    def part(median, seed):
+        return samples(median, rounds=20, seed=seed)
+    confirmed = _paired_rows(tmp_path / "c", [part(20, 1), part(20, 2)], [part(21, 3), part(21, 4)], confirm_from=20)
+    (r,) = confirmed.rows
+    assert r.verdict is Verdict.REGRESSED and not confirmed.passed
+    assert any(x.startswith("confirmed on fresh worker pairs: +") and "on the 20 after" in x for x in r.reasons)
+    # the first 20 pairs say +5 %, the 20 on fresh worker pairs after them say nothing: shown, not failing
+    lost = _paired_rows(tmp_path / "l", [part(20, 1), part(20, 2)], [part(21, 3), part(20, 4)], confirm_from=20)
+    (r,) = lost.rows
+    assert r.verdict is Verdict.UNCONFIRMED and lost.passed and lost.state == "blind"
+    assert "was not confirmed on fresh worker pairs" in r.reasons[-1] and r.reached_target is False
+    assert lost.headline().startswith("⚠️ no regression found; 1 row(s) could not resolve")
+    # the same pairs without a confirmation: the first measurement alone would have failed the gate
+    alone = _paired_rows(tmp_path / "a", [part(20, 1), part(20, 2)], [part(21, 3), part(21, 4)])
+    assert alone.rows[0].verdict is Verdict.REGRESSED
+
+
+def test_fail_on_blind_turns_the_warning_into_a_failure(tmp_path):
+    from tests.gate.helpers import samples
+
+    few = _paired_rows(tmp_path, [samples(20, rounds=8, seed=1)], [samples(20, rounds=8, seed=2)])
+    assert few.state == "blind" and few.passed and few.exit_code == 0
+    strict = run_gate(few.base, few.cand, GatePolicy(fail_on_blind=True))
+    assert strict.state == "fail" and strict.exit_code == 1
+    assert "could not resolve their target under --fail-on-blind" in strict.failures[0]
+    assert strict.rows[0].stopped_by == "row_budget" and strict.rows[0].reached_target is False
+
+
+def test_a_row_on_one_worker_pair_cannot_resolve_one_percent(tmp_path):
+    """One worker pair cannot measure its own offset: the policy's process_sd stays in its floor."""
+    from tests.gate.helpers import samples
+
+    one = _paired_rows(tmp_path, [samples(20, rounds=80, seed=1)], [samples(20, rounds=80, seed=2)],
+                       worker_pairs=(0,) * 80)
+    (r,) = one.rows
+    assert r.timing.worker_pairs == 1 and r.timing.detectable >= math.expm1(4 * 0.003) and r.reached_target is False
+    many = _paired_rows(tmp_path / "m", [samples(20, rounds=80, seed=1)], [samples(20, rounds=80, seed=2)])
+    assert many.rows[0].timing.worker_pairs == 8 and many.rows[0].reached_target is True
+
+
+def test_an_unpaired_gate_says_it_is_not_the_pr_path(tmp_path):
+    res = judge(tmp_path, [row(seed=1)], [row(seed=2)])
+    assert any("timed unpaired, from two stored runs" in n and "not the PR path" in n for n in res.notes)
+    assert res.rows[0].stopped_by == "unpaired" and res.state == "blind"

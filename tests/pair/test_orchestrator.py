@@ -89,7 +89,11 @@ def test_a_three_percent_shift_on_one_side_is_caught(tmp_path):
     assert set(_verdicts(outcome).values()) == {Verdict.REGRESSED}
     for r in outcome.result.rows:
         assert r.timing.paired and r.timing.effect == pytest.approx(0.03, abs=0.01)
-        assert r.timing.pairs == 20  # called at 5 pairs: looked at again at 10 and 20 before the call
+        assert r.timing.pairs >= 20 and r.timing.worker_pairs >= 3  # a call rests on 20 pairs, 3 worker pairs
+        # ... and on the same again, measured afresh: the call made on the first pairs, then confirmed
+        start = r.pairing.confirm_from
+        assert start >= 20 and r.rounds >= start + 20 and any("confirmed on fresh worker pairs" in x for x in r.reasons)
+        assert len(set(r.pairing.worker_pairs[:start]) & set(r.pairing.worker_pairs[start:])) == 0
     assert outcome.result.exit_code == 1
     ident = json.loads((outcome.cand_path / "run_identity.json").read_text())
     assert ident["pair"]["schedule"]["confirm_rounds"] == 20
@@ -169,15 +173,16 @@ def test_workers_on_different_devices_are_refused(tmp_path):
 
 
 def test_a_timer_fallback_mid_row_stops_the_row_and_rejects_it(tmp_path):
-    # the candidate takes k from the base, so its captures are one per round: round 4 falls back
-    outcome = run_pair(_request(tmp_path, cand_env={"TG_CAPTURE_FAIL_AT": "4"}), spawn=_spawner(World()))
+    # the candidate takes k from the base, so its captures are one per round: round 2 falls back
+    # (within the first worker pair: a fresh worker counts its captures afresh)
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_CAPTURE_FAIL_AT": "2"}), spawn=_spawner(World()))
     first = outcome.result.rows[0]
     assert first.verdict is Verdict.REJECTED
     assert any("timer fallback on candidate only" in r for r in first.reasons)
     base, cand = outcome.rows[0]
     assert cand.timer == "cuda-events" and base.timer == "cuda-graph"
     # the row stopped at the pair where it happened, and no precision is claimed for it
-    assert len(base.samples) == 4 * 5 and cand.measurement.pairing.target_reached is None
+    assert len(base.samples) == 2 * 5 and cand.measurement.pairing.target_reached is None
     assert len(cand.samples) == 5  # the fallback dropped the candidate's graph-timed rounds
 
 
@@ -213,3 +218,28 @@ def test_the_verdict_cites_the_calibration_it_was_given(tmp_path):
     assert "<sub>Calibrated on this runner 2026-11-30 (`tritongate calibrate`): 0 false verdicts" in text
     doc = json.loads(outcome.verdict_json.read_text())
     assert doc["calibration"] == {**CALIBRATION, "device": "Scripted GPU"}
+
+
+def test_a_candidate_twice_as_slow_regresses_every_row_on_a_scripted_device(tmp_path):
+    """The decision behind ``tests/cli/test_pair.py``'s double-work check, on a device whose
+    timings do not depend on how busy the machine is."""
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_FACTOR": "2.0"}), spawn=_spawner(World()))
+    assert set(_verdicts(outcome).values()) == {Verdict.REGRESSED} and outcome.result.exit_code == 1
+    for r in outcome.result.rows:
+        assert r.timing.effect == pytest.approx(1.0, abs=0.05) and r.pairing.confirm_from > 0
+
+
+def test_a_planted_delay_regresses_exactly_the_candidate_on_a_scripted_device(tmp_path):
+    from tests.pair.fakes import COST_US, ROWS
+    from tritongate.ops.registry import case_id
+    from tritongate.planting import row_key, write_plan
+
+    # each row's launch made 90 % of its cost longer, on the candidate only
+    delays = {row_key(op, case_id(shape), dtype): int(0.9 * COST_US[op] * 1000) for op, shape, dtype in ROWS}
+    plan = write_plan(tmp_path / "plan.json", 0.9, delays)
+    outcome = run_pair(_request(tmp_path, cand_env={"TRITONGATE_PLANTED_DELAY": str(plan)}), spawn=_spawner(World()))
+    assert set(_verdicts(outcome).values()) == {Verdict.REGRESSED}
+    for r in outcome.result.rows:
+        assert r.timing.effect == pytest.approx(0.9, rel=0.2)
+    base, cand = outcome.rows[0]
+    assert "planted_delay_ns" in cand.params and "planted_delay_ns" not in base.params

@@ -111,7 +111,8 @@ def test_inputs_that_cannot_be_shared_are_let_go_and_the_rest_of_the_run_uses_ow
     calls = [(cmd, args.get("inputs")) for cmd, args in _row_calls(made["base"], "softmax")]
     assert calls[:5] == [("prepare", None), ("warm_up", None), ("round", "export"), ("unshare", None),
                          ("warm_up", None)]
-    assert all(inputs is None for cmd, inputs in calls[5:]) and calls[-1] == ("finish", None)
+    # (until its worker pair hands the row to a fresh one: finish, then a new worker's init)
+    assert all(inputs is None for cmd, inputs in calls[5:]) and ("finish", None) in calls
     assert not any(args for cmd, args in _row_calls(made["candidate"], "matmul") if cmd == "round")
 
 

@@ -67,8 +67,12 @@ def test_a_crashing_worker_costs_one_row_and_is_restarted(tmp_path):
     assert outcome.restarts == {"base": 0, "candidate": 1}
     cand = load_run(outcome.cand_path)
     assert cand.complete and cand.row_map()[("softmax", "64x512", "float16")].status is RowStatus.ERROR
-    assert "WORKER_RESTART side=candidate" in (outcome.cand_path / "run.log").read_text()
-    assert (outcome.path / "workers" / "candidate.log").read_text().count("--- worker start") == 2
+    log = (outcome.cand_path / "run.log").read_text()
+    assert "WORKER_RESTART side=candidate" in log
+    # one start, one restart after the crash, and one per fresh worker pair a row moved to
+    fresh = log.count("WORKER_PAIR_FRESH side=candidate")
+    assert fresh >= 2  # the rows timed before and after the crash each got a second worker pair
+    assert (outcome.path / "workers" / "candidate.log").read_text().count("--- worker start") == 2 + fresh
 
 
 def test_a_hanging_worker_is_killed_at_the_row_timeout(tmp_path):

@@ -24,7 +24,8 @@ def add_measurement_options(p: argparse.ArgumentParser, *, group: argparse._Argu
     g.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
     g.add_argument("--dtypes", type=_text, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
     g.add_argument("--rounds", type=int, help=f"rounds{' (pairs)' if paired else ''} per row (default 5; 6 on cpu)")
-    g.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 2 on cpu)")
+    g.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 3 on cpu); a paired run "
+                   "needs an odd number, at least 3 (it takes each round's median)")
     g.add_argument("--l2", choices=["warm", "flush"], help="warm (default: L2 kept warm, as CUDA graphs measure) or flush (L2 cleared before every sample, like triton.testing.do_bench; k = 1)")
     g.add_argument("--isolate-tuner-cache", action="store_true",
                    help=f"private FlagGems LibTuner DB per {'worker' if paired else 'op run'} "
@@ -90,6 +91,12 @@ def add_gate_options(p: argparse.ArgumentParser, *, calibration: bool = True) ->
     g.add_argument("--min-samples", type=int, help="samples each side needs for a verdict (default 10)")
     g.add_argument("--max-missing", type=int, help="missing rows tolerated (default 0)")
     g.add_argument("--strict", action="store_true", help="rejected and not-comparable rows fail too")
+    g.add_argument("--fail-on-blind", action="store_true",
+                   help="fail (exit 1) when some timed row could not resolve its precision target: the ⚠️ "
+                        "headline becomes ❌ (default: shown, passing)")
+    g.add_argument("--process-sd", type=_finite, metavar="SD",
+                   help="SD of the persistent offset between two worker processes of one build, e.g. 0.003 for "
+                        "0.3%%: the least between-worker-pair part of a paired row's standard error (default 0.003)")
     g.add_argument("--artifact-url", type=url_arg, metavar="URL",
                    help="link to the uploaded run dirs and IR diffs (or TRITONGATE_ARTIFACT_URL)")
 
@@ -136,7 +143,9 @@ def gate_policy(args: argparse.Namespace):
 
     return load_policy(Path(args.policy) if args.policy else None, min_effect=args.min_effect,
                        noise_z=args.noise_z, min_samples=args.min_samples,
-                       max_missing=args.max_missing, strict=args.strict or None)
+                       max_missing=args.max_missing, strict=args.strict or None,
+                       fail_on_blind=getattr(args, "fail_on_blind", False) or None,
+                       process_sd=getattr(args, "process_sd", None))
 
 
 def artifact_url_option(args: argparse.Namespace) -> str | None:

@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
     run.add_argument("--dtypes", type=_text, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
     run.add_argument("--rounds", type=int, help="rounds per row (default 5; 6 on cpu)")
-    run.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 2 on cpu)")
+    run.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 3 on cpu)")
     run.add_argument("--l2", choices=["warm", "flush"], help="warm (default: L2 kept warm, as CUDA graphs measure) or flush (L2 cleared before every sample, like triton.testing.do_bench; k = 1)")
     run.add_argument("--replay-from", type=_text, metavar="RECORD_RUN",
                      help="replay the autotune configs of this record run instead of tuning live "

@@ -28,6 +28,17 @@ class GatePolicy:
     min_samples: int = 10
     strict: bool = False  # rejected / not-comparable rows fail the gate too
     max_missing: int = 0  # rows of the base missing from the candidate before the gate fails
+    # The SD of the persistent offset between two worker processes of one build, as a relative
+    # effect: the least between-worker-pair component of a paired row's standard error (one
+    # worker pair cannot measure its own offset) and each run's part of an unpaired one. The
+    # 16 series of bench/results/2026-11-30_h200_shared_inputs.json: SD 0.24 % between worker
+    # pairs beyond their own noise, RMS 0.36 %.
+    process_sd: float = 0.003
+    # How much more the mean of one worker pair's pairs varies than their spread says (serial
+    # correlation within a process): the same 16 series, windows of 10 and 20 pairs: median
+    # 2.0 and 2.3, up to 6.9.
+    pair_inflation: float = 2.5
+    fail_on_blind: bool = False  # a gate that could not resolve every timed row fails (⚠️ -> ❌)
 
     def __post_init__(self) -> None:
         def number(name: str, value: Any, low: float) -> None:
@@ -40,6 +51,8 @@ class GatePolicy:
         for op, value in self.op_min_effect.items():
             number(f"ops.{op}.min_effect", value, 0)
         number("noise_z", self.noise_z, 0)
+        number("process_sd", self.process_sd, 0)
+        number("pair_inflation", self.pair_inflation, 1)
         for name, value, low in (("min_samples", self.min_samples, 1), ("max_missing", self.max_missing, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise UsageError(f"gate policy: {name} must be an integer >= {low}, got {value!r} "
@@ -51,7 +64,8 @@ class GatePolicy:
     def to_dict(self) -> dict[str, Any]:
         return {"min_effect": self.min_effect, "op_min_effect": dict(self.op_min_effect),
                 "noise_z": self.noise_z, "min_samples": self.min_samples, "strict": self.strict,
-                "max_missing": self.max_missing}
+                "max_missing": self.max_missing, "process_sd": self.process_sd,
+                "pair_inflation": self.pair_inflation, "fail_on_blind": self.fail_on_blind}
 
 
 def default_policy_file() -> Path:

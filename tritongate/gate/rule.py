@@ -1,7 +1,8 @@
 """The per-row decision rule on two sample sets, in log ratios, and what it could have detected.
 
-Everything is relative: the effect is ``log(cand median / base median)`` (paired: the mean of
-the per-pair log ratios of round medians, the estimate the paired floor belongs to), and every spread
+Everything is relative: the effect is ``log(cand median / base median)`` (paired: the 20 %
+trimmed mean of the per-pair log ratios of round medians, order term removed, combined over
+the worker pairs that measured them: ``tritongate.gate.robust``), and every spread
 is taken on log times, so a slowdown never inflates its own noise floor (an absolute spread
 of the candidate divided by the base median would grow with the slowdown). A row is
 REGRESSED or IMPROVED only when
@@ -13,14 +14,22 @@ REGRESSED or IMPROVED only when
     for the row's degrees of freedom at the two-sided tail probability of ``noise_z`` normal
     standard deviations (z = 4: p = 6.3e-5). With few rounds a standard error is itself
     noisy; a fixed multiple of it called A/A rows whose rounds happened to agree.
+(5) paired, with two or more worker pairs: they agree (``robust.estimate``'s agreement
+    probability at least ``AGREEMENT_P``): a step or a speed state on one worker process
+    shows in its worker pair only.
 
 The floor's standard error comes from rounds, not samples (each round has its own memory
 placement, so rounds are the independent units):
 
-- **paired** (base and candidate measured in alternating rounds in one job): from the
-  spread of the per-pair log ratios ``log(cand round median) - log(base round median)``.
-  Rounds measured back to back share their drift, which cancels in the difference.
-- **unpaired** (two stored runs): from each side's spread of log round medians, combined.
+- **paired** (base and candidate measured in alternating rounds in one job): Yuen's standard
+  error of the per-pair log ratios ``log(cand round median) - log(base round median)`` per
+  worker pair, with the between-worker-pair SD (at least the policy's ``process_sd``) added
+  at the second level. Rounds measured back to back share their drift, which cancels in the
+  difference; a persistent offset between two processes does not, and more pairs from the
+  same two processes cannot shrink it.
+- **unpaired** (two stored runs): from each side's spread of log round medians, combined,
+  plus the between-run part (``process_sd`` for each run's process): two runs are two
+  processes at two times, and unpaired timing is not the PR path.
 
 Otherwise the row is UNCHANGED, with the reason why (``Why``), and the smallest effect it
 could have called; a row that could not have been called at all (too few samples) has no
@@ -35,9 +44,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Sequence
 
-from scipy.stats import norm, t as student_t
+import numpy as np
 
+from tritongate.gate.robust import PairedEstimate, estimate, order_signs
 from tritongate.stats import Change, Summary, summarize
+
+# Worker pairs whose estimates spread this improbably under one common effect disagree.
+AGREEMENT_P = 0.01
 
 # A median from n samples has about sqrt(pi/2) times the standard error of a mean.
 _MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)
@@ -51,6 +64,23 @@ class Why(str, Enum):
     IQRS_OVERLAP = "iqrs_overlap"
     BELOW_MIN_EFFECT = "below_min_effect"
     BELOW_NOISE_FLOOR = "below_noise_floor"
+    WORKER_PAIRS_DISAGREE = "worker_pairs_disagree"
+
+
+@dataclass(frozen=True)
+class PairLayout:
+    """How a paired row's pairs were measured: per pair, whether the base went first and
+    which worker pair (fresh processes) measured it. Missing: alternating order from the
+    base, one worker pair (the runs of schema 3 and before)."""
+
+    base_first: tuple[bool, ...] = ()
+    worker_pairs: tuple[int, ...] = ()
+
+    def arrays(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        bf = np.array(self.base_first[:n], dtype=bool) if len(self.base_first) >= n \
+            else np.arange(n) % 2 == 0
+        wp = np.array(self.worker_pairs[:n], dtype=int) if len(self.worker_pairs) >= n else np.zeros(n, dtype=int)
+        return bf, wp
 
 
 def round_medians(samples: Sequence[float], per_round: int) -> list[float]:
@@ -65,6 +95,13 @@ def floor_multiplier(noise_z: float, df: float) -> float:
         return 0.0
     if not df >= 1 or not math.isfinite(df):
         return math.inf if not df >= 1 else noise_z
+    return _t_isf_at_z(noise_z, float(df))
+
+
+def _t_isf_at_z(noise_z: float, df: float) -> float:
+    # scipy.stats costs a few hundred ms to import: only a decision that needs it pays
+    from scipy.stats import norm, t as student_t
+
     return float(student_t.isf(norm.sf(noise_z), df))
 
 
@@ -93,10 +130,11 @@ def paired_log_ratios(base: Sequence[float], cand: Sequence[float], *, base_per_
     return [math.log(cm) - math.log(bm) for bm, cm in zip(b, c)]
 
 
-def paired_log_se(ratios: Sequence[float]) -> float:
-    if len(ratios) < 2:
-        return math.inf
-    return statistics.stdev(ratios) / math.sqrt(len(ratios))
+def paired_estimate(ratios: Sequence[float], layout: PairLayout | None, process_sd: float,
+                    pair_inflation: float = 1.0) -> PairedEstimate:
+    bf, wp = (layout or PairLayout()).arrays(len(ratios))
+    return estimate(np.asarray(ratios, dtype=float), base_first=bf, groups=wp, process_sd=process_sd,
+                    inflation=pair_inflation)
 
 
 def _unpaired_se_df(base: Sequence[float], cand: Sequence[float], base_per_round: int,
@@ -113,17 +151,23 @@ def _unpaired_se_df(base: Sequence[float], cand: Sequence[float], base_per_round
 
 
 def _log_samples(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
-                 paired: bool) -> tuple[list[float], list[float]]:
-    """Log samples for the IQR condition; paired: each pair's shared level removed."""
+                 paired: bool, est: PairedEstimate | None = None,
+                 layout: PairLayout | None = None) -> tuple[list[float], list[float]]:
+    """Log samples for the IQR condition; paired: each pair's shared level removed, and the
+    order term (``est``) taken out of each pair as it was taken out of the estimate."""
     if not paired:
         return [math.log(x) for x in base], [math.log(x) for x in cand]
     bpr, cpr = max(1, base_per_round), max(1, cand_per_round)
     b_out: list[float] = []
     c_out: list[float] = []
-    for bm, cm, i in zip(round_medians(base, bpr), round_medians(cand, cpr), range(len(base))):
+    meds = list(zip(round_medians(base, bpr), round_medians(cand, cpr)))
+    signs = order_signs((layout or PairLayout()).arrays(len(meds))[0])
+    half = float(est.order_log) / 2 if est is not None else 0.0
+    for i, (bm, cm) in enumerate(meds):
         level = (math.log(bm) + math.log(cm)) / 2
-        b_out += [math.log(x) - level for x in base[i * bpr:(i + 1) * bpr]]
-        c_out += [math.log(x) - level for x in cand[i * cpr:(i + 1) * cpr]]
+        shift = half * float(signs[i])  # base-first pairs: the candidate ran 2*half slower for order alone
+        b_out += [math.log(x) - level + shift for x in base[i * bpr:(i + 1) * bpr]]
+        c_out += [math.log(x) - level - shift for x in cand[i * cpr:(i + 1) * cpr]]
     return b_out, c_out
 
 
@@ -135,7 +179,7 @@ def _rel(log_value: float) -> float:
 @dataclass(frozen=True)
 class TimingDecision:
     change: Change
-    speedup: float  # base / candidate: the ratio of medians, or paired: exp(-mean paired log ratio)
+    speedup: float  # base / candidate: the ratio of medians, or paired: exp(-robust paired estimate)
     effect: float  # candidate / base - 1 (same estimate): +0.05 is 5 % slower
     base: Summary
     cand: Summary
@@ -146,6 +190,8 @@ class TimingDecision:
     detectable: float | None  # smallest relative effect this row could have called; None: none
     why: Why
     reason: str
+    worker_pairs: int = 0  # independent worker pairs behind a paired estimate (0: unpaired)
+    order_effect: float = 0.0  # base-first minus candidate-first pairs, removed before the checks
 
     @property
     def log_ratio(self) -> float:
@@ -169,46 +215,82 @@ class Precision:
         return _rel(max(self.required_log, self.iqr_gap_log))
 
 
-def precision(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
-              paired: bool, min_effect: float, noise_z: float) -> Precision:
-    """The smallest change a row could call. It depends on spreads only, never on the
-    difference of the medians, so a schedule that adds rounds until it is small enough
-    cannot steer a row towards a verdict."""
+@dataclass(frozen=True)
+class _Evidence:
+    se: float  # measured: Student's t on ``df`` applies
+    df: float
+    est: PairedEstimate | None  # paired only
+    prior_se: float = 0.0  # known from the policy, not measured: the normal quantile applies
+
+
+def _evidence(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
+              paired: bool, layout: PairLayout | None, process_sd: float, pair_inflation: float = 1.0) -> _Evidence:
     if paired:
         ratios = paired_log_ratios(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round)
-        se, df = paired_log_se(ratios), float(len(ratios) - 1)
-    else:
-        se, df = _unpaired_se_df(base, cand, base_per_round, cand_per_round)
-    mult = floor_multiplier(noise_z, df)
-    floor_log = 0.0 if mult == 0 else mult * se
-    lb, lc = _log_samples(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired)
+        if not ratios:
+            return _Evidence(math.inf, 0.0, None)
+        est = paired_estimate(ratios, layout, process_sd, pair_inflation)
+        se = float(est.se_measured)
+        return _Evidence(se if math.isfinite(se) else math.inf, est.df, est, prior_se=float(est.se_prior))
+    se, df = _unpaired_se_df(base, cand, base_per_round, cand_per_round)
+    # two stored runs are two processes at two times: each run's own offset is in the difference
+    return _Evidence(se, df, None, prior_se=math.sqrt(2) * process_sd)
+
+
+def _precision_of(ev: _Evidence, base: Sequence[float], cand: Sequence[float], *, base_per_round: int,
+                  cand_per_round: int, paired: bool, min_effect: float, noise_z: float,
+                  layout: PairLayout | None) -> Precision:
+    mult = floor_multiplier(noise_z, ev.df)
+    floor_log = 0.0 if mult == 0 else math.hypot(mult * ev.se, noise_z * ev.prior_se)
+    lb, lc = _log_samples(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired,
+                          est=ev.est, layout=layout)
     b, c = summarize(lb), summarize(lc)
     # the shift that would just separate the two IQRs if both kept their (log) widths
     return Precision(noise_floor_log=floor_log, iqr_gap_log=(b.iqr + c.iqr) / 2,
                      min_effect_log=math.log1p(min_effect))
 
 
+def precision(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
+              paired: bool, min_effect: float, noise_z: float, layout: PairLayout | None = None,
+              process_sd: float = 0.0, pair_inflation: float = 1.0) -> Precision:
+    """The smallest change a row could call. It depends on spreads only, never on the
+    difference of the medians, so a schedule that adds rounds until it is small enough
+    cannot steer a row towards a verdict."""
+    ev = _evidence(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired,
+                   layout=layout, process_sd=process_sd, pair_inflation=pair_inflation)
+    return _precision_of(ev, base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round,
+                         paired=paired, min_effect=min_effect, noise_z=noise_z, layout=layout)
+
+
 def iqrs_overlap(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
-                 paired: bool) -> bool:
-    lb, lc = _log_samples(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired)
+                 paired: bool, est: PairedEstimate | None = None, layout: PairLayout | None = None) -> bool:
+    lb, lc = _log_samples(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired,
+                          est=est, layout=layout)
     b, c = summarize(lb), summarize(lc)
     return not (b.q3 < c.q1 or c.q3 < b.q1)
 
 
 def decide(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
-           min_effect: float, noise_z: float, min_samples: int, paired: bool = False) -> TimingDecision:
+           min_effect: float, noise_z: float, min_samples: int, paired: bool = False,
+           layout: PairLayout | None = None, process_sd: float = 0.0,
+           pair_inflation: float = 1.0) -> TimingDecision:
     b, c = summarize(base), summarize(cand)
-    prec = precision(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round,
-                     paired=paired, min_effect=min_effect, noise_z=noise_z)
-    if paired:
-        # the estimate whose standard error the floor uses: the mean paired log ratio (the
-        # ratio of pooled medians would mix in where the drift stood when each side ran)
-        ratios = paired_log_ratios(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round)
-        log_ratio = statistics.fmean(ratios)
+    ev = _evidence(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired,
+                   layout=layout, process_sd=process_sd, pair_inflation=pair_inflation)
+    prec = _precision_of(ev, base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round,
+                         paired=paired, min_effect=min_effect, noise_z=noise_z, layout=layout)
+    agree = 1.0
+    if paired and ev.est is not None:
+        # the estimate whose standard error the floor uses (the ratio of pooled medians would
+        # mix in where the drift stood when each side ran)
+        log_ratio = float(ev.est.effect_log)
+        agree = float(ev.est.agreement_p)
+    elif paired:
+        log_ratio = 0.0
     else:
         log_ratio = math.log(c.median / b.median)
     overlap = iqrs_overlap(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round,
-                           paired=paired)
+                           paired=paired, est=ev.est, layout=layout)
     pairs = min(len(round_medians(base, base_per_round)), len(round_medians(cand, cand_per_round))) \
         if paired else 0
     floor = _rel(prec.noise_floor_log)
@@ -225,6 +307,11 @@ def decide(base: Sequence[float], cand: Sequence[float], *, base_per_round: int,
     elif size < prec.noise_floor_log:
         why = Why.BELOW_NOISE_FLOOR
         reason = f"effect {_rel(size):.2%} below the noise floor {floor:.2%}"
+    elif agree < AGREEMENT_P:
+        why = Why.WORKER_PAIRS_DISAGREE
+        effects = ", ".join(f"{_rel(float(x)):+.2%}" for x in np.atleast_1d(ev.est.cluster_effects))
+        reason = (f"effect {_rel(size):.2%}, but the {ev.est.worker_pairs} worker pairs disagree ({effects}; "
+                  f"p = {agree:.1e} under one common effect)")
     else:
         why = Why.CALLED
         reason = (f"{'slower' if log_ratio > 0 else 'faster'}: IQRs disjoint, effect {_rel(size):.2%} "
@@ -232,4 +319,6 @@ def decide(base: Sequence[float], cand: Sequence[float], *, base_per_round: int,
     change = Change.WITHIN_NOISE if why is not Why.CALLED else (Change.SLOWER if log_ratio > 0 else Change.FASTER)
     return TimingDecision(change=change, speedup=math.exp(-log_ratio), effect=math.expm1(log_ratio),
                           base=b, cand=c, iqrs_overlap=overlap, paired=paired, pairs=pairs,
-                          noise_floor=floor, detectable=detectable, why=why, reason=reason)
+                          noise_floor=floor, detectable=detectable, why=why, reason=reason,
+                          worker_pairs=ev.est.worker_pairs if ev.est is not None else 0,
+                          order_effect=math.expm1(2 * float(ev.est.order_log)) if ev.est is not None else 0.0)

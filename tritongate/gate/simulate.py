@@ -5,14 +5,11 @@ Noise model (H200, graph timer, per-round placement shift): every round gets its
 placement offset, every sample its own within-round noise. A row's pooled relative IQR r
 sets sigma_total = r / 1.349, of which the round offsets carry the larger part.
 
-``simulate`` draws two stored runs (unpaired). ``simulate_paired`` draws one paired run the
-way ``tritongate pair`` measures it: rounds alternate between the sides (who goes first
-swaps every pair), both sides share a drift that moves between and within pairs, and the
-real schedule (``tritongate.pair.schedule.run_schedule``) adds pairs to rows short of their
-precision target, looking at their spread only (and at the call, for a row called on fewer
-pairs than the schedule's ``confirm_rounds``). ``modes`` adds a row that switches between two
-states, each worker on its own (rmsnorm 16×8192 on the H200: 1.755 or 1.780 µs, a state
-lasting several rounds).
+``simulate`` draws two stored runs (unpaired) and gates them through ``run_gate``. Paired
+runs, with the noise that lives with a worker process (offsets, speed states, steps, drift),
+outlier rounds, order effects and budgets, are drawn many rows at a time by
+``tritongate.gate.noise_models`` and judged by ``tritongate.gate.batch`` (the paired rule and
+schedule, vectorised): ``simulate_paired_models`` is the entry point.
 """
 
 from __future__ import annotations
@@ -20,12 +17,16 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import GateResult, run_gate
 from tritongate.rundir import Run
-from tritongate.schema import MeasurementInfo, PairInfo, Row, RunStatus
+from tritongate.schema import MeasurementInfo, Row, RunStatus
+
+if TYPE_CHECKING:
+    from tritongate.gate.batch import ScheduleOutcome
+    from tritongate.gate.noise_models import NoiseModel
 
 # Pooled relative IQRs of graph-timer rows measured on an H200: add 4K 0.25 %, softmax and
 # add 1M 0.5-0.7 %, matmuls and event-noisy rows 1-2.4 % (bench/results, verdict probe).
@@ -67,76 +68,39 @@ def simulate(*, rows: int, shift: float, rel_iqrs: Sequence[float], seed: int,
     return run_gate(synthetic_run(base, "record"), synthetic_run(cand, "replay"), policy or GatePolicy())
 
 
-def simulate_paired(*, rows: int, shift: float, rel_iqrs: Sequence[float], seed: int,
-                    policy: GatePolicy | None = None, drift_sd: float = 0.005, per_round: int = 5,
-                    schedule=None, modes: tuple[float, float] | None = None) -> GateResult:
-    """Gate ``rows`` synthetic paired rows whose candidate is slower by ``shift``.
+def simulate_paired_models(model: "NoiseModel", *, rows: int, pair_sd: float, shift: float, seed: int,
+                           policy: GatePolicy | None = None, fixed: int | None = None,
+                           confirm: bool = True) -> "ScheduleOutcome":
+    """``rows`` paired rows of ``model`` judged by the shipped rule under the shipped GPU
+    schedule, calls confirmed on an independent measurement (``confirm``; ``fixed``: on that
+    many pairs instead, unconfirmed: the same sample paths for the same seed)."""
+    import numpy as np
 
-    Drift: a random walk shared by both sides, ``drift_sd`` per pair, half of it between the
-    two rounds of a pair (the second side sees it, the first does not). Modes ``(offset,
-    switch)``: each side's worker is in one of two states, the second ``offset`` slower, and
-    leaves its state before a round with probability ``switch``."""
-    from tritongate.gate.rule import Why, decide, precision
-    from tritongate.pair.schedule import BudgetLedger, PairSchedule, run_schedule
+    from tritongate.gate.batch import confirmed, decide_paired, schedule
+    from tritongate.gate.noise_models import sample_paths
+    from tritongate.pair.orchestrator import default_schedule
 
     policy = policy or GatePolicy()
-    # rows are independent here: the run-wide budget (which depends on the suite) is not simulated
-    schedule = schedule or PairSchedule(run_budget_s=math.inf)
-    ledger = BudgetLedger(run_budget_s=schedule.run_budget_s)
-    rng = random.Random(seed)
-    base_rows, cand_rows = [], []
-    for i in range(rows):
-        r = rel_iqrs[i % len(rel_iqrs)]
-        sigma = r / 1.349
-        round_sd, within_sd = 0.85 * sigma, 0.5 * sigma
-        median = math.exp(rng.uniform(math.log(1.0), math.log(500.0)))
-        samples: dict[str, list[float]] = {"base": [], "candidate": []}
-        first: dict[str, list[bool]] = {"base": [], "candidate": []}
-        level = [1.0]
-        clock = [0.0]
-        state = {side: rng.random() < 0.5 for side in samples} if modes is not None else {}
+    sched = default_schedule("cuda", 5)
+    cap = int(model.params.get("cap", sched.max_rounds))
+    looks = [n for n in sched.looks() if n < cap] + [cap]
+    bf = np.arange(cap) % 2 == 0
+    wp = np.array(sched.worker_pair_of(cap))
+    base, cand = sample_paths(model, rows=rows, pairs=cap, per_round=5, pair_sd=pair_sd, shift=shift,
+                              base_first=bf, worker_pairs=wp, rng=np.random.default_rng(seed))
 
-        def one_round(side: str, drift: float) -> None:
-            m = median * (1 + shift) if side == "candidate" else median
-            if modes is not None:
-                if rng.random() < modes[1]:
-                    state[side] = not state[side]
-                m *= 1 + modes[0] * state[side]
-            offset = rng.gauss(0, round_sd)
-            samples[side] += [m * drift * (1 + offset) * (1 + rng.gauss(0, within_sd)) for _ in range(per_round)]
+    rng = np.random.default_rng(seed + 1)
 
-        def measure_pair(k: int) -> bool:
-            level[0] *= 1 + rng.gauss(0, drift_sd / 2)
-            order = ("base", "candidate") if k % 2 == 0 else ("candidate", "base")
-            one_round(order[0], level[0])
-            level[0] *= 1 + rng.gauss(0, drift_sd / 2)
-            one_round(order[1], level[0])
-            first[order[0]].append(True)
-            first[order[1]].append(False)
-            clock[0] += 0.1  # simulated seconds per pair, for the budgets
-            return True
+    def run(base: np.ndarray, cand: np.ndarray) -> "ScheduleOutcome":
+        def at(n: int):
+            return decide_paired(base[:, :n], cand[:, :n], base_first=bf[:n], worker_pairs=wp[:n],
+                                 min_effect=policy.min_effect, noise_z=policy.noise_z,
+                                 min_samples=policy.min_samples, process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
+        return schedule(at, [fixed] if fixed else looks, rows=len(base), target=policy.min_effect,
+                        confirm_rounds=sched.confirm_rounds)
 
-        target = policy.min_effect_for("sim")
-
-        def reached() -> bool:
-            return precision(samples["base"], samples["candidate"], base_per_round=per_round,
-                             cand_per_round=per_round, paired=True, min_effect=target,
-                             noise_z=policy.noise_z).detectable <= target
-
-        def would_call() -> bool:
-            return decide(samples["base"], samples["candidate"], base_per_round=per_round, cand_per_round=per_round,
-                          min_effect=target, noise_z=policy.noise_z, min_samples=policy.min_samples,
-                          paired=True).why is Why.CALLED
-
-        run_schedule(measure_pair=measure_pair, reached=reached, schedule=schedule, ledger=ledger,
-                     clock=lambda: clock[0], would_call=would_call)
-        for side, out in (("base", base_rows), ("candidate", cand_rows)):
-            info = MeasurementInfo(launches_per_sample=20, samples_per_round=per_round, warmup_calls=50, l2="warm",
-                                   pairing=PairInfo(pair_id="sim", side=side, went_first=tuple(first[side]),
-                                                    target_effect=target, min_rounds=schedule.min_rounds,
-                                                    max_rounds=schedule.max_rounds,
-                                                    confirm_rounds=schedule.confirm_rounds))
-            out.append(Row(op="sim", case=f"c{i}", dtype="float16", timer="cuda-graph",
-                           samples=tuple(samples[side]), measurement=info))
-    return run_gate(synthetic_run(base_rows, "replay", "base"), synthetic_run(cand_rows, "replay", "candidate"),
-                    policy)
+    def again(idx: np.ndarray) -> "ScheduleOutcome":
+        return run(*sample_paths(model, rows=len(idx), pairs=cap, per_round=5, pair_sd=pair_sd, shift=shift,
+                                 base_first=bf, worker_pairs=wp, rng=rng))
+    first = run(base, cand)
+    return first if fixed or not confirm else confirmed(first, again)

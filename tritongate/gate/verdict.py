@@ -18,6 +18,16 @@ Versioned output (bump ``VERDICT_SCHEMA_VERSION`` on any change a reader must kn
       per paired row ``confirm_rounds`` (the pairs a call needs) and ``call_unconfirmed`` (a
       REGRESSED or IMPROVED made on fewer, a budget having stopped the row); per paired row
       ``inputs`` (``shared``: the side timed second in each pair read the first side's inputs).
+  4 - the verdict never claims more than it measured: a top-level ``state`` (``pass``: every
+      timed row reached its precision target or was identical; ``blind``: no regression found
+      but some rows could not resolve their target; ``fail``) and ``blind_rows`` (count) with
+      ``blind`` (what stopped them, the flag that raises it, the largest detectable effect);
+      the verdict ``UNCONFIRMED`` (a call made on fewer pairs than a confirmation needs: shown,
+      never failing; it replaces ``call_unconfirmed``, still written); per row
+      ``reached_target`` (null for rows not timed), ``stopped_by`` (``row_budget``,
+      ``run_budget``, ``round_cap``, ``unpaired``, ``too_few_samples``; null when it reached
+      its target), ``worker_pairs`` and ``order_effect`` (paired rows), and the policy's
+      ``process_sd`` and ``fail_on_blind``.
 """
 
 from __future__ import annotations
@@ -32,12 +42,12 @@ from tritongate import markers
 from tritongate.errors import GateError, ExitCode
 from tritongate.gate.comparability import Mismatch, identity_mismatches, notes
 from tritongate.gate.policy import GatePolicy
-from tritongate.gate.rule import TimingDecision, decide
+from tritongate.gate.rule import PairLayout, TimingDecision, decide
 from tritongate.rundir import Run
 from tritongate.schema import PairInfo, Row, RowStatus, SkipReason, Variant
 from tritongate.stats import Change
 
-VERDICT_SCHEMA_VERSION = 3
+VERDICT_SCHEMA_VERSION = 4
 AHEAD_OF_TIME_REASON = ("every kernel it launched compiled byte-identical under both builds ahead of time "
                         "(pair --changed-from); not run on the GPU")
 
@@ -49,6 +59,7 @@ class IncomparableRunsError(GateError):
 class Verdict(str, Enum):
     REGRESSED = "REGRESSED"
     IMPROVED = "IMPROVED"
+    UNCONFIRMED = "UNCONFIRMED"  # called on fewer pairs than a confirmation needs: shown, never failing
     UNCHANGED = "UNCHANGED"
     IDENTICAL_BINARY = "IDENTICAL_BINARY"
     REJECTED = "REJECTED"
@@ -57,11 +68,31 @@ class Verdict(str, Enum):
     NEW = "NEW"
 
 
+# What stopped a row short of its target, and the option that gives it more.
+STOP_FLAGS = {"row_budget": "--row-budget", "run_budget": "--run-budget", "round_cap": "--max-rounds",
+              "unpaired": "tritongate pair", "too_few_samples": "--rounds"}
+STOP_WORDS = {"row_budget": "row budget", "run_budget": "run budget", "round_cap": "round cap",
+              "unpaired": "unpaired timing", "too_few_samples": "too few samples"}
+_STOP_PHRASES = {"row_budget": "{n} stopped by the row budget (raise --row-budget)",
+                 "run_budget": "{n} by the run budget (raise --run-budget)",
+                 "round_cap": "{n} by the round cap (raise --max-rounds)",
+                 "unpaired": "{n} timed unpaired, from two stored runs (not the PR path: tritongate pair pairs them)",
+                 "too_few_samples": "{n} with too few samples (raise --rounds)"}
+UNPAIRED_NOTE = ("{n} row(s) were timed unpaired, from two stored runs: two processes at two times, whose "
+                 "drift between the runs no pairing cancels. Their floors carry each run's process offset "
+                 "({sd:.1%} each) and most cannot resolve 1 %; unpaired timing is not the PR path: "
+                 "tritongate pair times both builds in alternating pairs on fresh worker pairs")
+# The headline's three states.
+PASS, BLIND, FAIL = "pass", "blind", "fail"
+
+
 def unconfirmed(r: "RowVerdict") -> bool:
     """A call made on fewer pairs than its paired run asks of a call (the budgets stopped it)."""
-    p = r.pairing
-    return (r.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) and p is not None and r.rounds is not None
-            and r.rounds < p.confirm_rounds)
+    return r.verdict is Verdict.UNCONFIRMED
+
+
+def _short_call(pairing: PairInfo | None, rounds: int | None) -> bool:
+    return pairing is not None and rounds is not None and rounds < pairing.confirm_rounds
 
 
 @dataclass(frozen=True)
@@ -78,6 +109,10 @@ class RowVerdict:
     fails_policy: bool = False  # a rejected row that fails the gate even without --strict
     pairing: PairInfo | None = None  # the candidate side's pairing (target, rounds) if paired
     rounds: int | None = None  # rounds per side behind the timing
+    # timed rows: did the row resolve its target (its detectable effect <= the op's minimum
+    # effect, or a confirmed call)? None for rows that were not timed
+    reached_target: bool | None = None
+    stopped_by: str | None = None  # what ended it short of its target (STOP_FLAGS); None when reached
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -89,7 +124,8 @@ class RowVerdict:
                              "verdict": self.verdict.value, "reasons": list(self.reasons),
                              "min_effect": self.min_effect, "base_markers": list(self.base_markers),
                              "cand_markers": list(self.cand_markers), "fails_policy": self.fails_policy,
-                             "timed": t is not None, "rounds": self.rounds}
+                             "timed": t is not None, "rounds": self.rounds,
+                             "reached_target": self.reached_target, "stopped_by": self.stopped_by}
         if self.pairing is not None:
             d.update({"target_effect": self.pairing.target_effect,
                       "target_reached": self.pairing.target_reached,
@@ -102,7 +138,8 @@ class RowVerdict:
                       "base_n": t.base.n, "cand_n": t.cand.n, "iqrs_overlap": t.iqrs_overlap,
                       "noise_floor": t.noise_floor if math.isfinite(t.noise_floor) else None,
                       "detectable_effect": t.detectable if t.detectable is None or math.isfinite(t.detectable)
-                      else None, "paired": t.paired, "pairs": t.pairs, "why": t.why.value})
+                      else None, "paired": t.paired, "pairs": t.pairs, "why": t.why.value,
+                      "worker_pairs": t.worker_pairs, "order_effect": t.order_effect})
         return d
 
 
@@ -134,7 +171,37 @@ class GateResult:
                           and not r.fails_policy]
             if unverified:
                 out.append(f"{len(unverified)} unverified row(s) (rejected or not comparable) under --strict")
+        if self.policy.fail_on_blind and (blind := self.blind_rows):
+            out.append(f"{len(blind)} row(s) that could not resolve their target under --fail-on-blind "
+                       f"({self.blind_text()})")
         return out
+
+    @property
+    def blind_rows(self) -> list[RowVerdict]:
+        """Timed rows that did not reach their precision target: a pass says nothing about them."""
+        return [r for r in self.rows if r.reached_target is False]
+
+    @property
+    def state(self) -> str:
+        """``pass``: nothing failed and every timed row reached its target (or was identical);
+        ``blind``: nothing failed, but some rows could not see their target; ``fail``."""
+        if self.failures:
+            return FAIL
+        return BLIND if self.blind_rows else PASS
+
+    def blind_text(self) -> str:
+        """N rows could not resolve X %, what stopped them, and the flags that raise it."""
+        blind = self.blind_rows
+        if not blind:
+            return ""
+        seen = [r.timing.detectable for r in blind if r.timing is not None and r.timing.detectable is not None
+                and math.isfinite(r.timing.detectable)]
+        worst = f"{max(seen):.1%}" if seen and len(seen) == len(blind) else "their minimum effect"
+        why: dict[str, int] = {}
+        for r in blind:
+            why[r.stopped_by or "round_cap"] = why.get(r.stopped_by or "round_cap", 0) + 1
+        stops = "; ".join(_STOP_PHRASES.get(k, "{n} by " + k).format(n=n) for k, n in why.items())
+        return f"{len(blind)} row(s) could not resolve {worst}: {stops}"
 
     @property
     def passed(self) -> bool:
@@ -146,14 +213,14 @@ class GateResult:
 
     def timed(self) -> list[RowVerdict]:
         return [r for r in self.rows if r.timing is not None and r.verdict in
-                (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCHANGED, Verdict.IDENTICAL_BINARY)]
+                (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCONFIRMED, Verdict.UNCHANGED,
+                 Verdict.IDENTICAL_BINARY)]
 
     def short_of_target(self) -> list[RowVerdict]:
         """Paired rows whose rounds ran out (row or run budget, round cap) before their
         detectable effect reached the op's minimum effect, or before a call had the pairs a
         call needs (``PairInfo.confirm_rounds``)."""
-        return [r for r in self.rows if r.pairing is not None and
-                (r.pairing.target_reached is False or unconfirmed(r))]
+        return [r for r in self.blind_rows if r.pairing is not None]
 
     @property
     def geomean_speedup(self) -> float | None:
@@ -198,6 +265,9 @@ class GateResult:
 
     def headline(self) -> str:
         counts = self.counts_text()
+        if self.state == BLIND:
+            gm = self.geomean_text()
+            return f"⚠️ no regression found; {self.blind_text()} ({counts})" + (f"; {gm}" if gm else "")
         if not self.passed:
             worst = self.worst()
             worst_txt = (f"; worst: {worst.op} {worst.case} {worst.dtype} {worst.timing.effect:+.1%} time"
@@ -205,7 +275,9 @@ class GateResult:
             return f"❌ gate failed: {'; '.join(self.failures)}{worst_txt} ({counts})"
         imp = len(self.by(Verdict.IMPROVED))
         unv = len(self.by(Verdict.REJECTED)) + len(self.by(Verdict.NOT_COMPARABLE))
-        extra = (f", {imp} improved" if imp else "") + (f", {unv} unverified" if unv else "")
+        unc = len(self.by(Verdict.UNCONFIRMED))
+        extra = (f", {imp} improved" if imp else "") + (f", {unv} unverified" if unv else "") + \
+            (f", {unc} unconfirmed" if unc else "")
         gm = self.geomean_text()
         return f"✅ no regressions ({counts}){extra}" + (f"; {gm}" if gm else "")
 
@@ -312,19 +384,81 @@ def judge_row(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict:
     if mismatch:
         return RowVerdict(verdict=Verdict.NOT_COMPARABLE, reasons=tuple(mismatch), **common)
     paired = paired_rows(base, cand)
+    bp = base.measurement.pairing if paired and base.measurement else None
+    layout = PairLayout(base_first=bp.went_first, worker_pairs=bp.worker_pairs) if bp is not None else None
     timing = decide(base.samples, cand.samples,
                     base_per_round=base.measurement.samples_per_round if base.measurement else len(base.samples),
                     cand_per_round=cand.measurement.samples_per_round if cand.measurement else len(cand.samples),
                     min_effect=common["min_effect"], noise_z=policy.noise_z, min_samples=policy.min_samples,
-                    paired=paired)
-    extra = dict(pairing=cand.measurement.pairing if paired and cand.measurement else None,
-                 rounds=_rounds(cand))
+                    paired=paired, layout=layout, process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
+    pairing = cand.measurement.pairing if paired and cand.measurement else None
+    rounds = _rounds(cand)
+    extra = dict(pairing=pairing, rounds=rounds)
     if identical:
         return RowVerdict(verdict=Verdict.IDENTICAL_BINARY, timing=timing,
                           reasons=("every launched kernel is byte-identical on both sides",), **common, **extra)
     verdict = {Change.SLOWER: Verdict.REGRESSED, Change.FASTER: Verdict.IMPROVED}.get(timing.change,
                                                                                   Verdict.UNCHANGED)
-    return RowVerdict(verdict=verdict, timing=timing, reasons=(timing.reason,), **common, **extra)
+    reasons = [timing.reason]
+    if pairing is not None and bp is not None and 0 < pairing.confirm_from < (rounds or 0):
+        verdict, timing, confirm_reason = _confirmed(base, cand, bp, pairing.confirm_from, policy, common["min_effect"])
+        reasons = [timing.reason, confirm_reason]
+        if verdict is not Verdict.UNCONFIRMED and _short_call(pairing, (rounds or 0) - pairing.confirm_from):
+            verdict = Verdict.UNCONFIRMED
+            reasons.append(f"its confirmation has {(rounds or 0) - pairing.confirm_from} pairs, fewer than the "
+                           f"{pairing.confirm_rounds} a confirmation needs: shown, not failing")
+    elif verdict is not Verdict.UNCHANGED and _short_call(pairing, rounds):
+        verdict = Verdict.UNCONFIRMED
+        reasons.append(f"called on {rounds} pairs, fewer than the {pairing.confirm_rounds} a confirmation needs "
+                       f"(stopped by the {STOP_WORDS.get(_stop(pairing, rounds), 'budget')}): shown, not failing")
+    reached, stopped = _reached(timing, verdict, common["min_effect"], pairing, rounds)
+    return RowVerdict(verdict=verdict, timing=timing, reasons=tuple(reasons), reached_target=reached,
+                      stopped_by=stopped, **common, **extra)
+
+
+def _confirmed(base: Row, cand: Row, bp: PairInfo, start: int, policy: GatePolicy,
+               min_effect: float) -> tuple[Verdict, TimingDecision, str]:
+    """A call measured again from round ``start`` on fresh worker pairs: it stands only if that
+    measurement, judged alone, calls it the same way. The timing shown is the confirmation's."""
+    bpr, cpr = base.measurement.samples_per_round, cand.measurement.samples_per_round  # type: ignore[union-attr]
+
+    def judge(lo: int, hi: int | None) -> TimingDecision:
+        layout = PairLayout(bp.went_first[lo:hi], bp.worker_pairs[lo:hi])
+        return decide(base.samples[lo * bpr:None if hi is None else hi * bpr],
+                      cand.samples[lo * cpr:None if hi is None else hi * cpr], base_per_round=bpr, cand_per_round=cpr,
+                      min_effect=min_effect, noise_z=policy.noise_z, min_samples=policy.min_samples, paired=True,
+                      layout=layout, process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
+    first, again = judge(0, start), judge(start, None)
+    if first.change is not Change.WITHIN_NOISE and again.change is first.change:
+        verdict = Verdict.REGRESSED if again.change is Change.SLOWER else Verdict.IMPROVED
+        return verdict, again, (f"confirmed on fresh worker pairs: {first.effect:+.2%} on the first {start} pairs, "
+                                f"{again.effect:+.2%} on the {again.pairs} after")
+    return Verdict.UNCONFIRMED, again, (f"{first.effect:+.2%} on the first {start} pairs was not confirmed on fresh "
+                                        f"worker pairs ({again.effect:+.2%} on the {again.pairs} after: "
+                                        f"{again.reason}): shown, not failing")
+
+
+def _stop(pairing: PairInfo, rounds: int | None) -> str:
+    if pairing.stopped_by:
+        return pairing.stopped_by
+    # runs before schema 3's stopped_by: a row at its cap ran out of rounds, else of a budget
+    return "round_cap" if rounds is not None and rounds >= pairing.max_rounds else "row_budget"
+
+
+def _reached(timing: TimingDecision, verdict: Verdict, min_effect: float, pairing: PairInfo | None,
+             rounds: int | None) -> tuple[bool, str | None]:
+    """Whether a timed row resolved its target, and if not what stopped it."""
+    if verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
+        return True, None
+    # the gate's own precision, and the pairing's where the run recorded one (it judged the
+    # samples its workers kept)
+    recorded = pairing is None or pairing.target_reached is not False
+    if timing.detectable is not None and timing.detectable <= min_effect and verdict is not Verdict.UNCONFIRMED \
+            and recorded:
+        return True, None
+    if pairing is not None:
+        return False, _stop(pairing, rounds)
+    return False, "too_few_samples" if timing.detectable is None else "unpaired"
 
 
 def run_gate(base: Run, cand: Run, policy: GatePolicy, *, allow_mismatch: bool = False) -> GateResult:
@@ -357,5 +491,8 @@ def run_gate(base: Run, cand: Run, policy: GatePolicy, *, allow_mismatch: bool =
         if key not in base_rows:
             rows.append(RowVerdict(*key, verdict=Verdict.NEW, reasons=("not in the base run",),
                                    cand_markers=crow.markers))
-    return GateResult(base=base, cand=cand, policy=policy, rows=rows, mismatches=mismatches,
-                      notes=notes(base.identity, cand.identity, str(base.path)))
+    found = notes(base.identity, cand.identity, str(base.path))
+    unpaired = [r for r in rows if r.timing is not None and not r.timing.paired]
+    if unpaired:
+        found.append(UNPAIRED_NOTE.format(n=len(unpaired), sd=policy.process_sd))
+    return GateResult(base=base, cand=cand, policy=policy, rows=rows, mismatches=mismatches, notes=found)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -32,13 +31,13 @@ from tritongate.atomicio import write_text_atomic
 from tritongate.calibrate.model import CalibrationSummary
 from tritongate.errors import MeasurementError, PreflightError, UsageError
 from tritongate.gate.policy import GatePolicy
-from tritongate.gate.rule import Why, decide, paired_log_ratios, precision
+from tritongate.gate.rule import PairLayout, Why, decide, paired_estimate, paired_log_ratios, precision
 from tritongate.harness.measure import L2Policy, Measurement, TimerKind
 from tritongate.gate.baseline_state import BaselineState
 from tritongate.ir.changed import ChangedRows
 from tritongate.pair.build import CompilerBuild, package_path_dir
 from tritongate.pair.client import WorkerError, WorkerFailure, WorkerProcess, WorkerSpec
-from tritongate.pair.schedule import BudgetLedger, PairSchedule, run_schedule
+from tritongate.pair.schedule import BudgetLedger, PairSchedule, ledger_for, run_schedule
 from tritongate.pair.worker import DEFAULT_EXECUTOR
 from tritongate.preflight import PlannedRow, check_out_dir
 from tritongate.progress import Progress, ProgressFn, row_line
@@ -49,6 +48,11 @@ from tritongate.runlog import RunLog
 from tritongate.schema import Correctness, PairInfo, Row, RowStatus, SkipReason, Variant
 
 GPU_MAX_ROUNDS = 80
+# Fresh worker pairs a row's pairs are spread over: on a GPU one at the end of the first block,
+# then one every 10 pairs (a call needs 20 pairs, so it rests on three); on the interpreter,
+# whose workers take seconds to start within an 8 s row budget, two.
+GPU_WORKER_PAIRS = 8
+CPU_WORKER_PAIRS = 2
 CONFIRM_PAIRS = 20  # a call needs this many pairs (twice --rounds if more): two looks past the default first
 STARTUP_TIMEOUT_S = 600.0  # importing torch/triton and creating a device context
 MAX_RESTARTS = 10  # per side: a worker that keeps dying stops the run
@@ -117,12 +121,14 @@ def default_schedule(backend: str, rounds: int) -> PairSchedule:
     whose memory placement moves its time by 2 % a round (a skinny matmul on the H200) needs
     that many to resolve 2 % (``bench/results/2026-11-30_h200_pair_noise.md``). On the
     interpreter, whose host timings are noisy, to 24 pairs within 8 s a row. A row called on
-    fewer than 20 pairs (or twice ``rounds``) is looked at again first (``PairSchedule``)."""
+    fewer than 20 pairs (or twice ``rounds``) is looked at again first (``PairSchedule``), on a
+    fresh worker pair."""
     confirm = max(CONFIRM_PAIRS, 2 * rounds)
     if backend == "cpu":
         return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, 24), row_budget_s=8.0, run_budget_s=300.0,
-                            confirm_rounds=confirm)
-    return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, GPU_MAX_ROUNDS), confirm_rounds=confirm)
+                            confirm_rounds=confirm, max_worker_pairs=CPU_WORKER_PAIRS, confirm_calls=True)
+    return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, GPU_MAX_ROUNDS), confirm_rounds=confirm,
+                        max_worker_pairs=GPU_WORKER_PAIRS, confirm_calls=True)
 
 
 @dataclass
@@ -163,6 +169,10 @@ class _RowState:
     fell_back: bool = False  # the worker switched timers mid-row
     inputs: str = "own"  # "shared": the second side of each pair read the first side's inputs
     sharing_failed: str = ""  # why this side could not share the row's inputs (its failure is that)
+    worker_pairs: list[int] = field(default_factory=list)  # per pair: the worker pair that measured it
+    parts: list[dict[str, Any]] = field(default_factory=list)  # earlier worker pairs' finish answers
+    stopped_by: str | None = None  # what the schedule says ended the row short
+    confirm_from: int = 0  # the pair a confirmation of the row's call began at (0: none)
 
 
 def spawn_process(spec: WorkerSpec) -> Worker:
@@ -355,6 +365,12 @@ class PairRunner:
             base = self._sides["base"]
             plan = self._plan(base)
             config = base.hello.get("measure_config", {})
+            spr = int(config.get("samples_per_round", 5))
+            if spr < 3 or spr % 2 == 0:
+                # a pair's ratio is of round medians: of two samples that is their mean, and one
+                # outlier sample moves it
+                raise UsageError(f"--samples-per-round {spr}: a paired run takes the median of each round, "
+                                 "which needs an odd number of samples, at least 3")
             try:
                 schedule = req.schedule or default_schedule(str(base.hello.get("backend")),
                                                             int(config.get("rounds", 5)))
@@ -412,7 +428,7 @@ class PairRunner:
                            f"python={side.build.python}  replay_from={side.hello.get('replay_from')}")
         recorded_k = {(op, case, dtype): k for op, case, dtype, k in
                       self._sides["base"].hello.get("recorded_launches", [])}
-        ledger = BudgetLedger(run_budget_s=schedule.run_budget_s)
+        ledger = ledger_for(schedule)
         self._progress(Progress("start", total=len(rows), message=str(self._pair_dir)))
         for note in plan.get("notes") or ():
             self._progress(Progress("note", message=str(note)))
@@ -549,6 +565,28 @@ class PairRunner:
             share = self._share_inputs(item, {"base": warm, "candidate": cand_warm})
         b.inputs = c.inputs = "shared" if share else "own"
         target = self.request.policy.min_effect_for(item.op)
+        worker_pair = [0]
+
+        def new_worker_pair(i: int) -> bool:
+            # the pairs so far are kept (each side's finish), both workers start afresh
+            for side in (base, cand):
+                st = states[side.name]
+                answer = self._ask(side, st, "finish")
+                if answer is None:
+                    return False
+                st.parts.append(answer)
+            for side in (base, cand):
+                if not self._restart_for_row(side, states[side.name]):
+                    return False
+            for side in (base, cand):
+                if self._ask(side, states[side.name], "prepare", op=item.op, shape=list(item.shape), dtype=item.dtype,
+                             run_dir=str(self._pair_dir / side.name)) is None:
+                    return False
+            for side in (base, cand):
+                if self._ask(side, states[side.name], "warm_up", k=int(warm["k"])) is None:
+                    return False
+            worker_pair[0] += 1
+            return True
 
         def measure_pair(i: int) -> bool:
             order = (base, cand) if i % 2 == 0 else (cand, base)
@@ -570,14 +608,47 @@ class PairRunner:
                     st.fell_back = True
                 st.samples.extend(float(x) for x in answer["samples"])
                 st.went_first.append(position == 0)
+                st.worker_pairs.append(worker_pair[0])
             if share:
                 self._let_go(order[0], states[order[0].name], release=False)
             return not any(states[s].fell_back for s in states)
 
-        run_schedule(measure_pair=measure_pair, reached=lambda: self._reached(states, target),
-                     schedule=schedule, ledger=ledger, clock=self._clock,
-                     would_call=lambda: self._would_call(states, target))
+        result = run_schedule(measure_pair=measure_pair, reached=lambda: self._reached(states, target),
+                              schedule=schedule, ledger=ledger, clock=self._clock,
+                              would_call=lambda: self._would_call(states, target), new_worker_pair=new_worker_pair)
+        for st in states.values():
+            st.stopped_by = result.stopped_by
+        healthy = all(st.failure is None and not st.fell_back for st in states.values())
+        if schedule.confirm_calls and healthy and result.pairs and self._would_call(states, target):
+            # an independent measurement of the call: fresh worker pairs, the schedule anew, judged alone
+            start = result.pairs
+            for st in states.values():
+                st.confirm_from = start
+            if not new_worker_pair(start):
+                return share
+            again = run_schedule(measure_pair=lambda i: measure_pair(start + i),
+                                 reached=lambda: self._reached(states, target, start),
+                                 schedule=schedule, ledger=ledger, clock=self._clock,
+                                 would_call=lambda: self._would_call(states, target, start),
+                                 new_worker_pair=lambda i: new_worker_pair(start + i), confirming=True)
+            for st in states.values():
+                st.stopped_by = again.stopped_by
         return share
+
+    def _restart_for_row(self, side: _Side, state: _RowState) -> bool:
+        """A fresh worker for the row's next worker pair; a worker that cannot start fails the
+        row on that side (the next row restarts it as after a crash)."""
+        try:
+            side.worker.close()
+        except Exception:  # noqa: BLE001 - a worker that will not close is killed
+            side.worker.kill()
+        try:
+            self._start(side)
+        except (MeasurementError, UsageError, PreflightError) as exc:
+            state.failure = ("error", f"the {side.name} worker could not be started afresh for the row: {exc}")
+            return False
+        side.log.write(f"WORKER_PAIR_FRESH side={side.name} pid={side.worker.pid}")  # type: ignore[union-attr]
+        return True
 
     def _let_go(self, side: _Side, state: _RowState, *, release: bool) -> None:
         """Tell the side that exported a pair's inputs that the other side is done with them
@@ -606,28 +677,33 @@ class PairRunner:
     def _spr(self) -> int:
         return int(self._sides["base"].hello.get("measure_config", {}).get("samples_per_round", 5))
 
-    def _reached(self, states: dict[str, _RowState], target: float) -> bool:
-        p = self._precision(states, target)
+    def _reached(self, states: dict[str, _RowState], target: float, start: int = 0) -> bool:
+        p = self._precision(states, target, start)
         return p is not None and p <= target
 
-    def _would_call(self, states: dict[str, _RowState], target: float) -> bool:
-        """Whether the rule would call the row's timing on the pairs so far."""
-        b, c = states["base"].samples, states["candidate"].samples
+    def _would_call(self, states: dict[str, _RowState], target: float, start: int = 0) -> bool:
+        """Whether the rule would call the row's timing on the pairs from ``start``."""
+        spr, policy = self._spr(), self.request.policy
+        b, c = states["base"].samples[start * spr:], states["candidate"].samples[start * spr:]
         if not b or not c:
             return False
-        spr, policy = self._spr(), self.request.policy
         return decide(b, c, base_per_round=spr, cand_per_round=spr, min_effect=target, noise_z=policy.noise_z,
-                      min_samples=policy.min_samples, paired=True).why is Why.CALLED
+                      min_samples=policy.min_samples, paired=True, layout=_layout(states["base"], start),
+                      process_sd=policy.process_sd, pair_inflation=policy.pair_inflation).why is Why.CALLED
 
-    def _precision(self, states: dict[str, _RowState], target: float) -> float | None:
-        return self._precision_of(states["base"].samples, states["candidate"].samples, target)
+    def _precision(self, states: dict[str, _RowState], target: float, start: int = 0) -> float | None:
+        spr = self._spr()
+        return self._precision_of(states["base"].samples[start * spr:], states["candidate"].samples[start * spr:],
+                                  target, _layout(states["base"], start))
 
-    def _precision_of(self, b: list[float], c: list[float], target: float) -> float | None:
+    def _precision_of(self, b: list[float], c: list[float], target: float, layout: PairLayout) -> float | None:
         if not b or not c:
             return None
         spr = self._spr()
         return precision(b, c, base_per_round=spr, cand_per_round=spr, paired=True, min_effect=target,
-                         noise_z=self.request.policy.noise_z).detectable
+                         noise_z=self.request.policy.noise_z, layout=layout,
+                         process_sd=self.request.policy.process_sd,
+                         pair_inflation=self.request.policy.pair_inflation).detectable
 
     def _build_row(self, item: PlannedRow, side: _Side, states: dict[str, _RowState], identical: bool,
                    schedule: PairSchedule) -> Row:
@@ -641,9 +717,9 @@ class PairRunner:
             return error_row(item, self._backend(), text, side=side.name)
         prepared = _prepared(st.prepared)
         fin = st.finished or {}
-        autotune = fin.get("autotune")
-        tuned_markers = tuple(fin.get("autotune_markers") or ())
-        meas = fin.get("measurement")
+        autotune = (st.parts[0] if st.parts else fin).get("autotune")
+        tuned_markers = tuple(dict.fromkeys(m for part in (*st.parts, fin) for m in part.get("autotune_markers") or ()))
+        meas = _merged_measurement([*st.parts, fin])
         if other.failure is not None or meas is None:
             skip = SkipReason.OTHER_SIDE_FAILED if other.failure is not None or not identical \
                 else SkipReason.IDENTICAL_BINARY
@@ -660,10 +736,12 @@ class PairRunner:
         target = self.request.policy.min_effect_for(item.op)
         # precision of what the rows hold: the workers' own samples (a timer fallback drops a
         # side's earlier rounds), judged only when both sides kept the same rounds
-        other_meas = (other.finished or {}).get("measurement") or {}
+        other_meas = _merged_measurement([*other.parts, other.finished or {}]) or {}
         kept = {side.name: list(m.samples_us), ("candidate" if side.name == "base" else "base"):
                 list(other_meas.get("samples") or ())}
-        reached = self._precision_of(kept["base"], kept["candidate"], target) \
+        base_state = states["base"]
+        layout = PairLayout(tuple(base_state.went_first[-rounds:]), tuple(base_state.worker_pairs[-rounds:]))
+        reached = self._precision_of(kept["base"], kept["candidate"], target, layout) \
             if len(kept["base"]) == len(kept["candidate"]) else None
         if reached is not None and not math.isfinite(reached):
             reached = None  # too few pairs to estimate anything
@@ -671,7 +749,9 @@ class PairRunner:
                            target_effect=target, detectable_effect=reached,
                            target_reached=None if reached is None else reached <= target,
                            min_rounds=schedule.min_rounds, max_rounds=schedule.max_rounds,
-                           confirm_rounds=schedule.confirm_rounds, inputs=st.inputs)
+                           confirm_rounds=schedule.confirm_rounds, inputs=st.inputs,
+                           worker_pairs=tuple(st.worker_pairs[-rounds:]) if len(st.worker_pairs) >= rounds else (),
+                           stopped_by=st.stopped_by, confirm_from=st.confirm_from if st.confirm_from < rounds else 0)
         row = finish_row(prepared, m, pairing=pairing)
         return replace(row, markers=row.markers + tuned_markers, autotune=autotune)
 
@@ -691,6 +771,23 @@ class PairRunner:
         outcome.verdict_json, outcome.verdict_md = write_verdict(
             result, self._pair_dir / "verdict", artifact_url=self.request.artifact_url,
             baseline=self.request.baseline_state, calibration=self.request.calibration)
+
+
+def _layout(base: _RowState, start: int = 0) -> PairLayout:
+    return PairLayout(base_first=tuple(base.went_first[start:]), worker_pairs=tuple(base.worker_pairs[start:]))
+
+
+def _merged_measurement(answers: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """One side's measurement over every worker pair of the row, in the order measured."""
+    parts = [a["measurement"] for a in answers if a.get("measurement")]
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return {**parts[-1], "samples": [x for p in parts for x in p["samples"]],
+            "shift_bytes": [x for p in parts for x in p.get("shift_bytes", [])],
+            "markers": list(dict.fromkeys(m for p in parts for m in p.get("markers", []))),
+            "warmup_calls": parts[0]["warmup_calls"]}
 
 
 def _identical(base: PreparedRow, cand: PreparedRow) -> bool:
@@ -730,7 +827,11 @@ def _row_summary(base: Row, cand: Row) -> str:
         return ""
     ratios = paired_log_ratios(base.samples, cand.samples, base_per_round=base.measurement.samples_per_round,
                                cand_per_round=cand.measurement.samples_per_round)
-    effect = math.expm1(statistics.fmean(ratios)) if ratios else cs.median / bs.median - 1
+    bp = base.measurement.pairing
+    layout = PairLayout(bp.went_first, bp.worker_pairs) if bp is not None else None
+    # the rule's own robust estimate (trimmed, order removed, per worker pair), not the mean
+    effect = math.expm1(float(paired_estimate(ratios, layout, 0.0).effect_log)) if ratios \
+        else cs.median / bs.median - 1
     return f"{format_time(bs.median)} -> {format_time(cs.median)} ({effect:+.2%} paired, {len(ratios)} pairs)"
 
 

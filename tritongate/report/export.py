@@ -56,7 +56,8 @@ VERDICT_COLUMNS: dict[str, str] = {
     "cand_median_us": "float64", "cand_q1_us": "float64", "cand_q3_us": "float64", "cand_n": "Int64",
     "iqrs_overlap": "boolean", "noise_floor": "float64", "detectable_effect": "float64",
     "min_effect": "float64", "paired": "boolean", "pairs": "Int64", "rounds": "Int64", "max_rounds": "Int64",
-    "target_effect": "float64", "target_reached": "boolean", "fails_policy": "boolean",
+    "target_effect": "float64", "target_reached": "boolean", "reached_target": "boolean",
+    "stopped_by": "string", "worker_pairs": "Int64", "order_effect": "float64", "fails_policy": "boolean",
     "reasons": "string", "base_markers": "string", "cand_markers": "string",
     "ir.kernels": "Int64", "ir.changed": "Int64", "ir.diff": "string", "ir.only_one_side": "Int64",
 }

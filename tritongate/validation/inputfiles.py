@@ -125,4 +125,7 @@ class PolicyDoc(HandWritten):
     min_samples: Optional[Annotated[int, Field(ge=1, le=1_000_000)]] = None
     max_missing: Optional[Annotated[int, Field(ge=0)]] = None
     strict: Optional[bool] = None
+    process_sd: Optional[Effect] = None
+    pair_inflation: Optional[Annotated[float, Field(ge=1, le=100)]] = None
+    fail_on_blind: Optional[bool] = None
     ops: Optional[dict[Name, OpPolicyDoc]] = None

@@ -67,6 +67,9 @@ class PairingDoc(StrictDoc):
     max_rounds: NonNegInt = 0
     confirm_rounds: NonNegInt = 0
     inputs: Literal["own", "shared"] = "own"
+    worker_pairs: list[NonNegInt] = []
+    stopped_by: Optional[Literal["row_budget", "run_budget", "round_cap"]] = None
+    confirm_from: NonNegInt = 0
 
 
 class MeasurementDoc(StrictDoc):

@@ -52,6 +52,10 @@ class VerdictRowDoc(OpenDoc):
     max_rounds: Optional[int] = None
     confirm_rounds: Optional[int] = None
     call_unconfirmed: Optional[bool] = None
+    reached_target: Optional[bool] = None
+    stopped_by: Optional[Literal["row_budget", "run_budget", "round_cap", "unpaired", "too_few_samples"]] = None
+    worker_pairs: Optional[int] = None
+    order_effect: Optional[float] = None
     inputs: Optional[Literal["own", "shared"]] = None
     timing_change: Optional[str] = None
     speedup: Optional[float] = None
@@ -108,6 +112,7 @@ class VerdictDoc(OpenDoc):
     headline: str
     state: Optional[GateState] = None
     blind_rows: Optional[Union[int, list[Any]]] = None
+    blind: Optional[str] = None
     failures: list[str] = []
     notes: list[str] = []
     identity_mismatches: list[str] = []
