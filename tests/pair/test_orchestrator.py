@@ -243,3 +243,40 @@ def test_a_planted_delay_regresses_exactly_the_candidate_on_a_scripted_device(tm
         assert r.timing.effect == pytest.approx(0.9, rel=0.2)
     base, cand = outcome.rows[0]
     assert "planted_delay_ns" in cand.params and "planted_delay_ns" not in base.params
+
+
+def test_the_worker_pool_is_started_once_and_rows_rotate_over_it(tmp_path):
+    """Worker pairs are kept for the run: a row's fresh worker pairs are the pool's others (a
+    prepare and a warm-up), not new processes; a call's confirmation runs on a second set,
+    started the first time a call needs one."""
+    from tritongate.pair.orchestrator import GPU_POOL_PAIRS
+
+    made: dict[str, InProcessWorker] = {}
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_FACTOR": "1.03"}), spawn=_spawner(World(), made))
+    m = GPU_POOL_PAIRS  # the scripted device is a GPU
+    assert sorted(made) == sorted(["base", "candidate"] + [f"{s}-{j}" for s in ("base", "candidate")
+                                                           for j in range(1, 2 * m)])
+    assert all(w.starts == 1 for w in made.values())  # no worker was started twice
+    rows = outcome.result.rows
+    firsts = {r.pairing.worker_pairs[0] for r in rows}
+    assert firsts == set(range(min(m, len(rows))))  # rows begin on the measuring pairs in turn
+    for r in rows:
+        start = r.pairing.confirm_from
+        assert start > 0 and set(r.pairing.worker_pairs[:start]) <= set(range(m))
+        assert set(r.pairing.worker_pairs[start:]) <= set(range(m, 2 * m))
+
+
+def test_a_run_without_calls_starts_only_the_measuring_pairs(tmp_path):
+    from tritongate.pair.orchestrator import GPU_POOL_PAIRS
+
+    made: dict[str, InProcessWorker] = {}
+    outcome = run_pair(_request(tmp_path), spawn=_spawner(World(), made))
+    assert set(_verdicts(outcome).values()) == {Verdict.UNCHANGED}
+    assert len(made) == 2 * GPU_POOL_PAIRS
+
+
+def test_a_pool_of_one_restarts_its_workers_for_each_fresh_worker_pair(tmp_path):
+    made: dict[str, InProcessWorker] = {}
+    outcome = run_pair(_request(tmp_path, worker_pool=1), spawn=_spawner(World(), made))
+    assert sorted(made) == ["base", "candidate"]
+    assert made["base"].starts > 1 and all(len(set(r.pairing.worker_pairs)) >= 2 for r in outcome.result.rows)

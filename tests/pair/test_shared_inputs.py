@@ -15,7 +15,13 @@ from tritongate.pair.orchestrator import run_pair
 from tritongate.rundir import load_run
 
 from tests.pair.fakes import InProcessWorker, World
-from tests.pair.test_orchestrator import _request, _spawner
+from tests.pair.test_orchestrator import _request as _any_request
+from tests.pair.test_orchestrator import _spawner
+
+
+def _request(tmp_path, **kw):
+    """These tests follow the inputs through one worker pair's rounds: a pool of one."""
+    return _any_request(tmp_path, worker_pool=1, **kw)
 
 SHARE = {"TG_SHARE": "1"}
 

@@ -58,7 +58,7 @@ def _by_op(outcome):
 
 
 def test_a_crashing_worker_costs_one_row_and_is_restarted(tmp_path):
-    outcome = run_pair(_request(tmp_path, cand_env={"TG_CRASH": "softmax"}))
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_CRASH": "softmax"}, worker_pool=1))
     rows = _by_op(outcome)
     assert rows["softmax"].verdict is Verdict.REJECTED
     reasons = "; ".join(rows["softmax"].reasons)
@@ -173,7 +173,7 @@ def test_a_side_that_keeps_crashing_gives_up_and_the_gate_still_runs(tmp_path, m
     from tritongate.pair import orchestrator
 
     monkeypatch.setattr(orchestrator, "MAX_RESTARTS", 1)
-    outcome = run_pair(_request(tmp_path, cand_env={"TG_CRASH": "add,softmax,matmul"}))
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_CRASH": "add,softmax,matmul"}, worker_pool=1))
     assert [r.verdict for r in outcome.result.rows] == [Verdict.REJECTED] * 3
     assert "gave up" in "; ".join(outcome.result.rows[2].reasons) or \
         "failed 1 times" in "; ".join(outcome.result.rows[2].reasons)

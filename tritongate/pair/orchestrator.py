@@ -53,6 +53,14 @@ GPU_MAX_ROUNDS = 80
 # whose workers take seconds to start within an 8 s row budget, two.
 GPU_WORKER_PAIRS = 8
 CPU_WORKER_PAIRS = 2
+# Worker pairs kept alive for the whole run; a row's worker pairs (above) rotate over them, so
+# a "fresh" worker pair costs a prepare and a warm-up, not a process start (seconds of torch,
+# triton and a device context, on every row). Independent processes are what the two-level
+# error needs; a process that measured the previous row is as independent as a new one. A
+# call's confirmation runs on as many more, started when a first call needs one, so that it
+# never shares a process with the measurement it confirms.
+GPU_POOL_PAIRS = 3
+CPU_POOL_PAIRS = 2
 CONFIRM_PAIRS = 20  # a call needs this many pairs (twice --rounds if more): two looks past the default first
 STARTUP_TIMEOUT_S = 600.0  # importing torch/triton and creating a device context
 MAX_RESTARTS = 10  # per side: a worker that keeps dying stops the run
@@ -114,6 +122,7 @@ class PairRequest:
     calibration: CalibrationSummary | None = None  # the runner's latest calibration, cited in the verdict
     shard: tuple[int, int] | None = None  # (I, N): every N-th planned row from the I-th (1-based)
     only_rows: frozenset[tuple[str, str, str]] | None = None  # (op, case, dtype): run only these planned rows
+    worker_pool: int | None = None  # worker pairs kept alive for the run (None: by backend, see GPU_POOL_PAIRS)
 
 
 def default_schedule(backend: str, rounds: int) -> PairSchedule:
@@ -147,14 +156,30 @@ class PairOutcome:
 
 @dataclass
 class _Side:
+    """One build's side of the run: its run directory and its pool of workers (one per worker
+    pair of the pool); ``worker``/``hello`` are those of the worker pair in use."""
+
     name: str
     build: CompilerBuild
-    worker: Worker
-    hello: dict[str, Any] = field(default_factory=dict)
+    pool: list[Worker]
+    hellos: list[dict[str, Any]] = field(default_factory=list)
+    current: int = 0  # the worker pair in use
     writer: RunWriter | None = None
     log: RunLog | None = None
     restarts: int = 0
     gave_up: str = ""  # why this side runs no more rows
+
+    @property
+    def worker(self) -> Worker:
+        return self.pool[self.current]
+
+    @property
+    def hello(self) -> dict[str, Any]:
+        return self.hellos[self.current]
+
+    @hello.setter
+    def hello(self, value: dict[str, Any]) -> None:
+        self.hellos[self.current] = value
 
 
 @dataclass
@@ -211,6 +236,7 @@ class PairRunner:
         self._spawn = spawn
         self._clock = clock
         self._sides: dict[str, _Side] = {}
+        self._measure_pairs = 1  # worker pairs of the pool that measure; as many more confirm
         self._pair_id = ""
         self._sharing_off = ""  # why shared inputs failed in this run (the rest of it then uses own)
 
@@ -218,8 +244,9 @@ class PairRunner:
     def _settings(self) -> dict[str, Any]:
         return worker_settings(self.request)
 
-    def _start(self, side: _Side) -> None:
-        side.worker.start()
+    def _start(self, side: _Side, *, spawned: bool = False) -> None:
+        if not spawned:
+            side.worker.start()
         try:
             side.hello = side.worker.call("init", STARTUP_TIMEOUT_S, settings=self._settings())
         except WorkerError as exc:
@@ -258,13 +285,14 @@ class PairRunner:
                 pass
         try:
             for side in self._sides.values():
-                try:
-                    side.worker.kill() if kill else side.worker.close()
-                except Exception:  # noqa: BLE001 - the next worker must still be stopped
+                for worker in side.pool:
                     try:
-                        side.worker.kill()
-                    except Exception:  # noqa: BLE001
-                        pass
+                        worker.kill() if kill else worker.close()
+                    except Exception:  # noqa: BLE001 - the next worker must still be stopped
+                        try:
+                            worker.kill()
+                        except Exception:  # noqa: BLE001
+                            pass
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -291,7 +319,45 @@ class PairRunner:
     def _make_sides(self) -> None:
         for name, build in (("base", self.request.base), ("candidate", self.request.cand)):
             spec = side_worker_spec(self.request, name, build, self._pair_dir / "workers")
-            self._sides[name] = _Side(name=name, build=build, worker=self._spawn(spec))
+            self._sides[name] = _Side(name=name, build=build, pool=[self._spawn(spec)], hellos=[{}])
+
+    def _grow_pool(self, size: int) -> None:
+        """Start the pool's worker pairs up to ``size``: every process is started before any is
+        waited on, so their imports and device contexts come up side by side."""
+        sides = list(self._sides.values())
+        first, keep = len(sides[0].pool), sides[0].current
+        for side in sides:
+            for j in range(len(side.pool), size):
+                spec = side_worker_spec(self.request, side.name, side.build, self._pair_dir / "workers",
+                                        label=f"{side.name}-{j}")
+                side.pool.append(self._spawn(spec))
+                side.hellos.append({})
+                side.pool[-1].start()
+        for j in range(first, size):
+            for side in sides:
+                side.current = j
+                self._start(side, spawned=True)
+            self._check_same_device()
+        for side in sides:
+            side.current = keep
+
+    def _pool_size(self, schedule: PairSchedule, backend: str) -> int:
+        if self.request.worker_pool is not None:
+            if self.request.worker_pool < 1:
+                raise UsageError(f"worker_pool must be >= 1, got {self.request.worker_pool}")
+            return self.request.worker_pool
+        if schedule.max_worker_pairs < 2:
+            return 1
+        return min(schedule.max_worker_pairs, CPU_POOL_PAIRS if backend == "cpu" else GPU_POOL_PAIRS)
+
+    def _use_worker_pair(self, index: int, *, confirming: bool = False) -> None:
+        """Use worker pair ``index`` of the measuring ones (``confirming``: of the confirming
+        ones, which are started here the first time)."""
+        m = self._measure_pairs
+        if confirming and len(self._sides["base"].pool) < 2 * m:
+            self._grow_pool(2 * m)
+        for side in self._sides.values():
+            side.current = index % m + (m if confirming else 0)
 
     def _check_same_device(self) -> None:
         base, cand = self._sides["base"].hello, self._sides["candidate"].hello
@@ -383,6 +449,8 @@ class PairRunner:
                                        row_budget_s=schedule.row_budget_s * req.schedule_scale)
             except ValueError as exc:
                 raise UsageError(f"bad pairing schedule: {exc}") from exc
+            self._measure_pairs = self._pool_size(schedule, str(base.hello.get("backend")))
+            self._grow_pool(self._measure_pairs)
             gpu_before = self._gpu_state()
             self._run_rows(plan, gpu_before, schedule, outcome)
         except BaseException as exc:
@@ -437,6 +505,7 @@ class PairRunner:
         extra_markers = state_markers(gpu_before)
         for i, item in enumerate(rows):
             self._progress(Progress("row_start", index=i, total=len(rows), planned=item))
+            self._use_worker_pair(i)  # rows start on each worker pair of the pool in turn
             for side in self._sides.values():
                 self._ensure_alive(side)
             t_row = self._clock()
@@ -467,7 +536,7 @@ class PairRunner:
 
     def _own_pids(self) -> set[int]:
         """This process and its workers: they hold device contexts, but are not "other processes"."""
-        return {os.getpid()} | {s.worker.pid for s in self._sides.values() if s.worker.pid}
+        return {os.getpid()} | {w.pid for s in self._sides.values() for w in s.pool if w.pid}
 
     def _gpu_state_after(self) -> dict[str, Any] | None:
         if self._sides["base"].hello.get("backend") != "cuda":
@@ -565,19 +634,41 @@ class PairRunner:
             share = self._share_inputs(item, {"base": warm, "candidate": cand_warm})
         b.inputs = c.inputs = "shared" if share else "own"
         target = self.request.policy.min_effect_for(item.op)
-        worker_pair = [0]
+        worker_pair = [base.current]
+        confirming = [False]  # the measurement under way confirms a call (its own worker pairs)
 
         def new_worker_pair(i: int) -> bool:
-            # the pairs so far are kept (each side's finish), both workers start afresh
+            # the pairs so far are kept (each side's finish); the next worker pair of the pool
+            # takes over (with a pool of one, both workers start afresh)
             for side in (base, cand):
                 st = states[side.name]
                 answer = self._ask(side, st, "finish")
                 if answer is None:
                     return False
                 st.parts.append(answer)
-            for side in (base, cand):
-                if not self._restart_for_row(side, states[side.name]):
+            if self._measure_pairs > 1:
+                m = self._measure_pairs
+                try:
+                    if confirming[0] and base.current < m:  # a confirmation begins: the other half
+                        self._use_worker_pair(base.current, confirming=True)
+                    else:
+                        self._use_worker_pair(base.current % m + 1, confirming=confirming[0])
+                except (MeasurementError, UsageError, PreflightError) as exc:
+                    for side in (base, cand):
+                        states[side.name].failure = ("error", f"the worker pairs that confirm a call could "
+                                                              f"not be started: {exc}")
                     return False
+                for side in (base, cand):
+                    self._ensure_alive(side)
+                    if side.gave_up:
+                        states[side.name].failure = ("error", side.gave_up)
+                        return False
+                    side.log.write(f"WORKER_PAIR_NEXT side={side.name} pair={side.current} "  # type: ignore[union-attr]
+                                   f"pid={side.worker.pid} op={item.op} case={item.case} dtype={item.dtype}")
+            else:
+                for side in (base, cand):
+                    if not self._restart_for_row(side, states[side.name]):
+                        return False
             for side in (base, cand):
                 if self._ask(side, states[side.name], "prepare", op=item.op, shape=list(item.shape), dtype=item.dtype,
                              run_dir=str(self._pair_dir / side.name)) is None:
@@ -585,7 +676,7 @@ class PairRunner:
             for side in (base, cand):
                 if self._ask(side, states[side.name], "warm_up", k=int(warm["k"])) is None:
                     return False
-            worker_pair[0] += 1
+            worker_pair[0] = base.current if self._measure_pairs > 1 else worker_pair[0] + 1
             return True
 
         def measure_pair(i: int) -> bool:
@@ -624,6 +715,7 @@ class PairRunner:
             start = result.pairs
             for st in states.values():
                 st.confirm_from = start
+            confirming[0] = True
             if not new_worker_pair(start):
                 return share
             again = run_schedule(measure_pair=lambda i: measure_pair(start + i),
