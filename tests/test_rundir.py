@@ -132,3 +132,15 @@ def test_rows_extended_together_are_written_once(tmp_path, monkeypatch):
         w.extend([make_row(case="n=600"), make_row(case="n=3")])
     w.finish()
     assert [r.case for r in load_run(tmp_path / "run").rows] == [f"n={i}" for i in range(200)]
+
+
+def test_a_loaded_row_is_summarised_once_however_often_it_is_read(tmp_path, monkeypatch):
+    import tritongate.schema as schema
+
+    _write(tmp_path, n=3)
+    calls = []
+    real = schema.summarize
+    monkeypatch.setattr(schema, "summarize", lambda samples: (calls.append(len(samples)), real(samples))[1])
+    run = load_run(tmp_path / "run")  # the stored summary is checked against the samples: one summary a row
+    medians = [r.summary.median for r in run.rows for _ in range(4)]
+    assert len(calls) == 3 and medians[:4] == [1.0] * 4
