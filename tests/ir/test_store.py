@@ -100,7 +100,7 @@ def test_a_row_writes_its_own_files_once_and_reads_none_back(tmp_path: Path, mon
     store.add(ROWS[2])
     writes: list[str] = []
     real_write = store_mod.write_text_atomic
-    monkeypatch.setattr(store_mod, "write_text_atomic", lambda p, t: (writes.append(Path(p).name), real_write(p, t)))
+    monkeypatch.setattr(store_mod, "write_text_atomic", lambda p, t, **kw: (writes.append(Path(p).name), real_write(p, t, **kw)))
     real_read = pathlib.Path.read_text
 
     def no_ttgir_reads(self, *a, **kw):

@@ -10,7 +10,9 @@ A flush costs what changed, not what the folder holds: only the groups a row tou
 renamed (and the groups of a case that gained a kernel, whose folder names may change), a
 file is written only when its path now holds another variant's TTGIR (files on disk are
 never read back to compare), and ``index.tsv`` is joined from lines kept per variant.
-``naming.md`` is rewritten only when its text changes.
+``naming.md`` is rewritten only when its text changes. Writes between rows leave out the
+fsync (atomic for readers and through a crash of the run, not of the machine); ``close``
+writes the index with one.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ class IRStore:
         self.root = Path(run_dir) / TTGIR_DIR
         self._groups: dict[Group, dict[str, CompiledVariant]] = defaultdict(dict)  # -> compile hash -> variant
         self._kernels: dict[str, set[str]] = defaultdict(set)  # case -> its kernels
+        # case -> folder key -> the case's kernels with that key: a kernel's folder depends only
+        # on the kernels of its case whose folder names it could clash with
+        self._clashing: dict[str, dict[tuple[str, str], set[str]]] = defaultdict(lambda: defaultdict(set))
+        self._folder_keys: dict[str, tuple[tuple[str, str], ...]] = {}
         self._cases: dict[str, set[str]] = defaultdict(set)  # kernel -> its cases
         self._texts: dict[str, str] = {}  # compile hash -> TTGIR
         self._written: dict[Path, str] = {}  # file -> the compile hash whose TTGIR it holds
@@ -79,8 +85,10 @@ class IRStore:
         if v.kernel not in self._kernels[v.case]:
             self._kernels[v.case].add(v.kernel)
             self._cases[v.kernel].add(v.case)
-            # another kernel in the case can change the folder names of the case's other kernels
-            self._changed.update((v.case, k) for k in self._kernels[v.case])
+            # a kernel new to the case can change the folders of the kernels it clashes with
+            for key in self._keys(v.kernel):
+                self._clashing[v.case][key].add(v.kernel)
+            self._changed.update((v.case, k) for k in self._near(v.case, v.kernel))
         self._groups[group][v.compile_hash] = v
         self._changed.add(group)
 
@@ -114,12 +122,12 @@ class IRStore:
             self._written.pop(stale, None)
             stale.unlink(missing_ok=True)
         self.root.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(self.root / INDEX, index_text([]) + "".join(line for _, line in sorted(self._lines.values())))
+        write_text_atomic(self.root / INDEX, self._index_text(), durable=False)
         for kernel in sorted({k for _, k in changed}):
             self._sections[kernel] = self._section(kernel)
         legend = "\n".join([naming.legend({}), *(self._sections[k] for k in sorted(self._sections))])
         if legend != self._legend or not (self.root / NAMING).is_file():
-            write_text_atomic(self.root / NAMING, legend)
+            write_text_atomic(self.root / NAMING, legend, durable=False)
             self._legend = legend
 
     def _name_group(self, group: Group, claimed: set[Path]) -> set[Path]:
@@ -129,7 +137,7 @@ class IRStore:
         members = self._groups[group]
         launched = [v for v in members.values() if not v.sweep_loser and v.compile_hash in self._texts]
         names = naming.assign_names(launched) if launched else {}
-        folder = Path(naming.case_dir(case)) / naming.kernel_dir(kernel, self._kernels[case] - {kernel})
+        folder = Path(naming.case_dir(case)) / naming.kernel_dir(kernel, self._near(case, kernel) - {kernel})
         wanted: set[Path] = set()
         for h, v in list(members.items()):
             stem = names.get(h, "")
@@ -142,20 +150,42 @@ class IRStore:
                 wanted.add(path)
                 if self._written.get(path) != h:
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    write_text_atomic(path, self._texts[h])
+                    write_text_atomic(path, self._texts[h], durable=False)
                     self._written[path] = h
         claimed |= wanted
         released = self._group_files.get(group, set()) - wanted
         self._group_files[group] = wanted
         return released
 
+    def _keys(self, kernel: str) -> tuple[tuple[str, str], ...]:
+        """What ``naming.kernel_dir`` compares (case-insensitively) with the case's other
+        kernels: the last dotted part's folder, then the full id's."""
+        if kernel not in self._folder_keys:
+            self._folder_keys[kernel] = (("last", naming._last_part_dir(kernel).casefold()),
+                                         ("full", naming._full_id_dir(kernel).casefold()))
+        return self._folder_keys[kernel]
+
+    def _near(self, case: str, kernel: str) -> set[str]:
+        """The kernels of ``case`` whose folder names ``kernel``'s could clash with (itself too)."""
+        out: set[str] = set()
+        for key in self._keys(kernel):
+            out |= self._clashing[case][key]
+        return out
+
     def _section(self, kernel: str) -> str:
         """The kernel's part of ``naming.md`` (``legend`` of its variants, the rules left out)."""
         variants = [v for case in sorted(self._cases[kernel]) for v in self._groups[(case, kernel)].values()]
         return naming.legend({kernel: variants})[len(naming.legend({})) + 1:]
 
+    def _index_text(self) -> str:
+        return index_text([]) + "".join(line for _, line in sorted(self._lines.values()))
+
     def close(self) -> None:
+        """The last flush, and the index once more with an fsync: the folder of a finished
+        run is on disk, not only in the page cache."""
         self.flush()
+        if (self.root / INDEX).is_file():
+            write_text_atomic(self.root / INDEX, self._index_text())
         atexit.unregister(self.flush)
 
 
