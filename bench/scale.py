@@ -322,6 +322,7 @@ def drive(ns: argparse.Namespace) -> int:
     cases = [c for c in ns.cases.split(",") if c]
     work_root = Path(os.environ.get("TMPDIR", "/tmp")) / "tritongate-scale"
     results: dict[str, Any] = {}
+    load_before = os.getloadavg()
     for case in cases:
         entries = []
         for n in sizes[case]:
@@ -363,7 +364,8 @@ def drive(ns: argparse.Namespace) -> int:
            "python": platform.python_version(), "commit": _git("rev-parse", "HEAD"),
            "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
            "history_rows": ns.history_rows, "shards": {"merge": SHARDS, "batch-merge": BATCH_SHARDS},
-           "note": ns.note, "results": results}
+           "load_average": {"before": load_before, "after": os.getloadavg()}, "note": ns.note,
+           "results": results}
     try:
         from importlib.metadata import version
 
@@ -392,6 +394,10 @@ def markdown(doc: dict[str, Any]) -> str:
              + ", ".join(f"{k} {v}" for k, v in doc.get("versions", {}).items()) + ".", ""]
     if doc.get("note"):
         lines += [doc["note"], ""]
+    if doc.get("load_average"):
+        b, a = doc["load_average"]["before"], doc["load_average"]["after"]
+        lines += [f"Load average of the machine (1/5/15 min) at the start: {b[0]:.1f}/{b[1]:.1f}/{b[2]:.1f}, "
+                  f"at the end: {a[0]:.1f}/{a[1]:.1f}/{a[2]:.1f} (other work shares the 2 cores).", ""]
     lines += ["`seconds`: the operation; `process`: the whole fresh process (start-up, imports); "
               "`peak`: its peak resident memory. Exponent: slope of log seconds on log size.", "",
               "| case | size | seconds | process s | peak MiB | exponent (time) | exponent (peak) |",
