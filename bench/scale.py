@@ -9,7 +9,10 @@ Cases (size = what grows):
 - ``history``: ``tritongate history --no-plots`` over a store of nightly records
   (size: nights; the rows per night are given with ``--history-rows``);
 - ``batch-merge``: ``tritongate batch-merge`` of 4 replay batch shards (size: rows in all);
-- ``import``: a fresh ``python -c "import tritongate.gate.output"`` (no size).
+- ``import``: a fresh ``python -c "import tritongate.gate.output"`` (no size);
+- ``op-start``: what ``batch`` pays per op before the op's first row, on the CPU: a fresh
+  process importing the run path (``tritongate.runner``, torch, triton) and parsing the
+  ``run`` command line (no size; compiles and the GPU's own start-up come on top).
 
 Inputs are synthetic but valid: rows are the project's value objects (``Row``, ``PairInfo``,
 ``CompiledVariant``), run directories are created by ``RunWriter`` and loaded back through
@@ -46,9 +49,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-CASES = ("import", "ir", "merge", "gate", "history", "batch-merge")
+CASES = ("import", "op-start", "ir", "merge", "gate", "history", "batch-merge")
+UNSIZED = ("import", "op-start")
 DEFAULT_SIZES = {"ir": [100, 300, 600, 1232], "merge": [400, 1232, 2464], "gate": [2500, 5000, 10000],
-                 "history": [90, 180, 365], "batch-merge": [400, 1232, 2464], "import": [1]}
+                 "history": [90, 180, 365], "batch-merge": [400, 1232, 2464], "import": [1], "op-start": [1]}
 SHARDS = 12
 BATCH_SHARDS = 4
 T0 = dt.datetime(2026, 1, 1, 3, 0, tzinfo=dt.timezone.utc)
@@ -222,6 +226,16 @@ def measure(case: str, n: int, work: Path, extra: dict[str, Any]) -> dict[str, A
         import tritongate.gate.output  # noqa: F401
 
         return {"seconds": time.perf_counter() - t0}
+    if case == "op-start":
+        t0 = time.perf_counter()
+        import torch  # noqa: F401
+        import triton  # noqa: F401
+
+        import tritongate.runner  # noqa: F401
+        from tritongate.cli import build_parser
+
+        build_parser().parse_args(["run", "--suite", "pr", "--out", str(work)])
+        return {"seconds": time.perf_counter() - t0}
     if case == "ir":
         import pickle
 
@@ -332,14 +346,14 @@ def drive(ns: argparse.Namespace) -> int:
             work.mkdir(parents=True)
             extra = json.dumps({"history_rows": ns.history_rows})
             t0 = time.perf_counter()
-            if case != "import":
+            if case not in UNSIZED:
                 code, _, _, msg = _child(["_prepare", case, str(n), str(work), extra], ns.timeout * 4)
                 if code != 0:
                     print(f"{case} {n}: prepare failed ({code}): {msg}", file=sys.stderr)
                     entries.append({"size": n, "error": f"prepare exited {code}"})
                     continue
             prep = time.perf_counter() - t0
-            runs = ns.repeat if case == "import" else 1
+            runs = ns.repeat if case in UNSIZED else 1
             best: dict[str, Any] | None = None
             for _ in range(runs):
                 code, wall, peak, out = _run_measured(["_measure", case, str(n), str(work), extra], ns.timeout)
@@ -359,10 +373,10 @@ def drive(ns: argparse.Namespace) -> int:
             subprocess.run(["rm", "-rf", str(work)], check=True)
         done = [(e["size"], e["seconds"]) for e in entries if "seconds" in e]
         cpu = [(e["size"], e["cpu_s"]) for e in entries if "cpu_s" in e]
-        results[case] = {"sizes": entries, "exponent_seconds": exponent(done) if case != "import" else None,
-                         "exponent_cpu": exponent(cpu) if case != "import" else None,
+        results[case] = {"sizes": entries, "exponent_seconds": exponent(done) if case not in UNSIZED else None,
+                         "exponent_cpu": exponent(cpu) if case not in UNSIZED else None,
                          "exponent_peak": exponent([(e["size"], e["peak_mib"]) for e in entries if "peak_mib" in e])
-                         if case != "import" else None}
+                         if case not in UNSIZED else None}
     doc = {"date": dt.date.today().isoformat(), "machine": ns.machine, "label": ns.label,
            "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
            "python": platform.python_version(), "commit": _git("rev-parse", "HEAD"),
@@ -387,6 +401,8 @@ def drive(ns: argparse.Namespace) -> int:
 
 def markdown(doc: dict[str, Any]) -> str:
     what = {"import": "`import tritongate.gate.output` (fresh process, best of runs)",
+            "op-start": "a batch op's start on the CPU: import torch, triton, `tritongate.runner`, parse `run` "
+                        "(fresh process, best of runs)",
             "ir": "`IRStore.add` per row, 2 variants a row (size: rows)",
             "merge": f"`tritongate merge` of {SHARDS} pair shards, gate included (size: rows)",
             "gate": "`tritongate gate`, paired rows (size: rows)",
