@@ -371,18 +371,36 @@ def drive(ns: argparse.Namespace) -> int:
             if entry.get("timed_out"):
                 break  # a larger size would take longer still
             subprocess.run(["rm", "-rf", str(work)], check=True)
-        done = [(e["size"], e["seconds"]) for e in entries if "seconds" in e]
-        cpu = [(e["size"], e["cpu_s"]) for e in entries if "cpu_s" in e]
-        results[case] = {"sizes": entries, "exponent_seconds": exponent(done) if case not in UNSIZED else None,
-                         "exponent_cpu": exponent(cpu) if case not in UNSIZED else None,
-                         "exponent_peak": exponent([(e["size"], e["peak_mib"]) for e in entries if "peak_mib" in e])
-                         if case not in UNSIZED else None}
+        results[case] = summarise(case, entries)
+    return write_doc(ns, results, {"before": load_before, "after": os.getloadavg()})
+
+
+def summarise(case: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    if case in UNSIZED:
+        return {"sizes": entries, "exponent_seconds": None, "exponent_cpu": None, "exponent_peak": None}
+    return {"sizes": entries, "exponent_seconds": exponent([(e["size"], e["seconds"]) for e in entries if "seconds" in e]),
+            "exponent_cpu": exponent([(e["size"], e["cpu_s"]) for e in entries if "cpu_s" in e]),
+            "exponent_peak": exponent([(e["size"], e["peak_mib"]) for e in entries if "peak_mib" in e])}
+
+
+def from_log(ns: argparse.Namespace) -> int:
+    """The result of a run cut short, from the lines it logged (``CASE SIZE: {json}``)."""
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    for line in Path(ns.from_log).read_text().splitlines():
+        head, sep, body = line.partition(": ")
+        parts = head.split(" ")
+        if sep and len(parts) == 2 and parts[0] in CASES and body.startswith("{"):
+            by_case.setdefault(parts[0], []).append(json.loads(body))
+    return write_doc(ns, {case: summarise(case, entries) for case, entries in by_case.items()}, None)
+
+
+def write_doc(ns: argparse.Namespace, results: dict[str, Any], load: dict[str, Any] | None) -> int:
     doc = {"date": dt.date.today().isoformat(), "machine": ns.machine, "label": ns.label,
            "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
            "python": platform.python_version(), "commit": _git("rev-parse", "HEAD"),
            "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
            "history_rows": ns.history_rows, "shards": {"merge": SHARDS, "batch-merge": BATCH_SHARDS},
-           "load_average": {"before": load_before, "after": os.getloadavg()}, "note": ns.note,
+           "load_average": load, "note": ns.note,
            "results": results}
     try:
         from importlib.metadata import version
@@ -464,7 +482,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--repeat", type=int, default=3, help="runs of the import case (the best is kept)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a measurement may take")
     p.add_argument("--note", default="", help="a line for the Markdown (e.g. why sizes are small)")
-    return drive(p.parse_args(argv))
+    p.add_argument("--from-log", metavar="LOG", help="write the result of a run cut short from its log instead")
+    ns = p.parse_args(argv)
+    return from_log(ns) if ns.from_log else drive(ns)
 
 
 if __name__ == "__main__":
