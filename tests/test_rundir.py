@@ -94,3 +94,53 @@ def test_new_run_dir_is_unique(tmp_path):
     a = new_run_dir(tmp_path, "smoke", now)
     b = new_run_dir(tmp_path, "smoke", now)
     assert a.name == "smoke_20261129T120000Z" and b.name == "smoke_20261129T120000Z-1"
+
+
+def _count_writes(monkeypatch):
+    """Names of the files ``RunWriter`` writes, and how often a row is serialised."""
+    import tritongate.rundir as rundir
+    from tritongate.schema import Row
+
+    writes, dumps = [], []
+    real_write, real_to_dict = rundir.write_text_atomic, Row.to_dict
+    monkeypatch.setattr(rundir, "write_text_atomic", lambda p, t: (writes.append(p.name), real_write(p, t)))
+    monkeypatch.setattr(Row, "to_dict", lambda self: (dumps.append(self.key), real_to_dict(self))[1])
+    return writes, dumps
+
+
+def test_each_row_added_is_serialised_once_and_written_with_its_add(tmp_path, monkeypatch):
+    writes, dumps = _count_writes(monkeypatch)
+    w = RunWriter(tmp_path / "run", {"backend": "cpu"})
+    for i in range(5):
+        w.add(make_row(case=f"n={i}"))
+    assert writes.count(RESULTS) == 1 + 5  # the empty run, then one rewrite per add (a crash loses one row)
+    w.finish()
+    assert len(dumps) == 5  # the rewrites reuse each row's text
+    assert len(load_run(tmp_path / "run").rows) == 5
+
+
+def test_rows_extended_together_are_written_once(tmp_path, monkeypatch):
+    writes, dumps = _count_writes(monkeypatch)
+    w = RunWriter(tmp_path / "run", {"backend": "cpu"})
+    w.extend(make_row(case=f"n={i}") for i in range(200))
+    assert writes.count(RESULTS) == 2 and len(dumps) == 200  # the empty run, then all 200 at once
+    run = load_run(tmp_path / "run", allow_incomplete=True)  # a merge that dies here is incomplete
+    assert run.status is RunStatus.RUNNING and len(run.rows) == 200
+    with pytest.raises(ValueError, match="duplicate"):
+        w.extend([make_row(case="n=500"), make_row(case="n=500")])  # a duplicate adds none of them
+    with pytest.raises(ValueError, match="duplicate"):
+        w.extend([make_row(case="n=600"), make_row(case="n=3")])
+    w.finish()
+    assert [r.case for r in load_run(tmp_path / "run").rows] == [f"n={i}" for i in range(200)]
+
+
+def test_a_loaded_row_is_summarised_once_however_often_it_is_read(tmp_path, monkeypatch):
+    import tritongate.schema as schema
+
+    _write(tmp_path, n=3)
+    calls = []
+    real = schema.summarize
+    monkeypatch.setattr(schema, "summarize", lambda samples: (calls.append(len(samples)), real(samples))[1])
+    run = load_run(tmp_path / "run")  # the stored summary is checked against the samples: one summary a row
+    medians = [r.summary.median for r in run.rows for _ in range(4)]
+    assert len(calls) == 3 and medians[:4] == [1.0] * 4

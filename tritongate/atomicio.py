@@ -18,9 +18,12 @@ def _umask() -> int:
 _FILE_MODE = 0o666 & ~_umask()  # what open() would give: mkstemp's files are 0600
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Write to a temp file in the same directory, fsync, then rename over ``path``; the file
-    gets the mode a plain write would (the user's umask), not the temp file's 0600."""
+    gets the mode a plain write would (the user's umask), not the temp file's 0600.
+    ``durable=False`` leaves out the fsync: still atomic for any reader and through a crash
+    of the writing process, not through a crash of the machine (for files rewritten often,
+    whose last version is written durably)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -28,7 +31,8 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -38,8 +42,8 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    write_bytes_atomic(path, text.encode("utf-8"))
+def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"), durable=durable)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 from typing import Any, Mapping
 
 from tritongate.stats import Summary, summarize
@@ -216,8 +217,9 @@ class Row:
     def key(self) -> tuple[str, str, str]:
         return (self.op, self.case, self.dtype)
 
-    @property
+    @cached_property
     def summary(self) -> Summary | None:
+        """From the raw samples, once: the row is frozen, so its samples never change."""
         return summarize(self.samples) if self.samples else None
 
     def to_dict(self) -> dict[str, Any]:

@@ -168,3 +168,20 @@ def test_an_empty_shard_and_no_passing_op_leave_no_run(tmp_path: Path) -> None:
     skipped = run_batch(BatchRequest(suite=str(suite), out=tmp_path / "o", command=fake_command(tmp_path / "s")))
     assert skipped.run is None and not (skipped.path / "run").exists()
     assert [r.status for r in skipped.results] == [OpStatus.SKIP]
+
+
+def test_a_record_every_op_replays_is_read_once_per_merge(scans, monkeypatch) -> None:
+    import tritongate.batch.shards as shards_mod
+
+    merged = scans["tmp"] / "merged-record"
+    assert main(["batch-merge", *map(str, scans["shards"]), "--out", str(merged)]) == 0
+    # a merged batch as the replay root: every op replays the same run, merged/run
+    replays = [scans["batch"](f"replay-shard{i}", shard=(i, 2), replay_root=merged, ops=("ok_a", "ok_b", "ok_e"))
+               for i in (1, 2)]
+    loads: list[Path] = []
+    real = shards_mod.load_run
+    monkeypatch.setattr(shards_mod, "load_run", lambda p, **kw: (loads.append(Path(p).resolve()), real(p, **kw))[1])
+    assert main(["batch-merge", *map(str, replays), "--out", str(scans["tmp"] / "merged-replays")]) == 0
+    assert loads.count((merged / "run").resolve()) == 1  # not once per op (3 ops)
+    lines = read_csv(scans["tmp"] / "merged-replays" / "summary.csv")
+    assert len(lines) == 8 and all(line["speedup"] for line in lines)  # each row against the record

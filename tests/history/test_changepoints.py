@@ -7,8 +7,10 @@ import math
 
 import numpy as np
 import pytest
+import ruptures
+from ruptures.base import BaseCost
 
-from tritongate.history.changepoints import ChangePoint, Detection, analyse, detect, robust_noise
+from tritongate.history.changepoints import ChangePoint, Detection, analyse, detect, pelt, robust_noise
 from tritongate.history.series import missing_nightlies
 
 from tests.history.helpers import T0, DAY, commit, noisy, series
@@ -125,3 +127,41 @@ def test_a_change_point_lies_between_valued_points():
     with pytest.raises(ValueError, match="between two valued points"):
         ChangePoint(op="a", case="b", dtype="c", index=1, before=s.points[0], after=s.points[1],
                     median_before_us=20.0, median_after_us=21.0, n_before=3, n_after=3, p_value=0.001)
+
+
+class _PrefixL2(BaseCost):
+    """The ``l2`` cost from prefix sums, as ruptures' custom cost (what ``detect`` ran before)."""
+
+    model = "l2_prefix"
+    min_size = 1
+
+    def fit(self, signal):
+        self.signal = np.asarray(signal, dtype=float).reshape(len(signal), -1)
+        z = self.signal[:, 0]
+        self._s1 = np.concatenate([[0.0], np.cumsum(z)])
+        self._s2 = np.concatenate([[0.0], np.cumsum(z * z)])
+        return self
+
+    def error(self, start, end):
+        s = self._s1[end] - self._s1[start]
+        return max(float(self._s2[end] - self._s2[start] - s * s / (end - start)), 0.0)
+
+
+def _ruptures_pelt(z, min_size, pen):
+    return ruptures.Pelt(custom_cost=_PrefixL2(), min_size=min_size, jump=1).fit(z).predict(pen=pen)
+
+
+def test_pelt_finds_what_ruptures_pelt_finds():
+    rng = np.random.default_rng(7)
+    shapes = []
+    for n in (6, 7, 11, 40, 120, 365):
+        t = np.arange(n)
+        shapes += [rng.normal(0, 1, n), np.where(t >= n // 2, 6.0, 0.0) + rng.normal(0, 1, n),
+                   t / max(n, 1) * 10 + rng.normal(0, 1, n), np.zeros(n),  # a flat series: ties everywhere
+                   np.round(rng.normal(0, 1, n)), np.where(t % 20 < 10, 4.0, 0.0) + rng.normal(0, 0.5, n)]
+    for z in shapes:
+        for min_size in (2, 3, 5):
+            if len(z) < 2 * min_size:
+                continue
+            for pen in (0.5, 2 * math.log(len(z)), 30.0):
+                assert pelt(z, min_size, pen) == _ruptures_pelt(z, min_size, pen), (len(z), min_size, pen)

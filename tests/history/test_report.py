@@ -150,3 +150,17 @@ def test_write_report_is_atomic_and_readable(tmp_path, report):
 def test_new_last_is_validated(report):
     with pytest.raises(ValueError, match="new_last"):
         build_report(report.history, new_last=0)
+
+
+def test_only_series_with_a_change_point_are_analysed_again_without_the_last_entries(monkeypatch):
+    import tritongate.history.report as report_mod
+
+    calls = []
+    real = report_mod.analyse
+    monkeypatch.setattr(report_mod, "analyse", lambda s, rule: (calls.append((s.key, len(s.points))), real(s, rule))[1])
+    step = series(noisy([1.0] * 8 + [1.06] * 12, 0.004, seed=1), op="softmax", case="c1")
+    flat = [series(noisy([1.0] * 20, 0.004, seed=s), op="softmax", case=f"flat{s}") for s in range(3)]
+    got = build_report(history_of(step, *flat), new_last=1)
+    assert [c.index for c in got.change_points] == [8] and not got.is_new(got.change_points[0])
+    # every series once, then the one with a change point without tonight's entry
+    assert calls == [(s.key, 20) for s in (step, *flat)] + [(step.key, 19)]

@@ -151,3 +151,27 @@ def test_series_and_holes_are_validated():
         MissingNightly(after=T0, before=T0, missing=1, spacing_days=1.0)
     assert Point(recorded=T0.astimezone(dt.timezone(dt.timedelta(hours=2))), commit=None, entry="e",
                  median_us=1.0, n=1).recorded.tzinfo == dt.timezone.utc
+
+
+def test_an_entry_s_rows_are_let_go_before_the_next_entry_is_read(store, monkeypatch):
+    """A year of a deep scan's rows (raw samples and all) would not fit in memory: the
+    history keeps each entry's points, never its rows."""
+    import gc
+    import weakref
+
+    import tritongate.history.series as series_mod
+
+    store, _ = store
+    alive: list[weakref.ref] = []
+    real = series_mod.load_run
+
+    def load_run(path, **kw):
+        gc.collect()
+        assert not [r for r in alive if r() is not None], "the previous entry's rows are still held"
+        run = real(path, **kw)
+        alive.extend(weakref.ref(r) for r in run.rows)
+        return run
+
+    monkeypatch.setattr(series_mod, "load_run", load_run)
+    h = load_history(store, "h200", "pr")
+    assert len(h.entries) == 5 and len(alive) > 10

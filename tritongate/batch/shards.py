@@ -98,6 +98,7 @@ def merge_batches(paths: Sequence[Path], out: Path, *, allow_partial: bool = Fal
     results: list[OpResult] = []
     sources: list[OpRun] = []
     summary: list[dict[str, Any]] = []
+    references: dict[str, dict[tuple[str, str, str], float]] = {}  # the replayed record, read once
     for op in planned:
         if op not in by_op:
             results.append(OpResult(op, OpStatus.MISSING, notes=("its shard was not merged",)))
@@ -114,7 +115,9 @@ def merge_batches(paths: Sequence[Path], out: Path, *, allow_partial: bool = Fal
                 except GateError as exc:
                     raise UsageError(f"{shard.path}: op {op}'s run {run} cannot be read: {exc}") from exc
                 sources.append(OpRun(op=op, path=shard.path / run, device=r.device, label=here))
-            summary += summary_lines(moved, rows, _reference(r.replay_from))
+            if r.replay_from not in references:
+                references[r.replay_from] = _reference(r.replay_from)
+            summary += summary_lines(moved, rows, references[r.replay_from])
     merged_from = [{"path": str(s.path.resolve()), "shard": f"{s.index}/{count}"} for s in shards]
     root = shards[0].doc["plan"].get("replay_root")
     replay = str(Path(root) / RUN_DIR) if root and (Path(root) / RUN_DIR).is_dir() else root

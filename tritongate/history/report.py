@@ -98,15 +98,19 @@ class HistoryReport:
 
 def build_report(history: History, rule: Detection = Detection(), *, new_last: int = 1,
                  now: dt.datetime | None = None) -> HistoryReport:
-    """Analyse every series of ``history``."""
+    """Analyse every series of ``history``. What the history said before its last
+    ``new_last`` entries is asked only of the series that have a change point now: only
+    their change points can be new."""
     analyses = tuple(analyse(s, rule) for s in history.series)
     cut = {e.record_path for e in history.entries[-new_last:]}
-    earlier = frozenset(
-        (a.series.key, c.index) for a in (analyse(replace(s, points=tuple(p for p in s.points if p.entry not in cut)),
-                                                  rule) for s in history.series
-                                          if any(p.entry not in cut for p in s.points))
-        for c in a.change_points)
-    return HistoryReport(history=history, analyses=analyses, rule=rule, new_last=new_last, earlier=earlier,
+    earlier: set[tuple[tuple[str, str, str], int]] = set()
+    for a in analyses:
+        if not a.change_points:
+            continue
+        before = tuple(p for p in a.series.points if p.entry not in cut)
+        if before:
+            earlier.update((a.series.key, c.index) for c in analyse(replace(a.series, points=before), rule).change_points)
+    return HistoryReport(history=history, analyses=analyses, rule=rule, new_last=new_last, earlier=frozenset(earlier),
                          **({"generated": now} if now else {}))
 
 

@@ -20,7 +20,7 @@ import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from tritongate.baselines.manifest import check_runner_class, gpu_slug
 from tritongate.baselines.store import Entry, check_files, list_entries
@@ -225,15 +225,27 @@ def _point(info: EntryInfo, row: Row | None) -> Point:
     return Point(median_us=summary.median, n=summary.n, **common)
 
 
+def points_of(info: EntryInfo, rows: Sequence[Row]) -> dict[tuple[str, str, str], Point]:
+    """One entry's point of each of its rows: all a history keeps of the entry's rows."""
+    return {r.key: _point(info, r) for r in rows}
+
+
 def build_series(entries: Sequence[tuple[EntryInfo, Sequence[Row]]]) -> list[Series]:
     """One series per row key, sorted by key; a key's points run from the first entry that
     has it to the last (an entry in between without it is an ``ABSENT`` gap)."""
-    maps = [(info, {r.key: r for r in rows}) for info, rows in entries]
-    keys = sorted({k for _, rows in maps for k in rows})
+    return _series([(info, points_of(info, rows)) for info, rows in entries])
+
+
+def _series(maps: Sequence[tuple[EntryInfo, Mapping[tuple[str, str, str], Point]]]) -> list[Series]:
+    first: dict[tuple[str, str, str], int] = {}
+    last: dict[tuple[str, str, str], int] = {}
+    for i, (_, points) in enumerate(maps):
+        for key in points:
+            first.setdefault(key, i)
+            last[key] = i
     out = []
-    for key in keys:
-        present = [i for i, (_, rows) in enumerate(maps) if key in rows]
-        points = [_point(info, rows.get(key)) for info, rows in maps[present[0]: present[-1] + 1]]
+    for key in sorted(first):
+        points = [got.get(key) or _point(info, None) for info, got in maps[first[key]: last[key] + 1]]
         out.append(Series(*key, points=tuple(points)))
     return out
 
@@ -257,7 +269,9 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
     if len(slugs) > 1:
         raise HistoryError(f"entries for runner class {runner_class}, suite {suite} in {store} were recorded on "
                            f"{len(slugs)} GPUs ({', '.join(slugs)}); pass --gpu with one of them")
-    loaded: list[tuple[EntryInfo, Sequence[Row]]] = []
+    # each entry's rows are cut to their points as soon as it is read: a year of a deep scan's
+    # rows, raw samples and all, would not fit in memory
+    loaded: list[tuple[EntryInfo, dict[tuple[str, str, str], Point]]] = []
     for entry in found:
         try:
             check_files(entry.path, entry.manifest)
@@ -265,7 +279,9 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
         except (GateError, OSError) as exc:  # damage is a note, never a crash
             notes.append(f"skipped {entry.path}: {exc}")
             continue
-        loaded.append((EntryInfo.of(entry), rows))
+        info = EntryInfo.of(entry)
+        loaded.append((info, points_of(info, rows)))
+        del rows
     if not loaded:
         on = f" on {wanted}" if wanted else ""
         why = f" ({len(notes)} damaged entr{'y' if len(notes) == 1 else 'ies'} skipped)" if notes else ""
@@ -273,5 +289,5 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
                            f"see what the store holds with `{listing}`")
     missing = missing_nightlies([info.recorded for info, _ in loaded])
     return History(store=store, runner_class=runner_class, suite=suite, gpu_slug=loaded[0][0].gpu_slug,
-                   entries=tuple(info for info, _ in loaded), series=tuple(build_series(loaded)),
+                   entries=tuple(info for info, _ in loaded), series=tuple(_series(loaded)),
                    missing=tuple(missing), notes=tuple(notes) + tuple(m.note for m in missing))

@@ -1,10 +1,18 @@
 """The ``ttgir/`` folder of a run directory, written row by row.
 
-Each row's compiled variants are merged into the index and the folder is rewritten at once
-(atomic files), so a run that crashes keeps the IR of every row it got to, the crashing
-row's compiles included (the caller hands them over from a ``finally``). Names depend on
-the whole (case, kernel) group, so a later row (another dtype of the same case) can rename
-an earlier file; stale files are removed. A worker that restarts reopens the folder.
+Each row's compiled variants are merged into the index and written at once (atomic files),
+so a run that crashes keeps the IR of every row it got to, the crashing row's compiles
+included (the caller hands them over from a ``finally``). Names depend on the whole (case,
+kernel) group, so a later row (another dtype of the same case) can rename an earlier file;
+stale files are removed. A worker that restarts reopens the folder.
+
+A flush costs what changed, not what the folder holds: only the groups a row touched are
+renamed (and the groups of a case that gained a kernel, whose folder names may change), a
+file is written only when its path now holds another variant's TTGIR (files on disk are
+never read back to compare), and ``index.tsv`` is joined from lines kept per variant.
+``naming.md`` is rewritten only when its text changes. Writes between rows leave out the
+fsync (atomic for readers and through a crash of the run, not of the machine); ``close``
+writes the index with one.
 """
 
 from __future__ import annotations
@@ -23,13 +31,35 @@ from tritongate.ir.index import INDEX, CompiledVariant, index_text, read_index
 TTGIR_DIR = "ttgir"
 NAMING = "naming.md"
 
+Group = tuple[str, str]  # (case, kernel)
+
+
+def _index_line(v: CompiledVariant) -> str:
+    """The variant's line of ``index.tsv``, as ``index_text`` writes it."""
+    return index_text([v]).split("\n", 1)[1]
+
+
+def _index_order(v: CompiledVariant) -> tuple[str, str, bool, str, str]:
+    return (v.case, v.kernel, v.sweep_loser, v.name, v.compile_hash)  # index_text's order
+
 
 class IRStore:
     def __init__(self, run_dir: Path) -> None:
         self.root = Path(run_dir) / TTGIR_DIR
-        self._variants: dict[tuple[str, str, str], CompiledVariant] = {}
+        self._groups: dict[Group, dict[str, CompiledVariant]] = defaultdict(dict)  # -> compile hash -> variant
+        self._kernels: dict[str, set[str]] = defaultdict(set)  # case -> its kernels
+        # case -> folder key -> the case's kernels with that key: a kernel's folder depends only
+        # on the kernels of its case whose folder names it could clash with
+        self._clashing: dict[str, dict[tuple[str, str], set[str]]] = defaultdict(lambda: defaultdict(set))
+        self._folder_keys: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._cases: dict[str, set[str]] = defaultdict(set)  # kernel -> its cases
         self._texts: dict[str, str] = {}  # compile hash -> TTGIR
-        self._files: set[Path] = set()
+        self._written: dict[Path, str] = {}  # file -> the compile hash whose TTGIR it holds
+        self._group_files: dict[Group, set[Path]] = {}
+        self._lines: dict[tuple[str, str, str], tuple[tuple[str, str, bool, str, str], str]] = {}
+        self._sections: dict[str, str] = {}  # kernel -> its part of naming.md
+        self._legend = ""
+        self._changed: set[Group] = set()
         self._dirty = False
         self.notes: list[str] = []
         if (self.root / INDEX).is_file():
@@ -38,24 +68,42 @@ class IRStore:
 
     def _reopen(self) -> None:
         for v in read_index(self.root / INDEX):
-            self._variants[v.key] = v
+            self._put(v)
             if v.file and (self.root / v.file).is_file():
                 path = self.root / v.file
                 self._texts[v.compile_hash] = path.read_text(encoding="utf-8")
-                self._files.add(path)
+                self._written[path] = v.compile_hash
+                self._group_files.setdefault((v.case, v.kernel), set()).add(path)
+            self._lines[v.key] = (_index_order(v), _index_line(v))
+        if (self.root / NAMING).is_file():
+            self._legend = (self.root / NAMING).read_text(encoding="utf-8")
+        # every group is named again at the next flush, once: the folder may predate this version
+        self._changed.update(self._groups)
+
+    def _put(self, v: CompiledVariant) -> None:
+        group = (v.case, v.kernel)
+        if v.kernel not in self._kernels[v.case]:
+            self._kernels[v.case].add(v.kernel)
+            self._cases[v.kernel].add(v.case)
+            # a kernel new to the case can change the folders of the kernels it clashes with
+            for key in self._keys(v.kernel):
+                self._clashing[v.case][key].add(v.kernel)
+            self._changed.update((v.case, k) for k in self._near(v.case, v.kernel))
+        self._groups[group][v.compile_hash] = v
+        self._changed.add(group)
 
     @property
     def variants(self) -> list[CompiledVariant]:
-        return list(self._variants.values())
+        return [v for members in self._groups.values() for v in members.values()]
 
     def add(self, ir: RowIR) -> None:
-        """Merge one row's variants and write the folder."""
+        """Merge one row's variants and write what changed."""
         for v in ir.variants:
-            old = self._variants.get(v.key)
+            old = self._groups.get((v.case, v.kernel), {}).get(v.compile_hash)
             if old is not None:
                 v = replace(old, launches=old.launches + v.launches, sweep_loser=old.sweep_loser and v.sweep_loser,
                             rows=tuple(sorted(set(old.rows) | set(v.rows))))
-            self._variants[v.key] = v
+            self._put(v)
         self._texts.update(ir.ttgir)
         self.notes.extend(n for n in ir.notes if n not in self.notes)
         self._dirty = True
@@ -65,40 +113,79 @@ class IRStore:
         if not self._dirty:
             return
         self._dirty = False
-        groups: dict[tuple[str, str], list[CompiledVariant]] = defaultdict(list)
-        for v in self._variants.values():
-            groups[(v.case, v.kernel)].append(v)
-        kernels_by_case: dict[str, set[str]] = defaultdict(set)
-        for case, kernel in groups:
-            kernels_by_case[case].add(kernel)
-        named: list[CompiledVariant] = []
-        wanted: set[Path] = set()
-        for (case, kernel), members in sorted(groups.items()):
-            launched = [v for v in members if not v.sweep_loser and v.compile_hash in self._texts]
-            names = naming.assign_names(launched) if launched else {}
-            folder = Path(naming.case_dir(case)) / naming.kernel_dir(kernel, kernels_by_case[case] - {kernel})
-            for v in members:
-                stem = names.get(v.compile_hash, "")
-                rel = str(folder / f"{stem}.ttgir") if stem else ""
-                named.append(replace(v, name=stem, file=rel))
-                if rel:
-                    path = self.root / rel
-                    wanted.add(path)
-                    text = self._texts[v.compile_hash]
-                    if path not in self._files or not path.is_file() or path.read_text(encoding="utf-8") != text:
-                        path.parent.mkdir(parents=True, exist_ok=True)
-                        write_text_atomic(path, text)
-        for stale in self._files - wanted:  # renamed when the group grew
+        changed, self._changed = sorted(self._changed), set()
+        claimed: set[Path] = set()
+        released: set[Path] = set()
+        for group in changed:
+            released |= self._name_group(group, claimed)
+        for stale in released - claimed:  # renamed when the group grew
+            self._written.pop(stale, None)
             stale.unlink(missing_ok=True)
-        self._files = wanted
-        self._variants = {v.key: v for v in named}
         self.root.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(self.root / INDEX, index_text(named))
-        by_group = {f"{case}/{kernel}": members for (case, kernel), members in groups.items()}
-        write_text_atomic(self.root / NAMING, naming.legend(by_group))
+        write_text_atomic(self.root / INDEX, self._index_text(), durable=False)
+        for kernel in sorted({k for _, k in changed}):
+            self._sections[kernel] = self._section(kernel)
+        legend = "\n".join([naming.legend({}), *(self._sections[k] for k in sorted(self._sections))])
+        if legend != self._legend or not (self.root / NAMING).is_file():
+            write_text_atomic(self.root / NAMING, legend, durable=False)
+            self._legend = legend
+
+    def _name_group(self, group: Group, claimed: set[Path]) -> set[Path]:
+        """Name one group's variants and write the files whose contents changed (adding them
+        to ``claimed``); returns the files the group no longer uses."""
+        case, kernel = group
+        members = self._groups[group]
+        launched = [v for v in members.values() if not v.sweep_loser and v.compile_hash in self._texts]
+        names = naming.assign_names(launched) if launched else {}
+        folder = Path(naming.case_dir(case)) / naming.kernel_dir(kernel, self._near(case, kernel) - {kernel})
+        wanted: set[Path] = set()
+        for h, v in list(members.items()):
+            stem = names.get(h, "")
+            rel = str(folder / f"{stem}.ttgir") if stem else ""
+            named = v if (v.name, v.file) == (stem, rel) else replace(v, name=stem, file=rel)
+            members[h] = named
+            self._lines[named.key] = (_index_order(named), _index_line(named))
+            if rel:
+                path = self.root / rel
+                wanted.add(path)
+                if self._written.get(path) != h:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    write_text_atomic(path, self._texts[h], durable=False)
+                    self._written[path] = h
+        claimed |= wanted
+        released = self._group_files.get(group, set()) - wanted
+        self._group_files[group] = wanted
+        return released
+
+    def _keys(self, kernel: str) -> tuple[tuple[str, str], ...]:
+        """What ``naming.kernel_dir`` compares (case-insensitively) with the case's other
+        kernels: the last dotted part's folder, then the full id's."""
+        if kernel not in self._folder_keys:
+            self._folder_keys[kernel] = (("last", naming._last_part_dir(kernel).casefold()),
+                                         ("full", naming._full_id_dir(kernel).casefold()))
+        return self._folder_keys[kernel]
+
+    def _near(self, case: str, kernel: str) -> set[str]:
+        """The kernels of ``case`` whose folder names ``kernel``'s could clash with (itself too)."""
+        out: set[str] = set()
+        for key in self._keys(kernel):
+            out |= self._clashing[case][key]
+        return out
+
+    def _section(self, kernel: str) -> str:
+        """The kernel's part of ``naming.md`` (``legend`` of its variants, the rules left out)."""
+        variants = [v for case in sorted(self._cases[kernel]) for v in self._groups[(case, kernel)].values()]
+        return naming.legend({kernel: variants})[len(naming.legend({})) + 1:]
+
+    def _index_text(self) -> str:
+        return index_text([]) + "".join(line for _, line in sorted(self._lines.values()))
 
     def close(self) -> None:
+        """The last flush, and the index once more with an fsync: the folder of a finished
+        run is on disk, not only in the page cache."""
         self.flush()
+        if (self.root / INDEX).is_file():
+            write_text_atomic(self.root / INDEX, self._index_text())
         atexit.unregister(self.flush)
 
 

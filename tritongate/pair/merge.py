@@ -109,9 +109,7 @@ def merge_shards(paths: Sequence[Path], out: Path, *, allow_partial: bool = Fals
             identity.pop(k, None)
         identity["merged_from"] = [{"path": str(s.path), "shard": f"{s.index}/{count}"} for s in shards]
         writer = RunWriter(out / side, identity, mode=shards[0].runs[side].mode)
-        for s in shards:
-            for row in s.runs[side].rows:
-                writer.add(row)
+        writer.extend(row for s in shards for row in s.runs[side].rows)  # one write, not one per row
         writer.finish()
         _merge_ir(shards, side, out / side)
     return MergeOutcome(base=out / "base", candidate=out / "candidate", shards=tuple(s.index for s in shards),
