@@ -61,10 +61,50 @@ def observe_compiled() -> Iterator[CompiledSeen]:
         return result
 
     JITFunction.run = run
+    restore_interpreted = _observe_interpreted(seen)
     try:
         yield seen
     finally:
         JITFunction.run = original
+        restore_interpreted()
+
+
+def _observe_interpreted(seen: CompiledSeen) -> Any:
+    """Under the interpreter: each launch's GPU specialization (``specialize``) as if it
+    had compiled. Triton <= 3.5 gives each InterpretedFunction its own ``run`` closure:
+    nothing to patch at class level there, so such a run indexes nothing (noted)."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if "run" not in vars(InterpretedFunction):
+        seen.notes.append("this Triton's interpreter has no class-level run: no IR index from a CPU run")
+        return lambda: None
+    original = InterpretedFunction.run
+
+    def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
+        if not warmup:
+            spec = interpreted_specialization(self, args, kwargs, seen.notes)
+            if spec is not None:
+                seen.add(self, spec)
+        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+    InterpretedFunction.run = run
+
+    def restore() -> None:
+        InterpretedFunction.run = original
+    return restore
+
+
+def interpreted_specialization(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], notes: list[str]) -> Any:
+    """``specialize.specialize_launch`` of one interpreted launch, or None with a note."""
+    from tritongate.ir.specialize import specialize_launch
+
+    try:
+        return specialize_launch(fn, args, kwargs)
+    except Exception as exc:  # noqa: BLE001 - the index is evidence: never fail the row
+        note = f"no GPU specialization for {kernel_id(fn)}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        if note not in notes:
+            notes.append(note)
+        return None
 
 
 def describe_compiled(compiled: Any, *, kernel: str, case: str) -> CompiledVariant:
@@ -127,7 +167,7 @@ def row_ir(seen: CompiledSeen, launched: dict[str, int] | None, *, case: str, ro
         count = launched.get(digest, 0) if launched is not None else 0
         loser = launched is not None and count == 0
         variants.append(replace(v, launches=count, sweep_loser=loser, rows=(row,)))
-        if not loser:
+        if not loser and not getattr(compiled, "interpreted", False):  # interpreted: nothing compiled
             text = ttgir_of(compiled)
             if text is None:
                 notes.append(f"no TTGIR for {kernel} on this backend")
