@@ -64,7 +64,6 @@ def load_changed_rows(folder: Path, *, record: Path, base_build: Mapping[str, An
         raise UsageError(f"--changed-from {folder}: no {INDEX} there; {_MAKE}") from None
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise UsageError(f"--changed-from {folder}: {index} unreadable ({type(exc).__name__}: {exc}); {_MAKE}") from None
-    check_diff_provenance(folder, record, base_build, cand_build)
     statuses: dict[RowKey, set[str]] = defaultdict(set)
     for line, rec in enumerate(records, start=2):
         status, case, rows = rec.get("status") or "", rec.get("case") or "", rec.get("rows") or ""
@@ -74,5 +73,6 @@ def load_changed_rows(folder: Path, *, record: Path, base_build: Mapping[str, An
         for row in filter(None, rows.split(",")):
             op, dtype = split_row(row)
             statuses[(op, case, dtype)].add(status)
+    check_diff_provenance(folder, record, base_build, cand_build)
     unchanged = frozenset(k for k, s in statuses.items() if s == {IDENTICAL})
     return ChangedRows(source=folder, unchanged=unchanged, changed=frozenset(statuses) - unchanged)

@@ -157,9 +157,12 @@ def check_diff_provenance(folder: Path, record: Path, base_build: Mapping[str, A
     ``index.tsv`` is the one it hashed, it was made from ``record`` as it is now, and (when
     given) by these two builds."""
     folder = Path(folder)
-    doc = _read_json(folder / PROVENANCE, "ir-diff provenance (tritongate ir-diff writes it from two "
-                                          "`tritongate ir` folders)")
     where = f"{option} {folder}"
+    try:
+        doc = _read_json(folder / PROVENANCE, "ir-diff provenance (tritongate ir-diff writes it from two "
+                                              "`tritongate ir` folders)")
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}; a folder that cannot say where it came from is not trusted") from None
     if doc.get("kind") != "ir-diff":
         raise UsageError(f"{where}: {PROVENANCE} is not an ir-diff's")
     if doc.get("index_sha256") != sha256_file(folder / INDEX):

@@ -79,7 +79,7 @@ def test_one_codegen_option_changes_exactly_the_dot_kernel_and_pair_skips_the_re
     diff = next((tmp_path / "d" / MATMUL_CASE).rglob("*.diff")).read_text()
     assert "warp_group_dot" in diff and "loc(" not in diff  # wgmma in the base, mma v2 in the candidate
 
-    changed = load_changed_rows(tmp_path / "d")
+    changed = load_changed_rows(tmp_path / "d", record=record)
     assert changed.unchanged == {("add", "4096", "float16")}
     assert changed.changed == {("matmul", MATMUL_CASE, "float16")}
 

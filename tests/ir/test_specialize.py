@@ -1,0 +1,77 @@
+"""A CPU run's IR index: each interpreted launch recorded with the specialization a GPU
+launch would compile for cuda:90, by Triton's own binder; compared with the ``ASTSource``
+the GPU JIT builds for the same arguments and with a real cuda:90 compile of it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+import torch
+
+from tests.ir.compiled.aot_kernels import DIV16, add_source, compiled_add
+from tritongate.ir.capture import CompiledSeen, observe_compiled, row_ir
+from tritongate.ir.specialize import specialize_launch
+from tritongate.ops.kernels.elementwise import add_kernel_fixed
+from tritongate.variants import record_launches
+
+pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="interpreter session only")
+
+
+def _args(n: int = 4096, offset: int = 0):
+    x, y, out = (torch.zeros(n + offset, dtype=torch.float16)[offset:] for _ in range(3))
+    return x, y, out, n
+
+
+def test_an_aligned_launch_specializes_as_the_gpu_jit_does() -> None:
+    spec = specialize_launch(add_kernel_fixed, _args(), {"BLOCK": 1024, "num_warps": 4})
+    expected = add_source()  # what JITFunction.run builds on the GPU for 16-byte aligned pointers, n % 16 == 0
+    assert spec.src.signature == expected.signature
+    assert spec.src.constants == expected.constants
+    assert {k: [list(a) for a in v] for k, v in spec.src.attrs.items()} == expected.attrs
+    assert (spec.metadata.num_warps, spec.metadata.num_stages, spec.metadata.num_ctas) == (4, 3, 1)
+    assert spec.metadata.target.arch == 90 and spec.kernel == b""
+
+
+def test_misaligned_pointers_and_odd_sizes_lose_their_divisibility() -> None:
+    x, y, out, _ = _args(4096, offset=1)  # 2 bytes past a 16-byte boundary
+    spec = specialize_launch(add_kernel_fixed, (x, y, out, 4095), {"BLOCK": 1024})
+    assert spec.src.attrs == {(i,): [] for i in range(4)}  # neither pointer nor 4095 is divisible by 16
+    one = specialize_launch(add_kernel_fixed, (*_args()[:3], 1), {"BLOCK": 1024})
+    assert one.src.signature["n"] == "constexpr" and one.src.constants[(3,)] == 1  # Triton folds n == 1
+    assert spec.hash != one.hash != specialize_launch(add_kernel_fixed, _args(), {"BLOCK": 1024}).hash
+
+
+def test_the_recorded_specialization_compiles_to_the_gpu_jit_binary(monkeypatch: pytest.MonkeyPatch) -> None:
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    spec = specialize_launch(add_kernel_fixed, _args(), {"BLOCK": 1024, "num_warps": 4})
+    monkeypatch.setenv("TRITON_DISABLE_LINE_INFO", "1")
+    mine = triton.compile(spec.src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 3})
+    assert hashlib.sha256(mine.kernel).digest() == hashlib.sha256(compiled_add().kernel).digest()
+
+
+def test_an_interpreted_row_is_indexed_with_its_launches_and_no_ttgir() -> None:
+    args = _args()
+    with observe_compiled() as seen:
+        add_kernel_fixed[(4,)](*args, BLOCK=1024, num_warps=4)
+    with record_launches() as launches:
+        add_kernel_fixed[(4,)](*args, BLOCK=1024, num_warps=4)
+        add_kernel_fixed[(4,)](*args, BLOCK=1024, num_warps=4)
+    assert torch.equal(args[2], args[0] + args[1])  # the launch itself still ran
+    ir = row_ir(seen, dict(launches.compiled_launches), case="4096", row="add/float16")
+    (v,) = ir.variants
+    assert (v.launches, v.sweep_loser, v.file, v.target) == (2, False, "", "cuda:90")
+    assert v.specialization == {"n": DIV16, "out_ptr": DIV16, "x_ptr": DIV16, "y_ptr": DIV16}
+    assert v.constexprs == {"BLOCK": 1024} and ir.ttgir == {} and ir.notes == ()
+    assert [x.name for x in launches.variants()] == ["BLOCK=1024 w4"]  # the row's variants as before
+
+
+def test_a_launch_triton_cannot_specialize_is_a_note_never_a_failed_row() -> None:
+    seen = CompiledSeen()
+    with observe_compiled() as seen:
+        with pytest.raises(Exception):
+            add_kernel_fixed[(1,)](object(), object(), object(), 4, BLOCK=16)
+    assert seen.kernels == {} and any("no GPU specialization" in n for n in seen.notes)
