@@ -75,3 +75,21 @@ def test_a_launch_triton_cannot_specialize_is_a_note_never_a_failed_row() -> Non
         with pytest.raises(Exception):
             add_kernel_fixed[(1,)](object(), object(), object(), 4, BLOCK=16)
     assert seen.kernels == {} and any("no GPU specialization" in n for n in seen.notes)
+
+
+def test_capture_only_indexes_launches_without_executing_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from tritongate.ir.capture import CAPTURE_ONLY_ENV, install_capture_only
+
+    monkeypatch.setattr(InterpretedFunction, "run", InterpretedFunction.run)  # restored after the test
+    assert not install_capture_only({"TRITON_INTERPRET": "1"})  # off unless asked for
+    monkeypatch.setenv(CAPTURE_ONLY_ENV, "1")
+    args = _args()
+    args[0].fill_(1.0)
+    with observe_compiled() as seen:
+        add_kernel_fixed[(4,)](*args, BLOCK=1024, num_warps=4)
+    assert not torch.any(args[2])  # not executed: out stays zero
+    (v,) = row_ir(seen, None, case="4096", row="add/float16").variants
+    assert v.constexprs == {"BLOCK": 1024} and v.specialization["x_ptr"] == DIV16
+    assert any("indexed, not executed" in n for n in seen.notes)

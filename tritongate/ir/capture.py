@@ -44,6 +44,8 @@ def observe_compiled() -> Iterator[CompiledSeen]:
     """Every ``CompiledKernel`` a JIT launch returns inside the block (autotune sweeps
     included). Not thread-safe; the runner and pair workers are single-threaded."""
     seen = CompiledSeen()
+    if install_capture_only():
+        seen.notes.append(f"{CAPTURE_ONLY_ENV}=1: interpreted launches indexed, not executed")
     try:
         from triton.runtime.jit import JITFunction
     except ImportError:  # pragma: no cover - triton is a dependency
@@ -92,6 +94,34 @@ def _observe_interpreted(seen: CompiledSeen) -> Any:
     def restore() -> None:
         InterpretedFunction.run = original
     return restore
+
+
+CAPTURE_ONLY_ENV = "TRITONGATE_CAPTURE_ONLY"
+
+
+def install_capture_only(environ: Any = None) -> bool:
+    """With ``TRITONGATE_CAPTURE_ONLY=1`` under the interpreter, interpreted launches are
+    specialized and indexed but not executed, for the whole process: the pr suite's large
+    shapes take hours per launch on the interpreter, and the index needs only the arguments.
+    Every row's output is then wrong, so each carries CORRECTNESS_MISMATCH and its timings
+    mean nothing: such a run is an IR index, never a baseline to time against. Returns
+    whether it was installed."""
+    import os
+
+    env = os.environ if environ is None else environ
+    if env.get(CAPTURE_ONLY_ENV, "") not in ("1", "true", "yes") or env.get("TRITON_INTERPRET") != "1":
+        return False
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if getattr(InterpretedFunction.run, "_tritongate_capture_only", False) or "run" not in vars(InterpretedFunction):
+        return "run" in vars(InterpretedFunction)
+
+    def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
+        return None
+
+    run._tritongate_capture_only = True  # type: ignore[attr-defined]
+    InterpretedFunction.run = run
+    return True
 
 
 def interpreted_specialization(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], notes: list[str]) -> Any:
