@@ -39,6 +39,18 @@ def _excerpt(out: Path, doc: dict) -> tuple[str, str]:
     return f"{k['case']} {k['kernel'].rsplit('.', 1)[-1]} {k['variant']}", "\n".join(lines[:EXCERPT_LINES])
 
 
+def _binaries(d: Path) -> tuple[int, int]:
+    """(variants whose cubin hash differs between the two AOT trees, variants compared)."""
+    from tritongate.ir.index import read_index
+
+    def hashes(side: str) -> dict:
+        return {(v.case, v.kernel, v.name): v.binary_hash for v in read_index(d / side / "ttgir" / "index.tsv")
+                if v.file}
+    base, cand = hashes("ir-base"), hashes("ir-cand")
+    common = set(base) & set(cand)
+    return sum(1 for k in common if base[k] != cand[k] or not base[k]), len(common)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--record", required=True)
@@ -62,11 +74,12 @@ def main() -> int:
         doc = json.loads((d / "prescreen.json").read_text())
         v = doc["variants"]
         where, text = _excerpt(d, doc)
+        bin_changed, compared = _binaries(d)
         pairs.append({"base": va, "cand": vb, "exit": 0, "wall_s": round(wall, 1), "steps_s": doc["wall_s"],
                       "variants": sum(v.values()), "ttgir_changed": v.get("changed", 0),
                       "binary_changed_only": v.get("binary_changed", 0), "identical": v.get("identical", 0),
                       "one_side_only": v.get("base_only", 0) + v.get("cand_only", 0),
-                      "binaries_changed": v.get("changed", 0) + v.get("binary_changed", 0),
+                      "binaries_changed": bin_changed, "binaries_compared": compared,
                       "compiled": doc["compiled"], "failed": doc["failed"],
                       "rows_total": doc["rows_total"], "rows_changed": len(doc["rows_changed"]),
                       "builds": doc["builds"], "excerpt_variant": where, "excerpt": text})
@@ -77,15 +90,17 @@ def main() -> int:
     base.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     md = [f"# Pre-screen across Triton releases ({date}, CPU, cuda:90)", "",
           f"Record: `{Path(args.record).name}`; each pair recompiled by `ci/prescreen.py` (both builds' AOT "
-          "to cubin, then the diff) on this machine's CPUs.", "",
-          "| base → cand | variants | TTGIR changed | binary only | identical | rows changed | wall s |",
-          "|---|---:|---:|---:|---:|---:|---:|"]
+          "to cubin, each build with a cache of its own, then the diff) on this machine's CPUs. Index: a CPU "
+          "capture of the suite (`TRITONGATE_CAPTURE_ONLY=1 tritongate run --backend cpu --dtypes float16,float32`; "
+          "bfloat16 rows do not run on the CPU backend). Wall s: the whole pre-screen of the pair.", "",
+          "| base → cand | variants | TTGIR changed | cubin changed | cubin only (TTGIR same) | identical | "
+          "rows changed | wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for p in pairs:
         if p["exit"] != 0:
-            md.append(f"| {p['base']} → {p['cand']} | exit {p['exit']} | | | | | |")
+            md.append(f"| {p['base']} → {p['cand']} | exit {p['exit']} | | | | | | |")
             continue
         md.append(f"| {p['base']} → {p['cand']} | {p['variants']} | {p['ttgir_changed']} | "
-                  f"{p['binary_changed_only']} | {p['identical']} | {p['rows_changed']} of {p['rows_total']} | "
+                  f"{p['binaries_changed']} of {p['binaries_compared']} | {p['binary_changed_only']} | {p['identical']} | {p['rows_changed']} of {p['rows_total']} | "
                   f"{p['wall_s']} |")
     for p in pairs:
         if p.get("excerpt"):

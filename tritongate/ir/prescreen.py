@@ -59,6 +59,8 @@ def _aot(python: str, record: Path, out: Path, target: str, log: Path) -> float:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH", "")) if p)
     env.pop("TRITON_INTERPRET", None)  # AOT compiles: the interpreter would make nothing
+    # a cache of its own: every variant really compiled by this build, and the wall time honest
+    env["TRITON_CACHE_DIR"] = str(out.with_name(out.name + ".triton-cache"))
     t0 = time.monotonic()
     with open(log, "w", encoding="utf-8") as f:
         proc = subprocess.run([python, "-m", "tritongate", "ir", "--from", str(record), "--target", target,

@@ -91,6 +91,12 @@ def build_of(python: str, env: Mapping[str, str] | None = None, timeout_s: float
 def write_aot(ttgir_dir: Path, record: Path, *, target: str, compiled: int, failed: Sequence[str]) -> Path:
     """``ttgir/aot.json`` of a ``tritongate ir`` output folder."""
     ttgir_dir = Path(ttgir_dir)
+    if not (ttgir_dir / INDEX).is_file():  # nothing compiled: an empty index, still proven
+        from tritongate.atomicio import write_text_atomic
+        from tritongate.ir.index import index_text
+
+        ttgir_dir.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(ttgir_dir / INDEX, index_text([]))
     doc = {"schema_version": SCHEMA_VERSION, "kind": "aot", "record": record_identity(record),
            "build": this_build(), "target": target, "compiled": compiled, "failed": list(failed),
            "index_sha256": sha256_file(ttgir_dir / INDEX), "python": sys.executable}
