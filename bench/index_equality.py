@@ -43,11 +43,39 @@ def _launched(index: Path) -> dict[str, object]:
     return {_key(v): v for v in read_index(index) if not v.sweep_loser}
 
 
+def _write_results(name: str, doc: dict, line: str) -> None:
+    import datetime as dt
+
+    from tritongate.ir.index import read_index as _read
+
+    gpu_ttgir = Path(doc["gpu_run"]) / "ttgir"
+    files = [p for p in gpu_ttgir.rglob("*.ttgir") if p.is_file()]
+    sizes = {"ttgir_files": len(files), "ttgir_bytes": sum(p.stat().st_size for p in files),
+             "largest_ttgir_bytes": max((p.stat().st_size for p in files), default=0),
+             "index_variants": len(_read(gpu_ttgir / "index.tsv"))}
+    date = dt.date.today().isoformat()
+    out = {"date": date, "machine": f"cpu ({os.cpu_count()} cores); GPU side: the record's own capture",
+           **doc, "gpu_ttgir_sizes": sizes}
+    base = ROOT / "bench" / "results" / f"{date}_{name}"
+    base.with_suffix(".json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    differing = sorted(doc["rows_differing"])
+    md = [f"# CPU index vs GPU capture, row by row ({date})", "",
+          f"GPU record: `{Path(doc['gpu_run']).name}` (H200); CPU: a capture-only replay of it on the interpreter.",
+          "", f"**{line}.**", "",
+          f"Rows whose variants differ: {len(differing)}" + (f" ({', '.join(differing)})" if differing else "")
+          + (": every one a bfloat16 row, which the CPU backend does not run (preflight), so the replay has none"
+             if differing and all("/bfloat16 " in r for r in differing) else ""), "",
+          f"GPU record's ttgir/: {sizes['ttgir_files']} TTGIR files, {sizes['ttgir_bytes']} bytes "
+          f"(largest {sizes['largest_ttgir_bytes']}), {sizes['index_variants']} indexed variants."]
+    base.with_suffix(".md").write_text("\n".join(md) + "\n", encoding="utf-8")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpu-run", required=True)
     ap.add_argument("--cpu-run", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--name", help="also write bench/results/<date>_<name>.{json,md}")
     args = ap.parse_args()
     out = Path(args.out)
     gpu = _launched(Path(args.gpu_run) / "ttgir" / "index.tsv")
@@ -84,8 +112,11 @@ def main() -> int:
            "rows": len(rows), "rows_differing": bad_rows, "binaries": binaries}
     out.mkdir(parents=True, exist_ok=True)
     (out / "index_equality.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    print(f"{len(rows) - len(bad_rows)} of {len(rows)} rows: same launched variants; binaries {binaries['equal']} "
-          f"equal, {len(binaries['differ'])} differ, {len(binaries['not_compiled'])} not compiled")
+    line = (f"{len(rows) - len(bad_rows)} of {len(rows)} rows: same launched variants; binaries {binaries['equal']} "
+            f"equal, {len(binaries['differ'])} differ, {len(binaries['not_compiled'])} not compiled")
+    print(line)
+    if args.name:
+        _write_results(args.name, doc, line)
     return 0 if not bad_rows and not binaries["differ"] and not binaries["not_compiled"] else 1
 
 

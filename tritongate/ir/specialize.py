@@ -106,9 +106,11 @@ def specialize_launch(fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any],
     jit = jit_of(fn)
     backend = _backend(target)
     kw = dict(kwargs)
-    # the two lines JITFunction.run adds before binding (they enter the options)
+    # what JITFunction.run adds before binding (they enter the options); 3.5 has no
+    # instrumentation mode
     kw["debug"] = kw.get("debug", jit.debug) or knobs.runtime.debug
-    kw["instrumentation_mode"] = knobs.compilation.instrumentation_mode
+    if hasattr(knobs.compilation, "instrumentation_mode"):
+        kw["instrumentation_mode"] = knobs.compilation.instrumentation_mode
     bound, specialization, options = _binder(jit, target)(*args, **kw)
     options, signature, constexprs, attrs = jit._pack_args(backend, kw, bound, specialization, options)
     src = ASTSource(jit, signature, constexprs, attrs)
