@@ -49,12 +49,13 @@ def fake_builds(monkeypatch: pytest.MonkeyPatch):
     """Each "python" names the TTGIR its compiler would emit for matmul."""
     texts = {"base": "mm v1\n", "same": "mm v1\n", "newer": "mm v2\n"}
 
-    def aot(python: str, record: Path, out: Path, target: str, log: Path) -> float:
-        _tree(out, {"add": "add v1\n", "matmul": texts[Path(python).name]})
-        write_aot(out / "ttgir", record, target=target, compiled=2, failed=[])
-        return 0.0
+    def aot(pythons, record: Path, out: Path, target: str) -> dict:
+        for side, python in pythons.items():
+            _tree(out / f"ir-{side}", {"add": "add v1\n", "matmul": texts[Path(python).name]})
+            write_aot(out / f"ir-{side}" / "ttgir", record, target=target, compiled=2, failed=[])
+        return {}
 
-    monkeypatch.setattr(prescreen, "_aot", aot)
+    monkeypatch.setattr(prescreen, "_aot_both", aot)
     monkeypatch.setattr(prescreen, "build_of", lambda python, env=None: this_build())
     return lambda tmp_path, name: _exe(tmp_path / name)
 
@@ -106,7 +107,7 @@ def test_bad_input_is_exit_2_naming_it_and_a_crash_is_exit_4(tmp_path, record, f
     def broken(*args, **kw):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(prescreen, "_aot", broken)
+    monkeypatch.setattr(prescreen, "_aot_both", broken)
     assert ci_prescreen.main(["--baseline", str(record), "--base-python", base, "--cand-python", base,
                               "--out", str(tmp_path / "o2")]) == 4
     assert "internal error" in capsys.readouterr().err and not (tmp_path / "o2" / "prescreen.json").exists()

@@ -54,23 +54,42 @@ def _package_root() -> str:
     return str(Path(tritongate.__file__).resolve().parent.parent)
 
 
-def _aot(python: str, record: Path, out: Path, target: str, log: Path) -> float:
+def _aot_cmd(python: str, record: Path, out: Path, target: str) -> tuple[list[str], dict[str, str]]:
     """``python -m tritongate ir`` (this tritongate, the build's Triton) into ``out``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH", "")) if p)
     env.pop("TRITON_INTERPRET", None)  # AOT compiles: the interpreter would make nothing
     # a cache of its own: every variant really compiled by this build, and the wall time honest
     env["TRITON_CACHE_DIR"] = str(out.with_name(out.name + ".triton-cache"))
-    t0 = time.monotonic()
-    with open(log, "w", encoding="utf-8") as f:
-        proc = subprocess.run([python, "-m", "tritongate", "ir", "--from", str(record), "--target", target,
-                               "--out", str(out)], stdout=f, stderr=subprocess.STDOUT, env=env,
-                              timeout=AOT_TIMEOUT_S)
-    if proc.returncode == 2:
-        raise UsageError(f"{python} -m tritongate ir --from {record} refused its input (exit 2); see {log}")
-    if proc.returncode != 0:
-        raise PrescreenInternalError(f"{python} -m tritongate ir failed (exit {proc.returncode}); see {log}")
-    return time.monotonic() - t0
+    return [python, "-m", "tritongate", "ir", "--from", str(record), "--target", target, "--out", str(out)], env
+
+
+def _aot_both(pythons: Mapping[str, str], record: Path, out: Path, target: str) -> dict[str, float]:
+    """Both builds' recompiles at once (one core each on a 2-core runner); seconds per side."""
+    procs, logs, t0, walls = {}, {}, time.monotonic(), {}
+    try:
+        for side, py in pythons.items():
+            cmd, env = _aot_cmd(py, record, out / f"ir-{side}", target)
+            logs[side] = open(out / f"ir-{side}.log", "w", encoding="utf-8")
+            procs[side] = subprocess.Popen(cmd, stdout=logs[side], stderr=subprocess.STDOUT, env=env)
+        for side, proc in procs.items():
+            remaining = max(AOT_TIMEOUT_S - (time.monotonic() - t0), 1.0)
+            proc.wait(timeout=remaining)
+            walls[f"aot_{side}_s"] = round(time.monotonic() - t0, 3)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        for f in logs.values():
+            f.close()
+    for side, proc in procs.items():
+        log = out / f"ir-{side}.log"
+        if proc.returncode == 2:
+            raise UsageError(f"{pythons[side]} -m tritongate ir --from {record} refused its input (exit 2); see {log}")
+        if proc.returncode != 0:
+            raise PrescreenInternalError(f"{pythons[side]} -m tritongate ir failed (exit {proc.returncode}); see {log}")
+    return walls
 
 
 def _check_inputs(record: Path, base_python: str, cand_python: str) -> None:
@@ -93,9 +112,7 @@ def run_prescreen(record: Path, base_python: str, cand_python: str, out: Path, *
     run = load_run(record)
     out.mkdir(parents=True, exist_ok=True)
     builds = {"base": build_of(base_python), "cand": build_of(cand_python)}
-    walls: dict[str, float] = {}
-    for side, py in (("base", base_python), ("cand", cand_python)):
-        walls[f"aot_{side}_s"] = round(_aot(py, record, out / f"ir-{side}", target, out / f"ir-{side}.log"), 3)
+    walls = _aot_both({"base": base_python, "cand": cand_python}, record, out, target)
     t0 = time.monotonic()
     base_root, cand_root = out / "ir-base" / "ttgir", out / "ir-cand" / "ttgir"
     provenance = diff_provenance(base_root, cand_root)
