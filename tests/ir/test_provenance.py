@@ -109,3 +109,16 @@ def test_ir_diff_refuses_two_folders_from_different_records(tmp_path: Path, reco
     (cand / "index.tsv").write_text("edited")
     with pytest.raises(UsageError, match=f"does not match the sha256 in {cand / AOT_FILE}"):
         diff_provenance(base, cand)
+
+
+def test_pair_refuses_a_forged_folder_before_anything_runs(tmp_path: Path, record: Path, capsys) -> None:
+    from tritongate.cli import main
+
+    folder = _diff(tmp_path, record)
+    index = folder / "index.tsv"
+    index.write_text(index.read_text().replace("binary_changed", "identical"))  # "nothing changed"
+    code = main(["pair", str(record), "--suite", "smoke", "--out", str(tmp_path / "o"), "--changed-from", str(folder)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"--changed-from {folder}: index.tsv does not match the sha256 in provenance.json" in err
+    assert not (tmp_path / "o").exists()

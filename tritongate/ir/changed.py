@@ -16,12 +16,11 @@ import csv
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
 
 from tritongate.errors import UsageError
 from tritongate.ir.diff import DIFF_COLUMNS, IDENTICAL, STATUSES, split_row
 from tritongate.ir.index import INDEX
-from tritongate.ir.provenance import check_diff_provenance
+from tritongate.ir.provenance import Build, check_diff_provenance
 
 RowKey = tuple[str, str, str]
 _MAKE = ("make it with `tritongate ir --from BASELINE_RECORD --out BASE_IR` under the base compiler and "
@@ -43,8 +42,8 @@ class ChangedRows:
         return {"source": str(self.source), "unchanged_rows": len(self.unchanged), "changed_rows": len(self.changed)}
 
 
-def load_changed_rows(folder: Path, *, record: Path, base_build: Mapping[str, Any] | None = None,
-                      cand_build: Mapping[str, Any] | None = None) -> ChangedRows:
+def load_changed_rows(folder: Path, *, record: Path, base_build: Build = None,
+                      cand_build: Build = None) -> ChangedRows:
     """Read ``folder/index.tsv`` (written by ``tritongate ir-diff``); ``UsageError`` naming the
     file and how to make it when it is absent, unreadable, not an ir-diff index, or not
     proven to come from ``record`` and the two builds (``provenance.check_diff_provenance``;

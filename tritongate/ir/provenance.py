@@ -21,7 +21,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import UsageError
@@ -157,11 +157,15 @@ def _same_build(claimed: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
     return claimed.get("triton_key") == actual.get("triton_key")
 
 
-def check_diff_provenance(folder: Path, record: Path, base_build: Mapping[str, Any] | None,
-                          cand_build: Mapping[str, Any] | None, option: str = "--changed-from") -> dict[str, Any]:
+Build = Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None
+
+
+def check_diff_provenance(folder: Path, record: Path, base_build: Build, cand_build: Build,
+                          option: str = "--changed-from") -> dict[str, Any]:
     """``folder``'s provenance, refused (``UsageError`` naming what disagrees) unless its
     ``index.tsv`` is the one it hashed, it was made from ``record`` as it is now, and (when
-    given) by these two builds."""
+    given) by these two builds. A build may be given as a function (``build_of`` starts
+    the build's interpreter): it is called only once everything cheaper has been checked."""
     folder = Path(folder)
     where = f"{option} {folder}"
     try:
@@ -179,9 +183,10 @@ def check_diff_provenance(folder: Path, record: Path, base_build: Mapping[str, A
         raise UsageError(f"{where}: made from another baseline record ({claimed.get('path')!r}, content "
                          f"{str(claimed.get('content_sha256'))[:12]}) than {record} (content "
                          f"{mine['content_sha256'][:12]}); recompile and diff against this record")
-    for side, actual in (("base", base_build), ("cand", cand_build)):
-        if actual is None:
+    for side, given in (("base", base_build), ("cand", cand_build)):
+        if given is None:
             continue
+        actual = given() if callable(given) else given
         built = (doc.get(side) or {}).get("build") or {}
         if not _same_build(built, actual):
             raise UsageError(f"{where}: its {side} IR was compiled by Triton {built.get('triton_version')} "
