@@ -24,7 +24,7 @@ def add_ir_parser(sub: argparse._SubParsersAction) -> None:
         epilog=exit_codes(0, 2, 4, 130, zero="done (variants that failed to compile are listed)"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ir.add_argument("--from", dest="from_run", type=_text, required=True, metavar="RUN",
-                    help="a run directory or baseline store entry with ttgir/index.tsv (a GPU run, or a --backend cpu run)")
+                    help="a run directory or baseline store entry with ttgir/index.tsv (a GPU or --backend cpu run)")
     ir.add_argument("--target", type=_text, default="cuda:90", metavar="BACKEND:ARCH",
                     help="cuda:90 (default: H100/H200), cuda:100, ...")
     ir.add_argument("--out", type=_text, required=True, metavar="DIR",

@@ -4,9 +4,9 @@ and pairing, inputs, gate), and the readers that turn their values into library 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 import os
 from pathlib import Path
+from typing import Any
 
 from tritongate.argtypes import finite_number, nonempty_text
 from tritongate.cli.common import shard_arg, url_arg
