@@ -3,8 +3,9 @@
 
     # on the GPU host: the record (its ttgir/ holds the launched variants and their cubins' hashes)
     tritongate run --suite pr --out runs                                   # -> GPU_RECORD
-    # on any CPU: replay the GPU record's autotune configs under the interpreter
-    tritongate run --suite pr --backend cpu --replay-from GPU_RECORD --dtypes float16,float32 \
+    # on any CPU: replay the GPU record's autotune configs under the interpreter, indexing
+    # each launch without executing it
+    TRITONGATE_CAPTURE_ONLY=1 tritongate run --suite pr --backend cpu --replay-from GPU_RECORD \
         --rounds 1 --samples-per-round 1 --out runs                        # -> CPU_REPLAY
     python bench/index_equality.py --gpu-run GPU_RECORD --cpu-run CPU_REPLAY --out DIR
 
@@ -60,7 +61,10 @@ def _write_results(name: str, doc: dict, line: str) -> None:
     base.with_suffix(".json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     differing = sorted(doc["rows_differing"])
     md = [f"# CPU index vs GPU capture, row by row ({date})", "",
-          f"GPU record: `{Path(doc['gpu_run']).name}` (H200); CPU: a capture-only replay of it on the interpreter.",
+          f"GPU record: `{Path(doc['gpu_run']).name}` (H200); CPU: a capture-only replay of it on the interpreter "
+          "(`TRITONGATE_CAPTURE_ONLY=1 tritongate run --suite pr --backend cpu --replay-from GPU_RECORD --rounds 1 "
+          "--samples-per-round 1`), its index compiled ahead of time for cuda:90 with the GPU run's codegen settings. "
+          "Joined on (case, kernel, signature, constexprs, specialization attributes, options).",
           "", f"**{line}.**", "",
           f"Rows whose variants differ: {len(differing)}" + (f" ({', '.join(differing)})" if differing else "")
           + (": every one a bfloat16 row, which the CPU backend does not run (preflight), so the replay has none"

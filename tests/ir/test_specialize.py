@@ -86,3 +86,11 @@ def test_capture_only_indexes_launches_without_executing_them(monkeypatch: pytes
     (v,) = row_ir(seen, None, case="4096", row="add/float16").variants
     assert v.constexprs == {"BLOCK": 1024} and v.specialization["x_ptr"] == DIV16
     assert any("indexed, not executed" in n for n in seen.notes)
+
+
+def test_capture_only_is_an_interpreter_option_only() -> None:
+    from tritongate.ir.capture import CAPTURE_ONLY_ENV, capture_only_requested
+
+    assert capture_only_requested("cpu", {CAPTURE_ONLY_ENV: "1"})
+    assert not capture_only_requested("cuda", {CAPTURE_ONLY_ENV: "1"})  # a GPU run always executes and times
+    assert not capture_only_requested("cpu", {})

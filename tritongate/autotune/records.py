@@ -71,17 +71,6 @@ def _fail(message: str) -> PreflightError:
     return PreflightError("replay_from", message)
 
 
-def _index_capture(backend: str) -> bool:
-    """An IR index capture on the interpreter (``TRITONGATE_CAPTURE_ONLY=1``) replays a GPU
-    record's configs to index what the GPU launched; it times nothing, so the configs'
-    backend does not matter there."""
-    import os
-
-    from tritongate.ir.capture import CAPTURE_ONLY_ENV
-
-    return backend == "cpu" and os.environ.get(CAPTURE_ONLY_ENV, "") in ("1", "true", "yes")
-
-
 def load_records(run_dir: Path, *, backend: str) -> RecordSet:
     """Load a record run's autotune records for replay on ``backend``.
 
@@ -122,7 +111,9 @@ def load_records(run_dir: Path, *, backend: str) -> RecordSet:
             rec = Record(op=doc.op, kernel=e.kernel, tuner=e.tuner, key=e.key, config=config,
                          cases=tuple(e.cases))
             records[rec.match_key] = rec
-    if meta.backend != backend and not _index_capture(backend):
+    from tritongate.ir.capture import capture_only_requested
+
+    if meta.backend != backend and not capture_only_requested(backend):  # an index capture times nothing
         raise PreflightError("replay_backend", f"{run_dir} was recorded on backend "
                              f"{short(meta.backend)}, this run is {backend!r}: autotune configs do not "
                              "carry across backends; record a baseline on this backend")

@@ -99,6 +99,17 @@ def _observe_interpreted(seen: CompiledSeen) -> Any:
 CAPTURE_ONLY_ENV = "TRITONGATE_CAPTURE_ONLY"
 
 
+def capture_only_requested(backend: str, environ: Any = None) -> bool:
+    """``TRITONGATE_CAPTURE_ONLY=1`` on the interpreter backend: an IR index capture, which
+    times nothing and executes no kernel, so it may replay another backend's autotune
+    configs (a GPU record's: the index then holds what the GPU launched) and index dtypes
+    the interpreter cannot compute (bfloat16)."""
+    import os
+
+    env = os.environ if environ is None else environ
+    return backend == "cpu" and env.get(CAPTURE_ONLY_ENV, "") in ("1", "true", "yes")
+
+
 def install_capture_only(environ: Any = None) -> bool:
     """With ``TRITONGATE_CAPTURE_ONLY=1`` under the interpreter, interpreted launches are
     specialized and indexed but not executed, for the whole process: the pr suite's large
