@@ -91,8 +91,9 @@ def main() -> int:
     md = [f"# Pre-screen across Triton releases ({date}, CPU, cuda:90)", "",
           f"Record: `{Path(args.record).name}`; each pair recompiled by `ci/prescreen.py` (both builds' AOT "
           "to cubin, each build with a cache of its own, then the diff) on this machine's CPUs. Index: a CPU "
-          "capture of the suite (`TRITONGATE_CAPTURE_ONLY=1 tritongate run --backend cpu --dtypes float16,float32`; "
-          "bfloat16 rows do not run on the CPU backend). Wall s: the whole pre-screen of the pair.", "",
+          "capture (`TRITONGATE_CAPTURE_ONLY=1 tritongate run --backend cpu`, replaying the H200 record's configs: "
+          "examples/ir-index/). Binaries compared with line info off, as GPU runs launch them. "
+          "Wall s: the whole pre-screen of the pair, the two builds compiling at once.", "",
           "| base → cand | variants | TTGIR changed | cubin changed | cubin only (TTGIR same) | identical | "
           "rows changed | wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for p in pairs:

@@ -59,6 +59,9 @@ def _aot_cmd(python: str, record: Path, out: Path, target: str) -> tuple[list[st
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH", "")) if p)
     env.pop("TRITON_INTERPRET", None)  # AOT compiles: the interpreter would make nothing
+    # binaries compared without line info, as GPU runs launch them: debug sections carry the
+    # compiler's own source paths and lines, which differ between any two builds
+    env.setdefault("TRITON_DISABLE_LINE_INFO", "1")
     # a cache of its own: every variant really compiled by this build, and the wall time honest
     env["TRITON_CACHE_DIR"] = str(out.with_name(out.name + ".triton-cache"))
     return [python, "-m", "tritongate", "ir", "--from", str(record), "--target", target, "--out", str(out)], env
