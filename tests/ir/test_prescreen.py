@@ -88,7 +88,7 @@ def test_identical_builds_write_a_zero_verdict_and_no_gpu_job(tmp_path, record, 
                               "--cand-python", fake_builds(tmp_path, "same"), "--out", str(tmp_path / "o")])
     assert code == 0
     verdict = json.loads((tmp_path / "o" / "verdict" / "verdict.json").read_text())
-    assert verdict["headline"] == "0 of 2 rows' kernels changed under this PR; no GPU time used"
+    assert verdict["headline"] == "✅ 0 of 2 rows' kernels changed under this PR; no GPU time used"
     assert [r["verdict"] for r in verdict["rows"]] == ["IDENTICAL_BINARY"] * 2
     assert not any(r["timed"] for r in verdict["rows"])
     assert "no GPU time used" in (tmp_path / "o" / "verdict" / "verdict.md").read_text()
@@ -111,3 +111,10 @@ def test_bad_input_is_exit_2_naming_it_and_a_crash_is_exit_4(tmp_path, record, f
     assert ci_prescreen.main(["--baseline", str(record), "--base-python", base, "--cand-python", base,
                               "--out", str(tmp_path / "o2")]) == 4
     assert "internal error" in capsys.readouterr().err and not (tmp_path / "o2" / "prescreen.json").exists()
+
+
+def test_the_renderer_knows_the_ahead_of_time_reason() -> None:
+    from tritongate.gate.verdict import AHEAD_OF_TIME_REASON
+    from tritongate.report.verdict_view import AHEAD_OF_TIME
+
+    assert AHEAD_OF_TIME in AHEAD_OF_TIME_REASON

@@ -165,22 +165,19 @@ def zero_headline(total: int) -> str:
 
 
 def write_zero_verdict(run: Any, out: Path, base_root: Path, cand_root: Path, total: int) -> Path:
-    """``out/verdict/`` through the gate's writer: every row IDENTICAL_BINARY, with the
-    AOT trees as the two sides (so its ``ir-diff/`` is the per-kernel evidence)."""
+    """``out/verdict/`` through the gate's writer: every row IDENTICAL_BINARY and untimed,
+    which its renderer heads with ``zero_headline``; the AOT trees are the two sides (so its
+    ``ir-diff/`` is the per-kernel evidence)."""
     from tritongate.gate.output import write_verdict
     from tritongate.gate.policy import load_policy
     from tritongate.gate.verdict import AHEAD_OF_TIME_REASON, GateResult, RowVerdict, Verdict
-
-    class _PrescreenGate(GateResult):
-        def headline(self) -> str:  # the comment's first line: why no GPU ran
-            return zero_headline(total)
 
     policy = load_policy()
     rows = [RowVerdict(*r.key, verdict=Verdict.IDENTICAL_BINARY, reasons=(AHEAD_OF_TIME_REASON,),
                        min_effect=policy.min_effect_for(r.op)) for r in sorted(run.rows, key=lambda r: r.key)]
     base = replace(run, path=base_root.parent)
     cand = replace(run, path=cand_root.parent)
-    result = _PrescreenGate(base=base, cand=cand, policy=policy, rows=rows,
+    result = GateResult(base=base, cand=cand, policy=policy, rows=rows,
                             notes=[f"pre-screen: {zero_headline(total)} (ahead-of-time TTGIR and cubin, {TARGET})"])
     verdict = out / VERDICT_DIR
     write_verdict(result, verdict)
