@@ -11,6 +11,7 @@ from typing import Iterable
 
 from tritongate.backends import Backend
 from tritongate.errors import PreflightError
+from tritongate.ir.capture import capture_only_requested
 from tritongate.ops.registry import Registry, case_id
 from tritongate.suites import Shape, Suite
 
@@ -64,7 +65,8 @@ def plan_rows(suite: Suite, registry: Registry, backend: Backend, *,
             if dtype not in spec.dtypes:
                 raise PreflightError("dtype", f"{suite.path}: {op.name} does not support {dtype!r} "
                                      f"(supported: {', '.join(spec.dtypes)})")
-            if dtype in backend.unsupported_dtypes and (not wanted_dtypes or dtype in wanted_dtypes):
+            if dtype in backend.unsupported_dtypes and (not wanted_dtypes or dtype in wanted_dtypes) \
+                    and not capture_only_requested(backend.name):  # an index capture executes no kernel
                 raise PreflightError("dtype", f"{suite.path}: backend {backend.name} cannot run {dtype} "
                                      f"({op.name}); drop it from the suite or filter with --dtypes")
         for dtype in op.dtypes:

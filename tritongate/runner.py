@@ -180,8 +180,9 @@ class Runner:
         for tuner in autotuners() + user_ops.autotuners(modules):
             tuner.cache.clear()
         writer = RunWriter(path, identity, mode=req.mode)
-        # the interpreter compiles nothing: no IR to keep there
-        self._ir = None if req.backend.interpreter else IRStore(path)
+        # the interpreter compiles nothing: its ttgir/ holds the index only (each launch's GPU
+        # specialization, ir.specialize), enough for `tritongate ir --from` to compile it
+        self._ir = IRStore(path)
         outcome = RunOutcome(path=path)
         session = AutotuneSession(req.mode, records,
                                   presweep=sweep.records if sweep is not None and sweep.status == "used" else None)

@@ -58,10 +58,15 @@ class LaunchRecorder:
         self.compiled: dict[str, tuple[Any, Any]] = {}
         self.compiled_launches: Counter[str] = Counter()
         self.total = 0  # launches recorded so far: tells a dispatcher whether the JIT saw its call
+        self.notes: list[str] = []
 
     def record(self, fn: Any, kwargs: dict[str, Any], compiled: Any) -> None:
         name = variant_name(kwargs)
         src_hash, bin_hash = _source_hash(fn), ""
+        if getattr(compiled, "interpreted", False):  # counted for the IR index only: the
+            self.compiled.setdefault(compiled.hash, (fn, compiled))  # row's variants stay as
+            self.compiled_launches[compiled.hash] += 1  # interpreted runs always named them
+            compiled = None
         if compiled is not None and hasattr(compiled, "hash"):
             # The bytes of the binary, not CompiledKernel.hash: that is a cache key which
             # includes the compiler build, so it differs across builds even when the
@@ -87,13 +92,21 @@ class LaunchRecorder:
                      for (k, n, s, b), c in sorted(self._counts.items()))
 
 
-def _patch(cls: type, recorder: LaunchRecorder) -> Callable[[], None]:
+def _patch(cls: type, recorder: LaunchRecorder, *, interpreted: bool = False) -> Callable[[], None]:
+    """``interpreted``: the launch compiles nothing; it is recorded with the specialization
+    a GPU launch of the same arguments would compile (``ir.specialize``), so a CPU run's
+    launches count towards the IR index like a GPU run's."""
     original = cls.run
 
     def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
+        spec = None
+        if interpreted and not warmup:
+            from tritongate.ir.capture import interpreted_specialization
+
+            spec = interpreted_specialization(self, args, kwargs, recorder.notes)
         result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
         if not warmup:
-            recorder.record(self, dict(kwargs), result)
+            recorder.record(self, dict(kwargs), result if spec is None else spec)
         return result
 
     cls.run = run
@@ -145,7 +158,8 @@ def record_launches() -> Iterator[LaunchRecorder]:
     recorder = LaunchRecorder()
     # Triton <= 3.4 gives each InterpretedFunction its own `run` closure: nothing to patch
     # at class level there, so interpreted launches go unrecorded on those versions.
-    restores = [_patch(cls, recorder) for cls in (JITFunction, InterpretedFunction) if "run" in vars(cls)]
+    restores = [_patch(cls, recorder, interpreted=cls is InterpretedFunction)
+                for cls in (JITFunction, InterpretedFunction) if "run" in vars(cls)]
     restores += [_patch_libentry(cls, recorder) for cls in _libentry_classes()]
     try:
         yield recorder

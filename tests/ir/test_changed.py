@@ -10,6 +10,8 @@ import pytest
 from tritongate.cli import main
 from tritongate.errors import UsageError
 from tritongate.ir.changed import load_changed_rows
+from tritongate.ir.provenance import record_identity, write_diff_provenance
+from tritongate.rundir import RunWriter
 from tritongate.ir.diff import (BASE_ONLY, BINARY_CHANGED, CHANGED, IDENTICAL, MISSING_FILE, VariantDiff,
                                 write_diff_dir)
 
@@ -32,7 +34,12 @@ def test_a_row_is_unchanged_only_when_all_its_variants_are_identical(tmp_path: P
         d("n5", "w4", MISSING_FILE, ("add/float16",)),
         d("n6", "w4", IDENTICAL, ("ops/with/slash/float32",)),
     ], tmp_path)
-    rows = load_changed_rows(tmp_path)
+    record = tmp_path / "record"
+    RunWriter(record, {"backend": "cuda"}).finish()
+    (record / "ttgir").mkdir()
+    (record / "ttgir" / "index.tsv").write_text("case\n")
+    write_diff_provenance(tmp_path, {"record": record_identity(record), "base": {}, "cand": {}})
+    rows = load_changed_rows(tmp_path, record=record)
     assert rows.unchanged == {("add", "n1", "float16"), ("add", "n1", "bfloat16"), ("ops/with/slash", "n6", "float32")}
     assert rows.changed == {("add", f"n{i}", "float16") for i in (2, 3, 4, 5)}
     assert not rows.is_unchanged(("add", "n9", "float16"))  # unknown: measured
@@ -53,7 +60,7 @@ def test_a_folder_that_is_not_an_ir_diff_is_named_with_the_fix(tmp_path: Path, c
     elif content is not None:
         (tmp_path / "index.tsv").write_text(content, encoding="utf-8")
     with pytest.raises(UsageError, match=match) as info:
-        load_changed_rows(tmp_path)
+        load_changed_rows(tmp_path, record=tmp_path / "record")
     assert "tritongate ir-diff BASE_IR CAND_IR --out DIR" in str(info.value)
 
 

@@ -111,7 +111,9 @@ def load_records(run_dir: Path, *, backend: str) -> RecordSet:
             rec = Record(op=doc.op, kernel=e.kernel, tuner=e.tuner, key=e.key, config=config,
                          cases=tuple(e.cases))
             records[rec.match_key] = rec
-    if meta.backend != backend:
+    from tritongate.ir.capture import capture_only_requested
+
+    if meta.backend != backend and not capture_only_requested(backend):  # an index capture times nothing
         raise PreflightError("replay_backend", f"{run_dir} was recorded on backend "
                              f"{short(meta.backend)}, this run is {backend!r}: autotune configs do not "
                              "carry across backends; record a baseline on this backend")

@@ -8,6 +8,8 @@
   shapes.yaml            the shapes it used (when the run has one)
   autotune_records/      <op>.json + meta.json: the configs replay injects
   summary.tsv            op, case, dtype, status, median, IQR, n, markers (for people and diffs)
+  ttgir/                 index.tsv + naming.md (and the launched TTGIR when small): what
+                         `tritongate ir --from ENTRY` recompiles (baselines/ir_files.py)
 ```
 
 An entry folder *is* a record run directory: pass it to ``tritongate pair`` or
@@ -35,6 +37,7 @@ from typing import Any, Iterator, Mapping
 from tritongate import __version__
 from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.autotune.records import META, RECORDS_DIR, load_records
+from tritongate.baselines.ir_files import copy_ir
 from tritongate.baselines.manifest import (MANIFEST, BaselineError, Manifest, build_manifest,
                                            check_runner_class, gpu_slug, read_manifest, slug)
 from tritongate.errors import GateError, SchemaVersionError
@@ -288,7 +291,8 @@ def _write_durable(path: Path, data: bytes) -> None:
 
 
 def _copy_record(src: Path, dst: Path) -> dict[str, str]:
-    """The files replay needs, byte for byte (not ttgir/ or run.log: those are CI artifacts)."""
+    """The files replay needs, byte for byte, and the IR index the pre-screen recompiles
+    (``ir_files``: with the TTGIR when small); run.log stays a CI artifact."""
     names = [RESULTS, IDENTITY] + ([SHAPES] if (src / SHAPES).is_file() else [])
     names += [f"{RECORDS_DIR}/{p.name}" for p in sorted((src / RECORDS_DIR).glob("*.json")) if p.is_file()]
     (dst / RECORDS_DIR).mkdir()
@@ -297,6 +301,11 @@ def _copy_record(src: Path, dst: Path) -> dict[str, str]:
         data = (src / rel).read_bytes()
         _write_durable(dst / rel, data)
         files[rel] = _sha256(data)
+    try:
+        kept = copy_ir(src, dst, _write_durable)
+    except ValueError as exc:  # a damaged index is refused, not silently dropped
+        raise BaselineError(f"refusing to publish {src}: {exc}") from None
+    files.update({rel: _sha256(data) for rel, data in kept.items()})
     return files
 
 

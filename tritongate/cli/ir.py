@@ -24,7 +24,7 @@ def add_ir_parser(sub: argparse._SubParsersAction) -> None:
         epilog=exit_codes(0, 2, 4, 130, zero="done (variants that failed to compile are listed)"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ir.add_argument("--from", dest="from_run", type=_text, required=True, metavar="RUN",
-                    help="a run directory recorded on a GPU (it has ttgir/index.tsv)")
+                    help="a run directory or baseline store entry with ttgir/index.tsv (a GPU or --backend cpu run)")
     ir.add_argument("--target", type=_text, default="cuda:90", metavar="BACKEND:ARCH",
                     help="cuda:90 (default: H100/H200), cuda:100, ...")
     ir.add_argument("--out", type=_text, required=True, metavar="DIR",
@@ -58,8 +58,9 @@ def cmd_ir(args: argparse.Namespace) -> int:
     run = load_run(Path(args.from_run), allow_incomplete=True)  # a crashed run's IR is evidence too
     index = Path(args.from_run) / TTGIR_DIR / INDEX
     if not index.is_file():
-        raise UsageError(f"{args.from_run} has no {TTGIR_DIR}/{INDEX}: its IR was not captured (interpreter "
-                         "runs compile nothing; runs of tritongate before IR capture have none); record on a GPU")
+        raise UsageError(f"{args.from_run} has no {TTGIR_DIR}/{INDEX}: its IR was not captured "
+                         "(runs of tritongate before IR capture have none); record it again (a GPU run, or --backend cpu, "
+                         "which indexes each launch's GPU specialization)")
     try:
         variants = read_index(index)
     except ValueError as exc:
@@ -73,6 +74,10 @@ def cmd_ir(args: argparse.Namespace) -> int:
 
     codegen = run.identity.get("codegen_env") or {}
     outcome = recompile(variants, target, Path(args.out), codegen_env=codegen, progress=progress)
+    from tritongate.ir.provenance import write_aot
+
+    write_aot(Path(args.out) / TTGIR_DIR, Path(args.from_run), target=str(target), compiled=outcome.compiled,
+              failed=outcome.failed)
     for failure in outcome.failed:
         print(f"not compiled: {terminal_safe(failure)}", file=sys.stderr)
     print(f"{outcome.compiled} of {total} launched variants recompiled for {target}; "
@@ -84,8 +89,14 @@ def cmd_ir(args: argparse.Namespace) -> int:
 def cmd_ir_diff(args: argparse.Namespace) -> int:
     from collections import Counter
 
-    from tritongate.ir.diff import diff_trees, write_diff_dir
+    from tritongate.ir.diff import diff_trees, ttgir_root, write_diff_dir
+    from tritongate.ir.provenance import AOT_FILE, diff_provenance, write_diff_provenance
 
+    base_root, cand_root = ttgir_root(Path(args.base)), ttgir_root(Path(args.cand))
+    # two `tritongate ir` folders: the diff carries where they came from (pair --changed-from
+    # refuses a diff without it); two run directories' captures have none
+    provenance = diff_provenance(base_root, cand_root) \
+        if (base_root / AOT_FILE).exists() or (cand_root / AOT_FILE).exists() else None
     try:
         diffs = diff_trees(Path(args.base), Path(args.cand))
     except FileNotFoundError as exc:
@@ -93,6 +104,8 @@ def cmd_ir_diff(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     out = write_diff_dir(diffs, Path(args.out))
+    if provenance is not None:
+        write_diff_provenance(out, provenance)
     counts = Counter(d.status for d in diffs)
     print(", ".join(f"{counts[s]} {s}" for s in sorted(counts)) or "no launched variants on either side")
     for d in sorted((d for d in diffs if d.status == "changed"), key=lambda d: -(d.added + d.removed))[:20]:

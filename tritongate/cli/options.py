@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import Any
 
 from tritongate.argtypes import finite_number, nonempty_text
 from tritongate.cli.common import shard_arg, url_arg
@@ -128,13 +129,17 @@ def calibration_option(args: argparse.Namespace):
         raise
 
 
-def changed_from_option(args: argparse.Namespace):
-    """--changed-from: the rows an ir-diff folder lists, or None."""
+def changed_from_option(args: argparse.Namespace, baseline: Path, base: Any, cand: Any):
+    """--changed-from: the rows an ir-diff folder lists, or None; the folder must prove it
+    was made from ``baseline`` by the two builds' compilers (``ir.provenance``)."""
     if not getattr(args, "changed_from", None):
         return None
     from tritongate.ir.changed import load_changed_rows
+    from tritongate.ir.provenance import build_of
 
-    return load_changed_rows(Path(args.changed_from))
+    return load_changed_rows(Path(args.changed_from), record=baseline,
+                             base_build=lambda: build_of(base.python, base.env),
+                             cand_build=lambda: build_of(cand.python, cand.env))
 
 
 def gate_policy(args: argparse.Namespace):

@@ -159,7 +159,7 @@ def pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy, ca
         config_overrides=overrides, schedule_overrides=schedule, time_identical=args.time_identical,
         share_inputs=args.inputs == "shared", row_timeout_s=args.row_timeout, allow_busy_gpu=args.allow_busy_gpu,
         isolate_tuner_cache=isolation_requested(args.isolate_tuner_cache), policy=policy,
-        artifact_url=artifact_url_option(args), changed_from=changed_from_option(args),
+        artifact_url=artifact_url_option(args), changed_from=changed_from_option(args, baseline, base, cand),
         baseline_state=baseline_state_option(args), calibration=calibration, shard=getattr(args, "shard", None))
 
 

@@ -123,6 +123,8 @@ def collect(base_run: Path, cand_run: Path, verdict_dir: Path) -> IREvidence:
                                f"({Path(base_run if not base_has else cand_run) / 'ttgir'} is absent)")
     try:
         diffs = sorted(diff_trees(Path(base_run), Path(cand_run)), key=variant_order)
+        if not diffs:  # indexes without TTGIR (CPU runs index launches, compile nothing): no evidence
+            return IREvidence()
         out = write_diff_dir(diffs, Path(verdict_dir) / IR_DIFF_DIR)
     except (OSError, ValueError) as exc:  # a damaged index or an unwritable folder: the verdict stands
         return IREvidence(note=f"no IR comparison: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")

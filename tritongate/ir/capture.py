@@ -44,6 +44,8 @@ def observe_compiled() -> Iterator[CompiledSeen]:
     """Every ``CompiledKernel`` a JIT launch returns inside the block (autotune sweeps
     included). Not thread-safe; the runner and pair workers are single-threaded."""
     seen = CompiledSeen()
+    if install_capture_only():
+        seen.notes.append(f"{CAPTURE_ONLY_ENV}=1: interpreted launches indexed, not executed")
     try:
         from triton.runtime.jit import JITFunction
     except ImportError:  # pragma: no cover - triton is a dependency
@@ -61,10 +63,89 @@ def observe_compiled() -> Iterator[CompiledSeen]:
         return result
 
     JITFunction.run = run
+    restore_interpreted = _observe_interpreted(seen)
     try:
         yield seen
     finally:
         JITFunction.run = original
+        restore_interpreted()
+
+
+def _observe_interpreted(seen: CompiledSeen) -> Any:
+    """Under the interpreter: each launch's GPU specialization (``specialize``) as if it
+    had compiled. Triton <= 3.5 gives each InterpretedFunction its own ``run`` closure:
+    nothing to patch at class level there, so such a run indexes nothing (noted)."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if "run" not in vars(InterpretedFunction):
+        seen.notes.append("this Triton's interpreter has no class-level run: no IR index from a CPU run")
+        return lambda: None
+    original = InterpretedFunction.run
+
+    def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
+        if not warmup:
+            spec = interpreted_specialization(self, args, kwargs, seen.notes)
+            if spec is not None:
+                seen.add(self, spec)
+        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+    InterpretedFunction.run = run
+
+    def restore() -> None:
+        InterpretedFunction.run = original
+    return restore
+
+
+CAPTURE_ONLY_ENV = "TRITONGATE_CAPTURE_ONLY"
+
+
+def capture_only_requested(backend: str, environ: Any = None) -> bool:
+    """``TRITONGATE_CAPTURE_ONLY=1`` on the interpreter backend: an IR index capture, which
+    times nothing and executes no kernel, so it may replay another backend's autotune
+    configs (a GPU record's: the index then holds what the GPU launched) and index dtypes
+    the interpreter cannot compute (bfloat16)."""
+    import os
+
+    env = os.environ if environ is None else environ
+    return backend == "cpu" and env.get(CAPTURE_ONLY_ENV, "") in ("1", "true", "yes")
+
+
+def install_capture_only(environ: Any = None) -> bool:
+    """With ``TRITONGATE_CAPTURE_ONLY=1`` under the interpreter, interpreted launches are
+    specialized and indexed but not executed, for the whole process: the pr suite's large
+    shapes take hours per launch on the interpreter, and the index needs only the arguments.
+    Every row's output is then wrong, so each carries CORRECTNESS_MISMATCH and its timings
+    mean nothing: such a run is an IR index, never a baseline to time against. Returns
+    whether it was installed."""
+    import os
+
+    env = os.environ if environ is None else environ
+    if env.get(CAPTURE_ONLY_ENV, "") not in ("1", "true", "yes") or env.get("TRITON_INTERPRET") != "1":
+        return False
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if getattr(InterpretedFunction.run, "_tritongate_capture_only", False) or "run" not in vars(InterpretedFunction):
+        return "run" in vars(InterpretedFunction)
+
+    def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
+        return None
+
+    run._tritongate_capture_only = True  # type: ignore[attr-defined]
+    InterpretedFunction.run = run
+    return True
+
+
+def interpreted_specialization(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], notes: list[str]) -> Any:
+    """``specialize.specialize_launch`` of one interpreted launch, or None with a note."""
+    from tritongate.ir.specialize import specialize_launch
+
+    try:
+        return specialize_launch(fn, args, kwargs)
+    except Exception as exc:  # noqa: BLE001 - the index is evidence: never fail the row
+        note = f"no GPU specialization for {kernel_id(fn)}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        if note not in notes:
+            notes.append(note)
+        return None
 
 
 def describe_compiled(compiled: Any, *, kernel: str, case: str) -> CompiledVariant:
@@ -127,7 +208,7 @@ def row_ir(seen: CompiledSeen, launched: dict[str, int] | None, *, case: str, ro
         count = launched.get(digest, 0) if launched is not None else 0
         loser = launched is not None and count == 0
         variants.append(replace(v, launches=count, sweep_loser=loser, rows=(row,)))
-        if not loser:
+        if not loser and not getattr(compiled, "interpreted", False):  # interpreted: nothing compiled
             text = ttgir_of(compiled)
             if text is None:
                 notes.append(f"no TTGIR for {kernel} on this backend")

@@ -5,7 +5,9 @@ gives a folder whose ``index.tsv`` lists every launched variant with its status.
 ``tritongate pair --changed-from DIR`` reads it here: a row whose every variant is
 ``identical`` (same normalized TTGIR and, where hashed, the same cubin) cannot differ in
 time, so it is not run on the GPU; every other row, and every row the folder does not know,
-is measured as usual (unknown is never taken as unchanged).
+is measured as usual (unknown is never taken as unchanged). The folder decides what is not
+measured, so it must prove where it came from (``provenance``): made from this baseline
+record as it is now, by these two builds, its index unedited; otherwise it is refused.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from tritongate.errors import UsageError
 from tritongate.ir.diff import DIFF_COLUMNS, IDENTICAL, STATUSES, split_row
 from tritongate.ir.index import INDEX
+from tritongate.ir.provenance import Build, check_diff_provenance
 
 RowKey = tuple[str, str, str]
 _MAKE = ("make it with `tritongate ir --from BASELINE_RECORD --out BASE_IR` under the base compiler and "
@@ -39,11 +42,16 @@ class ChangedRows:
         return {"source": str(self.source), "unchanged_rows": len(self.unchanged), "changed_rows": len(self.changed)}
 
 
-def load_changed_rows(folder: Path) -> ChangedRows:
+def load_changed_rows(folder: Path, *, record: Path, base_build: Build = None,
+                      cand_build: Build = None) -> ChangedRows:
     """Read ``folder/index.tsv`` (written by ``tritongate ir-diff``); ``UsageError`` naming the
-    file and how to make it when it is absent, unreadable or not an ir-diff index."""
+    file and how to make it when it is absent, unreadable, not an ir-diff index, or not
+    proven to come from ``record`` and the two builds (``provenance.check_diff_provenance``;
+    a build given as None is not checked)."""
     folder = Path(folder)
     index = folder / INDEX
+    if index.is_symlink():
+        raise UsageError(f"--changed-from {folder}: {index} is a link (never followed); {_MAKE}")
     try:
         with open(index, encoding="utf-8", newline="") as f:
             reader = csv.DictReader(f, delimiter="\t")
@@ -64,5 +72,6 @@ def load_changed_rows(folder: Path) -> ChangedRows:
         for row in filter(None, rows.split(",")):
             op, dtype = split_row(row)
             statuses[(op, case, dtype)].add(status)
+    check_diff_provenance(folder, record, base_build, cand_build)
     unchanged = frozenset(k for k, s in statuses.items() if s == {IDENTICAL})
     return ChangedRows(source=folder, unchanged=unchanged, changed=frozenset(statuses) - unchanged)

@@ -178,6 +178,10 @@ def target_text(targets: Sequence[float]) -> str:
     return "their targets"
 
 
+# part of gate.verdict.AHEAD_OF_TIME_REASON (not imported: the renderer stays free of pandas and torch)
+AHEAD_OF_TIME = "compiled byte-identical under both builds ahead of time"
+
+
 def headline_parts(view: VerdictView) -> tuple[str, list[str]]:
     """(emoji, plain-text pieces): the one headline line. Pieces holding row names are
     returned as (op, case, dtype) tuples joined by the renderer, which escapes them."""
@@ -201,6 +205,10 @@ def headline_parts(view: VerdictView) -> tuple[str, list[str]]:
         n = len(view.blind) + len(view.unconfirmed)
         return "⚠️", [f"No regression found; {n} row{'' if n == 1 else 's'} could not resolve "
                       f"{target_text(view.targets)}{extra}"]
+    if rows and all(r.verdict == "IDENTICAL_BINARY" and not r.timed and any(AHEAD_OF_TIME in x for x in r.reasons)
+                    for r in d.rows):
+        # every row's kernels compiled byte-identical ahead of time: nothing ran (the pre-screen)
+        return "✅", [f"0 of {rows} rows' kernels changed under this PR; no GPU time used"]
     return "✅", [f"No regression in {rows} row{'' if rows == 1 else 's'}{extra}"]
 
 

@@ -79,7 +79,7 @@ def test_one_codegen_option_changes_exactly_the_dot_kernel_and_pair_skips_the_re
     diff = next((tmp_path / "d" / MATMUL_CASE).rglob("*.diff")).read_text()
     assert "warp_group_dot" in diff and "loc(" not in diff  # wgmma in the base, mma v2 in the candidate
 
-    changed = load_changed_rows(tmp_path / "d")
+    changed = load_changed_rows(tmp_path / "d", record=record)
     assert changed.unchanged == {("add", "4096", "float16")}
     assert changed.changed == {("matmul", MATMUL_CASE, "float16")}
 
@@ -106,4 +106,8 @@ def test_one_codegen_option_changes_exactly_the_dot_kernel_and_pair_skips_the_re
         assert sorted(prepared) == ["matmul", "softmax"]
     add_rows = [r for pair in outcome.rows for r in pair if r.op == "add"]
     assert [r.skipped for r in add_rows] == [SkipReason.UNCHANGED_AHEAD_OF_TIME] * 2
-    assert "byte-identical kernels ahead of time (not run)" in outcome.verdict_md.read_text()
+    import json
+
+    doc = json.loads(outcome.verdict_md.with_name("verdict.json").read_text())
+    (add,) = [r for r in doc["rows"] if r["op"] == "add"]
+    assert add["verdict"] == "IDENTICAL_BINARY" and not add["timed"] and "ahead of time" in add["reasons"][0]

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""CI entry point: the ahead-of-time pre-screen of a PR, CPU only (no GPU is touched).
+
+    python ci/prescreen.py --baseline RECORD_DIR --base-python PY --cand-python PY --out DIR
+
+Recompiles the baseline record's launched kernel variants for cuda:90 under each build's
+interpreter (TTGIR down to cubin), diffs them, and writes:
+
+- DIR/prescreen.json   versioned: rows_total, rows_changed ([op, case, dtype] each), per-kernel
+                       evidence, both builds' identities, the baseline's identity
+- DIR/ir-diff/         the diff with its provenance: `tritongate pair --changed-from DIR/ir-diff`
+- DIR/verdict/         only when no row changed: verdict.json + verdict.md, every row
+                       IDENTICAL_BINARY ("0 of M rows' kernels changed under this PR; no GPU time used")
+
+With $GITHUB_OUTPUT set, appends `rows_changed=<N>` and `rows_total=<M>` to it.
+Exit codes: 0 success (whatever the count), 2 bad input (named on stderr), 4 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tritongate.errors import UsageError  # noqa: E402
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 too; keep the message one line
+        print(f"error: prescreen.py: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _Parser(prog="ci/prescreen.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", required=True, metavar="RECORD_DIR",
+                        help="a baseline record (a store entry) with its ttgir/index.tsv")
+    parser.add_argument("--base-python", required=True, metavar="PY", help="the base build's interpreter")
+    parser.add_argument("--cand-python", required=True, metavar="PY", help="the PR build's interpreter")
+    parser.add_argument("--out", required=True, metavar="DIR", help="where prescreen.json and ir-diff/ go")
+    args = parser.parse_args(argv)
+    from tritongate.ir.prescreen import github_output_lines, run_prescreen
+
+    try:
+        result = run_prescreen(Path(args.baseline), args.base_python, args.cand_python, Path(args.out))
+        github = os.environ.get("GITHUB_OUTPUT")
+        if github:
+            try:
+                with open(github, "a", encoding="utf-8") as f:
+                    f.write(github_output_lines(result))
+            except OSError as exc:
+                raise UsageError(f"GITHUB_OUTPUT={github} cannot be appended to ({exc.strerror or exc})") from None
+    except UsageError as exc:
+        print(f"error: prescreen.py: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - exit 4 with the traceback, never a false "0 changed"
+        traceback.print_exc()
+        print(f"internal error: prescreen.py: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 4
+    n = len(result.rows_changed)
+    print(f"{n} of {result.rows_total} rows' kernels changed"
+          + ("; no GPU time needed" if n == 0 else f"; pair them with --changed-from {result.out / 'ir-diff'}"))
+    print(result.out / "prescreen.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

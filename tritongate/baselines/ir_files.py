@@ -1,0 +1,66 @@
+"""The IR index a baseline entry keeps: ``ttgir/index.tsv``, ``ttgir/naming.md`` and, when
+small enough, the launched variants' TTGIR.
+
+The index is what ``tritongate ir --from ENTRY`` recompiles under another compiler, so the
+pre-screen of a PR needs nothing but the entry. The TTGIR files are kept only when the whole
+folder is at most ``MAX_TTGIR_BYTES`` (the `pr` suite's launched TTGIR on the H200: 34 files,
+317 KB, the largest 19.6 KB; ``bench/results/2026-12-01_h200_cpu_index_equality.md``); beyond, the
+entry keeps the index alone and the TTGIR stays a CI artifact of the record run. Every copied
+file enters the manifest with its sha256 like the rest of the entry.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+from typing import Callable
+
+from tritongate.ir.index import INDEX, read_index
+from tritongate.ir.store import NAMING, TTGIR_DIR
+
+MAX_TTGIR_BYTES = 16 * 2**20
+
+
+def _plain_file(path: Path) -> bool:
+    return not path.is_symlink() and path.is_file()
+
+
+def _inside(rel: str) -> PurePosixPath | None:
+    p = PurePosixPath(rel)
+    if not rel or p.is_absolute() or ".." in p.parts or p.suffix != ".ttgir":
+        return None
+    return p
+
+
+def ir_files(run_dir: Path, max_ttgir_bytes: int = MAX_TTGIR_BYTES) -> list[str]:
+    """Relative paths (``ttgir/...``) of the IR files a publish copies from ``run_dir``:
+    none when the run has no index; the index and legend always; the TTGIR files the index
+    lists when they are plain files inside ``ttgir/`` totalling at most ``max_ttgir_bytes``.
+    ``ValueError`` when the index is damaged (a publish refuses it rather than drop it)."""
+    root = Path(run_dir) / TTGIR_DIR
+    if root.is_symlink() or not _plain_file(root / INDEX):
+        return []
+    names = [f"{TTGIR_DIR}/{INDEX}"] + ([f"{TTGIR_DIR}/{NAMING}"] if _plain_file(root / NAMING) else [])
+    texts: list[str] = []
+    total = 0
+    for v in read_index(root / INDEX):
+        rel = _inside(v.file)
+        if rel is None or any((root / p).is_symlink() for p in [rel, *rel.parents][:-1]):
+            continue
+        path = root / rel
+        if _plain_file(path):
+            total += path.stat().st_size
+            texts.append(f"{TTGIR_DIR}/{rel}")
+    return names + (sorted(set(texts)) if total <= max_ttgir_bytes else [])
+
+
+def copy_ir(src: Path, dst: Path, write: Callable[[Path, bytes], None],
+            max_ttgir_bytes: int = MAX_TTGIR_BYTES) -> dict[str, bytes]:
+    """Copy ``ir_files(src)`` into ``dst`` with ``write``; returns rel path -> bytes written."""
+    out: dict[str, bytes] = {}
+    for rel in ir_files(src, max_ttgir_bytes):
+        data = (Path(src) / rel).read_bytes()
+        target = Path(dst) / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write(target, data)
+        out[rel] = data
+    return out

@@ -1,0 +1,189 @@
+"""The ahead-of-time pre-screen of a PR, on a CPU: which baseline rows can the PR change?
+
+Each build's interpreter recompiles the baseline record's launched variants for the GPU
+target (``tritongate ir --from RECORD``, TTGIR down to cubin: ptxas ships in the wheel), the
+two folders are diffed (``ir-diff``, with their provenance), and every baseline row is
+either *unchanged* (each of its variants identical: same normalized TTGIR, same cubin) or
+*changed* (anything else, and rows the diff does not know). ``prescreen.json`` lists them;
+when none changed, a verdict whose every row is ``IDENTICAL_BINARY`` is written through the
+gate's own writer, and no GPU job is needed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import time
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import tritongate
+from tritongate import __version__
+from tritongate.atomicio import write_json_atomic
+from tritongate.errors import GateError, UsageError
+from tritongate.ir.changed import load_changed_rows
+from tritongate.ir.diff import CHANGED, diff_trees, rows_changed, write_diff_dir
+from tritongate.ir.index import INDEX
+from tritongate.ir.provenance import build_of, diff_provenance, record_identity, write_diff_provenance
+
+SCHEMA_VERSION = 1
+PRESCREEN_JSON = "prescreen.json"
+IR_DIFF = "ir-diff"
+VERDICT_DIR = "verdict"
+TARGET = "cuda:90"
+AOT_TIMEOUT_S = 3600.0
+
+
+class PrescreenInternalError(GateError):
+    """A build's recompile failed in a way no input explains."""
+
+
+@dataclass(frozen=True)
+class PrescreenResult:
+    out: Path
+    rows_total: int
+    rows_changed: list[tuple[str, str, str]]
+    document: dict[str, Any]
+    verdict_dir: Path | None
+
+
+def _package_root() -> str:
+    return str(Path(tritongate.__file__).resolve().parent.parent)
+
+
+def _aot_cmd(python: str, record: Path, out: Path, target: str) -> tuple[list[str], dict[str, str]]:
+    """``python -m tritongate ir`` (this tritongate, the build's Triton) into ``out``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH", "")) if p)
+    env.pop("TRITON_INTERPRET", None)  # AOT compiles: the interpreter would make nothing
+    # binaries compared without line info, as GPU runs launch them: debug sections carry the
+    # compiler's own source paths and lines, which differ between any two builds
+    env.setdefault("TRITON_DISABLE_LINE_INFO", "1")
+    # a cache of its own: every variant really compiled by this build, and the wall time honest
+    env["TRITON_CACHE_DIR"] = str(out.with_name(out.name + ".triton-cache"))
+    return [python, "-m", "tritongate", "ir", "--from", str(record), "--target", target, "--out", str(out)], env
+
+
+def _aot_both(pythons: Mapping[str, str], record: Path, out: Path, target: str) -> dict[str, float]:
+    """Both builds' recompiles at once (one core each on a 2-core runner); seconds per side."""
+    procs, logs, t0, walls = {}, {}, time.monotonic(), {}
+    try:
+        for side, py in pythons.items():
+            cmd, env = _aot_cmd(py, record, out / f"ir-{side}", target)
+            logs[side] = open(out / f"ir-{side}.log", "w", encoding="utf-8")
+            procs[side] = subprocess.Popen(cmd, stdout=logs[side], stderr=subprocess.STDOUT, env=env)
+        for side, proc in procs.items():
+            remaining = max(AOT_TIMEOUT_S - (time.monotonic() - t0), 1.0)
+            proc.wait(timeout=remaining)
+            walls[f"aot_{side}_s"] = round(time.monotonic() - t0, 3)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        for f in logs.values():
+            f.close()
+    for side, proc in procs.items():
+        log = out / f"ir-{side}.log"
+        if proc.returncode == 2:
+            raise UsageError(f"{pythons[side]} -m tritongate ir --from {record} refused its input (exit 2); see {log}")
+        if proc.returncode != 0:
+            raise PrescreenInternalError(f"{pythons[side]} -m tritongate ir failed (exit {proc.returncode}); see {log}")
+    return walls
+
+
+def _check_inputs(record: Path, base_python: str, cand_python: str) -> None:
+    if not (record / "ttgir" / INDEX).is_file():
+        raise UsageError(f"--baseline {record}: no ttgir/{INDEX} (a baseline entry keeps it; a record "
+                         "made on a GPU or with --backend cpu has one)")
+    for option, py in (("--base-python", base_python), ("--cand-python", cand_python)):
+        if not (Path(py).is_file() and os.access(py, os.X_OK)):
+            raise UsageError(f"{option} {py}: not an executable file")
+
+
+def run_prescreen(record: Path, base_python: str, cand_python: str, out: Path, *,
+                  target: str = TARGET) -> PrescreenResult:
+    """Recompile, diff, classify; writes ``out/{ir-base,ir-cand,ir-diff}/`` and
+    ``out/prescreen.json`` (and ``out/verdict/`` when no row changed)."""
+    from tritongate.rundir import load_run
+
+    record, out = Path(record), Path(out)
+    _check_inputs(record, base_python, cand_python)
+    run = load_run(record)
+    out.mkdir(parents=True, exist_ok=True)
+    builds = {"base": build_of(base_python), "cand": build_of(cand_python)}
+    walls = _aot_both({"base": base_python, "cand": cand_python}, record, out, target)
+    t0 = time.monotonic()
+    base_root, cand_root = out / "ir-base" / "ttgir", out / "ir-cand" / "ttgir"
+    provenance = diff_provenance(base_root, cand_root)
+    diffs = diff_trees(base_root, cand_root)
+    diff_dir = write_diff_dir(diffs, out / IR_DIFF)
+    write_diff_provenance(diff_dir, provenance)
+    proven = load_changed_rows(diff_dir, record=record, base_build=builds["base"], cand_build=builds["cand"])
+    walls["diff_s"] = round(time.monotonic() - t0, 3)
+    all_rows = sorted({r.key for r in run.rows})
+    changed = [k for k in all_rows if not proven.is_unchanged(k)]
+    evidence = _evidence(diffs)
+    doc = {
+        "schema_version": SCHEMA_VERSION, "tool_version": __version__,
+        "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "target": target, "baseline": record_identity(record) | {"suite": run.identity.get("suite", {}).get("name")
+                                                                 if isinstance(run.identity.get("suite"), Mapping)
+                                                                 else None},
+        "builds": builds, "rows_total": len(all_rows), "rows_changed": [list(k) for k in changed],
+        "variants": dict(Counter(d.status for d in diffs)),
+        "compiled": {side: provenance[side]["compiled"] for side in ("base", "cand")},
+        "failed": {side: provenance[side]["failed"] for side in ("base", "cand")},
+        "kernels": evidence, "ir_diff": IR_DIFF, "wall_s": walls,
+    }
+    verdict_dir = None
+    if not changed:
+        verdict_dir = write_zero_verdict(run, out, base_root, cand_root, len(all_rows))
+        doc["verdict"] = VERDICT_DIR
+    write_json_atomic(out / PRESCREEN_JSON, doc)
+    return PrescreenResult(out, len(all_rows), changed, doc, verdict_dir)
+
+
+def _evidence(diffs: list[Any]) -> list[dict[str, Any]]:
+    """Per kernel variant: its status, its rows and, for a changed one, its diff file."""
+    paths = {}
+    from tritongate.ir.diff import diff_paths, variant_order
+
+    ordered = sorted(diffs, key=variant_order)
+    for i, rel in diff_paths(ordered).items():
+        paths[i] = str(rel)
+    return [{"case": d.case, "kernel": d.kernel, "variant": d.name, "status": d.status, "rows": list(d.rows),
+             "added": d.added, "removed": d.removed, "diff": f"{IR_DIFF}/{paths[i]}" if d.status == CHANGED else None,
+             "reason": d.reason or None} for i, d in enumerate(ordered)]
+
+
+def zero_headline(total: int) -> str:
+    return f"0 of {total} rows' kernels changed under this PR; no GPU time used"
+
+
+def write_zero_verdict(run: Any, out: Path, base_root: Path, cand_root: Path, total: int) -> Path:
+    """``out/verdict/`` through the gate's writer: every row IDENTICAL_BINARY and untimed,
+    which its renderer heads with ``zero_headline``; the AOT trees are the two sides (so its
+    ``ir-diff/`` is the per-kernel evidence)."""
+    from tritongate.gate.output import write_verdict
+    from tritongate.gate.policy import load_policy
+    from tritongate.gate.verdict import AHEAD_OF_TIME_REASON, GateResult, RowVerdict, Verdict
+
+    policy = load_policy()
+    rows = [RowVerdict(*r.key, verdict=Verdict.IDENTICAL_BINARY, reasons=(AHEAD_OF_TIME_REASON,),
+                       min_effect=policy.min_effect_for(r.op)) for r in sorted(run.rows, key=lambda r: r.key)]
+    base = replace(run, path=base_root.parent)
+    cand = replace(run, path=cand_root.parent)
+    result = GateResult(base=base, cand=cand, policy=policy, rows=rows,
+                            notes=[f"pre-screen: {zero_headline(total)} (ahead-of-time TTGIR and cubin, {TARGET})"])
+    verdict = out / VERDICT_DIR
+    write_verdict(result, verdict)
+    return verdict
+
+
+def github_output_lines(result: PrescreenResult) -> str:
+    return f"rows_changed={len(result.rows_changed)}\nrows_total={result.rows_total}\n"
+

@@ -1,0 +1,195 @@
+"""Where an ahead-of-time IR folder and an ir-diff folder came from, proven by content hashes.
+
+``pair --changed-from DIR`` skips the rows DIR calls identical, so DIR decides which rows
+are never measured: it must prove it was made from *this* baseline record and *these* two
+compiler builds. ``tritongate ir`` writes ``ttgir/aot.json`` (the record's content hash, the
+build's identity, the sha256 of the ``index.tsv`` it wrote); ``ir-diff`` joins the two into
+``provenance.json`` with the sha256 of its own ``index.tsv``; ``check_diff_provenance``
+recomputes every hash it can from the files themselves and refuses the folder on any
+disagreement (a folder from another record, another build, or an edited index).
+
+The record's content hash covers what fixes the variants compiled: ``results.json``,
+``run_identity.json`` and ``ttgir/index.tsv``. A build's identity is Triton's own
+``triton_key()`` (the hash of its sources and ``libtriton``, what its compile cache is keyed
+on) with its version and location: two installs of the same wheel agree, any rebuild differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from tritongate.atomicio import write_json_atomic
+from tritongate.errors import UsageError
+from tritongate.ir.index import INDEX
+
+AOT_FILE = "aot.json"
+PROVENANCE = "provenance.json"
+SCHEMA_VERSION = 1
+RECORD_FILES = ("results.json", "run_identity.json", f"ttgir/{INDEX}")
+MAX_BYTES = 1 * 2**20
+
+_BUILD_PROBE = ("import hashlib, json, triton\n"
+                "from triton.runtime.cache import triton_key\n"
+                "print(json.dumps({'triton_version': triton.__version__, 'triton_dir': triton.__path__[0],\n"
+                "                  'triton_key': hashlib.sha256(triton_key().encode()).hexdigest()}))\n")
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def record_identity(record: Path) -> dict[str, Any]:
+    """The record's content hash (over ``RECORD_FILES``, each by name and sha256) and its
+    files' hashes; ``UsageError`` when one is missing or a link (never followed)."""
+    record = Path(record)
+    files: dict[str, str] = {}
+    for rel in RECORD_FILES:
+        path = record / rel
+        if path.is_symlink() or not path.is_file():
+            raise UsageError(f"{path}: missing or not a plain file; the record's IR provenance needs "
+                             f"{', '.join(RECORD_FILES)}")
+        files[rel] = sha256_file(path)
+    content = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    return {"path": str(record.resolve()), "content_sha256": content, "files": files}
+
+
+def this_build() -> dict[str, Any]:
+    """The identity of the Triton imported by this process."""
+    import triton
+    from triton.runtime.cache import triton_key
+
+    return {"triton_version": triton.__version__, "triton_dir": str(Path(triton.__path__[0]).resolve()),
+            "triton_key": hashlib.sha256(triton_key().encode()).hexdigest()}
+
+
+def build_of(python: str, env: Mapping[str, str] | None = None, timeout_s: float = 120.0) -> dict[str, Any]:
+    """The identity of the Triton that ``python`` (a build's interpreter) imports;
+    ``UsageError`` naming it when it cannot say."""
+    import os
+
+    try:
+        proc = subprocess.run([python, "-c", _BUILD_PROBE], capture_output=True, text=True, timeout=timeout_s,
+                              env={**os.environ, **(env or {})})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"{python}: cannot ask it for its Triton build ({type(exc).__name__}: {exc})") from None
+    if proc.returncode != 0:
+        tail = " ".join(proc.stderr.split())[-300:]
+        raise UsageError(f"{python}: importing triton failed (exit {proc.returncode}): {tail}")
+    try:
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise UsageError(f"{python}: its Triton build probe printed no identity") from None
+    out["triton_dir"] = str(Path(out["triton_dir"]).resolve())
+    return out
+
+
+def write_aot(ttgir_dir: Path, record: Path, *, target: str, compiled: int, failed: Sequence[str]) -> Path:
+    """``ttgir/aot.json`` of a ``tritongate ir`` output folder."""
+    ttgir_dir = Path(ttgir_dir)
+    if not (ttgir_dir / INDEX).is_file():  # nothing compiled: an empty index, still proven
+        from tritongate.atomicio import write_text_atomic
+        from tritongate.ir.index import index_text
+
+        ttgir_dir.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(ttgir_dir / INDEX, index_text([]))
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "aot", "record": record_identity(record),
+           "build": this_build(), "target": target, "compiled": compiled, "failed": list(failed),
+           "index_sha256": sha256_file(ttgir_dir / INDEX), "python": sys.executable}
+    path = ttgir_dir / AOT_FILE
+    write_json_atomic(path, doc)
+    return path
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any]:
+    if path.is_symlink() or not path.is_file():
+        raise UsageError(f"{path}: no {what} there (a link is never followed)")
+    data = path.read_bytes()
+    if len(data) > MAX_BYTES:
+        raise UsageError(f"{path}: {len(data)} bytes; not a {what}")
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("schema_version") != SCHEMA_VERSION:
+        raise UsageError(f"{path}: not a version {SCHEMA_VERSION} {what}")
+    return doc
+
+
+def read_aot(ttgir_dir: Path) -> dict[str, Any]:
+    """A side's ``aot.json``, checked against the index beside it."""
+    ttgir_dir = Path(ttgir_dir)
+    doc = _read_json(ttgir_dir / AOT_FILE, "AOT provenance (tritongate ir writes it)")
+    if doc.get("index_sha256") != sha256_file(ttgir_dir / INDEX):
+        raise UsageError(f"{ttgir_dir / INDEX} does not match the sha256 in {ttgir_dir / AOT_FILE}: edited")
+    return doc
+
+
+def diff_provenance(base_dir: Path, cand_dir: Path) -> dict[str, Any]:
+    """The provenance of a diff of two AOT folders (``ttgir/`` roots); ``UsageError`` when
+    either lacks its ``aot.json`` or they were made from different records or targets."""
+    base, cand = read_aot(base_dir), read_aot(cand_dir)
+    if base["record"]["content_sha256"] != cand["record"]["content_sha256"]:
+        raise UsageError(f"{base_dir} and {cand_dir} were compiled from different baseline records "
+                         f"({base['record']['path']} vs {cand['record']['path']})")
+    if base.get("target") != cand.get("target"):
+        raise UsageError(f"{base_dir} is for {base.get('target')}, {cand_dir} for {cand.get('target')}")
+    return {"record": base["record"], "target": base.get("target"),
+            "base": {"build": base["build"], "index_sha256": base["index_sha256"],
+                     "compiled": base.get("compiled"), "failed": base.get("failed")},
+            "cand": {"build": cand["build"], "index_sha256": cand["index_sha256"],
+                     "compiled": cand.get("compiled"), "failed": cand.get("failed")}}
+
+
+def write_diff_provenance(out: Path, provenance: Mapping[str, Any]) -> Path:
+    out = Path(out)
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "ir-diff", **provenance,
+           "index_sha256": sha256_file(out / INDEX)}
+    write_json_atomic(out / PROVENANCE, doc)
+    return out / PROVENANCE
+
+
+def _same_build(claimed: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+    return claimed.get("triton_key") == actual.get("triton_key")
+
+
+Build = Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None
+
+
+def check_diff_provenance(folder: Path, record: Path, base_build: Build, cand_build: Build,
+                          option: str = "--changed-from") -> dict[str, Any]:
+    """``folder``'s provenance, refused (``UsageError`` naming what disagrees) unless its
+    ``index.tsv`` is the one it hashed, it was made from ``record`` as it is now, and (when
+    given) by these two builds. A build may be given as a function (``build_of`` starts
+    the build's interpreter): it is called only once everything cheaper has been checked."""
+    folder = Path(folder)
+    where = f"{option} {folder}"
+    try:
+        doc = _read_json(folder / PROVENANCE, "ir-diff provenance (tritongate ir-diff writes it from two "
+                                              "`tritongate ir` folders)")
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}; a folder that cannot say where it came from is not trusted") from None
+    if doc.get("kind") != "ir-diff":
+        raise UsageError(f"{where}: {PROVENANCE} is not an ir-diff's")
+    if doc.get("index_sha256") != sha256_file(folder / INDEX):
+        raise UsageError(f"{where}: {INDEX} does not match the sha256 in {PROVENANCE}: edited after ir-diff wrote it")
+    mine = record_identity(record)
+    claimed = doc.get("record") or {}
+    if claimed.get("content_sha256") != mine["content_sha256"]:
+        raise UsageError(f"{where}: made from another baseline record ({claimed.get('path')!r}, content "
+                         f"{str(claimed.get('content_sha256'))[:12]}) than {record} (content "
+                         f"{mine['content_sha256'][:12]}); recompile and diff against this record")
+    for side, given in (("base", base_build), ("cand", cand_build)):
+        if given is None:
+            continue
+        actual = given() if callable(given) else given
+        built = (doc.get(side) or {}).get("build") or {}
+        if not _same_build(built, actual):
+            raise UsageError(f"{where}: its {side} IR was compiled by Triton {built.get('triton_version')} "
+                             f"(key {str(built.get('triton_key'))[:12]}), not by this pair's {side} build "
+                             f"(Triton {actual.get('triton_version')}, key {str(actual.get('triton_key'))[:12]})")
+    return doc

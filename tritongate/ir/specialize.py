@@ -1,0 +1,125 @@
+"""The specialization a GPU launch would have, computed for an interpreted launch.
+
+Under ``TRITON_INTERPRET=1`` a kernel launch compiles nothing, so a CPU run has no
+``CompiledKernel`` to index. The launch's arguments are all there, though, and Triton decides
+what to compile from them alone: the JIT's binder (``create_function_from_signature``, which
+calls the native ``specialize_impl``) maps each argument to its type and its specialization
+(pointer alignment to 16 bytes, integers divisible by 16 or equal to 1), and
+``JITFunction._pack_args`` turns that into the signature, constexprs, attributes and
+compile options ``triton.compile`` receives. Both are called here, as ``JITFunction.run``
+calls them, for a target (``cuda:90`` by default) instead of the current device, so the
+result is what a GPU launch of the same arguments compiles: nothing of it is re-implemented.
+``compile_hash`` is the key ``triton.compile`` would give the kernel in this process (same
+source, options, target and cache-invalidating settings). It tells variants apart; it is
+not comparable with a GPU run's (the interpreter patches ``triton.language`` while it runs,
+which enters the source's dependency hash), so a CPU index and a GPU capture are compared on
+their parameters and AOT binaries (``bench/index_equality.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+DEFAULT_TARGET = ("cuda", 90, 32)
+# settings that change the compile key but only describe the interpreter process itself
+_INTERPRETER_ENV = frozenset({"TRITON_INTERPRET"})
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What ``CompiledKernel.metadata.target`` holds (backend and arch), for the index."""
+
+    backend: str
+    arch: int | str
+
+
+class SpecializedLaunch:
+    """What a compiled kernel exposes to ``capture.describe_compiled``, without compiling:
+    ``src`` (the ``ASTSource``), ``metadata`` (the parsed options and the target), ``hash``
+    (the compile key) and no binary or assembly."""
+
+    interpreted = True
+
+    def __init__(self, src: Any, options: Any, target: tuple[str, int | str, int], digest: str) -> None:
+        self.src = src
+        self.metadata = _Metadata(options, _Target(target[0], target[1]))
+        self.hash = digest
+        self.kernel = b""
+        self.asm: dict[str, str] = {}
+
+
+class _Metadata:
+    def __init__(self, options: Any, target: _Target) -> None:
+        self._options = options
+        self.target = target
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._options, name)
+
+
+@functools.lru_cache(maxsize=8)
+def _backend(target: tuple[str, int | str, int]) -> Any:
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import make_backend
+
+    return make_backend(GPUTarget(*target))
+
+
+def _binder(jit: Any, target: tuple[str, int | str, int]) -> Any:
+    """The JIT's own binder for ``target``, built once per kernel (as ``create_binder`` does
+    once per device)."""
+    from triton.runtime.jit import create_function_from_signature
+
+    binders = jit.__dict__.setdefault("_tritongate_binders", {})
+    if target not in binders:
+        binders[target] = create_function_from_signature(jit.signature, jit.params, _backend(target))
+    return binders[target]
+
+
+def jit_of(fn: Any) -> Any:
+    """The ``JITFunction`` of an interpreted (or JIT) kernel's Python source, made once."""
+    from triton.runtime.jit import JITFunction
+
+    if isinstance(fn, JITFunction):
+        return fn
+    jit = fn.__dict__.get("_tritongate_jit")
+    if jit is None:
+        kw: Mapping[str, Any] = getattr(fn, "kwargs", None) or {}
+        keep = {k: kw[k] for k in ("do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline")
+                if k in kw}
+        jit = JITFunction(fn.fn, **keep)
+        fn._tritongate_jit = jit
+    return jit
+
+
+def specialize_launch(fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any],
+                      target: tuple[str, int | str, int] = DEFAULT_TARGET) -> SpecializedLaunch:
+    """The specialization ``JITFunction.run(*args, **kwargs)`` would compile for ``target``.
+    Raises what Triton's binder raises for arguments it cannot specialize."""
+    from triton import knobs
+    from triton.compiler import ASTSource
+    from triton.runtime.cache import get_cache_key
+
+    jit = jit_of(fn)
+    backend = _backend(target)
+    kw = dict(kwargs)
+    # what JITFunction.run adds before binding (they enter the options); 3.5 has no
+    # instrumentation mode
+    kw["debug"] = kw.get("debug", jit.debug) or knobs.runtime.debug
+    if hasattr(knobs.compilation, "instrumentation_mode"):
+        kw["instrumentation_mode"] = knobs.compilation.instrumentation_mode
+    bound, specialization, options = _binder(jit, target)(*args, **kw)
+    options, signature, constexprs, attrs = jit._pack_args(backend, kw, bound, specialization, options)
+    src = ASTSource(jit, signature, constexprs, attrs)
+    env = {k: v for k, v in _cache_env().items() if k not in _INTERPRETER_ENV}
+    digest = hashlib.sha256(get_cache_key(src, backend, options, env_vars=env).encode("utf-8")).hexdigest()
+    return SpecializedLaunch(src, options, target, digest)
+
+
+def _cache_env() -> dict[str, str]:
+    from triton._C.libtriton import get_cache_invalidating_env_vars
+
+    return dict(get_cache_invalidating_env_vars())
