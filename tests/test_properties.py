@@ -439,3 +439,112 @@ def test_no_bare_url_from_data_becomes_a_link(s, tmp_path):
     test must not turn into a clickable link in the verdict."""
     md = render(s, tmp_path, long_error=False, pair_ident=True, mismatch=False)
     assert not re.search(r"https?://|www\.", md), re.search(r".{0,40}(https?://|www\.).{0,40}", md).group()
+
+
+# =============================================================================================
+# c. no string from a file reaches YAML, Markdown, CSV or a shell unserialized
+# =============================================================================================
+
+FILE_TEXT = HOSTILE_TEXT | st.sampled_from(["host\nnoise_z: 99.0  #", "x\rmin_effect: 9", "a\x85b: 1", "a\u2028ops: {}",
+                                            "=HYPERLINK(\"https://evil.example\",\"x\")", "+cmd|' /C calc'!A0",
+                                            "-2+3", "@SUM(1)", "\t=1", "$(rm -rf ~)", "`id`", "a'b\"c;d"])
+
+
+def _md_is_inert(md: str) -> None:
+    """Markdown made from file text: no tag, mention, link, image or code span from it, no
+    control characters, and every table row as wide as its header."""
+    assert not re.search(r"<[A-Za-z/!?]", md), "a tag from file text"
+    assert "@" not in md and "](" not in md and "![" not in md
+    assert not [c for c in md if c != "\n" and unicodedata.category(c) in INVISIBLE]
+    for block in table_blocks(md):
+        width = block[0].count("|") - block[0].count("\\|")
+        for line in block:
+            assert line.count("|") - line.count("\\|") == width and line.endswith("|"), line[:200]
+
+
+@settings(max_examples=80, **SETTINGS)
+@given(device=FILE_TEXT, op=FILE_TEXT, case=FILE_TEXT, step=FILE_TEXT)
+def test_no_string_of_a_calibration_reaches_the_policy_file_or_its_report_unserialized(device, op, case, step):
+    from tritongate.calibrate.model import Calibration, RowCalibration
+    from tritongate.calibrate.report import render as render_calibration
+    from tritongate.calibrate.thresholds import write_thresholds
+    from tritongate.errors import UsageError
+    from tritongate.gate.policy import load_policy
+
+    op = _named(op, "x")
+    rows = (RowCalibration(op=op, case=_named(case, "c"), dtype="float16", kernel_us=2.0, zero_us=2.0,
+                           aa_verdicts=("UNCHANGED",), aa_effects=(-0.013,), detectable=0.01),)
+    cal = Calibration(created_utc="2026-11-30T05:00:00+00:00", suite="pr", runner={"device": device, "backend": device},
+                      fractions=(0.02,), steps=({"name": step, "wall_s": 1.0},), rows=rows)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "gate.yaml"
+        path.write_text("min_effect: 0.01\nmin_samples: 10\nops: {}\n")
+        try:
+            write_thresholds(cal, path, allow_loosen=True)
+        except UsageError as exc:  # refused, and nothing written
+            assert "nothing was written" in str(exc)
+            assert path.read_text() == "min_effect: 0.01\nmin_samples: 10\nops: {}\n"
+        else:
+            after = load_policy(path)
+            assert (after.min_effect, after.noise_z, after.min_samples, after.strict, after.max_missing) == \
+                (0.01, GatePolicy().noise_z, 10, False, 0)
+            assert dict(after.op_min_effect) == {op: 0.02}
+    _md_is_inert(render_calibration(cal))
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(name=FILE_TEXT, kernel=FILE_TEXT, case=FILE_TEXT)
+def test_no_variant_name_reaches_ir_diff_summary_md_unescaped(name, kernel, case):
+    from tritongate.ir.diff import CHANGED, MISSING_FILE, VariantDiff, summary_markdown
+
+    diffs = [VariantDiff(case=case, kernel=kernel, name=name, status=CHANGED, added=1, removed=1, rows=(name,)),
+             VariantDiff(case=case, kernel=kernel, name=name, status=MISSING_FILE, reason=name)]
+    md = summary_markdown(diffs, {0: Path("a") / "b.diff"})
+    _md_is_inert(md)
+    assert all(not line.startswith(("#", "-")) or line.startswith(("# TTGIR", "## ", "- ")) for line in md.split("\n"))
+
+
+FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _formula_cells(text: str) -> list[str]:
+    import csv as _csv
+
+    records = list(_csv.reader(io.StringIO(text, newline="")))
+    assert len(records) == text.count("\n") - sum(c.count("\n") for r in records for c in r), "a record split"
+    cells = [c for rec in records for c in rec]
+    def is_number(c: str) -> bool:
+        try:
+            float(c)
+            return True
+        except ValueError:
+            return False
+    return [c for c in cells if c.startswith(FORMULA) and not is_number(c)]
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(op=FILE_TEXT, case=FILE_TEXT, error=FILE_TEXT)
+def test_no_cell_of_a_csv_export_is_a_spreadsheet_formula(op, case, error):
+    from tritongate.batch.status import csv_text
+    from tritongate.report.export import render_run
+
+    row = Row(op=_named(op, "x"), case=_named(case, "c"), dtype="float16", timer="cuda-graph",
+              samples=samples(20.0, seed=1), measurement=MeasurementInfo(launches_per_sample=25, samples_per_round=5,
+                                                                        warmup_calls=50, l2="warm"))
+    run = Run(path=Path("/runs/x"), status=RunStatus.COMPLETE, identity=BASE_IDENTITY, rows=(row,), mode="record")
+    assert _formula_cells(render_run(run, "csv")) == []
+    assert _formula_cells(csv_text(["op", "error"], [{"op": op, "error": error}])) == []
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(value=FILE_TEXT)
+def test_no_string_reaches_a_yaml_key_or_comment_or_a_github_output_line_unserialized(value):
+    import yaml
+
+    from tritongate.baselines.commands import single_line
+    from tritongate.yamlsafe import comment_text, flow_scalar
+
+    doc = f"a: 1\n{flow_scalar(value)}: {flow_scalar(value)}  # {comment_text(value)}\nb: 2\n"
+    assert yaml.safe_load(doc) == ({"a": 1, "b": 2} | {value: value})
+    line = f"key={single_line(value)}\n"
+    assert len(line.splitlines()) == 1 and line.count("\n") == 1

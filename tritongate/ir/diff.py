@@ -399,8 +399,10 @@ def _tsv(rows: list[tuple[object, ...]]) -> str:
 
 
 def _md_cell(text: object) -> str:
-    """A markdown table cell: pipes escaped, newlines flattened, backticks dropped."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("`", "'")
+    """A markdown table cell through the one escaping choke point (names come from the run)."""
+    from tritongate.report.untrusted import markdown_cell
+
+    return markdown_cell(text)
 
 
 def summary_markdown(diffs: list[VariantDiff], paths: dict[int, PurePosixPath]) -> str:
