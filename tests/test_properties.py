@@ -18,6 +18,7 @@ import contextlib
 import copy
 import io
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -548,3 +549,136 @@ def test_no_string_reaches_a_yaml_key_or_comment_or_a_github_output_line_unseria
     assert yaml.safe_load(doc) == ({"a": 1, "b": 2} | {value: value})
     line = f"key={single_line(value)}\n"
     assert len(line.splitlines()) == 1 and line.count("\n") == 1
+
+
+# =============================================================================================
+# d. no link is followed out of a root
+# =============================================================================================
+
+SECRET = "SECRET-OUTSIDE-THE-ROOT"
+# a tree below the root: (path, kind) with kind file, dir, link-out (to a file outside),
+# link-dir-out (to a folder outside), link-in (to a file inside the root)
+TREE_PATHS = st.sampled_from(["a", "b", "d/a", "d/b", "d/e/a", "x.json", "d/x.ttgir"])
+TREES = st.lists(st.tuples(TREE_PATHS, st.sampled_from(["file", "link-out", "link-dir-out", "link-in"])),
+                 min_size=1, max_size=6, unique_by=lambda t: t[0])
+
+
+def _build_tree(top: Path, tree: list[tuple[str, str]]) -> Path:
+    root, outside = top / "root", top / "outside"
+    (outside / "d" / "e").mkdir(parents=True)
+    for rel in ("secret", "d/a", "d/b", "d/e/a", "a", "b", "x.json", "d/x.ttgir"):
+        (outside / rel).parent.mkdir(parents=True, exist_ok=True)
+        (outside / rel).write_text(SECRET)
+    root.mkdir()
+    (root / "plain").write_text("inside")
+    for rel, kind in tree:
+        path = root / rel
+        if path.parent.is_symlink() or any(p.is_symlink() or p.is_file() for p in path.parents if root in p.parents):
+            continue  # a folder on the way is already a link or a file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() or path.is_symlink():
+            continue
+        if kind == "file":
+            path.write_text(f"content of {rel}")
+        elif kind == "link-out":
+            os.symlink(outside / "secret", path)
+        elif kind == "link-dir-out":
+            os.symlink(outside / "d", path)
+        else:
+            os.symlink(root / "plain", path)
+    return root
+
+
+def _has_link_on_the_way(root: Path, rel: str) -> bool:
+    parts = Path(rel).parts
+    return any((root.joinpath(*parts[: i + 1])).is_symlink() for i in range(len(parts)))
+
+
+@settings(max_examples=80, **SETTINGS)
+@given(tree=TREES, probe=TREE_PATHS)
+def test_no_link_is_followed_out_of_a_root(tree, probe):
+    from tritongate import safefs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = _build_tree(Path(tmp), tree)
+        for rel in {probe, *(r for r, _ in tree), *(f"{r}/a" for r, _ in tree)}:
+            linked = _has_link_on_the_way(root, rel)
+            try:
+                data = safefs.read_bytes(root, rel).decode()
+            except safefs.LinkError as exc:
+                assert linked, f"{rel}: refused as a link, but no link is on its way"
+                assert "symbolic link" in str(exc)
+                assert safefs.kind(root, rel) == "link"
+                continue
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                assert not linked or not (root / rel).exists(), rel
+                continue
+            assert not linked, f"{rel}: read through a link"
+            assert SECRET not in data and data == (root / rel).read_text()
+        for rel, kind in safefs.walk_files(root):
+            assert kind != "file" or SECRET not in (root / rel).read_text()
+            assert not _has_link_on_the_way(root, rel) or kind == "link"
+        with pytest.raises(safefs.LinkError, match="leaves"):
+            safefs.read_bytes(root, "../outside/secret")
+
+
+@pytest.mark.parametrize("where", ["file", "folder"])
+def test_a_linked_ttgir_file_is_never_inlined_into_ir_diff_or_the_verdict(tmp_path, where):
+    from tests.gate.test_ir_evidence import MATMUL, MMA, runs, ttgir
+    from tritongate.gate.ir_evidence import collect
+
+    base, cand = runs(tmp_path)
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "B64_w4.ttgir").write_text(ttgir(MMA + f"    // {SECRET}\n"))
+    target = cand.path / "ttgir" / "m512" / "matmul_kernel"
+    if where == "file":
+        (target / "B64_w4.ttgir").unlink()
+        os.symlink(secret / "B64_w4.ttgir", target / "B64_w4.ttgir")
+    else:
+        shutil.rmtree(target)
+        os.symlink(secret, target)
+    ev = collect(base.path, cand.path, tmp_path / "verdict")
+    written = "".join(p.read_text() for p in (tmp_path / "verdict").rglob("*") if p.is_file())
+    assert SECRET not in written and all(SECRET not in (r.head or "") for r in ev.rows.values())
+    assert "symbolic link" in written  # named as a link, not as missing
+    assert MATMUL
+
+
+@pytest.mark.parametrize("which", ["results.json", "run_identity.json"])
+def test_a_run_file_that_is_a_link_is_refused_as_a_link(tmp_path, which):
+    from tritongate.errors import RunDirError
+    from tritongate.rundir import load_run
+
+    run = tmp_path / "run"
+    w = RunWriter(run, BASE_IDENTITY, mode="record")
+    w.add(_row("add", "16", "float32", seed=1, side="base", median=5.0))
+    w.finish()
+    real = tmp_path / which
+    (run / which).rename(real)
+    os.symlink(real, run / which)
+    with pytest.raises(RunDirError, match=r"is a symbolic link, not followed"):
+        load_run(run)
+
+
+@pytest.mark.parametrize("link", ["records-folder", "results-file"])
+def test_a_link_in_a_store_entry_makes_it_damaged_and_is_named_as_a_link(tmp_path, link):
+    from tests.baselines.test_store import DAY, T0, lookup, make_record
+    from tritongate.baselines import State, publish
+
+    store = tmp_path / "store"
+    old = publish(store, make_record(tmp_path / "a", commit="aaa"), runner_class="h200")
+    new = publish(store, make_record(tmp_path / "b", started=T0 + DAY, commit="bbb"), runner_class="h200")
+    elsewhere = tmp_path / "elsewhere"
+    if link == "records-folder":  # the same bytes, but outside the entry
+        shutil.copytree(new.path / "autotune_records", elsewhere)
+        shutil.rmtree(new.path / "autotune_records")
+        os.symlink(elsewhere, new.path / "autotune_records")
+    else:
+        elsewhere.mkdir()
+        shutil.copy(new.path / "results.json", elsewhere / "results.json")
+        (new.path / "results.json").unlink()
+        os.symlink(elsewhere / "results.json", new.path / "results.json")
+    found = lookup(store, now=T0 + 2 * DAY)
+    assert found.state is State.OK and found.record == old.path, "the entry with a link was taken"
+    assert any("symbolic link" in n for n in found.notes), found.notes

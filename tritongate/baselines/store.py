@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from tritongate import __version__
+from tritongate import safefs
 from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.autotune.records import META, RECORDS_DIR, load_records
 from tritongate.baselines.manifest import (MANIFEST, BaselineError, Manifest, build_manifest,
@@ -105,9 +106,13 @@ def check_files(path: Path, manifest: Manifest) -> None:
         raise BaselineError(f"{path / MANIFEST}: files lists no {', '.join(missing)}; not a record entry")
     for rel, digest in sorted(manifest.files.items()):
         file = path / rel
-        if file.is_symlink() or not file.is_file():
+        found = safefs.kind(path, rel)
+        if found == "link":  # the file, or a folder on its way: never followed out of the entry
+            raise BaselineError(f"{file} is a symbolic link or under one (listed in {MANIFEST}); a store entry "
+                                "holds plain files only: publish it again")
+        if found != "file":
             raise BaselineError(f"{file} is missing (listed in {MANIFEST})")
-        if _sha256(file.read_bytes()) != digest:
+        if _sha256(safefs.read_bytes(path, rel)) != digest:
             raise BaselineError(f"{file} does not match its sha256 in {MANIFEST}: edited or damaged")
 
 
@@ -294,7 +299,7 @@ def _copy_record(src: Path, dst: Path) -> dict[str, str]:
     (dst / RECORDS_DIR).mkdir()
     files = {}
     for rel in names:
-        data = (src / rel).read_bytes()
+        data = safefs.read_bytes(src, rel)  # a link in the run is refused, never copied as its target
         _write_durable(dst / rel, data)
         files[rel] = _sha256(data)
     return files
