@@ -883,6 +883,49 @@ def _bug_with_unwritable_log_dir(x: Ctx) -> list[str]:
 add("env-log-dir-missing-on-a-bug", _bug_with_unwritable_log_dir, 4, r"KeyError: .*traceback written to \(could not be written\)")
 
 
+# -- user op modules: one that ends the interpreter at import, one whose numbers are wrong ----
+
+USER_SPEC = ("from tritongate.ops.registry import OpSpec\n"
+             "def _build(shape, dtype, device, gen):\n    raise NotImplementedError\n")
+
+
+def _user_module(source: str, argv: Callable[[Ctx, str], list[str]]) -> Callable[[Ctx], list[str]]:
+    def build(x: Ctx) -> list[str]:
+        import uuid
+
+        name = f"tg_corpus_{uuid.uuid4().hex[:10]}"  # a module is imported once per process
+        x.file(f"{name}.py", USER_SPEC + source)
+        suite = x.suite(f"modules: [{name}]\nops: {{add: {{dtypes: [float32]}}}}\nshapes: shapes.yaml\n")
+        return argv(x, suite)
+    return build
+
+
+def _op(**fields: str) -> str:
+    kw = {"description": "'x'", "shape_doc": "'[n]'", "ranks": "(1,)", "dtypes": "('float32',)", "build": "_build",
+          "bytes": "lambda s, e: 1.0", **fields}
+    return "TRITONGATE_OPS = [OpSpec('user_op', " + ", ".join(f"{k}={v}" for k, v in kw.items()) + ")]\n"
+
+
+for _id, _source, _how in [("os-exit-0", "import os\nos._exit(0)\n", "exit code 0"),
+                           ("os-exit-1", "import os\nos._exit(1)\n", "exit code 1"),
+                           ("sigkill", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "signal 9")]:
+    add(f"user-module-{_id}-at-import-run", _user_module(_source, lambda x, s: x.run(suite=s)), 3,
+        rf"module 'tg_corpus_\w+' ended the interpreter while it was imported \({_how}", "user_ops")
+add("user-module-os-exit-at-import-ops-suite", _user_module("import os\nos._exit(0)\n", lambda x, s: ["ops", "--suite", s]),
+    3, r"ended the interpreter while it was imported \(exit code 0.*nothing would be measured", "user_ops")
+add("user-module-sys-exit-0-at-import", _user_module("import sys\nsys.exit(0)\n", lambda x, s: x.run(suite=s)), 3,
+    r"importing module 'tg_corpus_\w+' raised SystemExit: 0", "user_ops")
+add("user-module-raise-systemexit-at-import", _user_module("raise SystemExit\n", lambda x, s: ["ops", "--suite", s]),
+    3, r"raised SystemExit", "user_ops")
+add("user-op-nan-tolerance", _user_module(_op(tolerance="{'float32': (float('nan'), 1e-4)}"),
+                                          lambda x, s: x.run(suite=s)), 3,
+    r"op 'user_op' of module .*tolerance\['float32'\] must be \(atol, rtol\), two finite numbers >= 0", "user_ops")
+add("user-op-huge-tolerance", _user_module(_op(tolerance="{'float32': (1e30, 0)}"), lambda x, s: x.run(suite=s)), 3,
+    r"tolerance\['float32'\] = \(1e\+30, 0\) is too loose for a correctness check", "user_ops")
+add("user-op-tolerance-not-a-dict", _user_module(_op(tolerance="[1e-4, 1e-4]"), lambda x, s: ["ops", "--suite", s]), 3,
+    r"tolerance must be a dict of dtype -> \(atol, rtol\)", "user_ops")
+
+
 # -- the checks ------------------------------------------------------------------------------
 
 MAX_LINE = 2_300  # cli.MAX_MESSAGE (2,000) plus the prefix and the fix
@@ -1025,6 +1068,11 @@ CI_CASES: list[tuple[str, str, Callable[[Ctx], list[str]], int, str]] = [  # id,
     ("record-refuses-replay", "record_baseline.py",
      lambda x: ["--suite", "smoke", "--out", x.backstop, "--replay-from", str(x.runs["record"])], 2,
      r"record_baseline\.py: this records; use replay_candidate\.py"),
+    ("record-publish-module-exits-at-import", "record_baseline.py",
+     lambda x: _user_module("import os\nos._exit(0)\n", lambda x, s: ["--suite", s, "--backend", "cpu", "--out",
+                                                                        x.folder("runs"), "--publish", x.folder("store"),
+                                                                        "--runner-class", "cpu"])(x), 3,
+     r"ended the interpreter while it was imported \(exit code 0"),
     ("replay-without-builds", "replay_candidate.py", lambda x: [str(x.runs["record"]), "--suite", "smoke", "--out",
                                                                 x.backstop], 2,
      r"--base-python and --cand-python required"),
@@ -1039,4 +1087,4 @@ def test_ci_entry_bad_input(case, ctx: Ctx):
     _id, script, build, code, pattern = case
     proc = _ci(script, *build(ctx))
     assert_refused(proc.returncode, proc.stdout, proc.stderr, code=code, pattern=pattern,
-                   check="suite_file" if code == 3 else None)
+                   check=("user_ops" if "module" in _id else "suite_file") if code == 3 else None)
