@@ -544,6 +544,21 @@ add("pair-cand-python-a-directory", lambda x: pair(x, "--cand-python", x.folder(
     r"--cand-python .*venv: not an executable file")
 add("pair-cand-python-not-executable", lambda x: pair(x, "--cand-python", x.file("python", "#!/bin/sh\n")), 2,
     r"--cand-python .*python: not an executable file")
+
+
+def _executable(x: Ctx, name: str, content: str | bytes) -> str:
+    path = x.file(name, content)
+    os.chmod(path, 0o755)
+    return path
+
+
+for _id, _content in [("text", "this is not a program\n"), ("empty", ""), ("binary-junk", b"\x00\x01\x02\x03junk"),
+                      ("python-source", "import sys\nprint(sys.version)\n")]:
+    add(f"pair-cand-python-executable-{_id}", lambda x, c=_content: pair(x, "--cand-python", _executable(x, "py", c)), 2,
+        r"--cand-python .*py: not a program \(neither a native executable nor a #! script; it starts with .*\), "
+        r"though it has the execute bit")
+add("pair-base-python-executable-text", lambda x: pair(x, "--base-python", _executable(x, "py", "hello\n")), 2,
+    r"--base-python .*py: not a program")
 add("pair-min-effect-negative", lambda x: pair(x, "--min-effect", "-0.5"), 2, r"min_effect must be a finite number >= 0, got -")
 add("pair-policy-missing", lambda x: pair(x, "--policy", str(x.tmp / "p.yaml")), 2, r"policy file .*p\.yaml does not exist")
 add("pair-out-is-a-file", lambda x: pair(x), 3, r"cannot write to output directory .*out-is-a-file", "out_dir")
@@ -859,9 +874,19 @@ add("env-planted-work-zero", _env("TRITONGATE_PLANTED_WORK", "0", _valid_run), 2
 add("env-planted-work-negative", _env("TRITONGATE_PLANTED_WORK", "-2", _valid_run), 2,
     r"TRITONGATE_PLANTED_WORK='-2': expected a whole number >= 1")
 add("env-ops-dir-missing", _env("TRITONGATE_OPS_DIR", "{tmp}/no-ops-dir", lambda x: x.run(suite="smoke")), 3,
-    r"no suite named 'smoke' in .*no-ops-dir/suites", "suite_file")
+    r"no suite named 'smoke' in .*no-ops-dir/suites \(set by TRITONGATE_OPS_DIR='.*no-ops-dir', which is not a "
+    r"directory\)", "suite_file")
 add("env-ops-dir-a-file", _env("TRITONGATE_OPS_DIR", "{tmp}/out-is-a-file", lambda x: x.run(suite="smoke")), 3,
-    r"no suite named 'smoke' in .*out-is-a-file/suites", "suite_file")
+    r"no suite named 'smoke' in .*out-is-a-file/suites \(set by TRITONGATE_OPS_DIR=.*which is not a directory",
+    "suite_file")
+add("env-ops-dir-without-the-suite", _env("TRITONGATE_OPS_DIR", "{tmp}", lambda x: x.run(suite="smoke")), 3,
+    r"no suite named 'smoke' in .*/suites \(set by TRITONGATE_OPS_DIR='[^']+'\) \(builtin", "suite_file")
+add("env-planted-work-a-billion", _env("TRITONGATE_PLANTED_WORK", "1000000000", _valid_run), 2,
+    r"TRITONGATE_PLANTED_WORK='1000000000': expected a whole number >= 1 and <= 1000")
+for _id, _value in [("letters", "x,y"), ("empty-item", "0,,1"), ("twice", "0,0"), ("shell", "0;rm -rf ~")]:
+    add(f"env-sweep-devices-{_id}", _env("TRITONGATE_SWEEP_DEVICES", _value,
+                                          lambda x: x.run("--sweep-gpus", "2", out=x.folder("runs"))), 2,
+        r"TRITONGATE_SWEEP_DEVICES='.*': .*expected indices like 0,1")
 add("env-ops-dir-bad-gate-yaml", _ops_dir_with("min_effect: -1\n"), 2, r"opsdir/gate\.yaml: min_effect: expected a number >= 0")
 add("env-ops-dir-gate-yaml-a-directory", _ops_dir_with(None, as_dir=True), 2, r"policy file .*opsdir/gate\.yaml is a directory")
 add("env-isolate-tuner-cache-garbage", _env("TRITONGATE_ISOLATE_TUNER_CACHE", "maybe", lambda x: x.run()), 2,
@@ -970,7 +995,7 @@ def assert_refused(rc: int, out: str, err: str, *, code: int, pattern: str, chec
 def ctx(tmp_path, monkeypatch, corpus_runs):
     environ = dict(os.environ)  # restored exactly afterwards: a backend's set-up writes os.environ
     for var in ("GITHUB_STEP_SUMMARY", "TRITONGATE_ARTIFACT_URL", "TRITONGATE_OPS_DIR", "TRITONGATE_PLANTED_WORK",
-                "TRITONGATE_PLANTED_DELAY", "TRITONGATE_CALIBRATION", "TRITONGATE_ISOLATE_TUNER_CACHE", "ZL_ISOLATE_TUNER_CACHE", "FLAGGEMS_DB_URL", "TRITONGATE_COMPILER_REF",
+                "TRITONGATE_PLANTED_DELAY", "TRITONGATE_CALIBRATION", "TRITONGATE_SWEEP_DEVICES", "TRITONGATE_ISOLATE_TUNER_CACHE", "ZL_ISOLATE_TUNER_CACHE", "FLAGGEMS_DB_URL", "TRITONGATE_COMPILER_REF",
                 "TRITONGATE_COMMIT", "GITHUB_SHA", "NO_COLOR", "TRITON_DISABLE_LINE_INFO"):
         monkeypatch.delenv(var, raising=False)
     logs = tmp_path / "logs"
@@ -1088,3 +1113,62 @@ def test_ci_entry_bad_input(case, ctx: Ctx):
     proc = _ci(script, *build(ctx))
     assert_refused(proc.returncode, proc.stdout, proc.stderr, code=code, pattern=pattern,
                    check=("user_ops" if "module" in _id else "suite_file") if code == 3 else None)
+
+
+# -- a build's interpreter and overlay, checked where the workers start ---------------------
+
+@pytest.mark.parametrize("side, value", [("candidate", "0"), ("base", ""), ("candidate", "true")])
+def test_an_overlay_that_the_cpu_backend_would_override_is_refused(side, value):
+    from tritongate.errors import UsageError
+    from tritongate.pair.build import CompilerBuild
+
+    build = CompilerBuild(side, env={"TRITON_INTERPRET": value})
+    option = "--cand-env" if side == "candidate" else "--base-env"
+    with pytest.raises(UsageError, match=rf"{option} TRITON_INTERPRET={value}: the cpu backend runs every kernel "
+                                         r"in Triton's interpreter .* would be overridden"):
+        build.check_backend("cpu")
+    build.check_backend("cuda")  # on a GPU the overlay is what the worker gets
+    CompilerBuild(side, env={"TRITON_INTERPRET": "1"}).check_backend("cpu")
+
+
+@pytest.mark.parametrize("row_timeout, expected", [(0.01, 60.0), (120.0, 120.0), (3600.0, 600.0)])
+def test_a_workers_start_up_is_bounded_by_the_row_timeout(row_timeout, expected):
+    from tritongate.pair.client import startup_timeout
+
+    assert startup_timeout(row_timeout) == expected
+
+
+def test_a_hanging_interpreter_at_start_up_is_named_as_such(tmp_path):
+    from tritongate.pair.client import WorkerFailure, WorkerProcess, WorkerSpec
+
+    worker = WorkerProcess(WorkerSpec(side="candidate", argv=[sys.executable, "-c", "import time; time.sleep(30)"],
+                                      env=dict(os.environ), log_path=tmp_path / "w.log"))
+    worker.start()
+    try:
+        with pytest.raises(WorkerFailure, match=r"hung: no answer to 'init' within 0 s \(its start-up, bounded by "
+                                                r"--row-timeout \(at least 60 s, at most 600 s\)\)"):
+            worker.call("init", 0.2)
+    finally:
+        worker.kill()
+
+
+def test_the_paired_run_waits_for_start_up_as_long_as_the_row_timeout_says(monkeypatch):
+    import tritongate.pair.orchestrator as orch
+
+    seen = []
+
+    class Worker:
+        def start(self):
+            pass
+
+        def call(self, cmd, timeout_s, **kw):
+            seen.append((cmd, timeout_s))
+            return {"backend": "cpu"}
+
+    runner = orch.PairRunner.__new__(orch.PairRunner)
+    runner.request = orch.PairRequest(baseline=Path("b"), suite="s", out=Path("o"), row_timeout_s=5.0)
+    monkeypatch.setattr(runner, "_settings", lambda: {})
+    side = type("S", (), {"worker": Worker(), "name": "candidate", "hello": None})()
+    runner._start(side)
+    runner._plan(side)
+    assert seen == [("init", 60.0), ("plan", 60.0)]
