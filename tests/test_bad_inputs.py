@@ -1172,3 +1172,26 @@ def test_the_paired_run_waits_for_start_up_as_long_as_the_row_timeout_says(monke
     runner._start(side)
     runner._plan(side)
     assert seen == [("init", 60.0), ("plan", 60.0)]
+
+
+@pytest.mark.parametrize("fails_on", ["verdict.md", "verdict.json"])
+def test_gate_out_on_a_full_disk_writes_both_verdict_files_or_neither_and_names_the_path(ctx: Ctx, capfd, fails_on):
+    import errno
+
+    import tritongate.gate.output as output
+
+    def full(write):
+        def call(path, data):
+            if path.name.startswith(f".{fails_on}"):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return write(path, data)
+        return call
+
+    ctx.mp.setattr(output, "write_text_atomic", full(output.write_text_atomic))
+    ctx.mp.setattr(output, "write_json_atomic", full(output.write_json_atomic))
+    capfd.readouterr()
+    rc = main(ctx.gate())
+    out, err = capfd.readouterr()
+    assert_refused(rc, out, err, code=2, pattern=r"cannot write the verdict into .*/verdict \(.*No space left on device\);"
+                                                 r" neither verdict\.json nor verdict\.md was written", check=None)
+    assert not list((ctx.tmp / "verdict").glob("verdict.*")) and not list((ctx.tmp / "verdict").glob(".verdict*"))
