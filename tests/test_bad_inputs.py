@@ -1195,3 +1195,50 @@ def test_gate_out_on_a_full_disk_writes_both_verdict_files_or_neither_and_names_
     assert_refused(rc, out, err, code=2, pattern=r"cannot write the verdict into .*/verdict \(.*No space left on device\);"
                                                  r" neither verdict\.json nor verdict\.md was written", check=None)
     assert not list((ctx.tmp / "verdict").glob("verdict.*")) and not list((ctx.tmp / "verdict").glob(".verdict*"))
+
+
+# -- the baseline store: what an entry's date, rows or files claim ---------------------------
+
+def test_a_store_entry_dated_in_the_future_is_ranked_after_every_past_one(tmp_path):
+    import datetime as dt
+
+    from tests.baselines.test_store import DAY, T0, lookup, make_record
+    from tritongate.baselines import State, publish
+
+    store = tmp_path / "store"
+    past = publish(store, make_record(tmp_path / "a", commit="aaa"), runner_class="h200")
+    future = publish(store, make_record(tmp_path / "b", started=dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc),
+                                        commit="bbb"), runner_class="h200")
+    found = lookup(store, now=T0 + DAY)
+    assert found.state is State.OK and found.record == past.path, "the entry from 2030 was taken as the newest"
+    only_future = tmp_path / "store2"
+    publish(only_future, make_record(tmp_path / "c", started=dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)),
+            runner_class="h200")
+    found = lookup(only_future, now=T0 + DAY)
+    assert found.state is State.OK and any("in the future (clock skew?); ranked after" in n for n in found.notes)
+    assert future.path.exists()
+
+
+def test_a_record_whose_only_row_errored_is_not_published(tmp_path):
+    from tests.baselines.test_store import make_record
+    from tritongate.baselines import BaselineError, publish
+    from tritongate.schema import RowStatus
+
+    errored = Row(op="softmax", case="4096x4096", dtype="float16", timer="cuda-graph", samples=(),
+                  status=RowStatus.ERROR, error="RuntimeError: out of resources")
+    with pytest.raises(BaselineError, match=r"none of its 1 rows was measured \(every row errored or timed out\)"):
+        publish(tmp_path / "store", make_record(tmp_path / "a", rows=[errored]), runner_class="h200")
+    assert not (tmp_path / "store").exists() or not list((tmp_path / "store").rglob("manifest.json"))
+
+
+def test_baseline_list_notes_an_entry_whose_files_no_longer_match(tmp_path):
+    from tests.baselines.test_store import make_record
+    from tritongate.baselines import list_entries, publish
+
+    store = tmp_path / "store"
+    entry = publish(store, make_record(tmp_path / "a"), runner_class="h200")
+    shapes = entry.path / "shapes.yaml"
+    shapes.write_text(shapes.read_text() + "# edited\n")
+    entries, notes = list_entries(store)
+    assert [e.path for e in entries] == [entry.path]
+    assert len(notes) == 1 and re.search(r"damaged .*: .*shapes\.yaml does not match its sha256", notes[0]), notes
