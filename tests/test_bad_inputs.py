@@ -1256,3 +1256,34 @@ def test_baseline_list_notes_an_entry_whose_files_no_longer_match(tmp_path):
     entries, notes = list_entries(store)
     assert [e.path for e in entries] == [entry.path]
     assert len(notes) == 1 and re.search(r"damaged .*: .*shapes\.yaml does not match its sha256", notes[0]), notes
+
+
+def test_run_stopped_by_sigterm_exits_130_as_its_help_says(tmp_path):
+    (tmp_path / "term_op.py").write_text(
+        "import os, signal, time\nfrom tritongate.ops.registry import OpSpec\n"
+        "def _build(shape, dtype, device, gen):\n    os.kill(os.getpid(), signal.SIGTERM)\n    time.sleep(60)\n"
+        "TRITONGATE_OPS = [OpSpec('term_op', 'x', '[n]', (1,), ('float32',), _build, lambda s, e: 1.0)]\n")
+    (tmp_path / "shapes.yaml").write_text("term_op: {shapes: [[16]]}\n")
+    (tmp_path / "suite.yaml").write_text("modules: [term_op]\nops: {term_op: {dtypes: [float32]}}\nshapes: shapes.yaml\n")
+    proc = subprocess.run([sys.executable, "-m", "tritongate", "run", "--suite", str(tmp_path / "suite.yaml"),
+                           "--backend", "cpu", "--out", str(tmp_path / "runs")], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "TRITONGATE_LOG_DIR": str(tmp_path)})
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert "interrupted" in proc.stderr and "Traceback" not in proc.stderr
+    help_text = subprocess.run([sys.executable, "-m", "tritongate", "run", "--help"], capture_output=True, text=True,
+                               timeout=60).stdout
+    assert re.search(r"130\s+interrupted \(Ctrl-C, SIGTERM\)", help_text), help_text[-800:]
+
+
+def test_ir_that_recompiled_none_of_its_variants_is_not_a_success(ctx: Ctx, capfd):
+    from tests.gate.test_ir_evidence import ttgir, variant, write_ir
+
+    run = ctx.run_copy("cand")
+    write_ir(run, [(variant("tg_no_such_module.kernel_a", "m512", "w4", ("x/float16",)), ttgir("")),
+                   (variant("tg_no_such_module.kernel_b", "m512", "w4", ("x/float16",)), ttgir(""))])
+    capfd.readouterr()
+    rc = main(["ir", "--from", str(run), "--target", "cuda:90", "--out", str(ctx.tmp / "ir")])
+    out, err = capfd.readouterr()
+    err = "\n".join(ln for ln in err.splitlines() if not ln.startswith(("[", "not compiled: ")))
+    assert_refused(rc, out, err, code=2, check=None,
+                   pattern=r"none of the 2 launched variants of .* recompiled for cuda:90 \(first failure: ")

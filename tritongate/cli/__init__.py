@@ -13,7 +13,8 @@ import contextlib
 import os
 import signal
 import sys
-from typing import Callable, Sequence
+import threading
+from typing import Callable, Iterator, Sequence
 
 from tritongate.cli.parser import build_parser
 from tritongate.errors import ExitCode, GateError, PreflightError
@@ -30,7 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return int(func(args))
+        with _sigterm_interrupts():
+            return int(func(args))
     except PreflightError as exc:
         print(exc.marker, file=sys.stderr)
         print(f"error: {_bounded(exc)}", file=sys.stderr)
@@ -58,6 +60,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"internal error (a bug in tritongate): {type(exc).__name__}: {text}; traceback written to {path}",
               file=sys.stderr)
         return int(ExitCode.INTERNAL)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (a CI cancel, ``timeout``, ``kill``) stops a command as Ctrl-C does: what it
+    wrote is left loading as incomplete and the exit code is 130, as the help says, not
+    the 143 of a process the signal killed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _term(signum, frame):  # noqa: ARG001
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, _term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _print_exc_notes(exc: BaseException) -> None:
