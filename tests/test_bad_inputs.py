@@ -919,7 +919,8 @@ def _bug_with_unwritable_log_dir(x: Ctx) -> list[str]:
     return ["ops"]
 
 
-add("env-log-dir-missing-on-a-bug", _bug_with_unwritable_log_dir, 4, r"KeyError: .*traceback written to \(could not be written\)")
+add("env-log-dir-missing-on-a-bug", _bug_with_unwritable_log_dir, 4, r"KeyError: .*traceback written to nowhere: TRITONGATE_LOG_DIR='.*no-such-log-dir' cannot be "
+    r"written \(No such file or directory\); point it at a writable folder")
 
 
 # -- user op modules: one that ends the interpreter at import, one whose numbers are wrong ----

@@ -99,11 +99,13 @@ def _save_traceback() -> str:
     import tempfile
     import traceback
 
-    folder = os.environ.get("TRITONGATE_LOG_DIR") or tempfile.gettempdir()
+    env = os.environ.get("TRITONGATE_LOG_DIR")
+    folder = env or tempfile.gettempdir()
     try:
         fd, path = tempfile.mkstemp(prefix="tritongate-traceback-", suffix=".txt", dir=folder)
         with os.fdopen(fd, "w") as f:
             traceback.print_exc(file=f)
         return path
-    except OSError:
-        return "(could not be written)"
+    except OSError as exc:  # say which folder, and which variable chose it
+        chosen = f"TRITONGATE_LOG_DIR={env!r}" if env else f"the temp directory {folder}"
+        return f"nowhere: {chosen} cannot be written ({exc.strerror or exc}); point it at a writable folder"
