@@ -966,6 +966,15 @@ add("user-op-tolerance-not-a-dict", _user_module(_op(tolerance="[1e-4, 1e-4]"), 
     r"tolerance must be a dict of dtype -> \(atol, rtol\)", "user_ops")
 
 
+add("batch-resume-a-run-directory", lambda x: ["batch", "--resume", str(x.runs["record"])], 2,
+    r"record is a run directory, not a batch directory \(no batch\.json\); pass the directory that `tritongate "
+    r"batch` printed")
+add("batch-resume-an-empty-folder", lambda x: ["batch", "--resume", x.folder("empty")], 2,
+    r"empty/batch\.json is missing: .*empty is not a batch directory; pass the directory that `tritongate batch`")
+add("batch-merge-a-run-directory", lambda x: ["batch-merge", str(x.runs["record"]), "--out", x.folder("merged")], 2,
+    r"record is a run directory, not a batch directory")
+
+
 # -- the checks ------------------------------------------------------------------------------
 
 MAX_LINE = 2_300  # cli.MAX_MESSAGE (2,000) plus the prefix and the fix

@@ -150,15 +150,17 @@ class Run:
 MAX_JSON_BYTES = 512 * 2**20  # a deep scan's results.json is tens of MB
 
 
-def read_json_object(path: Path, what: str, *, error: Callable[[str], Exception] = RunDirError) -> dict[str, Any]:
-    """A JSON object from a file of a run directory, or ``error`` with one line."""
+def read_json_object(path: Path, what: str, *, error: Callable[[str], Exception] = RunDirError,
+                     missing: str | None = None) -> dict[str, Any]:
+    """A JSON object from a file of a run directory (or, with ``missing`` saying what the folder
+    should be instead, of another tritongate folder), or ``error`` with one line."""
     found = safefs.kind(path.parent, path.name)
     if found == "link":  # a run directory holds plain files: a link's target is never read as its own
         raise error(f"{path} is a symbolic link, not followed: a run directory holds plain files; copy the "
                     "file in, or pass the directory the link points into")
     if found != "file":
-        raise error(f"{path} is missing: {path.parent} is not a tritongate run directory "
-                          f"(no {what}); pass the directory that `tritongate run` printed")
+        raise error(missing or f"{path} is missing: {path.parent} is not a tritongate run directory "
+                               f"(no {what}); pass the directory that `tritongate run` printed")
     try:
         raw = safefs.read_bytes(path.parent, path.name, limit=MAX_JSON_BYTES)
     except OSError as exc:
