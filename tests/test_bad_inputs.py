@@ -975,6 +975,21 @@ add("batch-merge-a-run-directory", lambda x: ["batch-merge", str(x.runs["record"
     r"record is a run directory, not a batch directory")
 
 
+def _run_measuring_nothing(x: Ctx) -> list[str]:
+    import uuid
+
+    name = f"tg_corpus_{uuid.uuid4().hex[:10]}"
+    x.file(f"{name}.py", USER_SPEC + "def _raise(shape, dtype, device, gen):\n    raise RuntimeError('cannot run')\n"
+           + _op(build="_raise"))
+    x.file("shapes.yaml", "user_op: {shapes: [[16]]}\n")
+    suite = x.file("suite.yaml", f"modules: [{name}]\nops: {{user_op: {{dtypes: [float32]}}}}\nshapes: shapes.yaml\n")
+    return x.run(suite=suite, out=x.folder("runs"))
+
+
+add("run-that-measured-no-row", _run_measuring_nothing, 2,
+    r"no row of the run was measured \(1 rows, every one errored or timed out\); the run directory is .*runs/")
+
+
 # -- the checks ------------------------------------------------------------------------------
 
 MAX_LINE = 2_300  # cli.MAX_MESSAGE (2,000) plus the prefix and the fix
@@ -983,7 +998,7 @@ ARGPARSE_LINE = re.compile(r"^tritongate(?: \w+)?: error: ")
 INTERNAL_LINE = re.compile(r"^internal error \(a bug in tritongate\): ")
 MARKER = re.compile(r"^!!! PREFLIGHT_FAILED check=(\w+)$")
 # stderr lines that are not the error: progress and the partial-run note (documented output)
-PROGRESS = [re.compile(p) for p in (r"^\d/2 (record|pair): ", r"^(measuring|pairing) \d+ rows into ",
+PROGRESS = [re.compile(p) for p in (r"^\d/2 (record|pair): ", r"^(measuring|pairing) \d+ rows into ", r"^\[\d+/\d+\] ",
                                      r"^partial run directory \(loads as incomplete\): ")]
 
 
