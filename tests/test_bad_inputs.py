@@ -310,6 +310,20 @@ RUNDIR_CASES: list[tuple[str, Callable[[Path], None], str]] = [
      r"is incomplete \(failed, 2 rows\): worker died"),
     ("duplicate-rows", edit("results.json", _dup_row), rf"{R}: rows\[2\]: a second row for .*appears once"),
     ("edited-summary", edit("results.json", _edit_summary), rf"{R}: rows\[0\]: .*summary median .*edited"),
+    ("edited-summary-q1", edit("results.json", lambda d: d["rows"][0]["summary"].__setitem__("q1", 0.001)),
+     rf"{R}: rows\[0\]: .*summary q1 .*edited"),
+    ("edited-summary-q3", edit("results.json", lambda d: d["rows"][0]["summary"].__setitem__("q3", 1000000.0)),
+     rf"{R}: rows\[0\]: .*summary q3 .*edited"),
+    ("edited-summary-min", edit("results.json", lambda d: d["rows"][0]["summary"].__setitem__("min", -1.0)),
+     rf"{R}: rows\[0\]: .*summary min .*edited"),
+    ("edited-summary-max", edit("results.json", lambda d: d["rows"][0]["summary"].__setitem__("max", 1000000000.0)),
+     rf"{R}: rows\[0\]: .*summary max .*edited"),
+    ("edited-summary-n", edit("results.json", lambda d: d["rows"][0]["summary"].__setitem__("n", 3)),
+     rf"{R}: rows\[0\]: .*summary n .*edited"),
+    ("edited-summary-mean", edit("results.json", lambda d: d["rows"][0]["summary"].__setitem__("mean", 123456.0)),
+     rf"{R}: rows\[0\]: .*summary mean .*edited"),
+    ("edited-summary-iqr", edit("results.json", lambda d: d["rows"][0]["summary"].__setitem__("iqr", 99.0)),
+     rf"{R}: rows\[0\]: .*summary iqr .*edited"),
     ("summary-string", res_set("rows", 0, "summary", "fast"), rf"{R}: rows\[0\]\.summary: expected a mapping"),
     ("rows-not-a-list", res_set("rows", {"0": {}}), rf"{R}: rows: expected a list"),
     ("rows-missing", res_del("rows"), rf"{R}: rows: is required but missing"),
@@ -544,6 +558,21 @@ add("pair-cand-python-a-directory", lambda x: pair(x, "--cand-python", x.folder(
     r"--cand-python .*venv: not an executable file")
 add("pair-cand-python-not-executable", lambda x: pair(x, "--cand-python", x.file("python", "#!/bin/sh\n")), 2,
     r"--cand-python .*python: not an executable file")
+
+
+def _executable(x: Ctx, name: str, content: str | bytes) -> str:
+    path = x.file(name, content)
+    os.chmod(path, 0o755)
+    return path
+
+
+for _id, _content in [("text", "this is not a program\n"), ("empty", ""), ("binary-junk", b"\x00\x01\x02\x03junk"),
+                      ("python-source", "import sys\nprint(sys.version)\n")]:
+    add(f"pair-cand-python-executable-{_id}", lambda x, c=_content: pair(x, "--cand-python", _executable(x, "py", c)), 2,
+        r"--cand-python .*py: not a program \(neither a native executable nor a #! script; it starts with .*\), "
+        r"though it has the execute bit")
+add("pair-base-python-executable-text", lambda x: pair(x, "--base-python", _executable(x, "py", "hello\n")), 2,
+    r"--base-python .*py: not a program")
 add("pair-min-effect-negative", lambda x: pair(x, "--min-effect", "-0.5"), 2, r"min_effect must be a finite number >= 0, got -")
 add("pair-policy-missing", lambda x: pair(x, "--policy", str(x.tmp / "p.yaml")), 2, r"policy file .*p\.yaml does not exist")
 add("pair-out-is-a-file", lambda x: pair(x), 3, r"cannot write to output directory .*out-is-a-file", "out_dir")
@@ -859,9 +888,19 @@ add("env-planted-work-zero", _env("TRITONGATE_PLANTED_WORK", "0", _valid_run), 2
 add("env-planted-work-negative", _env("TRITONGATE_PLANTED_WORK", "-2", _valid_run), 2,
     r"TRITONGATE_PLANTED_WORK='-2': expected a whole number >= 1")
 add("env-ops-dir-missing", _env("TRITONGATE_OPS_DIR", "{tmp}/no-ops-dir", lambda x: x.run(suite="smoke")), 3,
-    r"no suite named 'smoke' in .*no-ops-dir/suites", "suite_file")
+    r"no suite named 'smoke' in .*no-ops-dir/suites \(set by TRITONGATE_OPS_DIR='.*no-ops-dir', which is not a "
+    r"directory\)", "suite_file")
 add("env-ops-dir-a-file", _env("TRITONGATE_OPS_DIR", "{tmp}/out-is-a-file", lambda x: x.run(suite="smoke")), 3,
-    r"no suite named 'smoke' in .*out-is-a-file/suites", "suite_file")
+    r"no suite named 'smoke' in .*out-is-a-file/suites \(set by TRITONGATE_OPS_DIR=.*which is not a directory",
+    "suite_file")
+add("env-ops-dir-without-the-suite", _env("TRITONGATE_OPS_DIR", "{tmp}", lambda x: x.run(suite="smoke")), 3,
+    r"no suite named 'smoke' in .*/suites \(set by TRITONGATE_OPS_DIR='[^']+'\) \(builtin", "suite_file")
+add("env-planted-work-a-billion", _env("TRITONGATE_PLANTED_WORK", "1000000000", _valid_run), 2,
+    r"TRITONGATE_PLANTED_WORK='1000000000': expected a whole number >= 1 and <= 1000")
+for _id, _value in [("letters", "x,y"), ("empty-item", "0,,1"), ("twice", "0,0"), ("shell", "0;rm -rf ~")]:
+    add(f"env-sweep-devices-{_id}", _env("TRITONGATE_SWEEP_DEVICES", _value,
+                                          lambda x: x.run("--sweep-gpus", "2", out=x.folder("runs"))), 2,
+        r"TRITONGATE_SWEEP_DEVICES='.*': .*expected indices like 0,1")
 add("env-ops-dir-bad-gate-yaml", _ops_dir_with("min_effect: -1\n"), 2, r"opsdir/gate\.yaml: min_effect: expected a number >= 0")
 add("env-ops-dir-gate-yaml-a-directory", _ops_dir_with(None, as_dir=True), 2, r"policy file .*opsdir/gate\.yaml is a directory")
 add("env-isolate-tuner-cache-garbage", _env("TRITONGATE_ISOLATE_TUNER_CACHE", "maybe", lambda x: x.run()), 2,
@@ -880,7 +919,75 @@ def _bug_with_unwritable_log_dir(x: Ctx) -> list[str]:
     return ["ops"]
 
 
-add("env-log-dir-missing-on-a-bug", _bug_with_unwritable_log_dir, 4, r"KeyError: .*traceback written to \(could not be written\)")
+add("env-log-dir-missing-on-a-bug", _bug_with_unwritable_log_dir, 4, r"KeyError: .*traceback written to nowhere: TRITONGATE_LOG_DIR='.*no-such-log-dir' cannot be "
+    r"written \(No such file or directory\); point it at a writable folder")
+
+
+# -- user op modules: one that ends the interpreter at import, one whose numbers are wrong ----
+
+USER_SPEC = ("from tritongate.ops.registry import OpSpec\n"
+             "def _build(shape, dtype, device, gen):\n    raise NotImplementedError\n")
+
+
+def _user_module(source: str, argv: Callable[[Ctx, str], list[str]]) -> Callable[[Ctx], list[str]]:
+    def build(x: Ctx) -> list[str]:
+        import uuid
+
+        name = f"tg_corpus_{uuid.uuid4().hex[:10]}"  # a module is imported once per process
+        x.file(f"{name}.py", USER_SPEC + source)
+        suite = x.suite(f"modules: [{name}]\nops: {{add: {{dtypes: [float32]}}}}\nshapes: shapes.yaml\n")
+        return argv(x, suite)
+    return build
+
+
+def _op(**fields: str) -> str:
+    kw = {"description": "'x'", "shape_doc": "'[n]'", "ranks": "(1,)", "dtypes": "('float32',)", "build": "_build",
+          "bytes": "lambda s, e: 1.0", **fields}
+    return "TRITONGATE_OPS = [OpSpec('user_op', " + ", ".join(f"{k}={v}" for k, v in kw.items()) + ")]\n"
+
+
+for _id, _source, _how in [("os-exit-0", "import os\nos._exit(0)\n", "exit code 0"),
+                           ("os-exit-1", "import os\nos._exit(1)\n", "exit code 1"),
+                           ("sigkill", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "signal 9")]:
+    add(f"user-module-{_id}-at-import-run", _user_module(_source, lambda x, s: x.run(suite=s)), 3,
+        rf"module 'tg_corpus_\w+' ended the interpreter while it was imported \({_how}", "user_ops")
+add("user-module-os-exit-at-import-ops-suite", _user_module("import os\nos._exit(0)\n", lambda x, s: ["ops", "--suite", s]),
+    3, r"ended the interpreter while it was imported \(exit code 0.*nothing would be measured", "user_ops")
+add("user-module-sys-exit-0-at-import", _user_module("import sys\nsys.exit(0)\n", lambda x, s: x.run(suite=s)), 3,
+    r"importing module 'tg_corpus_\w+' raised SystemExit: 0", "user_ops")
+add("user-module-raise-systemexit-at-import", _user_module("raise SystemExit\n", lambda x, s: ["ops", "--suite", s]),
+    3, r"raised SystemExit", "user_ops")
+add("user-op-nan-tolerance", _user_module(_op(tolerance="{'float32': (float('nan'), 1e-4)}"),
+                                          lambda x, s: x.run(suite=s)), 3,
+    r"op 'user_op' of module .*tolerance\['float32'\] must be \(atol, rtol\), two finite numbers >= 0", "user_ops")
+add("user-op-huge-tolerance", _user_module(_op(tolerance="{'float32': (1e30, 0)}"), lambda x, s: x.run(suite=s)), 3,
+    r"tolerance\['float32'\] = \(1e\+30, 0\) is too loose for a correctness check", "user_ops")
+add("user-op-tolerance-not-a-dict", _user_module(_op(tolerance="[1e-4, 1e-4]"), lambda x, s: ["ops", "--suite", s]), 3,
+    r"tolerance must be a dict of dtype -> \(atol, rtol\)", "user_ops")
+
+
+add("batch-resume-a-run-directory", lambda x: ["batch", "--resume", str(x.runs["record"])], 2,
+    r"record is a run directory, not a batch directory \(no batch\.json\); pass the directory that `tritongate "
+    r"batch` printed")
+add("batch-resume-an-empty-folder", lambda x: ["batch", "--resume", x.folder("empty")], 2,
+    r"empty/batch\.json is missing: .*empty is not a batch directory; pass the directory that `tritongate batch`")
+add("batch-merge-a-run-directory", lambda x: ["batch-merge", str(x.runs["record"]), "--out", x.folder("merged")], 2,
+    r"record is a run directory, not a batch directory")
+
+
+def _run_measuring_nothing(x: Ctx) -> list[str]:
+    import uuid
+
+    name = f"tg_corpus_{uuid.uuid4().hex[:10]}"
+    x.file(f"{name}.py", USER_SPEC + "def _raise(shape, dtype, device, gen):\n    raise RuntimeError('cannot run')\n"
+           + _op(build="_raise"))
+    x.file("shapes.yaml", "user_op: {shapes: [[16]]}\n")
+    suite = x.file("suite.yaml", f"modules: [{name}]\nops: {{user_op: {{dtypes: [float32]}}}}\nshapes: shapes.yaml\n")
+    return x.run(suite=suite, out=x.folder("runs"))
+
+
+add("run-that-measured-no-row", _run_measuring_nothing, 2,
+    r"no row of the run was measured \(1 rows, every one errored or timed out\); the run directory is .*runs/")
 
 
 # -- the checks ------------------------------------------------------------------------------
@@ -891,7 +998,7 @@ ARGPARSE_LINE = re.compile(r"^tritongate(?: \w+)?: error: ")
 INTERNAL_LINE = re.compile(r"^internal error \(a bug in tritongate\): ")
 MARKER = re.compile(r"^!!! PREFLIGHT_FAILED check=(\w+)$")
 # stderr lines that are not the error: progress and the partial-run note (documented output)
-PROGRESS = [re.compile(p) for p in (r"^\d/2 (record|pair): ", r"^(measuring|pairing) \d+ rows into ",
+PROGRESS = [re.compile(p) for p in (r"^\d/2 (record|pair): ", r"^(measuring|pairing) \d+ rows into ", r"^\[\d+/\d+\] ",
                                      r"^partial run directory \(loads as incomplete\): ")]
 
 
@@ -927,7 +1034,7 @@ def assert_refused(rc: int, out: str, err: str, *, code: int, pattern: str, chec
 def ctx(tmp_path, monkeypatch, corpus_runs):
     environ = dict(os.environ)  # restored exactly afterwards: a backend's set-up writes os.environ
     for var in ("GITHUB_STEP_SUMMARY", "TRITONGATE_ARTIFACT_URL", "TRITONGATE_OPS_DIR", "TRITONGATE_PLANTED_WORK",
-                "TRITONGATE_PLANTED_DELAY", "TRITONGATE_CALIBRATION", "TRITONGATE_ISOLATE_TUNER_CACHE", "ZL_ISOLATE_TUNER_CACHE", "FLAGGEMS_DB_URL", "TRITONGATE_COMPILER_REF",
+                "TRITONGATE_PLANTED_DELAY", "TRITONGATE_CALIBRATION", "TRITONGATE_SWEEP_DEVICES", "TRITONGATE_ISOLATE_TUNER_CACHE", "ZL_ISOLATE_TUNER_CACHE", "FLAGGEMS_DB_URL", "TRITONGATE_COMPILER_REF",
                 "TRITONGATE_COMMIT", "GITHUB_SHA", "NO_COLOR", "TRITON_DISABLE_LINE_INFO"):
         monkeypatch.delenv(var, raising=False)
     logs = tmp_path / "logs"
@@ -1025,6 +1132,11 @@ CI_CASES: list[tuple[str, str, Callable[[Ctx], list[str]], int, str]] = [  # id,
     ("record-refuses-replay", "record_baseline.py",
      lambda x: ["--suite", "smoke", "--out", x.backstop, "--replay-from", str(x.runs["record"])], 2,
      r"record_baseline\.py: this records; use replay_candidate\.py"),
+    ("record-publish-module-exits-at-import", "record_baseline.py",
+     lambda x: _user_module("import os\nos._exit(0)\n", lambda x, s: ["--suite", s, "--backend", "cpu", "--out",
+                                                                        x.folder("runs"), "--publish", x.folder("store"),
+                                                                        "--runner-class", "cpu"])(x), 3,
+     r"ended the interpreter while it was imported \(exit code 0"),
     ("replay-without-builds", "replay_candidate.py", lambda x: [str(x.runs["record"]), "--suite", "smoke", "--out",
                                                                 x.backstop], 2,
      r"--base-python and --cand-python required"),
@@ -1039,4 +1151,164 @@ def test_ci_entry_bad_input(case, ctx: Ctx):
     _id, script, build, code, pattern = case
     proc = _ci(script, *build(ctx))
     assert_refused(proc.returncode, proc.stdout, proc.stderr, code=code, pattern=pattern,
-                   check="suite_file" if code == 3 else None)
+                   check=("user_ops" if "module" in _id else "suite_file") if code == 3 else None)
+
+
+# -- a build's interpreter and overlay, checked where the workers start ---------------------
+
+@pytest.mark.parametrize("side, value", [("candidate", "0"), ("base", ""), ("candidate", "true")])
+def test_an_overlay_that_the_cpu_backend_would_override_is_refused(side, value):
+    from tritongate.errors import UsageError
+    from tritongate.pair.build import CompilerBuild
+
+    build = CompilerBuild(side, env={"TRITON_INTERPRET": value})
+    option = "--cand-env" if side == "candidate" else "--base-env"
+    with pytest.raises(UsageError, match=rf"{option} TRITON_INTERPRET={value}: the cpu backend runs every kernel "
+                                         r"in Triton's interpreter .* would be overridden"):
+        build.check_backend("cpu")
+    build.check_backend("cuda")  # on a GPU the overlay is what the worker gets
+    CompilerBuild(side, env={"TRITON_INTERPRET": "1"}).check_backend("cpu")
+
+
+@pytest.mark.parametrize("row_timeout, expected", [(0.01, 60.0), (120.0, 120.0), (3600.0, 600.0)])
+def test_a_workers_start_up_is_bounded_by_the_row_timeout(row_timeout, expected):
+    from tritongate.pair.client import startup_timeout
+
+    assert startup_timeout(row_timeout) == expected
+
+
+def test_a_hanging_interpreter_at_start_up_is_named_as_such(tmp_path):
+    from tritongate.pair.client import WorkerFailure, WorkerProcess, WorkerSpec
+
+    worker = WorkerProcess(WorkerSpec(side="candidate", argv=[sys.executable, "-c", "import time; time.sleep(30)"],
+                                      env=dict(os.environ), log_path=tmp_path / "w.log"))
+    worker.start()
+    try:
+        with pytest.raises(WorkerFailure, match=r"hung: no answer to 'init' within 0 s \(its start-up, bounded by "
+                                                r"--row-timeout \(at least 60 s, at most 600 s\)\)"):
+            worker.call("init", 0.2)
+    finally:
+        worker.kill()
+
+
+def test_the_paired_run_waits_for_start_up_as_long_as_the_row_timeout_says(monkeypatch):
+    import tritongate.pair.orchestrator as orch
+
+    seen = []
+
+    class Worker:
+        def start(self):
+            pass
+
+        def call(self, cmd, timeout_s, **kw):
+            seen.append((cmd, timeout_s))
+            return {"backend": "cpu"}
+
+    runner = orch.PairRunner.__new__(orch.PairRunner)
+    runner.request = orch.PairRequest(baseline=Path("b"), suite="s", out=Path("o"), row_timeout_s=5.0)
+    monkeypatch.setattr(runner, "_settings", lambda: {})
+    side = type("S", (), {"worker": Worker(), "name": "candidate", "hello": None})()
+    runner._start(side)
+    runner._plan(side)
+    assert seen == [("init", 60.0), ("plan", 60.0)]
+
+
+@pytest.mark.parametrize("fails_on", ["verdict.md", "verdict.json"])
+def test_gate_out_on_a_full_disk_writes_both_verdict_files_or_neither_and_names_the_path(ctx: Ctx, capfd, fails_on):
+    import errno
+
+    import tritongate.gate.output as output
+
+    def full(write):
+        def call(path, data):
+            if path.name.startswith(f".{fails_on}"):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return write(path, data)
+        return call
+
+    ctx.mp.setattr(output, "write_text_atomic", full(output.write_text_atomic))
+    ctx.mp.setattr(output, "write_json_atomic", full(output.write_json_atomic))
+    capfd.readouterr()
+    rc = main(ctx.gate())
+    out, err = capfd.readouterr()
+    assert_refused(rc, out, err, code=2, pattern=r"cannot write the verdict into .*/verdict \(.*No space left on device\);"
+                                                 r" neither verdict\.json nor verdict\.md was written", check=None)
+    assert not list((ctx.tmp / "verdict").glob("verdict.*")) and not list((ctx.tmp / "verdict").glob(".verdict*"))
+
+
+# -- the baseline store: what an entry's date, rows or files claim ---------------------------
+
+def test_a_store_entry_dated_in_the_future_is_ranked_after_every_past_one(tmp_path):
+    import datetime as dt
+
+    from tests.baselines.test_store import DAY, T0, lookup, make_record
+    from tritongate.baselines import State, publish
+
+    store = tmp_path / "store"
+    past = publish(store, make_record(tmp_path / "a", commit="aaa"), runner_class="h200")
+    future = publish(store, make_record(tmp_path / "b", started=dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc),
+                                        commit="bbb"), runner_class="h200")
+    found = lookup(store, now=T0 + DAY)
+    assert found.state is State.OK and found.record == past.path, "the entry from 2030 was taken as the newest"
+    only_future = tmp_path / "store2"
+    publish(only_future, make_record(tmp_path / "c", started=dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)),
+            runner_class="h200")
+    found = lookup(only_future, now=T0 + DAY)
+    assert found.state is State.OK and any("in the future (clock skew?); ranked after" in n for n in found.notes)
+    assert future.path.exists()
+
+
+def test_a_record_whose_only_row_errored_is_not_published(tmp_path):
+    from tests.baselines.test_store import make_record
+    from tritongate.baselines import BaselineError, publish
+    from tritongate.schema import RowStatus
+
+    errored = Row(op="softmax", case="4096x4096", dtype="float16", timer="cuda-graph", samples=(),
+                  status=RowStatus.ERROR, error="RuntimeError: out of resources")
+    with pytest.raises(BaselineError, match=r"none of its 1 rows was measured \(every row errored or timed out\)"):
+        publish(tmp_path / "store", make_record(tmp_path / "a", rows=[errored]), runner_class="h200")
+    assert not (tmp_path / "store").exists() or not list((tmp_path / "store").rglob("manifest.json"))
+
+
+def test_baseline_list_notes_an_entry_whose_files_no_longer_match(tmp_path):
+    from tests.baselines.test_store import make_record
+    from tritongate.baselines import list_entries, publish
+
+    store = tmp_path / "store"
+    entry = publish(store, make_record(tmp_path / "a"), runner_class="h200")
+    shapes = entry.path / "shapes.yaml"
+    shapes.write_text(shapes.read_text() + "# edited\n")
+    entries, notes = list_entries(store)
+    assert [e.path for e in entries] == [entry.path]
+    assert len(notes) == 1 and re.search(r"damaged .*: .*shapes\.yaml does not match its sha256", notes[0]), notes
+
+
+def test_run_stopped_by_sigterm_exits_130_as_its_help_says(tmp_path):
+    (tmp_path / "term_op.py").write_text(
+        "import os, signal, time\nfrom tritongate.ops.registry import OpSpec\n"
+        "def _build(shape, dtype, device, gen):\n    os.kill(os.getpid(), signal.SIGTERM)\n    time.sleep(60)\n"
+        "TRITONGATE_OPS = [OpSpec('term_op', 'x', '[n]', (1,), ('float32',), _build, lambda s, e: 1.0)]\n")
+    (tmp_path / "shapes.yaml").write_text("term_op: {shapes: [[16]]}\n")
+    (tmp_path / "suite.yaml").write_text("modules: [term_op]\nops: {term_op: {dtypes: [float32]}}\nshapes: shapes.yaml\n")
+    proc = subprocess.run([sys.executable, "-m", "tritongate", "run", "--suite", str(tmp_path / "suite.yaml"),
+                           "--backend", "cpu", "--out", str(tmp_path / "runs")], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "TRITONGATE_LOG_DIR": str(tmp_path)})
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert "interrupted" in proc.stderr and "Traceback" not in proc.stderr
+    help_text = subprocess.run([sys.executable, "-m", "tritongate", "run", "--help"], capture_output=True, text=True,
+                               timeout=60).stdout
+    assert re.search(r"130\s+interrupted \(Ctrl-C, SIGTERM\)", help_text), help_text[-800:]
+
+
+def test_ir_that_recompiled_none_of_its_variants_is_not_a_success(ctx: Ctx, capfd):
+    from tests.gate.test_ir_evidence import ttgir, variant, write_ir
+
+    run = ctx.run_copy("cand")
+    write_ir(run, [(variant("tg_no_such_module.kernel_a", "m512", "w4", ("x/float16",)), ttgir("")),
+                   (variant("tg_no_such_module.kernel_b", "m512", "w4", ("x/float16",)), ttgir(""))])
+    capfd.readouterr()
+    rc = main(["ir", "--from", str(run), "--target", "cuda:90", "--out", str(ctx.tmp / "ir")])
+    out, err = capfd.readouterr()
+    err = "\n".join(ln for ln in err.splitlines() if not ln.startswith(("[", "not compiled: ")))
+    assert_refused(rc, out, err, code=2, check=None,
+                   pattern=r"none of the 2 launched variants of .* recompiled for cuda:90 \(first failure: ")

@@ -18,6 +18,7 @@ import contextlib
 import copy
 import io
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -439,3 +440,245 @@ def test_no_bare_url_from_data_becomes_a_link(s, tmp_path):
     test must not turn into a clickable link in the verdict."""
     md = render(s, tmp_path, long_error=False, pair_ident=True, mismatch=False)
     assert not re.search(r"https?://|www\.", md), re.search(r".{0,40}(https?://|www\.).{0,40}", md).group()
+
+
+# =============================================================================================
+# c. no string from a file reaches YAML, Markdown, CSV or a shell unserialized
+# =============================================================================================
+
+FILE_TEXT = HOSTILE_TEXT | st.sampled_from(["host\nnoise_z: 99.0  #", "x\rmin_effect: 9", "a\x85b: 1", "a\u2028ops: {}",
+                                            "=HYPERLINK(\"https://evil.example\",\"x\")", "+cmd|' /C calc'!A0",
+                                            "-2+3", "@SUM(1)", "\t=1", "$(rm -rf ~)", "`id`", "a'b\"c;d"])
+
+
+def _md_is_inert(md: str) -> None:
+    """Markdown made from file text: no tag, mention, link, image or code span from it, no
+    control characters, and every table row as wide as its header."""
+    assert not re.search(r"<[A-Za-z/!?]", md), "a tag from file text"
+    assert "@" not in md and "](" not in md and "![" not in md
+    assert not [c for c in md if c != "\n" and unicodedata.category(c) in INVISIBLE]
+    for block in table_blocks(md):
+        width = block[0].count("|") - block[0].count("\\|")
+        for line in block:
+            assert line.count("|") - line.count("\\|") == width and line.endswith("|"), line[:200]
+
+
+@settings(max_examples=80, **SETTINGS)
+@given(device=FILE_TEXT, op=FILE_TEXT, case=FILE_TEXT, step=FILE_TEXT)
+def test_no_string_of_a_calibration_reaches_the_policy_file_or_its_report_unserialized(device, op, case, step):
+    from tritongate.calibrate.model import Calibration, RowCalibration
+    from tritongate.calibrate.report import render as render_calibration
+    from tritongate.calibrate.thresholds import write_thresholds
+    from tritongate.errors import UsageError
+    from tritongate.gate.policy import load_policy
+
+    op = _named(op, "x")
+    rows = (RowCalibration(op=op, case=_named(case, "c"), dtype="float16", kernel_us=2.0, zero_us=2.0,
+                           aa_verdicts=("UNCHANGED",), aa_effects=(-0.013,), detectable=0.01),)
+    cal = Calibration(created_utc="2026-11-30T05:00:00+00:00", suite="pr", runner={"device": device, "backend": device},
+                      fractions=(0.02,), steps=({"name": step, "wall_s": 1.0},), rows=rows)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "gate.yaml"
+        path.write_text("min_effect: 0.01\nmin_samples: 10\nops: {}\n")
+        try:
+            write_thresholds(cal, path, allow_loosen=True)
+        except UsageError as exc:  # refused, and nothing written
+            assert "nothing was written" in str(exc)
+            assert path.read_text() == "min_effect: 0.01\nmin_samples: 10\nops: {}\n"
+        else:
+            after = load_policy(path)
+            assert (after.min_effect, after.noise_z, after.min_samples, after.strict, after.max_missing) == \
+                (0.01, GatePolicy().noise_z, 10, False, 0)
+            assert dict(after.op_min_effect) == {op: 0.02}
+    _md_is_inert(render_calibration(cal))
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(name=FILE_TEXT, kernel=FILE_TEXT, case=FILE_TEXT)
+def test_no_variant_name_reaches_ir_diff_summary_md_unescaped(name, kernel, case):
+    from tritongate.ir.diff import CHANGED, MISSING_FILE, VariantDiff, summary_markdown
+
+    diffs = [VariantDiff(case=case, kernel=kernel, name=name, status=CHANGED, added=1, removed=1, rows=(name,)),
+             VariantDiff(case=case, kernel=kernel, name=name, status=MISSING_FILE, reason=name)]
+    md = summary_markdown(diffs, {0: Path("a") / "b.diff"})
+    _md_is_inert(md)
+    assert all(not line.startswith(("#", "-")) or line.startswith(("# TTGIR", "## ", "- ")) for line in md.split("\n"))
+
+
+FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _formula_cells(text: str) -> list[str]:
+    import csv as _csv
+
+    records = list(_csv.reader(io.StringIO(text, newline="")))
+    assert len(records) == text.count("\n") - sum(c.count("\n") for r in records for c in r), "a record split"
+    cells = [c for rec in records for c in rec]
+    def is_number(c: str) -> bool:
+        try:
+            float(c)
+            return True
+        except ValueError:
+            return False
+    return [c for c in cells if c.startswith(FORMULA) and not is_number(c)]
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(op=FILE_TEXT, case=FILE_TEXT, error=FILE_TEXT)
+def test_no_cell_of_a_csv_export_is_a_spreadsheet_formula(op, case, error):
+    from tritongate.batch.status import csv_text
+    from tritongate.report.export import render_run
+
+    row = Row(op=_named(op, "x"), case=_named(case, "c"), dtype="float16", timer="cuda-graph",
+              samples=samples(20.0, seed=1), measurement=MeasurementInfo(launches_per_sample=25, samples_per_round=5,
+                                                                        warmup_calls=50, l2="warm"))
+    run = Run(path=Path("/runs/x"), status=RunStatus.COMPLETE, identity=BASE_IDENTITY, rows=(row,), mode="record")
+    assert _formula_cells(render_run(run, "csv")) == []
+    assert _formula_cells(csv_text(["op", "error"], [{"op": op, "error": error}])) == []
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(value=FILE_TEXT)
+def test_no_string_reaches_a_yaml_key_or_comment_or_a_github_output_line_unserialized(value):
+    import yaml
+
+    from tritongate.baselines.commands import single_line
+    from tritongate.yamlsafe import comment_text, flow_scalar
+
+    doc = f"a: 1\n{flow_scalar(value)}: {flow_scalar(value)}  # {comment_text(value)}\nb: 2\n"
+    assert yaml.safe_load(doc) == ({"a": 1, "b": 2} | {value: value})
+    line = f"key={single_line(value)}\n"
+    assert len(line.splitlines()) == 1 and line.count("\n") == 1
+
+
+# =============================================================================================
+# d. no link is followed out of a root
+# =============================================================================================
+
+SECRET = "SECRET-OUTSIDE-THE-ROOT"
+# a tree below the root: (path, kind) with kind file, dir, link-out (to a file outside),
+# link-dir-out (to a folder outside), link-in (to a file inside the root)
+TREE_PATHS = st.sampled_from(["a", "b", "d/a", "d/b", "d/e/a", "x.json", "d/x.ttgir"])
+TREES = st.lists(st.tuples(TREE_PATHS, st.sampled_from(["file", "link-out", "link-dir-out", "link-in"])),
+                 min_size=1, max_size=6, unique_by=lambda t: t[0])
+
+
+def _build_tree(top: Path, tree: list[tuple[str, str]]) -> Path:
+    root, outside = top / "root", top / "outside"
+    (outside / "d" / "e").mkdir(parents=True)
+    for rel in ("secret", "d/a", "d/b", "d/e/a", "a", "b", "x.json", "d/x.ttgir"):
+        (outside / rel).parent.mkdir(parents=True, exist_ok=True)
+        (outside / rel).write_text(SECRET)
+    root.mkdir()
+    (root / "plain").write_text("inside")
+    for rel, kind in tree:
+        path = root / rel
+        if path.parent.is_symlink() or any(p.is_symlink() or p.is_file() for p in path.parents if root in p.parents):
+            continue  # a folder on the way is already a link or a file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() or path.is_symlink():
+            continue
+        if kind == "file":
+            path.write_text(f"content of {rel}")
+        elif kind == "link-out":
+            os.symlink(outside / "secret", path)
+        elif kind == "link-dir-out":
+            os.symlink(outside / "d", path)
+        else:
+            os.symlink(root / "plain", path)
+    return root
+
+
+def _has_link_on_the_way(root: Path, rel: str) -> bool:
+    parts = Path(rel).parts
+    return any((root.joinpath(*parts[: i + 1])).is_symlink() for i in range(len(parts)))
+
+
+@settings(max_examples=80, **SETTINGS)
+@given(tree=TREES, probe=TREE_PATHS)
+def test_no_link_is_followed_out_of_a_root(tree, probe):
+    from tritongate import safefs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = _build_tree(Path(tmp), tree)
+        for rel in {probe, *(r for r, _ in tree), *(f"{r}/a" for r, _ in tree)}:
+            linked = _has_link_on_the_way(root, rel)
+            try:
+                data = safefs.read_bytes(root, rel).decode()
+            except safefs.LinkError as exc:
+                assert linked, f"{rel}: refused as a link, but no link is on its way"
+                assert "symbolic link" in str(exc)
+                assert safefs.kind(root, rel) == "link"
+                continue
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                assert not linked or not (root / rel).exists(), rel
+                continue
+            assert not linked, f"{rel}: read through a link"
+            assert SECRET not in data and data == (root / rel).read_text()
+        for rel, kind in safefs.walk_files(root):
+            assert kind != "file" or SECRET not in (root / rel).read_text()
+            assert not _has_link_on_the_way(root, rel) or kind == "link"
+        with pytest.raises(safefs.LinkError, match="leaves"):
+            safefs.read_bytes(root, "../outside/secret")
+
+
+@pytest.mark.parametrize("where", ["file", "folder"])
+def test_a_linked_ttgir_file_is_never_inlined_into_ir_diff_or_the_verdict(tmp_path, where):
+    from tests.gate.test_ir_evidence import MATMUL, MMA, runs, ttgir
+    from tritongate.gate.ir_evidence import collect
+
+    base, cand = runs(tmp_path)
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "B64_w4.ttgir").write_text(ttgir(MMA + f"    // {SECRET}\n"))
+    target = cand.path / "ttgir" / "m512" / "matmul_kernel"
+    if where == "file":
+        (target / "B64_w4.ttgir").unlink()
+        os.symlink(secret / "B64_w4.ttgir", target / "B64_w4.ttgir")
+    else:
+        shutil.rmtree(target)
+        os.symlink(secret, target)
+    ev = collect(base.path, cand.path, tmp_path / "verdict")
+    written = "".join(p.read_text() for p in (tmp_path / "verdict").rglob("*") if p.is_file())
+    assert SECRET not in written and all(SECRET not in (r.head or "") for r in ev.rows.values())
+    assert "symbolic link" in written  # named as a link, not as missing
+    assert MATMUL
+
+
+@pytest.mark.parametrize("which", ["results.json", "run_identity.json"])
+def test_a_run_file_that_is_a_link_is_refused_as_a_link(tmp_path, which):
+    from tritongate.errors import RunDirError
+    from tritongate.rundir import load_run
+
+    run = tmp_path / "run"
+    w = RunWriter(run, BASE_IDENTITY, mode="record")
+    w.add(_row("add", "16", "float32", seed=1, side="base", median=5.0))
+    w.finish()
+    real = tmp_path / which
+    (run / which).rename(real)
+    os.symlink(real, run / which)
+    with pytest.raises(RunDirError, match=r"is a symbolic link, not followed"):
+        load_run(run)
+
+
+@pytest.mark.parametrize("link", ["records-folder", "results-file"])
+def test_a_link_in_a_store_entry_makes_it_damaged_and_is_named_as_a_link(tmp_path, link):
+    from tests.baselines.test_store import DAY, T0, lookup, make_record
+    from tritongate.baselines import State, publish
+
+    store = tmp_path / "store"
+    old = publish(store, make_record(tmp_path / "a", commit="aaa"), runner_class="h200")
+    new = publish(store, make_record(tmp_path / "b", started=T0 + DAY, commit="bbb"), runner_class="h200")
+    elsewhere = tmp_path / "elsewhere"
+    if link == "records-folder":  # the same bytes, but outside the entry
+        shutil.copytree(new.path / "autotune_records", elsewhere)
+        shutil.rmtree(new.path / "autotune_records")
+        os.symlink(elsewhere, new.path / "autotune_records")
+    else:
+        elsewhere.mkdir()
+        shutil.copy(new.path / "results.json", elsewhere / "results.json")
+        (new.path / "results.json").unlink()
+        os.symlink(elsewhere / "results.json", new.path / "results.json")
+    found = lookup(store, now=T0 + 2 * DAY)
+    assert found.state is State.OK and found.record == old.path, "the entry with a link was taken"
+    assert any("symbolic link" in n for n in found.notes), found.notes

@@ -32,6 +32,7 @@ from tritongate.variants import LaunchRecorder
 
 BASE_SEED = 20261129
 PLANTED_WORK_ENV = "TRITONGATE_PLANTED_WORK"
+MAX_PLANTED_WORK = 1000
 
 
 def row_seed(op: str, case: str, dtype: str) -> int:
@@ -57,8 +58,9 @@ def planted_work() -> int:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise UsageError(f"{PLANTED_WORK_ENV}={text!r}: expected a whole number >= 1 (launches per launch)")
+    if not 1 <= value <= MAX_PLANTED_WORK:  # a billion launches per launch is a hang, not a test
+        raise UsageError(f"{PLANTED_WORK_ENV}={text[:40]!r}: expected a whole number >= 1 and <= "
+                         f"{MAX_PLANTED_WORK} (launches per launch)")
     return value
 
 

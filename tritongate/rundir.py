@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from tritongate import __version__
+from tritongate import safefs
 from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.errors import IncompleteRunError, RunDirError, SchemaVersionError, UsageError
 from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, Row, RunStatus
@@ -161,16 +162,26 @@ class Run:
 MAX_JSON_BYTES = 512 * 2**20  # a deep scan's results.json is tens of MB
 
 
-def read_json_object(path: Path, what: str, *, error: Callable[[str], Exception] = RunDirError) -> dict[str, Any]:
-    """A JSON object from a file of a run directory, or ``error`` with one line."""
-    if not path.is_file():
-        raise error(f"{path} is missing: {path.parent} is not a tritongate run directory "
-                          f"(no {what}); pass the directory that `tritongate run` printed")
-    if path.stat().st_size > MAX_JSON_BYTES:
+def read_json_object(path: Path, what: str, *, error: Callable[[str], Exception] = RunDirError,
+                     missing: str | None = None) -> dict[str, Any]:
+    """A JSON object from a file of a run directory (or, with ``missing`` saying what the folder
+    should be instead, of another tritongate folder), or ``error`` with one line."""
+    found = safefs.kind(path.parent, path.name)
+    if found == "link":  # a run directory holds plain files: a link's target is never read as its own
+        raise error(f"{path} is a symbolic link, not followed: a run directory holds plain files; copy the "
+                    "file in, or pass the directory the link points into")
+    if found != "file":
+        raise error(missing or f"{path} is missing: {path.parent} is not a tritongate run directory "
+                               f"(no {what}); pass the directory that `tritongate run` printed")
+    try:
+        raw = safefs.read_bytes(path.parent, path.name, limit=MAX_JSON_BYTES)
+    except OSError as exc:
+        raise error(f"{path} cannot be read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_JSON_BYTES:
         raise error(f"{path} is larger than {MAX_JSON_BYTES // 2**20} MiB; it was not written by "
                           "tritongate (or is damaged)")
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise error(f"{path} is not valid JSON ({exc}); the file is damaged, re-run "
                           "the measurement") from exc

@@ -252,8 +252,11 @@ class Row:
             autotune=d.get("autotune"), skipped=d.get("skipped"),
         )
         stored = d.get("summary")
-        if stored and row.summary and not math.isclose(stored["median"], row.summary.median,
-                                                       rel_tol=1e-9):
-            raise ValueError(f"row {row.key}: stored summary median {stored['median']} does not "
-                             f"match its samples ({row.summary.median}); the file was edited")
+        if stored and row.summary:  # every field a reader without numpy might take, not the median only
+            actual = row.summary.to_dict()
+            for name, value in stored.items():
+                if value is not None and name in actual and not math.isclose(value, actual[name], rel_tol=1e-9,
+                                                                             abs_tol=1e-12):
+                    raise ValueError(f"row {row.key}: stored summary {name} {value} does not "
+                                     f"match its samples ({actual[name]}); the file was edited")
         return row

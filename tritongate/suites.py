@@ -91,7 +91,11 @@ def resolve_suite_path(suite: str) -> Path:
         provided = [n for n in names if _is_provider_suite(ops_dir() / "suites" / f"{n}.yaml")]
         known = ", ".join(n for n in names if n not in provided) or "none"
         extra = f"; suites of flag_gems ops: {', '.join(provided)}" if provided else ""
-        raise PreflightError("suite_file", f"no suite named {suite!r} in {ops_dir() / 'suites'} "
+        env = os.environ.get("TRITONGATE_OPS_DIR")
+        origin = ""
+        if env:  # the variable chose the folder: say so, and whether it exists
+            origin = f" (set by TRITONGATE_OPS_DIR={env!r}{'' if Path(env).is_dir() else ', which is not a directory'})"
+        raise PreflightError("suite_file", f"no suite named {suite!r} in {ops_dir() / 'suites'}{origin} "
                              f"(builtin suites: {known}{extra}); pass a name or a path to a suite YAML")
     return path
 

@@ -7,6 +7,7 @@ deep enough nesting exhausts the stack. These bounds are far above any real suit
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import yaml
@@ -84,3 +85,24 @@ def load_bounded(raw: bytes | str) -> Any:
         return loader.get_single_data()
     finally:
         loader.dispose()
+
+
+# -- writing: every string from a file goes into YAML through one of these -----------------
+
+def flow_scalar(value: str | int | float | bool | None) -> str:
+    """``value`` as one line of YAML that reads back as ``value`` (a key or a flow value):
+    plain where PyYAML writes it so on one line, else double-quoted with every line break
+    and control character escaped."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=2**31).removesuffix("\n...\n").removesuffix("\n")
+    if "\n" in text or "\r" in text or any(unicodedata.category(ch) in ("Zl", "Zp", "Cc") for ch in text):
+        text = yaml.safe_dump(value, default_style='"', width=2**31, allow_unicode=False).removesuffix("\n")
+    return text
+
+
+def comment_text(value: Any) -> str:
+    """``value`` as text that stays inside one YAML comment: whitespace runs (every line
+    break YAML knows: CR, LF, NEL, U+2028, U+2029) become one space, and control and format
+    characters become visible ``\\u`` escapes, so nothing after ``#`` reaches a new line."""
+    text = " ".join(str(value).split())
+    return "".join(f"\\u{ord(ch):04x}" if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp") else ch
+                   for ch in text)

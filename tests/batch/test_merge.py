@@ -110,6 +110,7 @@ def test_shards_that_do_not_belong_together_are_refused(scans) -> None:
         merge_batches([s1, s2], tmp / "m1")
     partial = merge_batches([s1, s2], tmp / "m2", allow_partial=True)
     assert partial.missing == (3,) and _statuses(tmp / "m2")["skip_c"] == "MISSING"
+    assert partial.exit_code == 1  # an op that was not measured is never a pass
     with pytest.raises(UsageError, match="given twice"):
         merge_batches([s1, s1, s2, s3], tmp / "m3")
     other = scans["batch"]("other", shard=(2, 2))

@@ -95,3 +95,33 @@ def test_an_entry_above_what_the_noise_needs_is_lowered_to_the_default(tmp_path)
     assert [(c.op, c.old, c.new, c.loosens) for c in changes] == [("add", 0.01, 0.02, True),
                                                                   ("matmul", 0.05, 0.01, False)]
     assert load_policy(path).op_min_effect == {"add": 0.02, "matmul": 0.01}
+
+
+@pytest.mark.parametrize("device", ["host\nnoise_z: 99.0  #", "host\rnoise_z: 99.0", "host\u2028noise_z: 99.0",
+                                    "host\x85min_effect: 0.5", "a\n\nops:\n  add: {min_effect: 0.9}"])
+@pytest.mark.parametrize("short", [True, False], ids=["minimal-policy", "default-policy"])
+def test_a_string_from_the_calibration_cannot_add_a_policy_key(tmp_path, device, short):
+    cal = Calibration(created_utc=CAL.created_utc, suite="pr", runner={"device": device, "backend": "cuda"},
+                      fractions=CAL.fractions, steps=(), rows=CAL.rows)
+    path = _policy(tmp_path)
+    if short:  # no noise_z of its own: an injected one would not even be a repeated key
+        path.write_text("min_effect: 0.01\nops: {}\n")
+    before = load_policy(path)
+    write_thresholds(cal, path, allow_loosen=True)
+    after = load_policy(path)
+    assert (after.noise_z, after.min_effect, after.min_samples) == (before.noise_z, before.min_effect, before.min_samples)
+    assert after.op_min_effect == {"add": 0.02}
+    assert "noise_z: 99" not in path.read_text().replace("#", "\n#").split("\n#")[0]
+
+
+def test_a_rewrite_that_changes_anything_but_the_ops_entries_is_refused(tmp_path, monkeypatch):
+    import tritongate.calibrate.thresholds as th
+
+    path = tmp_path / "gate.yaml"
+    path.write_text("min_effect: 0.01\nops: {}\n")
+    before = path.read_text()
+    real = th.rewrite_ops_block
+    monkeypatch.setattr(th, "rewrite_ops_block", lambda *a: real(*a) + "noise_z: 99.0\n")
+    with pytest.raises(UsageError, match=r"did not read back as written.*noise_z"):
+        write_thresholds(CAL, path, allow_loosen=True)
+    assert path.read_text() == before

@@ -254,3 +254,47 @@ def test_a_bad_module_stops_a_run_before_it_starts(tmp_path, make_module):
     with pytest.raises(PreflightError, match="TRITONGATE_OPS must be a list") as caught:
         run_suite(RunRequest(suite=str(suite), backend=CPU, out=tmp_path / "runs"))
     assert caught.value.check == "user_ops" and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("source, how", [("import os\nos._exit(0)\n", "exit code 0"),
+                                         ("import os\nos._exit(3)\n", "exit code 3"),
+                                         ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "signal 9")])
+def test_a_module_that_ends_the_interpreter_at_import_is_refused_before_it_is_imported_here(tmp_path, make_module,
+                                                                                           source, how):
+    good = make_module("TRITONGATE_OPS = [spec('fine_op')]\n")
+    bad = make_module(source)
+    message = _fails([good, bad], tmp_path, f"module {bad!r} ended the interpreter while it was imported", how,
+                     "nothing would be measured")
+    assert bad not in sys.modules and good not in message
+
+
+def test_a_module_that_hangs_at_import_is_refused_after_the_probe_timeout(tmp_path, make_module):
+    from tritongate.ops.user import probe_imports
+
+    name = make_module("import time\ntime.sleep(60)\n")
+    with pytest.raises(PreflightError, match=r"did not finish within 0.5 s"):
+        probe_imports([name], tmp_path, timeout_s=0.5)
+
+
+@pytest.mark.parametrize("tolerance, fragment", [
+    ({"float32": (float("nan"), 0.0)}, "two finite numbers >= 0"),
+    ({"float32": (1e-4, float("inf"))}, "two finite numbers >= 0"),
+    ({"float32": (-1.0, 0.0)}, "two finite numbers >= 0"),
+    ({"float32": (1e-4,)}, "two finite numbers >= 0"),
+    ({"float32": (1e30, 0.0)}, "is too loose for a correctness check"),
+    ({"float32": (0.0, 0.5)}, "is too loose for a correctness check"),
+    ([1e-4, 1e-4], "must be a dict of dtype"),
+])
+def test_an_ops_tolerance_must_be_finite_and_bounded(tmp_path, make_module, tolerance, fragment):
+    name = make_module(f"TRITONGATE_OPS = [spec('tol_op', tolerance={tolerance!r})]\n".replace("nan", "float('nan')")
+                       .replace("inf)", "float('inf'))"))
+    _fails([name], tmp_path, "op 'tol_op'", fragment)
+
+
+@pytest.mark.parametrize("value", ["float('nan')", "-1.0", "'many'", "float('inf')"])
+def test_what_bytes_and_flops_return_is_checked_when_called(tmp_path, make_module, value):
+    name = make_module(f"TRITONGATE_OPS = [spec('count_op', bytes=lambda s, e: {value}, flops=lambda s: {value})]\n")
+    spec = registry_for([name], search_dir=tmp_path).get("count_op")
+    for call in (lambda: spec.bytes((4,), 4), lambda: spec.flops((4,))):
+        with pytest.raises(ValueError, match=r"op 'count_op' .* must return a finite number >= 0"):
+            call()

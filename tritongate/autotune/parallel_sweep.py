@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,7 +33,8 @@ from tritongate.autotune.records import Record, RecordSet, load_records
 from tritongate.autotune.configs import key_text
 
 ENV = "PARALLEL_WARMUP_GPUS"
-DEVICES_ENV = "TRITONGATE_SWEEP_DEVICES"  # which devices the shards use (default: all visible)
+DEVICES_ENV = "TRITONGATE_SWEEP_DEVICES"
+_DEVICE = re.compile(r"[0-9]{1,3}|(GPU|MIG)-[0-9A-Za-z/-]{1,80}")  # which devices the shards use (default: all visible)
 
 RowKey = tuple[str, str, str]
 
@@ -87,7 +89,15 @@ def visible_devices(backend_name: str, env: dict[str, str] | None = None) -> lis
     env = env if env is not None else dict(os.environ)
     chosen = env.get(DEVICES_ENV, "").strip()
     if chosen:
-        return [d.strip() for d in chosen.split(",") if d.strip()]
+        devices = [d.strip() for d in chosen.split(",")]
+        from tritongate.errors import UsageError
+
+        bad = [d for d in devices if not _DEVICE.fullmatch(d)]
+        if bad or len(set(devices)) != len(devices):
+            why = f"{bad[0][:40]!r} is not a device index or GPU UUID" if bad else "a device is listed twice"
+            raise UsageError(f"{DEVICES_ENV}={chosen[:80]!r}: {why}; expected indices like 0,1 (or GPU-/MIG- "
+                             "UUIDs, as CUDA_VISIBLE_DEVICES takes them), or unset it")
+        return devices
     if backend_name != "cuda":
         return []
     visible = env.get("CUDA_VISIBLE_DEVICES")

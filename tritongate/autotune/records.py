@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from tritongate import safefs
 from tritongate.atomicio import write_json_atomic
 from tritongate.autotune.configs import key_text
 from tritongate.errors import GateError, PreflightError
@@ -92,6 +93,8 @@ def load_records(run_dir: Path, *, backend: str) -> RecordSet:
         raise _fail(f"{run_dir} is a replay run and has no autotune records of its own; replay from "
                     f"the original record instead: --replay-from {original}")
     folder = run_dir / RECORDS_DIR
+    if safefs.kind(run_dir, RECORDS_DIR) == "link":  # records are read inside the run, never through a link
+        raise _fail(f"{folder} is a symbolic link, not followed: a record run holds its records itself")
     meta_path = folder / META
     if not meta_path.is_file():
         raise _fail(f"{run_dir} has no {RECORDS_DIR}/{META}: it is not a record run (or its writer "

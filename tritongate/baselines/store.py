@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from tritongate import __version__
+from tritongate import safefs
 from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.autotune.records import META, RECORDS_DIR, load_records
 from tritongate.baselines.ir_files import copy_ir
@@ -42,7 +43,7 @@ from tritongate.baselines.manifest import (MANIFEST, BaselineError, Manifest, bu
                                            check_runner_class, gpu_slug, read_manifest, slug)
 from tritongate.errors import GateError, SchemaVersionError
 from tritongate.rundir import IDENTITY, RESULTS, Run, load_run, utc_stamp
-from tritongate.schema import RunStatus
+from tritongate.schema import RowStatus, RunStatus
 
 ENV_STORE = "TRITONGATE_BASELINE_STORE"
 DEFAULT_MAX_AGE_DAYS = 7.0
@@ -108,9 +109,13 @@ def check_files(path: Path, manifest: Manifest) -> None:
         raise BaselineError(f"{path / MANIFEST}: files lists no {', '.join(missing)}; not a record entry")
     for rel, digest in sorted(manifest.files.items()):
         file = path / rel
-        if file.is_symlink() or not file.is_file():
+        found = safefs.kind(path, rel)
+        if found == "link":  # the file, or a folder on its way: never followed out of the entry
+            raise BaselineError(f"{file} is a symbolic link or under one (listed in {MANIFEST}); a store entry "
+                                "holds plain files only: publish it again")
+        if found != "file":
             raise BaselineError(f"{file} is missing (listed in {MANIFEST})")
-        if _sha256(file.read_bytes()) != digest:
+        if _sha256(safefs.read_bytes(path, rel)) != digest:
             raise BaselineError(f"{file} does not match its sha256 in {MANIFEST}: edited or damaged")
 
 
@@ -191,11 +196,17 @@ def list_entries(store: Path, *, runner_class: str | None = None, suite: str | N
         entries = [e for e in entries if e.manifest.suite_name == suite]
     if gpu:
         entries = [e for e in entries if e.manifest.gpu_slug == gpu_slug(gpu)]
+    for e in entries:  # listed as found, but a damaged one says so: find would skip it
+        try:
+            check_files(e.path, e.manifest)
+        except (GateError, OSError) as exc:
+            notes.append(f"damaged {e.path}: {exc}; find skips it")
     return entries, notes
 
 
 # -- publish -------------------------------------------------------------------------------
 
+FUTURE_SLACK_DAYS = 1 / 24  # an hour of clock difference between runners is not "the future"
 _RECORD = "record one: python ci/record_baseline.py --suite SUITE --out runs --publish STORE --runner-class RC"
 _FIX = f"publish a finished record run, or {_RECORD}"
 
@@ -217,6 +228,9 @@ def _load_publishable(run_dir: Path) -> Run:
                             f"{len(run.rows)} rows); {_FIX}")
     if not run.rows:
         raise BaselineError(f"refusing to publish {run_dir}: it has no rows; {_FIX}")
+    if not any(r.status is RowStatus.OK and r.samples for r in run.rows):  # a baseline nothing can replay against
+        raise BaselineError(f"refusing to publish {run_dir}: none of its {len(run.rows)} rows was measured (every "
+                            f"row errored or timed out); {_FIX}")
     from tritongate.gate.comparability import planted_knobs
 
     planted = planted_knobs(run.identity)
@@ -298,7 +312,7 @@ def _copy_record(src: Path, dst: Path) -> dict[str, str]:
     (dst / RECORDS_DIR).mkdir()
     files = {}
     for rel in names:
-        data = (src / rel).read_bytes()
+        data = safefs.read_bytes(src, rel)  # a link in the run is refused, never copied as its target
         _write_durable(dst / rel, data)
         files[rel] = _sha256(data)
     try:
@@ -484,6 +498,9 @@ def find(store: Path, runner_class: str, suite: str, gpu: str, *, max_age_days: 
         return result(State.MISSING, f"the baseline store {store} does not exist (nothing published "
                                      "yet, or the data branch is not checked out there)", entry=None)
     entries = scan(store, runner_class=runner_class, suite=suite, notes=notes)
+    # An entry dated in the future (a runner's clock ahead) would stay "newest" until that date: ranked last.
+    future = [e for e in entries if e.age_days(now) < -FUTURE_SLACK_DAYS]
+    entries = [e for e in entries if e not in future] + future
     mismatched: list[tuple[Entry, list[str]]] = []
     chosen: Entry | None = None
     for entry in entries:  # newest first
@@ -507,7 +524,8 @@ def find(store: Path, runner_class: str, suite: str, gpu: str, *, max_age_days: 
     if chosen is not None:
         age = chosen.age_days(now)
         if age < 0:
-            notes.append(f"{chosen.path} was recorded {-age:.2f} days in the future (clock skew?)")
+            ranked = "; ranked after every entry dated in the past" if chosen in future else ""
+            notes.append(f"{chosen.path} was recorded {-age:.2f} days in the future (clock skew?){ranked}")
             age = 0.0
         m = chosen.manifest
         built = m.compiler_commit or m.compiler_ref or m.triton_version

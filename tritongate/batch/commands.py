@@ -31,7 +31,7 @@ EXIT_CODES = ("exit codes:\n"
               "  130  interrupted (Ctrl-C, SIGTERM): the running op was killed; resume with --resume BATCH\n")
 MERGE_EXIT_CODES = ("exit codes:\n"
                     "  0    merged; every op PASS or SKIP (the last stdout line is the merged batch directory)\n"
-                    "  1    merged; some op FAIL or TIMEOUT\n"
+                    "  1    merged; some op FAIL or TIMEOUT, or MISSING (its shard not given: --allow-partial)\n"
                     "  2    refused (shards missing, overlapping, unfinished or planned differently) or usage error\n"
                     "  4    internal error\n")
 

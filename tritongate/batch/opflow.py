@@ -23,6 +23,7 @@ An op is PASS when any dtype was kept; the notes say which were lost.
 from __future__ import annotations
 
 import re
+import shlex
 import signal
 import threading
 import time
@@ -185,7 +186,7 @@ class OpRunner:
                            replay_from=self.replay_from, options=self.request.options)
         argv = self.request.command_factory()(inv)
         stdout.parent.mkdir(parents=True, exist_ok=True)
-        (self.logs / f"attempt-{number:02d}.argv").write_text(" ".join(argv) + "\n", encoding="utf-8")
+        (self.logs / f"attempt-{number:02d}.argv").write_text(shlex.join(argv) + "\n", encoding="utf-8")
         try:
             proc = run_attempt(argv, env=self.env, stdout=stdout, stderr=stderr, timeout_s=self.request.op_timeout_s,
                                grace_s=self.request.kill_grace_s, stop=self.stop, running_file=self.op_dir / RUNNING)

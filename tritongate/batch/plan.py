@@ -267,7 +267,12 @@ def read_manifest(path: Path) -> dict[str, Any]:
 
     if not path.is_dir():
         raise UsageError(f"{path} is not a directory; pass a batch directory printed by `tritongate batch`")
-    doc = read_json_object(path / MANIFEST, MANIFEST, error=UsageError)
+    run_dir = (path / "results.json").is_file() or (path / "run_identity.json").is_file()
+    doc = read_json_object(path / MANIFEST, MANIFEST, error=UsageError, missing=(
+        f"{path} is a run directory, not a batch directory (no {MANIFEST}); pass the directory that "
+        "`tritongate batch` printed (the one holding batch.json and ops/)" if run_dir else
+        f"{path / MANIFEST} is missing: {path} is not a batch directory; pass the directory that "
+        "`tritongate batch` printed"))
     if doc.get("kind") != MANIFEST_KIND or doc.get("schema_version") != MANIFEST_VERSION:
         raise UsageError(f"{path / MANIFEST} is not a tritongate batch manifest (schema {MANIFEST_VERSION}); "
                          "pass a directory printed by `tritongate batch`")

@@ -47,7 +47,8 @@ class MergedBatch:
 
     @property
     def exit_code(self) -> int:
-        return 1 if any(r.status.failed for r in self.results) else 0
+        """0 only when every op is PASS or SKIP: an op left MISSING (--allow-partial) was not measured."""
+        return 1 if any(r.status.failed or r.status is OpStatus.MISSING for r in self.results) else 0
 
 
 def _load(path: Path) -> Shard:

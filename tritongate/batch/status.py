@@ -18,6 +18,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.markers import parse_marker
+from tritongate.report.untrusted import csv_cell
 from tritongate.schema import Row, RowStatus
 
 RESULT = "result.json"
@@ -206,7 +207,7 @@ def csv_text(columns: Sequence[str], lines: Iterable[Mapping[str, Any]]) -> str:
 
 def _cell(value: Any) -> Any:
     """One physical line per record: a newline from an error text would split it."""
-    return " ".join(value.split()) if isinstance(value, str) else value
+    return csv_cell(" ".join(value.split())) if isinstance(value, str) else value
 
 
 def write_ops_status(path: Path, results: Iterable[OpResult]) -> None:

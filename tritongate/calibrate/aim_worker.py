@@ -12,7 +12,8 @@ from typing import Any, Callable, Mapping, Sequence
 from tritongate.calibrate.aim import RowAim, aim_row
 from tritongate.errors import MeasurementError, PreflightError, UsageError
 from tritongate.pair.client import WorkerError, WorkerFailure
-from tritongate.pair.orchestrator import (STARTUP_TIMEOUT_S, PairRequest, SpawnFn, side_worker_spec, spawn_process,
+from tritongate.pair.client import startup_timeout
+from tritongate.pair.orchestrator import (PairRequest, SpawnFn, side_worker_spec, spawn_process,
                                           worker_settings)
 from tritongate.planting import row_key
 
@@ -37,8 +38,8 @@ class AimWorker:
         req = self.request
         self._worker.start()
         try:
-            self._worker.call("init", STARTUP_TIMEOUT_S, settings=worker_settings(req))
-            plan = self._worker.call("plan", STARTUP_TIMEOUT_S, suite=req.suite,
+            self._worker.call("init", startup_timeout(req.row_timeout_s), settings=worker_settings(req))
+            plan = self._worker.call("plan", startup_timeout(req.row_timeout_s), suite=req.suite,
                                      shape_file=str(req.shape_file) if req.shape_file else None,
                                      only_ops=list(req.only_ops), only_dtypes=list(req.only_dtypes))
         except WorkerError as exc:

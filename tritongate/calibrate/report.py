@@ -62,7 +62,7 @@ def render(cal: Calibration) -> str:
         lines.append(f"| {markdown_cell(x.op)} | {markdown_cell(x.case)} | {markdown_cell(x.dtype)} | "
                      f"{format_time(x.kernel_us)} | {markdown_cell(aa)} | {_pct(x.detectable)} | "
                      + " | ".join(cells) + f" | {smallest} |")
-    lines += ["", "Cost: " + ", ".join(f"{s['name']} {s['wall_s']} s" for s in cal.steps) + f" (total "
+    lines += ["", "Cost: " + ", ".join(f"{markdown_cell(s['name'])} {markdown_cell(s['wall_s'])} s" for s in cal.steps) + f" (total "
               f"{sum(float(s['wall_s']) for s in cal.steps):.0f} s).", "",
               "Planted runs: both sides have the planted spin compiled in (every program spins after its "
               "work; `tritongate/ops/kernels/planted.py`), the base spinning 0, the candidate the spin aimed at "

@@ -23,6 +23,7 @@ import yaml
 from tritongate.atomicio import write_text_atomic
 from tritongate.calibrate.model import Calibration
 from tritongate.errors import UsageError
+from tritongate.yamlsafe import comment_text, flow_scalar, load_bounded
 
 MARGIN = 1.5
 STEP = 0.005  # thresholds are whole half per cents
@@ -76,8 +77,9 @@ _KEY = re.compile(r"^(\s+)([^\s:#'\"][^:#]*?|'[^']*'|\"[^\"]*\")\s*:")
 
 
 def _entry(op: str, value: float, comment: str) -> str:
-    key = yaml.safe_dump(op, default_flow_style=True).splitlines()[0]
-    return f"  {key}: {{min_effect: {value:g}}}" + (f"  # {comment}" if comment else "")
+    # The op and the comment come from a calibration file: serialized, never pasted.
+    entry = f"  {flow_scalar(op)}: {{min_effect: {flow_scalar(float(value))}}}"
+    return entry + (f"  # {comment_text(comment)}" if comment else "")
 
 
 def rewrite_ops_block(text: str, current: Mapping[str, float], changes: Mapping[str, tuple[float, str]]) -> str:
@@ -154,8 +156,21 @@ def write_thresholds(cal: Calibration, path: Path, *, allow_loosen: bool) -> lis
     finally:
         candidate.unlink(missing_ok=True)
     expected = {**policy.op_min_effect, **{op: v for op, (v, _c) in updates.items()}}
-    if dict(check.op_min_effect) != expected:
-        raise UsageError(f"{path}: its ops block, rewritten, did not read back as written (an op name the block "
-                         "cannot hold?); nothing was written; edit it by hand")
+    changed = _other_keys_changed(path.read_bytes() if path.is_file() else b"", text)
+    if dict(check.op_min_effect) != expected or changed:
+        what = f" (changed: {', '.join(changed)})" if changed else " (an op name the block cannot hold?)"
+        raise UsageError(f"{path}: its ops block, rewritten, did not read back as written{what}; nothing was "
+                         "written; edit it by hand")
     write_text_atomic(path, text)
     return changes
+
+
+def _other_keys_changed(before: bytes, after: str) -> list[str]:
+    """The top-level keys other than ``ops`` whose values differ between the two texts: a
+    rewrite of the ops block touches nothing else."""
+    def doc(raw: bytes | str) -> dict:
+        data = load_bounded(raw) if raw else {}
+        return data if isinstance(data, dict) else {}
+
+    old, new = doc(before), doc(after)
+    return sorted(str(k) for k in (old.keys() | new.keys()) - {"ops"} if old.get(k) != new.get(k))

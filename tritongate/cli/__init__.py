@@ -13,7 +13,8 @@ import contextlib
 import os
 import signal
 import sys
-from typing import Callable, Sequence
+import threading
+from typing import Callable, Iterator, Sequence
 
 from tritongate.cli.parser import build_parser
 from tritongate.errors import ExitCode, GateError, PreflightError
@@ -30,7 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return int(func(args))
+        with _sigterm_interrupts():
+            return int(func(args))
     except PreflightError as exc:
         print(exc.marker, file=sys.stderr)
         print(f"error: {_bounded(exc)}", file=sys.stderr)
@@ -60,6 +62,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.INTERNAL)
 
 
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (a CI cancel, ``timeout``, ``kill``) stops a command as Ctrl-C does: what it
+    wrote is left loading as incomplete and the exit code is 130, as the help says, not
+    the 143 of a process the signal killed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _term(signum, frame):  # noqa: ARG001
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, _term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _print_exc_notes(exc: BaseException) -> None:
     """Where a run that stopped left its partial results."""
     for note in getattr(exc, "__notes__", ()):
@@ -79,11 +99,13 @@ def _save_traceback() -> str:
     import tempfile
     import traceback
 
-    folder = os.environ.get("TRITONGATE_LOG_DIR") or tempfile.gettempdir()
+    env = os.environ.get("TRITONGATE_LOG_DIR")
+    folder = env or tempfile.gettempdir()
     try:
         fd, path = tempfile.mkstemp(prefix="tritongate-traceback-", suffix=".txt", dir=folder)
         with os.fdopen(fd, "w") as f:
             traceback.print_exc(file=f)
         return path
-    except OSError:
-        return "(could not be written)"
+    except OSError as exc:  # say which folder, and which variable chose it
+        chosen = f"TRITONGATE_LOG_DIR={env!r}" if env else f"the temp directory {folder}"
+        return f"nowhere: {chosen} cannot be written ({exc.strerror or exc}); point it at a writable folder"

@@ -21,7 +21,8 @@ def add_ir_parser(sub: argparse._SubParsersAction) -> None:
         description="Read RUN/ttgir/index.tsv and compile every launched variant (same signature, constexprs, "
                     "specialization and options) for --target under this interpreter's Triton. DIR/ttgir/ has a "
                     "run's layout: `tritongate ir-diff` compares it with the run, or with another compiler's.",
-        epilog=exit_codes(0, 2, 4, 130, zero="done (variants that failed to compile are listed)"),
+        epilog=exit_codes(0, 2, 4, 130, zero="done (variants that failed to compile are listed; "
+                                                "none recompiled of some is exit 2)"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ir.add_argument("--from", dest="from_run", type=_text, required=True, metavar="RUN",
                     help="a run directory or baseline store entry with ttgir/index.tsv (a GPU or --backend cpu run)")
@@ -83,6 +84,10 @@ def cmd_ir(args: argparse.Namespace) -> int:
     print(f"{outcome.compiled} of {total} launched variants recompiled for {target}; "
           f"{len(outcome.failed)} failed")
     print(Path(args.out) / TTGIR_DIR)
+    if total and not outcome.compiled:  # nothing was made: never a success
+        first = terminal_safe(outcome.failed[0]) if outcome.failed else "no variant was attempted"
+        raise UsageError(f"none of the {total} launched variants of {args.from_run} recompiled for {target} "
+                         f"(first failure: {first}); check that this interpreter's Triton can compile them")
     return ExitCode.OK
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from tritongate.argtypes import nonempty_text
 from tritongate.cli.common import exit_codes, progress_printer, split_values, want_color
-from tritongate.errors import ExitCode, UsageError
+from tritongate.errors import ExitCode, MeasurementError, UsageError
+from tritongate.schema import RowStatus
 
 _text = nonempty_text
 
@@ -19,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "run", help="measure a suite into a new run directory (record mode)",
         description="Measure every op x shape x dtype row of a suite and write DIR/<suite>_<UTC>/. "
                     "The run directory's path is the last line of stdout.",
-        epilog=exit_codes(0, 2, 3, 4, 130, zero="the run completed (rows that failed are marked in it)"), formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=exit_codes(0, 2, 3, 4, 130, zero="the run completed and measured at least one row (rows that failed are "
+                                        "marked in it; a run that measured none is exit 2)"), formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("--suite", type=_text, required=True, metavar="NAME|PATH",
                      help="a builtin suite name (ops/suites/NAME.yaml: smoke, pr, deep) or a suite YAML")
     run.add_argument("--backend", type=_text, default="auto", metavar="NAME",
@@ -90,6 +92,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"{len(outcome.rows)} rows in {outcome.wall_s:.1f} s; "
           f"{len(flagged)} flagged (markers or errors; see run.log)")
     print(outcome.path)
+    if outcome.rows and not any(r.status is RowStatus.OK and r.samples for r in outcome.rows):
+        # a run that measured nothing is never a success: a baseline or a comparison made of it has no rows
+        raise MeasurementError(f"no row of the run was measured ({len(outcome.rows)} rows, every one errored or "
+                               f"timed out); the run directory is {outcome.path} (see its run.log)")
     return ExitCode.OK
 
 

@@ -7,6 +7,7 @@ the three can never say different things.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 import os
@@ -107,6 +108,24 @@ def verdict_document(result: GateResult, ir: IREvidence | None = None,
     return doc
 
 
+def _write_pair(out: Path, doc: dict[str, Any], markdown: str) -> None:
+    """verdict.json and verdict.md, both or neither: each is written in full beside its final
+    name first (a full disk fails there), then both are renamed, which needs no space."""
+    staged = [(out / f".{VERDICT_MD}.new", out / VERDICT_MD), (out / f".{VERDICT_JSON}.new", out / VERDICT_JSON)]
+    try:
+        write_text_atomic(staged[0][0], markdown)
+        write_json_atomic(staged[1][0], doc)
+    except OSError as exc:
+        for tmp, _final in staged:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        where = exc.filename or out
+        raise UsageError(f"cannot write the verdict into {out} ({where}: {exc.strerror or exc}); neither "
+                         f"{VERDICT_JSON} nor {VERDICT_MD} was written; free space or pass another --out") from None
+    for tmp, final in staged:  # markdown first: a verdict.json is never there without its verdict.md
+        os.replace(tmp, final)
+
+
 def write_verdict(result: GateResult, out: Path, *, artifact_url: str | None = None,
                   baseline: BaselineState | None = None,
                   calibration: CalibrationSummary | None = None) -> tuple[Path, Path]:
@@ -118,8 +137,7 @@ def write_verdict(result: GateResult, out: Path, *, artifact_url: str | None = N
     ir = collect(Path(result.base.path), Path(result.cand.path), out)
     doc = verdict_document(result, ir, baseline, calibration, artifact_url)
     markdown = render_verdict(doc)
-    write_json_atomic(out / VERDICT_JSON, doc)
-    write_text_atomic(out / VERDICT_MD, markdown)
+    _write_pair(out, doc, markdown)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         try:

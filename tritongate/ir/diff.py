@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
+from tritongate import safefs
 from tritongate.atomicio import write_text_atomic
 from tritongate.ir.index import INDEX, CompiledVariant, read_index
 
@@ -236,7 +237,7 @@ def ttgir_root(path: Path) -> Path:
     """The folder holding ``index.tsv``: ``path`` itself, or a run directory's ``ttgir/``."""
     path = Path(path)
     if not (path / INDEX).is_file() and (path / TTGIR_DIR / INDEX).is_file():
-        return path / TTGIR_DIR
+        return safefs.check_inside(path, path / TTGIR_DIR)  # a ttgir/ linked out of the run is refused
     return path
 
 
@@ -270,10 +271,12 @@ def _read_ir(root: Path, rel: str) -> tuple[str | None, str]:
     if safe is None:
         return None, f"{rel!r}: path outside the ttgir folder"
     path = root / safe
-    try:
-        return normalize_ttgir(path.read_text(encoding="utf-8")), ""
+    try:  # never through a link: its target's text would be inlined into the diff and the verdict
+        return normalize_ttgir(safefs.read_text(root, safe)), ""
     except FileNotFoundError:
         return None, f"{path}: listed in {INDEX} but not on disk"
+    except safefs.LinkError as exc:
+        return None, str(exc)
     except (OSError, UnicodeDecodeError) as exc:
         return None, f"{path}: unreadable ({type(exc).__name__}: {exc})"
 
@@ -399,8 +402,10 @@ def _tsv(rows: list[tuple[object, ...]]) -> str:
 
 
 def _md_cell(text: object) -> str:
-    """A markdown table cell: pipes escaped, newlines flattened, backticks dropped."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("`", "'")
+    """A markdown table cell through the one escaping choke point (names come from the run)."""
+    from tritongate.report.untrusted import markdown_cell
+
+    return markdown_cell(text)
 
 
 def summary_markdown(diffs: list[VariantDiff], paths: dict[int, PurePosixPath]) -> str:

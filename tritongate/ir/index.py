@@ -9,6 +9,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from tritongate import safefs
+
 INDEX = "index.tsv"
 OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
 
@@ -83,10 +85,21 @@ def index_text(variants: list[CompiledVariant]) -> str:
 
 
 def read_index(path: Path) -> list[CompiledVariant]:
-    """``index.tsv`` back into variants; ``ValueError`` naming the line when damaged."""
-    out = []
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f, delimiter="\t")
+    """``index.tsv`` back into variants; ``ValueError`` naming the file (and the line) when it
+    is damaged: not UTF-8, a field past the csv limit, a link (never followed), too large."""
+    try:
+        raw = safefs.read_bytes(path.parent, path.name, limit=MAX_INDEX_BYTES)
+    except safefs.LinkError as exc:
+        raise ValueError(str(exc)) from None
+    if len(raw) > MAX_INDEX_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_INDEX_BYTES // 2**20} MiB; not an index tritongate wrote")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); the index is damaged") from None
+    out: list[CompiledVariant] = []
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t")
+    try:
         missing = set(COLUMNS) - set(reader.fieldnames or ())
         if missing:
             raise ValueError(f"{path}: missing columns {sorted(missing)}")
@@ -103,5 +116,10 @@ def read_index(path: Path) -> list[CompiledVariant]:
                 out.append(CompiledVariant(**kw))
             except (ValueError, TypeError) as exc:
                 raise ValueError(f"{path}: line {line}: {exc}") from None
+    except csv.Error as exc:  # a NUL byte, a field past the csv module's limit
+        raise ValueError(f"{path}: line {len(out) + 2}: {exc}; the index is damaged") from None
     return out
+
+
+MAX_INDEX_BYTES = 256 * 2**20
 

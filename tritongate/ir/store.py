@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
+from tritongate import safefs
 from tritongate.atomicio import write_text_atomic
 from tritongate.ir import naming
 from tritongate.ir.capture import RowIR
@@ -199,8 +200,8 @@ def merge_ttgir(roots: Iterable[Path], run_dir: Path) -> None:
             continue
         store = store or IRStore(run_dir)
         variants = tuple(read_index(root / INDEX))
-        texts = {v.compile_hash: (root / v.file).read_text(encoding="utf-8")
-                 for v in variants if v.file and (root / v.file).is_file()}
+        texts = {v.compile_hash: safefs.read_text(root, v.file)  # never a link's target
+                 for v in variants if v.file and safefs.kind(root, v.file) == "file"}
         store.add(RowIR(variants=variants, ttgir=texts))
     if store is not None:
         store.close()

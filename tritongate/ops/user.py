@@ -10,15 +10,30 @@ While the modules are imported, the suite's directory is at the front of ``sys.p
 module next to the suite is found) and is taken off again afterwards: a module should import
 what it needs at import time. A module is imported once per process, by Python's usual rule.
 Every problem is a ``PreflightError`` with check ``user_ops`` that names the module and the fix.
+
+A module that ends the interpreter while it is imported (``os._exit(0)``) cannot be caught in
+the process that imports it: the process is gone, with the exit code the module chose, before
+any "nothing was measured" check runs. So the modules are first imported in a child
+interpreter (``probe_imports``) that reports each import that came back; a module the child
+never came back from is refused before this process imports it. ``SystemExit`` and other
+exceptions at import are caught in-process as before. The op contract's numbers are checked
+too: tolerances finite and bounded (a huge one makes any wrong result "correct"), and what
+``bytes``/``flops`` return finite and >= 0 when a row calls them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import importlib
+import json
+import math
+import os
 import re
+import subprocess
 import sys
+import uuid
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterator, NoReturn, Sequence
@@ -33,14 +48,17 @@ _OP_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
-def registry_for(modules: Sequence[str], *, search_dir: Path | None) -> Registry:
+def registry_for(modules: Sequence[str], *, search_dir: Path | None, probe: bool = True) -> Registry:
     """The builtin ops plus every op of ``modules`` (imported with ``search_dir`` first on
-    ``sys.path``). With no modules this is the builtin registry itself."""
+    ``sys.path``). With no modules this is the builtin registry itself. ``probe=False`` skips
+    the child import (a worker process whose parent already checks that it came back)."""
     from tritongate.ops.builtin import REGISTRY  # the kernels: after the backend's environment is set
 
     names = _module_names(modules)
     if not names:
         return REGISTRY
+    if probe:
+        probe_imports(names, search_dir)
     loaded = _import_all(names, search_dir)
     registry = Registry()
     for name in REGISTRY.names():
@@ -56,7 +74,7 @@ def registry_for(modules: Sequence[str], *, search_dir: Path | None) -> Registry
                     else f"by module {origin[spec.name]!r} too"
                 _fail(f"op {spec.name!r} of module {module_name!r} is defined {where}; give each op its own name")
             origin[spec.name] = module_name
-            registry.register(spec)
+            registry.register(_counted(spec, module_name))
     return registry
 
 
@@ -169,6 +187,92 @@ def _specs_of(module_name: str, module: ModuleType) -> list[OpSpec]:
     return specs
 
 
+PROBE_TIMEOUT_S = 300.0  # importing torch and triton cold takes seconds; a hang is refused, not waited on
+# Correctness tolerances: far above what any dtype needs (the loosest default is bfloat16's
+# 2e-2, FlagGems' 0.2 absolute), far below "anything passes".
+MAX_ATOL = 1.0
+MAX_RTOL = 0.1
+
+_PROBE = """
+import importlib, json, sys
+token, path, names = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3:]
+sys.path[:] = path
+out = sys.__stdout__
+for name in names:
+    out.write(f"{token} importing {name}\\n"); out.flush()
+    try:
+        importlib.import_module(name)
+    except BaseException as exc:
+        out.write(f"{token} raised {name}\\n"); out.flush()
+        break
+    out.write(f"{token} returned {name}\\n"); out.flush()
+out.write(f"{token} done\\n"); out.flush()
+"""
+
+
+def probe_imports(names: Sequence[str], search_dir: Path | None, *, timeout_s: float = PROBE_TIMEOUT_S,
+                  python: str | None = None) -> None:
+    """Import ``names`` in a child interpreter with this process's ``sys.path`` (and
+    ``search_dir`` first); ``PreflightError`` naming the module the child never came back
+    from (it ended the interpreter: ``os._exit``, a signal) or that did not finish in
+    ``timeout_s``. A module that raises is left to the in-process import, which names the
+    exception."""
+    token = f"tritongate-probe-{uuid.uuid4().hex}"
+    path = ([str(Path(search_dir).resolve())] if search_dir is not None else []) + list(sys.path)
+    argv = [python or sys.executable, "-c", _PROBE, token, json.dumps(path), *names]
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              timeout=timeout_s, env=os.environ.copy(), check=False)
+    except subprocess.TimeoutExpired:
+        _fail(f"importing modules {list(names)!r} did not finish within {timeout_s:g} s (in a probe interpreter); "
+              "a module must only define its ops at import, not wait or run work")
+    except OSError as exc:
+        _fail(f"could not start a probe interpreter to import the suite's modules ({exc.strerror or exc})")
+    events = [line.split(" ", 2)[1:] for line in proc.stdout.decode("utf-8", "replace").splitlines()
+              if line.startswith(token + " ")]
+    if ["done"] in events:
+        return
+    started = [e[1] for e in events if len(e) == 2 and e[0] == "importing"]
+    name = started[-1] if started else names[0]
+    how = f"exit code {proc.returncode}" if proc.returncode >= 0 else f"signal {-proc.returncode}"
+    _fail(f"module {name!r} ended the interpreter while it was imported ({how}: os._exit, a signal or a crash), "
+          "so nothing would be measured; a module must only define its ops at import (see ops/README.md)")
+
+
+def _counted(spec: OpSpec, module_name: str) -> OpSpec:
+    """``spec`` whose ``bytes``/``flops`` results are checked when a row calls them: a NaN or
+    negative count would be written into the run as a throughput."""
+    label = f"op {spec.name!r} of module {module_name!r}"
+
+    def checked(fn: Any, what: str) -> Any:
+        def call(*args: Any) -> float:
+            value = fn(*args)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value < 0:
+                raise ValueError(f"{label}: {what}{tuple(args)!r} returned {value!r}; it must return a finite "
+                                 "number >= 0 (see ops/README.md, 'Your own ops')")
+            return float(value)
+        return call
+
+    return dataclasses.replace(spec, bytes=checked(spec.bytes, "bytes"),
+                               flops=checked(spec.flops, "flops") if spec.flops is not None else None)
+
+
+def _check_tolerance(spec: OpSpec, label: str) -> None:
+    tol = spec.tolerance
+    if not isinstance(tol, dict):
+        _fail(f"{label}: tolerance must be a dict of dtype -> (atol, rtol), got {type(tol).__name__}")
+    for dtype, pair in tol.items():
+        ok = isinstance(pair, (tuple, list)) and len(pair) == 2 and all(
+            not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in pair)
+        if not ok:
+            _fail(f"{label}: tolerance[{dtype!r}] must be (atol, rtol), two finite numbers >= 0, got {pair!r}")
+        atol, rtol = pair
+        if atol > MAX_ATOL or rtol > MAX_RTOL:
+            _fail(f"{label}: tolerance[{dtype!r}] = {tuple(pair)!r} is too loose for a correctness check (any wrong "
+                  f"result would pass); atol <= {MAX_ATOL:g} and rtol <= {MAX_RTOL:g} are allowed")
+
+
 def _check_spec(spec: OpSpec, module_name: str) -> None:
     import torch
 
@@ -189,3 +293,4 @@ def _check_spec(spec: OpSpec, module_name: str) -> None:
             _fail(f"{label}: {field_name} must be a function (see ops/README.md, 'Your own ops')")
     if spec.flops is not None and not callable(spec.flops):
         _fail(f"{label}: flops must be a function of the shape, or None")
+    _check_tolerance(spec, label)

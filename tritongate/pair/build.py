@@ -15,6 +15,8 @@ from tritongate.errors import UsageError
 
 SIDES = ("base", "candidate")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# What execve runs: ELF (Linux), Mach-O (both byte orders, fat), or a #! script.
+_PROGRAM_MAGIC = (b"\x7fELF", b"#!", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
 
 
 def parse_env_overlay(items: Sequence[str] | None, *, option: str) -> dict[str, str]:
@@ -45,8 +47,32 @@ class CompilerBuild:
         given: resolving its symlink would lose the venv)."""
         path = Path(self.python)
         if not (path.is_file() and os.access(path, os.X_OK)):
-            raise UsageError(f"--{'base' if self.side == 'base' else 'cand'}-python {self.python}: not an "
+            raise UsageError(f"{self.option} {self.python}: not an "
                              "executable file; pass the venv's bin/python of that compiler build")
+        try:
+            with open(path, "rb") as f:
+                head = f.read(4)
+        except OSError as exc:
+            raise UsageError(f"{self.option} {self.python}: cannot be read ({exc.strerror or exc}); pass the venv's "
+                             "bin/python of that compiler build") from None
+        if not head.startswith(_PROGRAM_MAGIC):  # the kernel would refuse it: "Exec format error"
+            raise UsageError(f"{self.option} {self.python}: not a program (neither a native executable nor a #! "
+                             f"script; it starts with {head!r}), though it has the execute bit; pass the venv's "
+                             "bin/python of that compiler build")
+
+    @property
+    def option(self) -> str:
+        return f"--{'base' if self.side == 'base' else 'cand'}-python"
+
+    def check_backend(self, backend: str) -> None:
+        """The interpreter backend sets TRITON_INTERPRET=1 in every worker: an overlay that
+        sets it otherwise would be overridden while the run records it as given."""
+        value = self.env.get("TRITON_INTERPRET")
+        if backend == "cpu" and value is not None and value != "1":
+            env_option = f"--{'base' if self.side == 'base' else 'cand'}-env"
+            raise UsageError(f"{env_option} TRITON_INTERPRET={value}: the cpu backend runs every kernel in Triton's "
+                             "interpreter (TRITON_INTERPRET=1 in both workers), so this overlay would be overridden; "
+                             "drop it, or use --backend cuda")
 
     def digest(self) -> str:
         """Identifies the build's interpreter and overlays (names its private compile cache)."""

@@ -19,6 +19,18 @@ from typing import Any, Mapping
 from tritongate.pair.protocol import MAX_LINE, decode, encode
 
 TERM_GRACE_S = 2.0
+# A worker's start-up (importing torch and triton, a device context, planning the suite) is
+# waited on for the row timeout, never less than the floor (a cold import takes tens of
+# seconds on a busy runner) nor more than the ceiling: a hanging interpreter is given up on
+# in a time the user chose, not a fixed ten minutes.
+STARTUP_FLOOR_S = 60.0
+STARTUP_CEILING_S = 600.0
+STARTUP_COMMANDS = ("init", "plan")
+
+
+def startup_timeout(row_timeout_s: float) -> float:
+    """Seconds to wait for a worker's start-up, from ``--row-timeout``."""
+    return min(STARTUP_CEILING_S, max(STARTUP_FLOOR_S, float(row_timeout_s)))
 
 
 def _die_with_parent() -> None:
@@ -138,8 +150,10 @@ class WorkerProcess:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.kill()
-                raise WorkerFailure(self.side, f"hung: no answer to {cmd!r} within {timeout_s:.0f} s "
-                                               "(--row-timeout)", kind="timeout")
+                bound = (f"its start-up, bounded by --row-timeout (at least {STARTUP_FLOOR_S:.0f} s, at most "
+                         f"{STARTUP_CEILING_S:.0f} s)") if cmd in STARTUP_COMMANDS else "--row-timeout"
+                raise WorkerFailure(self.side, f"hung: no answer to {cmd!r} within {timeout_s:.0f} s ({bound})",
+                                    kind="timeout")
             ready, _, _ = select.select([fd], [], [], min(left, 1.0))
             if not ready:
                 continue

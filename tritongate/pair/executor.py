@@ -38,7 +38,7 @@ def _suite_registry(suite: str, shape_file: str | None) -> tuple[Any, Registry]:
     from tritongate.suites import load_suite
 
     loaded = load_suite(suite, shape_file=Path(shape_file) if shape_file else None)
-    return loaded, registry_for(loaded.modules, search_dir=loaded.path.parent)
+    return loaded, registry_for(loaded.modules, search_dir=loaded.path.parent, probe=False)  # the parent sees a worker that exits
 
 
 class TritonExecutor:

@@ -36,7 +36,7 @@ from tritongate.harness.measure import L2Policy, Measurement, TimerKind
 from tritongate.gate.baseline_state import BaselineState
 from tritongate.ir.changed import ChangedRows
 from tritongate.pair.build import CompilerBuild, package_path_dir
-from tritongate.pair.client import WorkerError, WorkerFailure, WorkerProcess, WorkerSpec
+from tritongate.pair.client import WorkerError, WorkerFailure, WorkerProcess, WorkerSpec, startup_timeout
 from tritongate.pair.schedule import BudgetLedger, PairSchedule, ledger_for, run_schedule
 from tritongate.pair.worker import DEFAULT_EXECUTOR
 from tritongate.preflight import PlannedRow, check_out_dir
@@ -248,7 +248,8 @@ class PairRunner:
         if not spawned:
             side.worker.start()
         try:
-            side.hello = side.worker.call("init", STARTUP_TIMEOUT_S, settings=self._settings())
+            side.hello = side.worker.call("init", startup_timeout(self.request.row_timeout_s),
+                                          settings=self._settings())
         except WorkerError as exc:
             side.worker.kill()
             where = f"{side.name} build ({side.build.python})"
@@ -262,7 +263,7 @@ class PairRunner:
     def _plan(self, base: _Side) -> dict[str, Any]:
         req = self.request
         try:
-            return base.worker.call("plan", STARTUP_TIMEOUT_S, suite=req.suite,
+            return base.worker.call("plan", startup_timeout(req.row_timeout_s), suite=req.suite,
                                     shape_file=str(req.shape_file) if req.shape_file else None,
                                     only_ops=list(req.only_ops), only_dtypes=list(req.only_dtypes))
         except WorkerError as exc:
@@ -368,6 +369,8 @@ class PairRunner:
         if base.get("backend") != cand.get("backend"):
             raise PreflightError("backend", f"the base worker resolved backend {base.get('backend')!r}, the "
                                  f"candidate {cand.get('backend')!r}; pass --backend explicitly")
+        for side in self._sides.values():
+            side.build.check_backend(str(side.hello.get("backend")))
 
     def _gpu_state(self) -> dict[str, Any] | None:
         hello = self._sides["base"].hello

@@ -15,7 +15,7 @@ import pandas as pd
 
 from tritongate import __version__
 from tritongate.report.table import COLUMNS, NUMERIC_COLUMNS, row_cells, throughput
-from tritongate.report.untrusted import markdown_cell
+from tritongate.report.untrusted import csv_cell, markdown_cell
 from tritongate.schema import SCHEMA_VERSION, Row, RunStatus
 
 FORMATS = ("csv", "json", "md")
@@ -148,6 +148,8 @@ def _csv(run: Run) -> str:
     frame = run_frame(run)
     # one cell per row: the samples space-separated, each as the shortest text that reads back exact
     frame["samples_us"] = frame["samples_us"].map(lambda xs: " ".join(repr(x) for x in xs))
+    for column in frame.columns:  # text from the run: never a spreadsheet formula, never a line break
+        frame[column] = frame[column].map(csv_cell, na_action="ignore")
     return frame.to_csv(index=False, lineterminator="\n")
 
 

@@ -87,3 +87,20 @@ def code_block(text: str, language: str = "") -> str:
 
 def terminal_text(value: Any, style: str = "") -> Text:
     return Text(neutralize(value), style=style)
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: a string starting with ``= + - @``, a tab or a
+    carriage return (a formula to Excel, LibreOffice and Sheets: ``=HYPERLINK(...)``) gets a
+    leading ``'`` unless it reads as a number (``-1.5``); every other value is kept exactly
+    (the csv writer quotes line breaks)."""
+    if not isinstance(value, str) or not value.startswith(_FORMULA_START):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value

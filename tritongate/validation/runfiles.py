@@ -82,9 +82,16 @@ class MeasurementDoc(StrictDoc):
 
 
 class SummaryDoc(StrictDoc):
-    """For readers without numpy; checked against the samples on load."""
+    """For readers without numpy; every field present is checked against the samples on load."""
 
     median: float
+    n: Optional[int] = None
+    mean: Optional[float] = None
+    q1: Optional[float] = None
+    q3: Optional[float] = None
+    iqr: Optional[float] = None
+    min: Optional[float] = None
+    max: Optional[float] = None
 
 
 class AutotuneDoc(StrictDoc):
