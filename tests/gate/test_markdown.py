@@ -13,7 +13,7 @@ from tritongate.report.markdown import STICKY_MARKER, cell, render_markdown
 from tritongate.gate.simulate import synthetic_run
 
 from tests.gate.helpers import binary, pair, paired_run, row
-from tests.report.golden_verdicts import paired, untimed
+from tests.report.golden_verdicts import untimed
 
 
 def section(text: str, title: str) -> str:
@@ -54,11 +54,11 @@ def test_an_infinite_noise_floor_reads_nothing_not_inf(tmp_path):
 
 
 def test_a_paired_row_is_labelled_paired_with_its_pairs(tmp_path):
-    base, cand = pair(tmp_path / "reg", [paired(row(), "base"), row(case="stored")],
-                      [paired(row(median=23, seed=1), "candidate"), row(case="stored", median=23, seed=2)])
+    b, c = paired_run(row(rounds=40), row(median=23, seed=1, rounds=40))
+    base, cand = pair(tmp_path / "reg", [b, row(case="stored")], [c, row(case="stored", median=23, seed=2)])
     text = render_markdown(run_gate(base, cand, GatePolicy()))
     reg = section(text, "🔴 Regressed (2)")
-    assert "| softmax · 4096x4096 · float16 | **+15." in reg and "| 5 pairs |" in reg
+    assert "| softmax · 4096x4096 · float16 | **+15." in reg and "| 20 pairs, confirmed on 20 fresh |" in reg
     assert "| softmax · stored · float16 | **+14." in reg and "| unpaired, 5 rounds |" in reg
     assert "the mean per-pair log ratio), so it can differ from the ratio of the two medians" in text
 

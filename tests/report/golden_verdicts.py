@@ -15,25 +15,14 @@ from tritongate.gate.ir_evidence import IREvidence, RowIR
 from tritongate.gate.output import verdict_document
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import run_gate
-from tritongate.schema import PairInfo, Row, SkipReason
-
 from tritongate.pair.orchestrator import default_schedule
 from tritongate.pair.schedule import PairSchedule
+from tritongate.schema import Row, SkipReason
 
 from tests.gate.helpers import binary, calibration_summary, pair, paired_run, row, write_run
 
 GOLDEN = Path(__file__).parent / "golden"
 CREATED = "2026-12-01T12:00:00+00:00"
-
-
-def paired(r: Row, side: str, *, target=0.01, reached=0.008, target_reached=True, max_rounds=5,
-           confirm_rounds=0, pair_id="pair-1") -> Row:
-    rounds = len(r.samples) // r.measurement.samples_per_round
-    info = PairInfo(pair_id=pair_id, side=side, went_first=tuple(i % 2 == (side == "base") for i in range(rounds)),
-                    target_effect=target, detectable_effect=reached, target_reached=target_reached,
-                    min_rounds=min(3, max_rounds), max_rounds=max_rounds, confirm_rounds=confirm_rounds,
-                    inputs="own")
-    return replace(r, measurement=replace(r.measurement, pairing=info))
 
 
 def untimed(op: str, case: str, dtype: str = "float16", h: str = "abc") -> Row:
