@@ -79,3 +79,84 @@ def calibration_file(folder: Path, **fields) -> Path:
     path.write_text(json.dumps({"schema": SCHEMA, "kind": "tritongate-calibration",
                                 "summary": {**CALIBRATION, **fields}}), encoding="utf-8")
     return path
+
+
+def paired_run(base: Row, cand: Row, *, schedule=None, policy=None, per_pair_s: float = 0.1,
+               pair_id: str = "pair-1", inputs: str = "own") -> tuple[Row, Row]:
+    """Both sides of one row as ``tritongate pair`` records them: the real schedule
+    (``run_schedule``: looks, fresh worker pairs, a confirmation of a call on fresh worker
+    pairs) replayed on the rows' samples, which must hold enough rounds (``row(rounds=N)``);
+    each pair takes ``per_pair_s`` on a scripted clock, so budgets stop rows as they would.
+    The pairing (order, worker pairs, precision reached, what stopped the row, where the
+    confirmation began) is what the orchestrator writes."""
+    from dataclasses import replace
+
+    from tritongate.gate.policy import GatePolicy
+    from tritongate.gate.rule import PairLayout, Why, decide, precision
+    from tritongate.pair.orchestrator import default_schedule
+    from tritongate.pair.schedule import ledger_for, run_schedule
+    from tritongate.schema import PairInfo
+
+    schedule = schedule or default_schedule("cuda", 5)
+    policy = policy or GatePolicy()
+    target = policy.min_effect_for(base.op)
+    spr = base.measurement.samples_per_round
+    available = min(len(base.samples), len(cand.samples)) // spr
+    went_first: list[bool] = []
+    pairs: list[int] = []
+    state = {"pair": 0, "now": 0.0}
+
+    def measure(i: int) -> bool:
+        if i >= available:
+            raise ValueError(f"{base.op} {base.case}: the schedule wants pair {i + 1}, the rows hold {available}")
+        went_first.append(i % 2 == 0)  # the orchestrator's order: the base first in even pairs
+        pairs.append(state["pair"])
+        state["now"] += per_pair_s
+        return True
+
+    def fresh(i: int) -> bool:
+        state["pair"] += 1
+        return True
+
+    def args(start: int) -> dict:
+        n = len(went_first)
+        return dict(base=base.samples[start * spr:n * spr], cand=cand.samples[start * spr:n * spr],
+                    layout=PairLayout(tuple(went_first[start:]), tuple(pairs[start:])))
+
+    def detectable(start: int = 0) -> float:
+        a = args(start)
+        return precision(a["base"], a["cand"], base_per_round=spr, cand_per_round=spr, paired=True,
+                         min_effect=target, noise_z=policy.noise_z, layout=a["layout"],
+                         process_sd=policy.process_sd, pair_inflation=policy.pair_inflation).detectable
+
+    def calls(start: int = 0) -> bool:
+        a = args(start)
+        return decide(a["base"], a["cand"], base_per_round=spr, cand_per_round=spr, min_effect=target,
+                      noise_z=policy.noise_z, min_samples=policy.min_samples, paired=True, layout=a["layout"],
+                      process_sd=policy.process_sd, pair_inflation=policy.pair_inflation).why is Why.CALLED
+
+    ledger = ledger_for(schedule)
+    clock = lambda: state["now"]  # noqa: E731
+    result = run_schedule(measure_pair=measure, reached=lambda: detectable() <= target, schedule=schedule,
+                          ledger=ledger, clock=clock, would_call=calls, new_worker_pair=fresh)
+    stopped_by, confirm_from = result.stopped_by, 0
+    if schedule.confirm_calls and result.pairs and calls():
+        confirm_from = start = result.pairs
+        fresh(start)
+        again = run_schedule(measure_pair=lambda i: measure(start + i),
+                             reached=lambda: detectable(start) <= target, schedule=schedule, ledger=ledger,
+                             clock=clock, would_call=lambda: calls(start), new_worker_pair=lambda i: fresh(start + i),
+                             confirming=True)
+        stopped_by = again.stopped_by
+    n = len(went_first)
+    reached = detectable()
+
+    def side(r: Row, name: str) -> Row:
+        info = PairInfo(pair_id=pair_id, side=name, went_first=tuple(w == (name == "base") for w in went_first),
+                        target_effect=target, detectable_effect=reached, target_reached=reached <= target,
+                        min_rounds=schedule.min_rounds, max_rounds=schedule.max_rounds,
+                        confirm_rounds=schedule.confirm_rounds, inputs=inputs, worker_pairs=tuple(pairs),
+                        stopped_by=stopped_by, confirm_from=confirm_from if confirm_from < n else 0)
+        return replace(r, samples=r.samples[:n * spr], measurement=replace(r.measurement, pairing=info))
+
+    return side(base, "base"), side(cand, "candidate")

@@ -12,8 +12,8 @@ from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, Verdict, run_gate
 from tritongate.report.markdown import STICKY_MARKER, cell, render_markdown
 from tritongate.gate.simulate import synthetic_run
 
-from tests.gate.helpers import binary, pair, row
-from tests.report.golden_verdicts import paired, untimed
+from tests.gate.helpers import binary, pair, paired_run, row
+from tests.report.golden_verdicts import untimed
 
 
 def section(text: str, title: str) -> str:
@@ -40,7 +40,7 @@ def test_too_few_samples_is_a_row_that_could_not_resolve_anything(tmp_path):
     text = render_markdown(result)
     assert text.splitlines()[1] == "## ⚠️ No regression found; 1 row could not resolve 1 %"
     line = section(text, "Could not resolve 1 %")
-    assert "| softmax · 4096x4096 · float16 | no change found | nothing | 1 % | too few samples |" in line
+    assert "| softmax · 4096x4096 · float16 | no change found | nothing | 1 % | too few samples (base 5, candidate 5) |" in line
     assert "None" not in text and "inf" not in text
 
 
@@ -54,52 +54,57 @@ def test_an_infinite_noise_floor_reads_nothing_not_inf(tmp_path):
 
 
 def test_a_paired_row_is_labelled_paired_with_its_pairs(tmp_path):
-    base, cand = pair(tmp_path / "reg", [paired(row(), "base"), row(case="stored")],
-                      [paired(row(median=23, seed=1), "candidate"), row(case="stored", median=23, seed=2)])
+    b, c = paired_run(row(rounds=40), row(median=23, seed=1, rounds=40))
+    base, cand = pair(tmp_path / "reg", [b, row(case="stored")], [c, row(case="stored", median=23, seed=2)])
     text = render_markdown(run_gate(base, cand, GatePolicy()))
     reg = section(text, "🔴 Regressed (2)")
-    assert "| softmax · 4096x4096 · float16 | **+15." in reg and "| 5 pairs |" in reg
+    assert "| softmax · 4096x4096 · float16 | **+15." in reg and "| 20 pairs, confirmed on 20 fresh |" in reg
     assert "| softmax · stored · float16 | **+14." in reg and "| unpaired, 5 rounds |" in reg
     assert "the mean per-pair log ratio), so it can differ from the ratio of the two medians" in text
 
 
 def test_an_untimed_identical_binary_row_counts_as_unchanged(tmp_path):
-    base, cand = pair(tmp_path, [untimed("add", "4096", "float32"), row()], [untimed("add", "4096", "float32"),
-                                                                              row(seed=1)])
+    timed = paired_run(row(rounds=40), row(seed=1, rounds=40))
+    base, cand = pair(tmp_path, [untimed("add", "4096", "float32"), timed[0]],
+                      [untimed("add", "4096", "float32"), timed[1]])
     result = run_gate(base, cand, GatePolicy())
     assert result.rows[0].verdict is Verdict.IDENTICAL_BINARY and result.rows[0].timing is None
+    assert result.rows[1].verdict is Verdict.UNCHANGED and result.rows[1].reached_target  # the timed row saw 1 %
     text = render_markdown(result)
     assert "<details><summary>2 unchanged · all 2 rows</summary>" in text
     assert "| add · 4096 · float32 | IDENTICAL_BINARY | – | – | – | – |" in text
 
 
 def test_rows_short_of_their_target_are_listed_and_regressed_rows_are_not(tmp_path):
-    base = [paired(row(case="short"), "base", reached=0.034, target_reached=False, max_rounds=5),
-            paired(row(case="reached"), "base"),
-            paired(row(case="slow"), "base", reached=0.2, target_reached=False, max_rounds=5)]
-    cand = [paired(row(case="short", seed=1), "candidate", reached=0.034, target_reached=False, max_rounds=5),
-            paired(row(case="reached", seed=2), "candidate"),
-            paired(row(case="slow", median=44, seed=3), "candidate", reached=0.2, target_reached=False, max_rounds=5)]
-    result = run_gate(*pair(tmp_path, base, cand), GatePolicy())
-    assert {r.case: r.verdict for r in result.rows}["slow"] is Verdict.REGRESSED
+    # short: its rounds move 1 % each, and 80 pairs (the round cap) cannot resolve 1 %
+    rows = [paired_run(row(case="short", round_sd=0.01, rounds=80), row(case="short", seed=1, round_sd=0.01, rounds=80)),
+            paired_run(row(case="reached", rounds=40), row(case="reached", seed=2, rounds=40)),
+            paired_run(row(case="slow", rounds=40), row(case="slow", median=44, seed=3, rounds=40))]
+    result = run_gate(*pair(tmp_path, [b for b, _ in rows], [c for _, c in rows]), GatePolicy())
+    verdicts = {r.case: r for r in result.rows}
+    assert verdicts["slow"].verdict is Verdict.REGRESSED and verdicts["short"].stopped_by == "round_cap"
+    assert verdicts["reached"].reached_target and not verdicts["short"].reached_target
     text = render_markdown(result)
     blind = section(text, "Could not resolve 1 % (1)")
-    assert "| softmax · short · float16 | no change found |" in blind and "the round cap (5 pairs)" in blind
+    assert "| softmax · short · float16 | no change found |" in blind and "the round cap (80 pairs)" in blind
     assert "reached" not in blind and "slow" not in blind
 
 
 def test_a_call_on_fewer_pairs_than_a_call_needs_is_unconfirmed(tmp_path):
-    base = [paired(row(case="early"), "base", max_rounds=80, confirm_rounds=20),
-            paired(row(case="confirmed"), "base", max_rounds=80, confirm_rounds=5)]
-    cand = [paired(row(case="early", median=22.0, seed=1), "candidate", max_rounds=80, confirm_rounds=20),
-            paired(row(case="confirmed", median=22.0, seed=2), "candidate", max_rounds=80, confirm_rounds=5)]
-    result = run_gate(*pair(tmp_path, base, cand), GatePolicy())
-    assert {r.case: r.verdict for r in result.rows} == {"early": Verdict.REGRESSED, "confirmed": Verdict.REGRESSED}
+    # early: 4 s a pair, so the 30 s row budget stops it after its first 5 pairs, called on
+    # them; confirmed: called on 20 pairs and called again on 20 more on fresh worker pairs
+    early = paired_run(row(case="early", rounds=40), row(case="early", median=22.0, seed=1, rounds=40), per_pair_s=4.0)
+    confirmed = paired_run(row(case="confirmed", rounds=40), row(case="confirmed", median=22.0, seed=2, rounds=40))
+    assert early[1].measurement.pairing.stopped_by == "row_budget"
+    assert confirmed[1].measurement.pairing.confirm_from == 20
+    result = run_gate(*pair(tmp_path, [early[0], confirmed[0]], [early[1], confirmed[1]]), GatePolicy())
+    assert {r.case: r.verdict for r in result.rows} == {"early": Verdict.UNCONFIRMED, "confirmed": Verdict.REGRESSED}
     text = render_markdown(result)
     unconf = section(text, "🟡 Unconfirmed")
-    assert "softmax · early · float16" in unconf and "confirmed" not in unconf.split("\n", 1)[1]
+    assert "softmax · early · float16" in unconf and "softmax · confirmed · float16" not in unconf
     assert "softmax · confirmed · float16" in section(text, "🔴 Regressed (1)")
-    assert "the budget, after 5 of the 20 pairs a call needs" in text
+    assert "the row budget, after 5 of the 20 pairs a call needs" in section(text, "Could not resolve 1 %")
+    assert "| 5 pairs, not confirmed on 5 fresh |" in unconf and "| 20 pairs, confirmed on 20 fresh |" in text
     rows = {r["case"]: r for r in (r.to_dict() for r in result.rows)}
     assert rows["early"]["call_unconfirmed"] is True and rows["confirmed"]["call_unconfirmed"] is False
 

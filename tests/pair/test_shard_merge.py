@@ -55,7 +55,7 @@ def test_a_missing_shard_is_refused_unless_partial_is_allowed(tmp_path: Path, ca
         merge_shards([one], tmp_path / "m")
     assert main(["merge", str(one), "--out", str(tmp_path / "p"), "--allow-partial"]) == 0
     md = (tmp_path / "p" / "verdict" / "verdict.md").read_text()
-    assert "partial: shard(s) 2/2 missing; their rows are not in this verdict" in md
+    assert "**Note:** Partial: shard(s) 2/2 missing; their rows are not in this verdict." in md  # from verdict.json's notes
     capsys.readouterr()
 
 

@@ -15,22 +15,14 @@ from tritongate.gate.ir_evidence import IREvidence, RowIR
 from tritongate.gate.output import verdict_document
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import run_gate
-from tritongate.schema import PairInfo, Row, SkipReason
+from tritongate.pair.orchestrator import default_schedule
+from tritongate.pair.schedule import PairSchedule
+from tritongate.schema import Row, SkipReason
 
-from tests.gate.helpers import binary, calibration_summary, pair, row, write_run
+from tests.gate.helpers import binary, calibration_summary, pair, paired_run, row, write_run
 
 GOLDEN = Path(__file__).parent / "golden"
 CREATED = "2026-12-01T12:00:00+00:00"
-
-
-def paired(r: Row, side: str, *, target=0.01, reached=0.008, target_reached=True, max_rounds=5,
-           confirm_rounds=0, pair_id="pair-1") -> Row:
-    rounds = len(r.samples) // r.measurement.samples_per_round
-    info = PairInfo(pair_id=pair_id, side=side, went_first=tuple(i % 2 == (side == "base") for i in range(rounds)),
-                    target_effect=target, detectable_effect=reached, target_reached=target_reached,
-                    min_rounds=min(3, max_rounds), max_rounds=max_rounds, confirm_rounds=confirm_rounds,
-                    inputs="own")
-    return replace(r, measurement=replace(r.measurement, pairing=info))
 
 
 def untimed(op: str, case: str, dtype: str = "float16", h: str = "abc") -> Row:
@@ -53,53 +45,58 @@ def _normalise(doc: dict[str, Any], tmp: Path) -> dict[str, Any]:
     return doc
 
 
+def measured(op: str, case: str, base_median: float, cand_median: float, *, seed: int, dtype: str = "float16",
+             cand_markers=(), schedule: PairSchedule | None = None, policy: GatePolicy | None = None,
+             per_pair_s: float = 0.1, **noise) -> tuple[Row, Row]:
+    """One row as ``tritongate pair`` measures it (``paired_run``: the default GPU schedule,
+    fresh worker pairs, a call confirmed on fresh worker pairs)."""
+    rounds = noise.pop("rounds", 100)
+    base = row(op=op, case=case, dtype=dtype, median=base_median, seed=seed, rounds=rounds, **noise)
+    cand = row(op=op, case=case, dtype=dtype, median=cand_median, seed=seed + 10, rounds=rounds,
+               markers=cand_markers, **noise)
+    return paired_run(base, cand, schedule=schedule, policy=policy, per_pair_s=per_pair_s)
+
+
+def _sides(rows: list[tuple[Row, Row]]) -> tuple[list[Row], list[Row]]:
+    return [b for b, _ in rows], [c for _, c in rows]
+
+
 def passing(tmp: Path) -> dict[str, Any]:
-    """Every row timed and paired, every target reached, nothing changed."""
+    """Every row timed and paired on three worker pairs, every target reached, nothing changed."""
     ops = [("softmax", "4096x4096", 18.0), ("matmul", "4096x4096x4096", 220.0), ("add", "1048576", 2.5),
            ("rmsnorm", "4096x4096", 19.0), ("attention", "4x16x1024x64", 51.0)]
-    base = [paired(row(op=o, case=c, median=m, seed=i), "base") for i, (o, c, m) in enumerate(ops)]
-    cand = [paired(row(op=o, case=c, median=m, seed=10 + i), "candidate") for i, (o, c, m) in enumerate(ops)]
+    base, cand = _sides([measured(o, c, m, m, seed=i) for i, (o, c, m) in enumerate(ops)])
     b, c = pair(tmp, base, cand, cand_identity=_pair_identity({}, "/opt/pr/bin/python"))
     result = run_gate(b, c, GatePolicy())
     return verdict_document(result, calibration=calibration_summary())
 
 
 def blind(tmp: Path) -> dict[str, Any]:
-    """No regression found, but three rows could not resolve 1 %: two ran out of pairs, one
-    had too few samples."""
-    base = [paired(row(op="softmax", case="4096x4096", seed=1), "base"),
-            paired(row(op="add", case="4096", dtype="float32", median=1.1, seed=2, round_sd=0.008), "base",
-                   reached=0.064, target_reached=False, max_rounds=5),
-            paired(row(op="silu_mul", case="16x14336", median=1.4, seed=3, round_sd=0.005), "base",
-                   reached=0.041, target_reached=False, max_rounds=5),
-            row(op="rmsnorm", case="1x4096", median=3.1, seed=4, per_round=1)]
-    cand = [paired(row(op="softmax", case="4096x4096", seed=11), "candidate"),
-            paired(row(op="add", case="4096", dtype="float32", median=1.1, seed=12, round_sd=0.008), "candidate",
-                   reached=0.064, target_reached=False, max_rounds=5),
-            paired(row(op="silu_mul", case="16x14336", median=1.4, seed=13, round_sd=0.005), "candidate",
-                   reached=0.041, target_reached=False, max_rounds=5),
-            row(op="rmsnorm", case="1x4096", median=3.1, seed=14, per_round=1)]
+    """No regression found, but three rows could not resolve 1 %: one whose rounds move 2 %
+    ran to the round cap (80 pairs), a slow one was stopped by the row budget, one by a run
+    budget that earlier rows had spent."""
+    gpu = default_schedule("cuda", 5)
+    base, cand = _sides([
+        measured("softmax", "4096x4096", 20.0, 20.0, seed=1),
+        measured("add", "4096", 1.1, 1.1, seed=2, dtype="float32", round_sd=0.02),
+        measured("silu_mul", "16x14336", 1.4, 1.4, seed=3, round_sd=0.008, per_pair_s=1.0),
+        measured("rmsnorm", "1x4096", 3.1, 3.1, seed=4, round_sd=0.006,
+                 schedule=replace(gpu, run_budget_s=2.0))])
     b, c = pair(tmp, base, cand, cand_identity=_pair_identity({}, "/opt/pr/bin/python"))
     return verdict_document(run_gate(b, c, GatePolicy()))
 
 
 def failing(tmp: Path) -> dict[str, Any]:
-    """Two regressions and an improvement, IR diffs beside them, a rejected row, a row whose
-    IR changed while its time did not."""
-    base = [paired(row(op="matmul", case="4096x4096x4096", median=220, seed=1), "base"),
-            paired(row(op="attention", case="4x16x1024x64", median=51, seed=2), "base"),
-            paired(row(op="softmax", case="4096x4096", median=18, seed=3), "base"),
-            paired(row(op="rmsnorm", case="16x8192", median=2.0, seed=4), "base"),
-            paired(row(op="add", case="1048576", dtype="float32", median=2.5, seed=5), "base"),
-            paired(row(op="silu_mul", case="4096x4096", median=25.4, seed=6), "base")]
-    cand = [paired(row(op="matmul", case="4096x4096x4096", median=365, seed=11), "candidate"),
-            paired(row(op="attention", case="4x16x1024x64", median=82, seed=12), "candidate"),
-            paired(row(op="softmax", case="4096x4096", median=17.1, seed=13), "candidate"),
-            paired(row(op="rmsnorm", case="16x8192", median=2.0, seed=14,
-                       markers=["AUTOTUNE_REPLAY_FALLBACK reason=key_missing "
-                                "kernel=tritongate.ops.kernels.reduction.rmsnorm_kernel"]), "candidate"),
-            paired(row(op="add", case="1048576", dtype="float32", median=2.5, seed=15), "candidate"),
-            paired(row(op="silu_mul", case="4096x4096", median=25.4, seed=16), "candidate")]
+    """Two regressions and an improvement, each called and confirmed on fresh worker pairs,
+    IR diffs beside them, a rejected row, a row whose IR changed while its time did not."""
+    fallback = ["AUTOTUNE_REPLAY_FALLBACK reason=key_missing kernel=tritongate.ops.kernels.reduction.rmsnorm_kernel"]
+    base, cand = _sides([
+        measured("matmul", "4096x4096x4096", 220, 365, seed=1),
+        measured("attention", "4x16x1024x64", 51, 82, seed=2),
+        measured("softmax", "4096x4096", 18, 17.1, seed=3),
+        measured("rmsnorm", "16x8192", 2.0, 2.0, seed=4, cand_markers=fallback),
+        measured("add", "1048576", 2.5, 2.5, seed=5, dtype="float32"),
+        measured("silu_mul", "4096x4096", 25.4, 25.4, seed=6)])
     b, c = pair(tmp, base, cand, cand_identity=_pair_identity({"DISABLE_MMA_V3": "1"}))
     result = run_gate(b, c, GatePolicy())
     head = ("@@ -12,7 +12,7 @@\n   %c = arith.constant dense<0.000000e+00>\n"
@@ -132,19 +129,16 @@ def planted(tmp: Path) -> dict[str, Any]:
     cpu = {"device": "cpu", "backend": "cpu", "timer": "host-wall",
            "codegen_env": {"TRITON_DISABLE_LINE_INFO": "1", "TRITON_DEFAULT_FP_FUSION": "1",
                            "TRITON_INTERPRET": "1"}}
-    base = [paired(row(op="add", case="4096", dtype="float32", median=900, seed=1, timer="host-wall",
-                       round_sd=0.01), "base", target=0.05, reached=0.03),
-            paired(row(op="softmax", case="256x256", dtype="float32", median=2400, seed=2, timer="host-wall",
-                       round_sd=0.01), "base", target=0.05, reached=0.03)]
-    cand = [paired(row(op="add", case="4096", dtype="float32", median=1150, seed=11, timer="host-wall",
-                       round_sd=0.01), "candidate", target=0.05, reached=0.03),
-            paired(row(op="softmax", case="256x256", dtype="float32", median=2400, seed=12, timer="host-wall",
-                       round_sd=0.01), "candidate", target=0.05, reached=0.03)]
+    policy = GatePolicy(min_effect=0.05)
+    interp = default_schedule("cpu", 5)
+    base, cand = _sides([measured(op, case, 900 if op == "add" else 2400, m, seed=seed, dtype="float32",
+                                  timer="host-wall", round_sd=0.01, schedule=interp, policy=policy)
+                         for op, case, m, seed in (("add", "4096", 1150, 1), ("softmax", "256x256", 2400, 2))])
     b = write_run(tmp / "smoke_20261201T120000Z", base, identity={**cpu, **_pair_identity({})})
     c = write_run(tmp / "smoke_20261201T120500Z", cand, mode="replay", replay_from=b.path, identity={
         **cpu, **_pair_identity({"TRITONGATE_PLANTED_DELAY": "runs/plan.json", "DISABLE_MMA_V3": "1"}),
         "planted_delay": {"file": "runs/plan.json", "fraction": 0.25, "rows": 1}})
-    return verdict_document(run_gate(b, c, GatePolicy(min_effect=0.05)))
+    return verdict_document(run_gate(b, c, policy))
 
 
 KINDS: dict[str, Callable[[Path], dict[str, Any]]] = {

@@ -98,8 +98,10 @@ def test_only_changed_rows_come_first_with_estimate_interval_and_labelled_median
 def test_rows_that_could_not_resolve_say_what_stopped_them():
     text = render_verdict(golden_doc("pass_blind"))
     section = text[text.index("Could not resolve 1 % (3)"): text.index("<details>")]
-    assert "| add · 4096 · float32 | no change found |" in section and "the round cap (5 pairs)" in section
-    assert "too few samples (base 5, candidate 5)" in section
+    assert "| add · 4096 · float32 | no change found |" in section and "the round cap (80 pairs)" in section
+    assert "| silu_mul · 16x14336 · float16 | no change found | ±4.4 % | 1 % | the row budget, after 20 pairs |" in section
+    assert "| rmsnorm · 1x4096 · float16 | no change found | ±2.3 % | 1 % | the run budget, after 20 pairs |" in section
+    assert "softmax" not in section  # it reached 1 % on its 40 pairs
 
 
 def test_regressed_rows_are_never_listed_as_unresolved():
@@ -119,7 +121,7 @@ def test_the_state_from_the_rule_wins_over_the_fallback():
     doc["rows"][0]["stopped_by"] = "run_budget"
     text = render_verdict(doc)
     assert text.splitlines()[1] == "## ⚠️ No regression found; 1 row could not resolve 1 %"
-    assert "| run budget |" in text
+    assert "| the run budget, after 20 pairs |" in text
 
 
 def test_a_geomean_interval_that_excludes_one_is_not_called_noise():
@@ -201,10 +203,10 @@ def test_a_version_1_verdict_from_the_h200_renders_through_the_loader():
 def test_the_terminal_says_what_the_comment_says():
     doc = golden_doc("fail_regressions_ir")
     lines = summary_lines(doc)
-    assert lines[0].startswith("❌ 2 regressions, worst matmul 4096x4096x4096 float16 +65.9 %")
+    assert lines[0].startswith("❌ 2 regressions, worst matmul 4096x4096x4096 float16 +65.8 %")
     reg = [ln for ln in lines if ln.lstrip().startswith("REGRESSED")]
-    assert len(reg) == 2 and "paired estimate; interval +61.4 … +70.5 %; 5 pairs" in reg[0]
-    assert "base median 220.1 µs, candidate median 364.9 µs" in reg[0]
+    assert len(reg) == 2 and "paired estimate; interval +63.9 … +67.7 %; 20 pairs, confirmed on 20 fresh" in reg[0]
+    assert "base median 220.1 µs, candidate median 364.8 µs" in reg[0]
     assert not any("IQRs disjoint" in ln for ln in lines)
     assert lines[-1].startswith("ran on cuda · NVIDIA H200 · cuda-graph timer")
 

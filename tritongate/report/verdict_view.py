@@ -82,10 +82,22 @@ class RowView:
         return (math.expm1(log - half), math.expm1(log + half))
 
     @property
+    def confirmation(self) -> tuple[int, int] | None:
+        """(pairs the call was made on, pairs that measured it again on fresh worker pairs):
+        a confirmed row's timing is its confirmation's, so its rounds exceed its pairs."""
+        d = self.doc
+        if d.paired and d.rounds is not None and d.pairs is not None and 0 < d.pairs < d.rounds:
+            return d.rounds - d.pairs, d.pairs
+        return None
+
+    @property
     def judged(self) -> str:
         d = self.doc
         if not d.timed:
             return "not timed"
+        if (both := self.confirmation) is not None:
+            word = "not confirmed" if unconfirmed(d) else "confirmed"
+            return f"{both[0]} pairs, {word} on {both[1]} fresh"
         if d.paired:
             return f"{d.pairs} pair{'' if d.pairs == 1 else 's'}"
         return "unpaired" + (f", {d.rounds} rounds" if d.rounds else "")
@@ -97,15 +109,18 @@ class RowView:
     def stopped_by(self) -> str:
         """What ended the row short of its target, in words."""
         d = self.doc
-        if d.stopped_by:
-            return d.stopped_by.replace("_", " ")
-        if d.why == "too_few_samples":
+        # the recorded stop names the budget; the pairs say how far the row got
+        budget = {"row_budget": "the row budget", "run_budget": "the run budget"}.get(d.stopped_by or "",
+                                                                                      "the budget")
+        if d.why == "too_few_samples" or d.stopped_by == "too_few_samples":
             return f"too few samples (base {d.base_n}, candidate {d.cand_n})"
-        if unconfirmed(d):
-            return f"the budget, after {d.rounds} of the {d.confirm_rounds} pairs a call needs"
+        if unconfirmed(d) and d.stopped_by != "round_cap":
+            return f"{budget}, after {d.pairs} of the {d.confirm_rounds} pairs a call needs"
         if d.paired:
-            if d.max_rounds and d.rounds is not None and d.rounds >= d.max_rounds:
-                return f"the round cap ({d.max_rounds} pairs)"
+            if d.stopped_by == "round_cap" or (d.max_rounds and d.rounds is not None and d.rounds >= d.max_rounds):
+                return f"the round cap ({d.max_rounds or d.rounds} pairs)"
+            if d.stopped_by in ("row_budget", "run_budget"):
+                return f"{budget}, after {d.pairs} pairs"
             return f"the row or run budget, after {d.pairs} pairs"
         return f"unpaired runs: their noise, {d.rounds or '?'} rounds per side"
 
@@ -132,7 +147,8 @@ class VerdictView:
 
     @property
     def targets(self) -> list[float]:
-        return sorted({t for r in self.blind if (t := row_target(r.doc)) is not None})
+        # the section and the headline count unconfirmed calls with the blind rows: so do their targets
+        return sorted({t for r in (*self.blind, *self.unconfirmed) if (t := row_target(r.doc)) is not None})
 
     @property
     def interpreter(self) -> bool:
