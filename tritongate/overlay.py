@@ -189,12 +189,15 @@ def make_overlay(base_python: str, patches: list[Path], dest: Path) -> OverlayBu
         mapped, files = map_patch(text, str(patch))
         texts.append((Path(patch), hashlib.sha256(raw).hexdigest(), mapped, files))
     src, base_sites = _base_paths(base_python)
-    subprocess.run([base_python, "-m", "venv", "--without-pip", str(dest)],
-                   check=True, capture_output=True, timeout=300)
     python = dest / "bin" / "python"
-    site = _site_packages(python)
-    triton_dir = site / "triton"
     try:
+        made = subprocess.run([base_python, "-m", "venv", "--without-pip", str(dest)],
+                              capture_output=True, text=True, timeout=300, check=False)
+        if made.returncode != 0:
+            why = (made.stderr.strip().splitlines() or [f"exit {made.returncode}"])[-1]
+            raise OverlayError(f"{dest}: the venv could not be made ({why})")
+        site = _site_packages(python)
+        triton_dir = site / "triton"
         # The base's site folders come after the overlay's own (torch, tritongate, its .pth
         # hooks), so the patched triton shadows the base one. --system-site-packages would not
         # do: a venv made from a venv sees the system's packages, not its parent venv's.
@@ -203,17 +206,18 @@ def make_overlay(base_python: str, patches: list[Path], dest: Path) -> OverlayBu
         _copy_tree(src, triton_dir)
         for patch, _sha, mapped, _files in texts:
             _apply(mapped, str(patch), site)
+        record = {
+            "schema_version": OVERLAY_SCHEMA,
+            "base_python": base_python,
+            "base_triton": str(src),
+            "patches": [{"path": str(p), "sha256": sha} for p, sha, _m, _f in texts],
+            "files": sorted({f for *_x, files in texts for f in files}),
+        }
+        # Inside the try: an overlay without its record would pass for the base build.
+        write_bytes_atomic(triton_dir / OVERLAY_FILE, (json.dumps(record, indent=1) + "\n").encode())
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise
-    record = {
-        "schema_version": OVERLAY_SCHEMA,
-        "base_python": base_python,
-        "base_triton": str(src),
-        "patches": [{"path": str(p), "sha256": sha} for p, sha, _m, _f in texts],
-        "files": sorted({f for *_x, files in texts for f in files}),
-    }
-    write_bytes_atomic(triton_dir / OVERLAY_FILE, (json.dumps(record, indent=1) + "\n").encode())
     return OverlayBuild(python=python, site_packages=site, triton_dir=triton_dir,
                         patches=tuple(record["patches"]), files=tuple(record["files"]))
 
