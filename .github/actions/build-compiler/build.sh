@@ -96,9 +96,13 @@ cache_root() {
 is_sha() { [[ "$1" =~ ^[0-9a-f]{40}$ ]]; }
 
 # Trust domains. TG_CACHE_WRITE=true (trusted jobs: the nightly, on main) builds into the
-# shared cache. TG_CACHE_WRITE=false (jobs that run PR code) reuses a complete venv of the
-# shared cache but never writes there: a venv it has to build goes to a throwaway folder under
-# $RUNNER_TEMP (emptied by the runner at the end of the job), so no later job reuses it.
+# shared cache and writes each venv's manifest. TG_CACHE_WRITE=false (jobs that run PR code)
+# reuses a complete venv of the shared cache that still matches its manifest, but never
+# writes there: a venv it has to build goes to a throwaway folder under $RUNNER_TEMP (emptied
+# by the runner at the end of the job), so no later job reuses it. The manifest lives beside
+# the venv: it catches a venv changed by anything that did not also rewrite the manifest;
+# a cache owned by another user than the one PR jobs run as is the stronger fence
+# (docs/compiler-builds.md).
 venv_for() {  # $1: <slug>/<name>: the venv of this build, shared when complete or when writable
   local shared
   shared="$(cache_root)/$1/venv"
@@ -168,8 +172,7 @@ plan() {
     src=".tritongate-src/${slug}-$(date +%s)-$$-${RANDOM}"
   elif [[ "$mode" == source ]]; then
     shared="$(cache_root)/$slug/$ref-$(build_key)/venv"
-    if is_sha "$ref" && [[ -f "$shared/.tritongate-complete" ]] &&
-       { [[ "${TG_CACHE_WRITE:-true}" != false ]] || trusted_venv "$shared"; }; then
+    if is_sha "$ref" && trusted_venv "$shared"; then
       commit="$ref"
       cached=true
     else
@@ -224,7 +227,9 @@ make_venv() {
   exec 9>"$(dirname "$venv")/venv.lock"
   echo "waiting for the build lock $(dirname "$venv")/venv.lock ..." >&2
   flock -w 10800 9 || die "timed out waiting for another job building $venv"
-  if [[ -f "$venv/.tritongate-complete" ]]; then
+  # A shared venv is reused only while it matches its manifest: a trusted job rebuilds one that
+  # PR code (the same user) changed, rather than running on it.
+  if [[ -f "$venv/.tritongate-complete" ]] && { [[ "$venv" != "$(cache_root)"/* ]] || trusted_venv "$venv"; }; then
     echo "reusing $venv (built by an earlier job)" >&2
   else
     rm -rf "$venv"   # a build that died half-way
