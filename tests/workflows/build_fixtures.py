@@ -64,7 +64,7 @@ def compiler_repo(tmp: Path, pr_files: dict[str, str | None]) -> CompilerRepo:
         else:
             git("apply", str(PATCHES / patch), cwd=repo)
     git("add", "-A", cwd=repo)
-    git("commit", "-q", "-m", "the PR", cwd=repo)
+    git("commit", "-q", "--allow-empty", "-m", "the PR", cwd=repo)
     git("checkout", "-q", "main", cwd=repo)
     (repo / "lib" / "Other.cpp").write_text("// someone else's change on main\n")
     git("add", "-A", cwd=repo)

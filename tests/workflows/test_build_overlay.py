@@ -110,3 +110,12 @@ def test_auto_builds_from_source_when_the_pr_changes_compiled_code(tmp_path: Pat
             "(lib/Coalesce.cpp), which an overlay cannot take") in log
     assert outputs == {**outputs, "built": "source", "commit": repo.merge, "python": str(venv / "bin" / "python")}
     assert outputs["patch-sha256"] == ""
+
+
+def test_auto_with_a_pr_that_changes_nothing_is_the_base_build(tmp_path: Path) -> None:
+    repo = compiler_repo(tmp_path, {})
+    run, status, outputs, _ = run_build_action(tmp_path, repo.path, cache_write="false", mode="auto",
+                                               repo="acme/triton", ref=repo.merge)
+    assert status == "success", run.log()
+    assert "the PR changes no file from " in run.log() and "the candidate is the base build, unpatched" in run.log()
+    assert outputs["python"] == sys.executable and outputs["patch-sha256"] == ""

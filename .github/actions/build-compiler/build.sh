@@ -320,7 +320,8 @@ build_from_pr() {
   for f in "${files[@]}"; do overlay_takes "$f" || outside+=("$f"); done
   out commit "$head"
   if [[ "$mode" == auto && ${#files[@]} -eq 0 ]]; then
-    echo "build mode auto: overlay; the PR changes no file from ${base:0:12} to ${head:0:12}: the candidate is the base build" >&2
+    # an overlay with an empty patch is the base build itself
+    echo "build mode auto: overlay; the PR changes no file from ${base:0:12} to ${head:0:12}: the candidate is the base build, unpatched" >&2
     out python "$(resolve_python "${TG_OVERLAY_BASE:-${TG_PYTHON:-python3}}")"
     out built overlay
     return 0
