@@ -12,6 +12,9 @@
 #                  rows_total, ir-diff, and a verdict folder when none changed)
 #   pair           the paired check; with TG_CHANGED_FROM, only the rows that folder names
 #   note-pr        pr.json (PR number, head SHA, key) into the verdict folder
+#   runner-class   the runner class to use: TG_RUNNER_CLASS, or <owner>-h200 when empty
+#                  (TG_OWNER, the repository owner, lower-cased): stores of two organisations
+#                  never share a folder by default. Also used by record-baseline.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -124,11 +127,25 @@ note_pr() {
   cat "$VERDICT_DIR/pr.json"
 }
 
+runner_class() {
+  local rc="${TG_RUNNER_CLASS:-}" owner="${TG_OWNER:-}"
+  if [[ -z "$rc" ]]; then
+    owner="${owner,,}"
+    [[ "$owner" =~ ^[a-z0-9][a-z0-9-]*$ ]] || { echo "::error::no runner-class input and no repository owner to name one after"; exit 2; }
+    rc="$owner-h200"
+    echo "runner class: $rc (the default, <owner>-h200; set the runner-class input to name another)"
+  else
+    echo "runner class: $rc"
+  fi
+  out runner-class "$rc"
+}
+
 case "${1:-}" in
+  runner-class) runner_class ;;
   find-baseline) find_baseline ;;
   record) record ;;
   prescreen) prescreen ;;
   pair) pair ;;
   note-pr) note_pr ;;
-  *) echo "usage: gate_steps.sh find-baseline|record|prescreen|pair|note-pr" >&2; exit 2 ;;
+  *) echo "usage: gate_steps.sh runner-class|find-baseline|record|prescreen|pair|note-pr" >&2; exit 2 ;;
 esac

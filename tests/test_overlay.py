@@ -82,3 +82,12 @@ def test_an_existing_destination_or_a_missing_patch_is_a_usage_error(tmp_path: P
         make_overlay(sys.executable, [PATCHES / "noop-comment.patch"], tmp_path / "ov")
     with pytest.raises(UsageError, match=r"--patch .*nope\.patch: cannot be read"):
         make_overlay(sys.executable, [tmp_path / "nope.patch"], tmp_path / "ov2")
+
+
+def test_a_removed_line_that_starts_with_two_dashes_is_hunk_content() -> None:
+    text = ("--- a/python/triton/language/core.py\n+++ b/python/triton/language/core.py\n"
+            "@@ -1,3 +1,2 @@\n x = 1\n--- not a header, a removed line '-- ...'\n y = 2\n")
+    mapped, files = map_patch(text, "p")
+    assert files == ("triton/language/core.py",)
+    assert "--- not a header, a removed line '-- ...'\n" in mapped  # kept as it was, not refused or rewritten
+    assert mapped.startswith("--- a/triton/language/core.py\n+++ b/triton/language/core.py\n")

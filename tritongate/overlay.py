@@ -37,7 +37,9 @@ OVERLAY_SCHEMA = 1
 _LINKED_SUFFIXES = (".so", ".a", ".bc", ".dylib")
 _LINKED_DIRS = {"bin", "lib", "include", "_C"}
 _TEXT_SUFFIXES = (".py", ".pyi", ".c", ".h", ".json", ".txt", ".typed")
-_HEADER = re.compile(r"^(diff --git a/(\S+) b/(\S+)|--- (?:a/)?(\S+)|\+\+\+ (?:b/)?(\S+))", re.M)
+# A file header: `diff --git a/X b/Y`, or a `--- X` line directly followed by `+++ Y` (alone,
+# `--- ` also starts a removed line that began with `-- `, which is hunk content, not a header).
+_HEADER = re.compile(r"^(?:diff --git a/(\S+) b/(\S+)|--- (?:a/)?(\S+)(.*)\n\+\+\+ (?:b/)?(\S+))", re.M)
 
 
 class OverlayError(GateError):
@@ -83,27 +85,30 @@ def map_patch(text: str, patch_name: str) -> tuple[str, tuple[str, ...]]:
     files: list[str] = []
     refused: list[str] = []
 
-    def rewrite(m: re.Match[str]) -> str:
-        line = m.group(0)
-        if line.startswith("diff --git"):
-            a, b = installed_path(m.group(2)), installed_path(m.group(3))
-            if a is None or b is None:
-                refused.append(m.group(3))
-                return line
-            if b not in files:
-                files.append(b)
-            return f"diff --git a/{a} b/{b}"
-        path = m.group(4) or m.group(5)
+    def one(path: str, side: str) -> str | None:
         mapped = installed_path(path)
         if mapped is None:
             refused.append(path)
-            return line
-        prefix = "--- " if line.startswith("---") else "+++ "
+            return None
         if mapped == "/dev/null":
-            return prefix + mapped
+            return mapped
         if mapped not in files:
             files.append(mapped)
-        return f"{prefix}{'a' if prefix == '--- ' else 'b'}/{mapped}"
+        return f"{side}/{mapped}"
+
+    def rewrite(m: re.Match[str]) -> str:
+        if m.group(1) is not None:
+            a, b = installed_path(m.group(1)), installed_path(m.group(2))
+            if a is None or b is None:
+                refused.append(m.group(2))
+                return m.group(0)
+            if b not in files:
+                files.append(b)
+            return f"diff --git a/{a} b/{b}"
+        old, new = one(m.group(3), "a"), one(m.group(5), "b")
+        if old is None or new is None:
+            return m.group(0)
+        return f"--- {old}{m.group(4)}\n+++ {new}"
 
     mapped_text = _HEADER.sub(rewrite, text)
     if refused:
@@ -189,12 +194,15 @@ def make_overlay(base_python: str, patches: list[Path], dest: Path) -> OverlayBu
         mapped, files = map_patch(text, str(patch))
         texts.append((Path(patch), hashlib.sha256(raw).hexdigest(), mapped, files))
     src, base_sites = _base_paths(base_python)
-    subprocess.run([base_python, "-m", "venv", "--without-pip", str(dest)],
-                   check=True, capture_output=True, timeout=300)
     python = dest / "bin" / "python"
-    site = _site_packages(python)
-    triton_dir = site / "triton"
     try:
+        made = subprocess.run([base_python, "-m", "venv", "--without-pip", str(dest)],
+                              capture_output=True, text=True, timeout=300, check=False)
+        if made.returncode != 0:
+            why = (made.stderr.strip().splitlines() or [f"exit {made.returncode}"])[-1]
+            raise OverlayError(f"{dest}: the venv could not be made ({why})")
+        site = _site_packages(python)
+        triton_dir = site / "triton"
         # The base's site folders come after the overlay's own (torch, tritongate, its .pth
         # hooks), so the patched triton shadows the base one. --system-site-packages would not
         # do: a venv made from a venv sees the system's packages, not its parent venv's.
@@ -203,17 +211,18 @@ def make_overlay(base_python: str, patches: list[Path], dest: Path) -> OverlayBu
         _copy_tree(src, triton_dir)
         for patch, _sha, mapped, _files in texts:
             _apply(mapped, str(patch), site)
+        record = {
+            "schema_version": OVERLAY_SCHEMA,
+            "base_python": base_python,
+            "base_triton": str(src),
+            "patches": [{"path": str(p), "sha256": sha} for p, sha, _m, _f in texts],
+            "files": sorted({f for *_x, files in texts for f in files}),
+        }
+        # Inside the try: an overlay without its record would pass for the base build.
+        write_bytes_atomic(triton_dir / OVERLAY_FILE, (json.dumps(record, indent=1) + "\n").encode())
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise
-    record = {
-        "schema_version": OVERLAY_SCHEMA,
-        "base_python": base_python,
-        "base_triton": str(src),
-        "patches": [{"path": str(p), "sha256": sha} for p, sha, _m, _f in texts],
-        "files": sorted({f for *_x, files in texts for f in files}),
-    }
-    write_bytes_atomic(triton_dir / OVERLAY_FILE, (json.dumps(record, indent=1) + "\n").encode())
     return OverlayBuild(python=python, site_packages=site, triton_dir=triton_dir,
                         patches=tuple(record["patches"]), files=tuple(record["files"]))
 

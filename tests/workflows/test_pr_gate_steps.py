@@ -131,7 +131,7 @@ def test_gate_job_runs_on_the_labels_it_is_given() -> None:
 
 # -- the build action's own checks ----------------------------------------------------------------
 @pytest.mark.parametrize("env, message", [
-    ({"TG_MODE": "compile"}, "mode must be source, wheel or installed"),
+    ({"TG_MODE": "compile"}, "mode must be source, wheel, installed, overlay or auto"),
     ({"TG_MODE": "source", "TG_REPO": "../etc", "TG_REF": "main"}, "repo must be OWNER/NAME"),
     ({"TG_MODE": "source", "TG_REPO": "a/b/c", "TG_REF": "main"}, "repo must be OWNER/NAME"),
     ({"TG_MODE": "source", "TG_REPO": "triton-lang/triton", "TG_REF": ""}, "mode source needs a ref"),
@@ -162,11 +162,12 @@ def test_build_action_plans_a_cached_source_build(tmp_path: Path) -> None:
     subprocess.run(["bash", str(ACTION_DIR / "build.sh"), "plan"], env=env, check=True)
     first = parse_github_output(tmp_path / "out")
     assert first["cached"] == "false" and first["src"].startswith(".tritongate-src/triton-lang__triton-")
+    subprocess.run([sys.executable, str(ACTION_DIR / "venv_manifest.py"), "write", str(venv)], check=True)
     (venv / ".tritongate-complete").write_text("done\n")  # a finished build: the checkout is skipped
     (tmp_path / "out").unlink()
     subprocess.run(["bash", str(ACTION_DIR / "build.sh"), "plan"], env=env, check=True)
     assert parse_github_output(tmp_path / "out") == {"slug": "triton-lang__triton", "commit": commit,
-                                                     "cached": "true", "src": ""}
+                                                     "cached": "true", "src": "", "fetch-depth": "1"}
 
 
 def test_the_build_key_covers_interpreter_and_build_settings(tmp_path: Path) -> None:
@@ -328,7 +329,8 @@ def test_nightly_records_checks_and_pushes_one_entry(tmp_path: Path) -> None:
         workspace, runner_temp = tmp_path / name / server.name / "ws", tmp_path / name / server.name / "temp"
         workspace.mkdir(parents=True)
         runner_temp.mkdir(parents=True)
-        github = {"event_name": "schedule", "repository": "acme/tritongate", "sha": SHA_MERGE, "token": "ghs_x",
+        github = {"event_name": "schedule", "repository": "acme/tritongate", "repository_owner": "Acme",
+                  "sha": SHA_MERGE, "token": "ghs_x",
                   "ref": "refs/heads/main", "run_id": "99", "server_url": server.as_uri(),
                   "event": payload("schedule")}  # documented: the cron string, nothing else
         contexts = {"inputs": {}, "vars": {}, "github": github, "needs": needs,
@@ -351,7 +353,7 @@ def test_nightly_records_checks_and_pushes_one_entry(tmp_path: Path) -> None:
                 uploads[with_values["name"]] = with_values
                 return None
             if ref.startswith("actions/download-artifact@"):
-                assert with_values["name"] == "tritongate-baseline-entry-h200" and download is not None
+                assert with_values["name"] == "tritongate-baseline-entry-acme-h200" and download is not None
                 shutil.copytree(download, with_values["path"])
                 return None
             if ref.startswith("actions/setup-python@"):
@@ -369,15 +371,16 @@ def test_nightly_records_checks_and_pushes_one_entry(tmp_path: Path) -> None:
     record, status = job_run("record", servers[True], {})
     assert status == "success", record.log()
     entry = record.inner_steps["publish"]["outputs"]["entry"]
-    assert re.fullmatch(r"h200/tiny/cpu/[0-9]{8}T[0-9]{6}Z-5555555[0-9a-f]*(-[0-9]+)?", entry), entry
-    entry_path = Path(uploads["tritongate-baseline-entry-h200"]["path"])
+    # no runner-class input or variable: the class is the owner's (lower-cased), never a shared `h200`
+    assert re.fullmatch(r"acme-h200/tiny/cpu/[0-9]{8}T[0-9]{6}Z-5555555[0-9a-f]*(-[0-9]+)?", entry), entry
+    entry_path = Path(uploads["tritongate-baseline-entry-acme-h200"]["path"])
     assert (entry_path / "manifest.json").is_file()
     summary = "".join(record.summaries)
     assert "**0** of 1 rows called slower or faster" in summary, summary
     history = record.runner_temp / "tritongate" / "history"
     assert (history / "history.json").is_file() and (history / "history.md").is_file(), record.log()
     assert "change points" in summary.lower(), summary
-    assert set(uploads) == {"tritongate-baseline-entry-h200", "tritongate-nightly-runs-h200"}
+    assert set(uploads) == {"tritongate-baseline-entry-acme-h200", "tritongate-nightly-runs-acme-h200"}
 
     for exists, server in servers.items():
         needs = {"record": {"outputs": {"entry": entry}, "result": "success"}}
@@ -479,6 +482,9 @@ def test_a_pr_job_never_writes_the_shared_build_cache(tmp_path: Path) -> None:
     shared = Path(where(TG_CACHE_WRITE="true"))
     shared.mkdir(parents=True)
     (shared / ".tritongate-complete").write_text("by the nightly\n")
+    # a marker alone is not trust: without the nightly's manifest the PR job builds its own
+    assert where(TG_CACHE_WRITE="false").startswith(str(tmp_path / "temp" / "tritongate-pr"))
+    subprocess.run([sys.executable, str(ACTION_DIR / "venv_manifest.py"), "write", str(shared)], check=True)
     assert where(TG_CACHE_WRITE="false") == str(shared)  # a complete trusted build is reused, read only
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from tritongate import __version__
-from tritongate.cli import calibrate, gate, inspect, ir, pair, run
+from tritongate.cli import build, calibrate, gate, inspect, ir, pair, run
 from tritongate.cli.common import EPILOG
 
 
@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_ops_parser(sub)
     pair.add_merge_parser(sub)
     inspect.add_show_parser(sub)
+    build.add_overlay_parser(sub)
 
     from tritongate.baselines.commands import add_baseline_parser
     from tritongate.batch.commands import add_batch_parser

@@ -5,19 +5,33 @@
 #
 #   build.sh plan    validate the inputs; for mode source, say whether the venv of this
 #                    commit is already built (then the checkout is skipped) and where the
-#                    checkout goes.   outputs: slug, commit, cached, src
+#                    checkout goes (and how deep: 2 for a patch from the PR's diff).
+#                    outputs: slug, commit, cached, src, fetch-depth
 #   build.sh build   make (or reuse) the build's venv and print its interpreter.
-#                    outputs: python, commit
+#                    outputs: python, commit, built (source|wheel|installed|overlay),
+#                    patch-sha256 (overlay)
 #
-# Environment: TG_MODE (source|wheel|installed), TG_REPO (owner/name), TG_REF, TG_WHEEL,
-# TG_CACHE_ROOT, TG_PYTHON (the base interpreter), and for `build` in mode source TG_SRC (the
-# checkout, relative to GITHUB_WORKSPACE) and TG_PLAN_COMMIT. Outputs are appended to
-# $GITHUB_OUTPUT (stdout when unset).
+# Environment: TG_MODE (source|wheel|installed|overlay|auto), TG_REPO (owner/name), TG_REF,
+# TG_WHEEL, TG_CACHE_ROOT, TG_PYTHON (the base interpreter), and for `build` in mode source
+# TG_SRC (the checkout, relative to GITHUB_WORKSPACE) and TG_PLAN_COMMIT. Modes overlay and
+# auto: TG_OVERLAY_BASE (the build the patch is applied to; default TG_PYTHON), TG_PATCH (a
+# patch file) or TG_PATCH_FROM=pr (the diff of the checkout from TG_BASE_COMMIT, default its
+# first parent, to its HEAD). Outputs are appended to $GITHUB_OUTPUT (stdout when unset).
+#
+# Mode overlay: the base build with the patch applied to its Python sources (tritongate
+# overlay; seconds, no compile), made in this job's throwaway folder. With TG_PATCH_FROM=pr
+# the diff is restricted to what an overlay can take (python/triton/**,
+# third_party/*/backend/**) and the files left out are named. Mode auto: an overlay when the
+# PR's diff touches only those files, a source build of the checkout otherwise; the log says
+# which and why.
 #
 # Cache layout (runner-local, shared by every job of the runner's user):
 #   <cache-root>/<repo-slug>/<commit>-<key>/venv        mode source, one venv per compiler commit
 #   <cache-root>/<repo-slug>/wheel-<sha256>-<key>/venv  mode wheel, one venv per wheel (its bytes)
 #   <key>: tritongate's version and deps, the base interpreter and torch, the build settings
+#   <...>/venv/.tritongate-manifest.json          sha256 of every file (venv_manifest.py), written
+#                                                 by the trusted build; checked before a PR job
+#                                                 reuses the venv
 #   <...>/venv/.tritongate-complete               written last: a venv without it is rebuilt
 #   <...>.lock                                    flock: one builder per venv at a time
 set -euo pipefail
@@ -38,15 +52,27 @@ ref="${TG_REF:-}"
 
 check_inputs() {
   case "$mode" in
-    source|wheel|installed) ;;
-    *) die "mode must be source, wheel or installed, got '${mode}'" ;;
+    source|wheel|installed|overlay|auto) ;;
+    *) die "mode must be source, wheel, installed, overlay or auto, got '${mode}'" ;;
   esac
-  if [[ "$mode" != installed ]]; then
+  if [[ -n "${TG_PATCH_FROM:-}" && "${TG_PATCH_FROM}" != pr ]]; then
+    die "patch-from must be 'pr' or empty, got '${TG_PATCH_FROM}'"
+  fi
+  if [[ "$mode" == overlay && -z "${TG_PATCH:-}" && "${TG_PATCH_FROM:-}" != pr ]]; then
+    die "mode overlay needs a patch: the patch input (a file) or patch-from: pr"
+  fi
+  if [[ "$mode" == auto && -n "${TG_PATCH:-}" ]]; then die "mode auto takes its patch from the PR (patch-from: pr), not the patch input"; fi
+  if [[ -n "${TG_BASE_COMMIT:-}" ]] && ! is_sha "$TG_BASE_COMMIT"; then
+    die "base-commit must be a 40-hex commit, got '${TG_BASE_COMMIT}'"
+  fi
+  if [[ "$mode" != installed && ( "$mode" != overlay || "${TG_PATCH_FROM:-}" == pr ) ]]; then
     [[ "$repo" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ ]] || die "repo must be OWNER/NAME, got '${repo}'"
     local owner="${repo%%/*}" name="${repo#*/}"
     [[ "$owner" != . && "$owner" != .. && "$name" != . && "$name" != .. ]] || die "repo must be OWNER/NAME, got '${repo}'"
   fi
-  if [[ "$mode" == source && -z "$ref" ]]; then die "mode source needs a ref"; fi
+  if [[ ( "$mode" == source || "$mode" == auto || "${TG_PATCH_FROM:-}" == pr ) && -z "$ref" ]]; then
+    die "mode $mode needs a ref"
+  fi
   if [[ "$mode" == wheel && -z "${TG_WHEEL:-}" ]]; then die "mode wheel needs the wheel input (a path or URL)"; fi
   if [[ "$ref" == -* ]]; then die "ref must not start with '-', got '${ref}'"; fi
   return 0
@@ -70,19 +96,40 @@ cache_root() {
 is_sha() { [[ "$1" =~ ^[0-9a-f]{40}$ ]]; }
 
 # Trust domains. TG_CACHE_WRITE=true (trusted jobs: the nightly, on main) builds into the
-# shared cache. TG_CACHE_WRITE=false (jobs that run PR code) reuses a complete venv of the
-# shared cache but never writes there: a venv it has to build goes to a throwaway folder under
-# $RUNNER_TEMP (emptied by the runner at the end of the job), so no later job reuses it.
+# shared cache and writes each venv's manifest. TG_CACHE_WRITE=false (jobs that run PR code)
+# reuses a complete venv of the shared cache that still matches its manifest, but never
+# writes there: a venv it has to build goes to a throwaway folder under $RUNNER_TEMP (emptied
+# by the runner at the end of the job), so no later job reuses it. The manifest lives beside
+# the venv: it catches a venv changed by anything that did not also rewrite the manifest;
+# a cache owned by another user than the one PR jobs run as is the stronger fence
+# (docs/compiler-builds.md).
 venv_for() {  # $1: <slug>/<name>: the venv of this build, shared when complete or when writable
   local shared
   shared="$(cache_root)/$1/venv"
-  if [[ "${TG_CACHE_WRITE:-true}" == false && ! -f "$shared/.tritongate-complete" ]]; then
+  if [[ "${TG_CACHE_WRITE:-true}" == false ]] && ! trusted_venv "$shared"; then
     local scratch="${RUNNER_TEMP:?RUNNER_TEMP is needed for a throwaway build}/tritongate-pr/builds"
     mkdir -p "$scratch"
     printf '%s' "$(cd "$scratch" && pwd -P)/$1/venv"
   else
     printf '%s' "$shared"
   fi
+}
+
+manifest_tool() {  # the runner's interpreter checks the venv, never the venv's own
+  "$(resolve_python "${TG_PYTHON:-python3}")" "$(dirname "${BASH_SOURCE[0]}")/venv_manifest.py" "$@"
+}
+
+# A complete shared venv that is still, file for file, what the trusted build wrote. PR code
+# runs as the same user and could have changed it: a mismatch makes it untrusted (named in
+# the log), and this job builds its own in the throwaway folder.
+trusted_venv() {
+  local venv="$1" why
+  [[ -f "$venv/.tritongate-complete" ]] || return 1
+  if why="$(manifest_tool verify "$venv")"; then
+    return 0
+  fi
+  echo "::warning title=build-compiler::not reusing the shared build: ${why//$'\n'/ }; building in this job's throwaway folder" >&2
+  return 1
 }
 
 # Environment that changes what a compiler build produces (Triton's and FlagTree's setup.py
@@ -116,10 +163,16 @@ except Exception:
 
 plan() {
   check_inputs
-  local slug="" commit="" cached=false src=""
+  local slug="" commit="" cached=false src="" depth=1 shared
   if [[ "$mode" != installed ]]; then slug="$(repo_slug)"; fi
-  if [[ "$mode" == source ]]; then
-    if is_sha "$ref" && [[ -f "$(cache_root)/$slug/$ref-$(build_key)/venv/.tritongate-complete" ]]; then
+  if [[ "$mode" == auto || "${TG_PATCH_FROM:-}" == pr ]]; then
+    # The diff needs the base commit: the candidate's first parent is in a 2-deep checkout
+    # (the base of a PR's merge commit); any other base is fetched by the build step.
+    depth=2
+    src=".tritongate-src/${slug}-$(date +%s)-$$-${RANDOM}"
+  elif [[ "$mode" == source ]]; then
+    shared="$(cache_root)/$slug/$ref-$(build_key)/venv"
+    if is_sha "$ref" && trusted_venv "$shared"; then
       commit="$ref"
       cached=true
     else
@@ -131,6 +184,7 @@ plan() {
   out commit "$commit"
   out cached "$cached"
   out src "$src"
+  out fetch-depth "$depth"
 }
 
 # The absolute path of an interpreter that runs, e.g. `python3` -> /usr/bin/python3.
@@ -173,7 +227,9 @@ make_venv() {
   exec 9>"$(dirname "$venv")/venv.lock"
   echo "waiting for the build lock $(dirname "$venv")/venv.lock ..." >&2
   flock -w 10800 9 || die "timed out waiting for another job building $venv"
-  if [[ -f "$venv/.tritongate-complete" ]]; then
+  # A shared venv is reused only while it matches its manifest: a trusted job rebuilds one that
+  # PR code (the same user) changed, rather than running on it.
+  if [[ -f "$venv/.tritongate-complete" ]] && { [[ "$venv" != "$(cache_root)"/* ]] || trusted_venv "$venv"; }; then
     echo "reusing $venv (built by an earlier job)" >&2
   else
     rm -rf "$venv"   # a build that died half-way
@@ -184,6 +240,11 @@ make_venv() {
     install_deps "$venv/bin/python"
     "$installer" "$venv/bin/python"
     check_compiler "$venv"
+    if [[ "$venv" == "$(cache_root)"/* ]]; then  # a shared build: later PR jobs check it against this
+      # every .pyc now, so that a later import writes none (an unlisted file is a mismatch)
+      "$venv/bin/python" -m compileall -q "$venv" >/dev/null || true
+      manifest_tool write "$venv" >&2
+    fi
     date -u +%Y-%m-%dT%H:%M:%SZ > "$venv/.tritongate-complete"
   fi
   flock -u 9
@@ -212,16 +273,109 @@ install_wheel() {
   "$vpy" -m pip install --disable-pip-version-check "$TG_WHEEL"
 }
 
+# What an overlay can take: the Python sources of the package (tritongate.overlay maps these
+# paths to the installed ones). A `:(glob)` `*` never crosses a `/`.
+OVERLAY_PATHSPECS=(':(glob)python/triton/**' ':(glob)third_party/*/backend/**')
+overlay_takes() { [[ "$1" =~ ^(python/triton/|third_party/[A-Za-z0-9_]+/backend/). ]]; }
+
+# The base commit of the checkout's diff: TG_BASE_COMMIT (fetched when the shallow checkout
+# lacks it) or HEAD's first parent (the base of a PR's merge commit).
+diff_base() {
+  local src="$1" base="${TG_BASE_COMMIT:-}"
+  if [[ -z "$base" ]]; then
+    base="$(git -C "$src" rev-parse --verify -q 'HEAD^1^{commit}')" ||
+      die "the checkout of $TG_REPO@$TG_REF has no parent commit to diff against; pass base-commit"
+  elif ! git -C "$src" cat-file -e "$base^{commit}" 2>/dev/null; then
+    git -C "$src" fetch -q --no-tags --depth=1 origin "$base" >&2 ||
+      die "the base commit $base is not in the checkout and could not be fetched"
+  fi
+  printf '%s' "$base"
+}
+
+# The overlay of the base build with $1 applied, in this job's throwaway folder (an overlay
+# takes seconds: it is never cached). Sets the outputs.
+make_overlay() {
+  local patch="$1" base root dest stdout sha
+  base="$(resolve_python "${TG_OVERLAY_BASE:-${TG_PYTHON:-python3}}")"
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+  dest="${RUNNER_TEMP:?RUNNER_TEMP is needed for an overlay build}/tritongate-pr/overlays/$(repo_slug)-$$-${RANDOM}"
+  mkdir -p "$(dirname "$dest")"
+  sha="$(sha256sum -- "$patch" | cut -d' ' -f1)"
+  echo "overlay build: $base with patch sha256 $sha" >&2
+  stdout="$(PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$base" -m tritongate overlay --base-python "$base" \
+            --patch "$patch" --out "$dest")" || die "the overlay build failed (see the error above)"
+  check_compiler "$dest"
+  out python "$(printf '%s\n' "$stdout" | tail -n 1)"
+  out patch-sha256 "$sha"
+  out built overlay
+}
+
+# Modes overlay and auto with patch-from pr: the PR's diff, and which build it gets.
+build_from_pr() {
+  local src="$GITHUB_WORKSPACE/$TG_SRC" base head names files=() outside=() f patch
+  head="$(git -C "$src" rev-parse HEAD)"
+  base="$(diff_base "$src")"
+  names="$(git -C "$src" diff --no-renames --name-only "$base" "$head")"
+  if [[ -n "$names" ]]; then mapfile -t files <<<"$names"; fi
+  for f in "${files[@]}"; do overlay_takes "$f" || outside+=("$f"); done
+  out commit "$head"
+  if [[ "$mode" == auto && ${#files[@]} -eq 0 ]]; then
+    # an overlay with an empty patch is the base build itself
+    echo "build mode auto: overlay; the PR changes no file from ${base:0:12} to ${head:0:12}: the candidate is the base build, unpatched" >&2
+    out python "$(resolve_python "${TG_OVERLAY_BASE:-${TG_PYTHON:-python3}}")"
+    out built overlay
+    return 0
+  fi
+  if [[ "$mode" == auto && ${#outside[@]} -gt 0 ]]; then
+    echo "build mode auto: source build; the PR changes ${#outside[@]} file(s) outside the package's Python sources" \
+         "(${outside[*]:0:5}${outside[5]:+ ...}), which an overlay cannot take" >&2
+    commit="$head"
+    build_source "$head"
+    out built source
+    return 0
+  fi
+  if (( ${#outside[@]} == ${#files[@]} )); then
+    die "the PR changes no file an overlay can take (${files[*]:0:5}); use mode source or auto"
+  fi
+  if [[ "$mode" == auto ]]; then
+    echo "build mode auto: overlay; the PR changes only the package's Python sources (${#files[@]} file(s): ${files[*]:0:5}${files[5]:+ ...})" >&2
+  elif (( ${#outside[@]} > 0 )); then
+    echo "::warning title=build-compiler::mode overlay leaves out ${#outside[@]} changed file(s) an overlay cannot take: ${outside[*]:0:10}" >&2
+  fi
+  patch="${RUNNER_TEMP:?}/tritongate-pr/pr-${head:0:12}-$$.patch"
+  mkdir -p "$(dirname "$patch")"
+  git -C "$src" diff --no-renames --binary "$base" "$head" -- "${OVERLAY_PATHSPECS[@]}" > "$patch"
+  make_overlay "$patch"
+}
+
+build_source() {  # $1: the commit checked out at TG_SRC
+  local venv
+  venv="$(venv_for "$(repo_slug)/$1-$(build_key)")"
+  make_venv "$venv" install_source
+  out python "$venv/bin/python"
+}
+
 build() {
   check_inputs
   local venv commit="" key
   case "$mode" in
+    overlay|auto)
+      if [[ "${TG_PATCH_FROM:-}" == pr || "$mode" == auto ]]; then
+        build_from_pr
+      else
+        [[ -f "$TG_PATCH" ]] || die "patch $TG_PATCH: no such file"
+        if is_sha "$ref"; then out commit "$ref"; else out commit ""; fi
+        make_overlay "$TG_PATCH"
+      fi
+      return 0
+      ;;
     installed)  # no commit: nothing says which commit the interpreter's compiler was built from
       # (assigned first: a `die` inside "$(...)" as an argument would only end the subshell)
       local py
       py="$(resolve_python "${TG_PYTHON:-python3}")"
       out python "$py"
       out commit ""
+      out built installed
       return 0
       ;;
     source)
@@ -252,6 +406,7 @@ build() {
   esac
   out python "$venv/bin/python"
   out commit "$commit"
+  out built "$mode"
 }
 
 case "${1:-}" in
