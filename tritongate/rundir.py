@@ -153,7 +153,8 @@ def read_json_object(path: Path, what: str, *, error: Callable[[str], Exception]
     """A JSON object from a file of a run directory, or ``error`` with one line."""
     if not path.is_file():
         raise error(f"{path} is missing: {path.parent} is not a tritongate run directory "
-                          f"(no {what}); pass the directory that `tritongate run` printed")
+                          f"(no {what}); pass a run directory (what `tritongate run` printed, or the "
+                          "base/ or candidate/ of a pair directory)")
     if path.stat().st_size > MAX_JSON_BYTES:
         raise error(f"{path} is larger than {MAX_JSON_BYTES // 2**20} MiB; it was not written by "
                           "tritongate (or is damaged)")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tritongate.argtypes import nonempty_text
-from tritongate.cli.common import exit_codes, terminal_safe
+from tritongate.cli.common import HelpFormatter, exit_codes, terminal_safe
 from tritongate.errors import ExitCode, UsageError
 
 _text = nonempty_text
@@ -22,7 +22,7 @@ def add_ir_parser(sub: argparse._SubParsersAction) -> None:
                     "specialization and options) for --target under this interpreter's Triton. DIR/ttgir/ has a "
                     "run's layout: `tritongate ir-diff` compares it with the run, or with another compiler's.",
         epilog=exit_codes(0, 2, 4, 130, zero="done (variants that failed to compile are listed)"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=HelpFormatter)
     ir.add_argument("--from", dest="from_run", type=_text, required=True, metavar="RUN",
                     help="a run directory recorded on a GPU (it has ttgir/index.tsv)")
     ir.add_argument("--target", type=_text, default="cuda:90", metavar="BACKEND:ARCH",
@@ -40,7 +40,7 @@ def add_ir_diff_parser(sub: argparse._SubParsersAction) -> None:
                     "with locations and source paths stripped, and write DIR/<case>/<kernel>/<variant>.diff, "
                     "DIR/index.tsv (changed / identical / only on one side) and DIR/summary.md.",
         epilog=exit_codes(0, 2, 4, zero="compared (changed kernels are a finding, not a failure)"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=HelpFormatter)
     ird.add_argument("base", type=_text, metavar="BASE", help="a run directory, an `ir` output, or a ttgir/ folder")
     ird.add_argument("cand", type=_text, metavar="CAND", help="as BASE, for the candidate build")
     ird.add_argument("--out", type=_text, required=True, metavar="DIR",
