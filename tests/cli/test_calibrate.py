@@ -23,6 +23,7 @@ def _settings(folder, **fields):
     (["--planted", "0.01,0.02"], "started with fractions (0.02, 0.05), not (0.01, 0.02)"),
     (["--ops", "add"], "started with only_ops (), not ('add',)"),
     (["--baseline", "x"], "drop --baseline"),
+    (["--out", "elsewhere"], "--resume goes on in its own folder"),
     (["--backend", "cuda"], "started with backend 'auto', not 'cuda'"),
     (["--shape-file", "shapes.yaml"], "started with shape_file None, not '"),
     (["--python", "/usr/bin/python3"], "started with python None, not '/usr/bin/python3'"),

@@ -39,7 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cal.add_argument("--suite", type=_text, metavar="NAME|PATH",
                      help="default: the suite of --baseline, else pr")
     cal.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
-    cal.add_argument("--out", type=_text, default="runs", metavar="DIR", help="default: runs")
+    cal.add_argument("--out", type=_text, metavar="DIR",
+                     help="parent of the calibration folder (default: runs; --resume goes on in its own)")
     cal.add_argument("--baseline", type=_text, metavar="RECORD", help="a record run to replay (default: record one)")
     cal.add_argument("--planted", type=fraction_list, metavar="F,G",
                      help=f"planted slowdowns as fractions of each row's time, {FRACTION_HINT} (default "
@@ -121,6 +122,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.resume:  # go on with the calibration's own settings and record
         if args.baseline:
             raise UsageError("--resume goes on with the calibration's own record; drop --baseline")
+        if args.out is not None:
+            raise UsageError(f"--resume goes on in its own folder ({args.resume}); drop --out")
         out = Path(args.resume)
         settings = load_settings(out)
         check_same(settings, given)
@@ -150,7 +153,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         record = Path(settings.record)
         print(f"resume:      {out} (record {record})", file=sys.stderr, flush=True)
     else:
-        out = calibration_dir(Path(args.out), args.suite)
+        out = calibration_dir(Path(args.out or "runs"), args.suite)
         if args.baseline:
             record = Path(args.baseline)
         else:

@@ -30,11 +30,11 @@ EPILOG = exit_codes(0, 1, 2, 3, 4, 130)
 
 
 class HelpFormatter(argparse.HelpFormatter):
-    """Descriptions and help wrapped to the terminal; a text laid out in lines by hand (the
-    exit-code footers, tables of codes) kept as it is."""
+    """Descriptions and help wrapped to the terminal; a text laid out by hand in indented
+    lines (the exit-code footers) kept as it is."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        if "\n" in text.strip("\n"):
+        if any(line[:1].isspace() for line in text.strip("\n").splitlines()[1:]):  # indented: laid out
             return "".join(indent + line for line in text.splitlines(keepends=True))
         return super()._fill_text(text, width, indent)
 

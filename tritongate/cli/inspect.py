@@ -116,10 +116,10 @@ def _show_verdict(folder: Path, fmt: str, *, pair: Path | None = None) -> int:
 def verdict_table(rows) -> str:
     """One line per row: key, verdict, the paired change and why, for a terminal."""
     lines = [f"{'op':<18} {'case':<18} {'dtype':<9} {'verdict':<16} {'change':>8}  why"]
-    for r in rows:
+    for r in rows:  # each name made safe first: padding a name must not be undone
+        op, case, dtype, why = (terminal_safe(v) for v in (r.op, r.case, r.dtype, "; ".join(r.reasons)))
         change = f"{r.effect:+.2%}" if r.effect is not None else ""
-        why = "; ".join(r.reasons)
-        lines.append(terminal_safe(f"{r.op:<18} {r.case:<18} {r.dtype:<9} {r.verdict:<16} {change:>8}  {why}"))
+        lines.append(f"{op:<18} {case:<18} {dtype:<9} {r.verdict:<16} {change:>8}  {why}")
     lines.append(counted(len(rows), "row"))
     return "\n".join(lines) + "\n"
 
