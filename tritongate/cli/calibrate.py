@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tritongate.argtypes import FRACTION_HINT, finite_number, fraction_list, nonempty_text
-from tritongate.cli.common import HelpFormatter, split_values, terminal_safe, want_color
+from tritongate.cli.common import HelpFormatter, counted, split_values, terminal_safe, want_color
 from tritongate.cli.options import (add_gate_options, add_inputs_option, add_measurement_options,
                                     add_schedule_options, gate_policy)
 from tritongate.cli.pair import pair_progress, pair_request, record_suite
@@ -188,6 +188,6 @@ def _write_thresholds(cal: Any, args: argparse.Namespace) -> int:
     changes = write_thresholds(cal, path, allow_loosen=args.allow_loosen)
     for change in changes:
         print(f"threshold {terminal_safe(change.line())}")
-    print(f"{path}: {len(changes)} per-op minimum effect(s) changed" if changes else
+    print(f"{path}: {counted(len(changes), 'per-op minimum effect')} changed" if changes else
           f"{path}: every per-op minimum effect already matches the calibration")
     return ExitCode.OK
