@@ -179,6 +179,7 @@ def test_paired_progress_and_help_say_rounds_not_pairs():
     from tritongate.pair.orchestrator import _row_summary
 
     texts = [a.help for _, p in commands(build_parser()) for a in p._actions if a.help]
+    texts += [p.description for _, p in commands(build_parser()) if p.description]
     assert [t for t in texts if re.search(r"\bpairs\b", t)] == []
     line = _row_summary(row(seed=1), row(seed=2))
     assert line.endswith("paired, 5 rounds)"), line

@@ -132,3 +132,12 @@ def test_calibrate_refuses_a_suite_its_baseline_was_not_recorded_with(tmp_path, 
     assert main(["calibrate", "--baseline", str(record), "--suite", "pr", "--out", str(tmp_path / "o")]) == 2
     assert "--suite pr is suite 'pr', but --baseline" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_calibrate_and_ir_given_a_pair_directory_name_its_runs(pair_dir, tmp_path, capsys):
+    assert main(["calibrate", "--baseline", str(pair_dir), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"--baseline {pair_dir}: expected a record run: {pair_dir} is a pair directory" in err
+    assert main(["ir", "--from", str(pair_dir), "--out", str(tmp_path / "ir")]) == 2
+    assert "--from: a run directory: " in (err := capsys.readouterr().err) and str(pair_dir / "base") in err
+    assert not (tmp_path / "o").exists() and not (tmp_path / "ir").exists()

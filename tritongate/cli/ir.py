@@ -52,10 +52,11 @@ def cmd_ir(args: argparse.Namespace) -> int:
     from tritongate.ir.aot import Target, add_module_paths, recompile
     from tritongate.ir.index import INDEX, read_index
     from tritongate.ir.store import TTGIR_DIR
-    from tritongate.rundir import load_run
+    from tritongate.cli.folders import load_run_dir
 
     target = Target.parse(args.target)
-    run = load_run(Path(args.from_run), allow_incomplete=True)  # a crashed run's IR is evidence too
+    # a crashed run's IR is evidence too
+    run = load_run_dir(Path(args.from_run), what="--from: a run directory", allow_incomplete=True)
     index = Path(args.from_run) / TTGIR_DIR / INDEX
     if not index.is_file():
         raise UsageError(f"{args.from_run} has no {TTGIR_DIR}/{INDEX}: its IR was not captured (interpreter "

@@ -26,7 +26,7 @@ def add_pair_parser(sub: argparse._SubParsersAction) -> None:
         description="Start one worker per compiler build (an interpreter plus environment overlays), both on "
                     "one device, both replaying BASELINE_RECORD's autotune configs. Rows whose launched "
                     "kernels are byte-identical on both sides are IDENTICAL_BINARY without timing; the others "
-                    "are timed in alternating rounds (A B, B A, ...) with one k for both sides, get more pairs "
+                    "are timed in alternating rounds (A B, B A, ...) with one k for both sides, get more rounds "
                     "while short of their precision target, and are gated on the paired log ratios. Writes "
                     "OUT/pair-<suite>_<UTC>/{base,candidate}/ (ordinary run directories) and verdict/.",
         epilog=EPILOG, formatter_class=HelpFormatter)

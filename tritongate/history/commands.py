@@ -91,8 +91,8 @@ def add_history_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
                         "is 1 %% (default 0.02)")
     p.add_argument("--p-value", type=_fraction, default=0.01, metavar="P",
                    help="Mann-Whitney U significance a change point needs (default 0.01)")
-    p.add_argument("--new-last", type=_count, default=1, metavar="K",
-                   help="a change point is new when its first point after is among the last K entries (default 1)")
+    p.add_argument("--new-last", type=_count, default=1, metavar="N",
+                   help="a change point is new when its first point after is among the last N entries (default 1)")
     p.add_argument("--no-plots", action="store_true", help="write no PNGs")
     p.add_argument("--summary-out", type=_text, metavar="FILE",
                    help="also write the new-change-points section alone here (e.g. $GITHUB_STEP_SUMMARY)")
