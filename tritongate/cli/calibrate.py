@@ -41,7 +41,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cal.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
     cal.add_argument("--out", type=_text, metavar="DIR",
                      help="parent of the calibration folder (default: runs; --resume goes on in its own)")
-    cal.add_argument("--baseline", type=_text, metavar="RECORD_RUN", help="a record run to replay (default: record one)")
+    cal.add_argument("--baseline", type=_text, metavar="RECORD_RUN",
+                     help="a record run to replay (default: record one)")
     cal.add_argument("--planted", type=fraction_list, metavar="F,G",
                      help=f"planted slowdowns as fractions of each row's time, {FRACTION_HINT} (default "
                           f"{','.join(f'{f:g}' for f in DEFAULT_FRACTIONS)})".replace("%", "%%"))
