@@ -18,7 +18,6 @@ import argparse
 import datetime as dt
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path

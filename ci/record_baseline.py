@@ -63,7 +63,7 @@ def run(argv: list[str]) -> int:
     if any(a == "--replay-from" or a.startswith("--replay-from=") for a in argv):
         return _usage("this records; use replay_candidate.py to replay a baseline")
     if "-h" in argv or "--help" in argv:
-        code = main(["run", "--help"])
+        code = main(["run", "--help"], prog="record_baseline.py")
         print(PUBLISH_HELP)
         return code
     opts, rest = _split(argv)

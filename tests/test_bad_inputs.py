@@ -98,7 +98,9 @@ def corpus_runs(tmp_path_factory) -> dict[str, Path]:
                    "pair": {"pair_id": "pair-smoke_20261129T120000Z", "side": "candidate",
                             "build": {"python": "/c/python", "env_overlay": {}}}},
                   [rich_row(*k, seed=10 + i, side="candidate") for i, k in enumerate(keys)], mode="replay")
-    cpu_ident = {**IDENTITY, "backend": "cpu", "device": "host", "timer": "host-wall"}
+    # the record of ``Ctx.suite()`` (suite.yaml): a paired run refuses a --suite the record disagrees with
+    cpu_ident = {**IDENTITY, "backend": "cpu", "device": "host", "timer": "host-wall",
+                 "suite": {"name": "suite", "digest": "feedface"}}
     add_row = Row(op="add", case="16", dtype="float32", timer="host-wall", samples=samples(5.0, seed=3, per_round=2),
                   measurement=MeasurementInfo(launches_per_sample=1, samples_per_round=2, warmup_calls=1, l2="warm"))
     record = _write(root / "record", cpu_ident, [add_row], mode="record")
@@ -267,9 +269,9 @@ IDN = r"run_identity\.json"
 
 # (id, damage to a copy of the candidate run, the error line) -> a `show` case and a `gate` case
 RUNDIR_CASES: list[tuple[str, Callable[[Path], None], str]] = [
-    ("results-missing", remove("results.json"), rf"{R} is missing.*pass the directory"),
+    ("results-missing", remove("results.json"), rf"{R} is missing.*pass a run directory"),
     ("results-is-a-directory", _results_dir, rf"{R} is missing"),
-    ("identity-missing", remove("run_identity.json"), rf"{IDN} is missing.*pass the directory"),
+    ("identity-missing", remove("run_identity.json"), rf"{IDN} is missing.*pass a run directory"),
     ("results-not-json", raw("results.json", "{this is not json"), rf"{R} is not valid JSON.*damaged"),
     ("results-empty-file", raw("results.json", ""), rf"{R} is not valid JSON"),
     ("results-truncated", truncate("results.json"), rf"{R} is not valid JSON.*re-run"),
@@ -476,8 +478,12 @@ add("gate-missing-candidate", lambda x: ["gate", str(x.runs["base"]), "--out", s
     r"required: CAND_RUN")
 add("gate-missing-out", lambda x: ["gate", str(x.runs["base"]), str(x.runs["cand"])], 2, r"required: --out")
 add("gate-extra-positional", lambda x: x.gate(None, None, str(x.runs["base"])), 2, r"unrecognized arguments")
-add("gate-min-effect-negative", lambda x: x.gate(None, None, "--min-effect", "-1"), 2, r"min_effect must be a finite number >= 0, got -")
-add("gate-min-effect-abc", lambda x: x.gate(None, None, "--min-effect", "abc"), 2, r"--min-effect: expected a number, got 'abc'")
+add("gate-min-effect-negative", lambda x: x.gate(None, None, "--min-effect", "-1"), 2,
+    r"--min-effect: expected a fraction: 0\.01 is 1 %, from 0 to below 1, got '-1'")
+add("gate-min-effect-abc", lambda x: x.gate(None, None, "--min-effect", "abc"), 2,
+    r"--min-effect: expected a fraction: 0\.01 is 1 %, got 'abc'")
+add("gate-min-effect-per-cent", lambda x: x.gate(None, None, "--min-effect", "2"), 2,
+    r"--min-effect: expected a fraction: 0\.01 is 1 %, got '2' \(that would be 200%\); for 2 % pass 0\.02")
 add("gate-min-effect-nan", lambda x: x.gate(None, None, "--min-effect", "nan"), 2, r"min(imum)?[ _-]effect.*nan")
 add("gate-min-effect-inf", lambda x: x.gate(None, None, "--min-effect", "inf"), 2, r"min(imum)?[ _-]effect.*inf")
 add("gate-noise-z-negative", lambda x: x.gate(None, None, "--noise-z", "-1"), 2, r"noise_z must be a finite number >= 0, got -1")
@@ -526,7 +532,7 @@ add("env-step-summary-missing-folder", _step_summary("missing"), 2,
     r"GITHUB_STEP_SUMMARY.*no-such-dir|no-such-dir.*GITHUB_STEP_SUMMARY")
 
 add("show-unknown-option", lambda x: ["show", str(x.runs["cand"]), "--bogus"], 2, r"unrecognized arguments: --bogus")
-add("show-missing-run", lambda x: ["show"], 2, r"required: RUN_DIR")
+add("show-missing-run", lambda x: ["show"], 2, r"required: FOLDER")
 add("show-no-such-dir", lambda x: ["show", str(x.tmp / "nope")], 2, r"nope is not a directory; pass a run directory")
 add("show-a-file", lambda x: ["show", x.file("r.json", "{}")], 2, r"r\.json is not a directory")
 add("show-empty-dir", lambda x: ["show", x.folder("empty-run")], 2, r"results\.json is missing: .*empty-run is not a tritongate run")
@@ -541,7 +547,19 @@ def pair(x: Ctx, *extra: str, out: str | None = None) -> list[str]:
 
 add("pair-unknown-option", lambda x: pair(x, "--bogus"), 2, r"unrecognized arguments: --bogus")
 add("pair-missing-baseline", lambda x: ["pair", "--suite", "smoke", "--out", x.backstop], 2, r"required: BASELINE_RECORD")
-add("pair-missing-suite", lambda x: ["pair", str(x.runs["record"]), "--out", x.backstop], 2, r"required: --suite")
+def _record_without_suite(x: Ctx) -> list[str]:
+    record = x.run_copy("record")
+    path = record / "run_identity.json"
+    path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "suite"}))
+    return ["pair", str(record), "--out", x.backstop]
+
+
+add("pair-record-names-no-suite", _record_without_suite, 2, r"run_identity\.json names no suite; pass --suite")
+add("pair-record-suite-gone", lambda x: ["pair", str(x.runs["record"]), "--out", x.backstop], 2,
+    r"recorded with suite 'suite' \(the record does not say from which file\), and no builtin suite has that name; "
+    r"pass --suite PATH")
+add("pair-suite-disagrees", lambda x: ["pair", str(x.runs["record"]), "--suite", "smoke", "--out", x.backstop], 2,
+    r"--suite smoke is suite 'smoke', but BASELINE_RECORD .*record was recorded with suite 'suite'")
 add("pair-row-timeout-0", lambda x: pair(x, "--row-timeout", "0"), 2, r"--row-timeout must be > 0 seconds, got 0")
 add("pair-row-timeout-negative", lambda x: pair(x, "--row-timeout", "-5"), 2, r"--row-timeout must be > 0")
 add("pair-row-timeout-nan", lambda x: pair(x, "--row-timeout", "nan"), 2, r"--row-timeout.*nan")
@@ -573,13 +591,13 @@ for _id, _content in [("text", "this is not a program\n"), ("empty", ""), ("bina
         r"though it has the execute bit")
 add("pair-base-python-executable-text", lambda x: pair(x, "--base-python", _executable(x, "py", "hello\n")), 2,
     r"--base-python .*py: not a program")
-add("pair-min-effect-negative", lambda x: pair(x, "--min-effect", "-0.5"), 2, r"min_effect must be a finite number >= 0, got -")
+add("pair-min-effect-negative", lambda x: pair(x, "--min-effect", "-0.5"), 2, r"--min-effect: expected a fraction.*got '-0\.5'")
 add("pair-policy-missing", lambda x: pair(x, "--policy", str(x.tmp / "p.yaml")), 2, r"policy file .*p\.yaml does not exist")
 add("pair-out-is-a-file", lambda x: pair(x), 3, r"cannot write to output directory .*out-is-a-file", "out_dir")
 
 add("loop-unknown-option", lambda x: ["loop", "--bogus"], 2, r"unrecognized arguments: --bogus")
 add("loop-min-effect-negative", lambda x: ["loop", "--out", x.backstop, "--min-effect", "-1"], 2,
-    r"min_effect must be a finite number >= 0, got -")
+    r"--min-effect: expected a fraction.*got '-1'")
 add("loop-base-env-no-equals", lambda x: ["loop", "--out", x.backstop, "--base-env", "X"], 2, r"--base-env 'X': expected NAME=VALUE")
 add("loop-base-python-missing", lambda x: ["loop", "--out", x.folder("loop"), "--base-python", str(x.tmp / "nopython")],
     2, r"cannot start the base build's interpreter .*nopython")
@@ -998,7 +1016,7 @@ ARGPARSE_LINE = re.compile(r"^tritongate(?: \w+)?: error: ")
 INTERNAL_LINE = re.compile(r"^internal error \(a bug in tritongate\): ")
 MARKER = re.compile(r"^!!! PREFLIGHT_FAILED check=(\w+)$")
 # stderr lines that are not the error: progress and the partial-run note (documented output)
-PROGRESS = [re.compile(p) for p in (r"^\d/2 (record|pair): ", r"^(measuring|pairing) \d+ rows into ", r"^\[\d+/\d+\] ",
+PROGRESS = [re.compile(p) for p in (r"^\d/2 (record|pair): ", r"^(measuring|pairing) \d+ rows? into ", r"^\[\d+/\d+\] ",
                                      r"^partial run directory \(loads as incomplete\): ")]
 
 
@@ -1141,7 +1159,7 @@ CI_CASES: list[tuple[str, str, Callable[[Ctx], list[str]], int, str]] = [  # id,
                                                                 x.backstop], 2,
      r"--base-python and --cand-python required"),
     ("replay-bad-env", "replay_candidate.py",
-     lambda x: [str(x.runs["record"]), "--suite", "smoke", "--out", x.backstop, "--base-python", sys.executable,
+     lambda x: [str(x.runs["record"]), "--suite", x.suite(), "--out", x.backstop, "--base-python", sys.executable,
                 "--cand-python", sys.executable, "--cand-env", "NOEQUALS"], 2, r"--cand-env 'NOEQUALS': expected NAME=VALUE"),
 ]
 

@@ -67,3 +67,45 @@ def shard_spec(text: str) -> tuple[int, int]:
     if not sep or not 1 <= index <= count:
         raise ValueError(f"expected I/N with 1 <= I <= N (e.g. 2/4), got {text!r}")
     return index, count
+
+
+# Relative sizes (a minimum effect, a planted slowdown) are fractions on every command line,
+# as in the policy file and every JSON document: 0.01 is 1 %. A value of 1 or more is refused,
+# not read as 100 % or more: it is almost always a per-cent number typed by habit.
+FRACTION_HINT = "a fraction: 0.01 is 1 %"
+
+
+def _per_cent_hint(values: list[float]) -> str:
+    return ", ".join(f"{v / 100:g}" for v in values)
+
+
+def fraction(value: str) -> float:
+    """A relative size from 0 to below 1 (0.01 = 1 %), for argparse; ``2`` is refused with
+    the fraction it probably meant."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {FRACTION_HINT}, got {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise argparse.ArgumentTypeError(f"expected {FRACTION_HINT}, from 0 to below 1, got {value!r}")
+    if number >= 1:
+        raise argparse.ArgumentTypeError(f"expected {FRACTION_HINT}, got {value!r} (that would be "
+                                         f"{number:.0%}); for {number:g} % pass {_per_cent_hint([number])}")
+    return number
+
+
+def fraction_list(value: str) -> tuple[float, ...]:
+    """``0.01,0.02,0.05``: distinct fractions above 0 and below 1, sorted, for argparse; a list
+    in per cent (``1,2,5``) is refused with the fractions it probably meant."""
+    try:
+        numbers = sorted({float(v) for v in value.replace(" ", ",").split(",") if v})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected fractions separated by commas (e.g. 0.01,0.02,0.05; "
+                                         f"{FRACTION_HINT}), got {value!r}") from None
+    if not numbers or not all(math.isfinite(v) and v > 0 for v in numbers):
+        raise argparse.ArgumentTypeError(f"expected fractions above 0 (e.g. 0.01,0.02,0.05), got {value!r}")
+    if any(v >= 1 for v in numbers):
+        raise argparse.ArgumentTypeError(f"expected fractions ({FRACTION_HINT}), got {value!r}: per cent? "
+                                         f"for {', '.join(f'{v:g}' for v in numbers)} % pass "
+                                         f"{_per_cent_hint(numbers).replace(', ', ',')}")
+    return tuple(numbers)

@@ -172,7 +172,8 @@ def read_json_object(path: Path, what: str, *, error: Callable[[str], Exception]
                     "file in, or pass the directory the link points into")
     if found != "file":
         raise error(missing or f"{path} is missing: {path.parent} is not a tritongate run directory "
-                               f"(no {what}); pass the directory that `tritongate run` printed")
+                               f"(no {what}); pass a run directory (what `tritongate run` printed, or "
+                               "the base/ or candidate/ of a pair directory)")
     try:
         raw = safefs.read_bytes(path.parent, path.name, limit=MAX_JSON_BYTES)
     except OSError as exc:

@@ -210,7 +210,7 @@ def test_an_aim_stopped_part_way_goes_on_from_the_rows_it_had(tmp_path):
         (out / step / "step.json").unlink()
     again, pairs, spawned, log = _again(tmp_path, out)
     assert spawned.count("aim") == 1 and pairs == ["planted-0.02", "planted-0.05"]
-    assert "aim: 1 rows aimed before, read back from aim.json" in log
+    assert "aim: 1 row aimed before, read back from aim.json" in log
     assert not any(line.startswith("aim ") and f" {first}:" in line for line in log)  # not aimed again
     assert load_aims(out).complete and set(load_aims(out).aims) == {r.key for r in cal.rows}
 

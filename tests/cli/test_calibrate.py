@@ -20,9 +20,10 @@ def _settings(folder, **fields):
 @pytest.mark.parametrize("extra,fragment", [
     (["--suite", "pr"], "started with suite 'smoke', not 'pr'"),
     (["--aa-runs", "1"], "started with aa_runs 3, not 1"),
-    (["--planted", "1,2"], "started with fractions (0.02, 0.05), not (0.01, 0.02)"),
+    (["--planted", "0.01,0.02"], "started with fractions (0.02, 0.05), not (0.01, 0.02)"),
     (["--ops", "add"], "started with only_ops (), not ('add',)"),
     (["--baseline", "x"], "drop --baseline"),
+    (["--out", "elsewhere"], "--resume goes on in its own folder"),
     (["--backend", "cuda"], "started with backend 'auto', not 'cuda'"),
     (["--shape-file", "shapes.yaml"], "started with shape_file None, not '"),
     (["--python", "/usr/bin/python3"], "started with python None, not '/usr/bin/python3'"),
@@ -70,7 +71,7 @@ def test_a_real_calibration_on_the_interpreter_then_resumed(tmp_path, capsys):
     """The real executor end to end (the aim's worker switching the planted spin with set_plant,
     the paired checks, the planted run) on one row under the interpreter; then a resume of the
     finished folder reads every step back and measures nothing."""
-    argv = ["calibrate", "--suite", "smoke", "--ops", "add", "--dtypes", "float16", "--planted", "5",
+    argv = ["calibrate", "--suite", "smoke", "--ops", "add", "--dtypes", "float16", "--planted", "0.05",
             "--backend", "cpu", "--max-rounds", "6", "--color", "never"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -67,6 +67,10 @@ def test_the_whole_loop_on_the_cpu(tmp_path, capsys):
              if line.split(":", 1)[0] in ("record", "base", "candidate", "verdict")}
     # the interpreter's noise is far above 1 %: no regression found, the rows could not resolve it
     assert "⚠️ No regression found; 8 rows could not resolve 1 %" in out
+    # the summary first, then the folders it wrote: the record with the pair's run directories
+    order = [next(i for i, line in enumerate(out) if line.startswith(key))
+             for key in ("8 rows (", "⚠️ No regression found", "record:", "base:", "candidate:", "verdict:")]
+    assert order == sorted(order) and order[-1] == len(out) - 1
     record, base, cand = load_run(paths["record"]), load_run(paths["base"]), load_run(paths["candidate"])
     assert record.mode == "record" and base.mode == cand.mode == "replay"
     assert base.identity["replay_from"] == str(record.path.resolve())

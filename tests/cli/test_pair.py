@@ -21,8 +21,8 @@ def record(tmp_path_factory) -> Path:
 
 
 def _pair(record: Path, out: Path, capsys, *extra: str) -> tuple[int, dict]:
-    code = main(["pair", str(record), "--suite", "smoke", "--backend", "cpu", "--out", str(out),
-                 "--color", "never", *extra])
+    """A pair of ``record`` without --suite: the record says it was the smoke suite."""
+    code = main(["pair", str(record), "--backend", "cpu", "--out", str(out), "--color", "never", *extra])
     lines = capsys.readouterr().out.splitlines()
     paths = {line.split(":", 1)[0]: line.split(":", 1)[1].strip() for line in lines
              if line.split(":", 1)[0] in ("base", "candidate", "verdict")}
@@ -94,10 +94,14 @@ def test_a_cross_backend_baseline_is_refused_by_the_workers(record, tmp_path, ca
     (["--suite", "nosuchsuite"], 3, "check=suite_file"),
     (["--suite", "smoke", "--ops", "nosuchop"], 3, "check=unknown_op"),
     (["--suite", "smoke", "--rounds", "1"], 2, "bad pairing schedule"),
+    (["--rounds", "1"], 2, "bad pairing schedule"),  # the suite read from the record, as given
+    (["--suite", "pr"], 2, "--suite pr is suite 'pr', but BASELINE_RECORD"),
 ])
 def test_bad_suites_and_options_are_named_errors(record, tmp_path, capsys, extra, code, words):
     assert main(["pair", str(record), "--backend", "cpu", "--out", str(tmp_path), *extra]) == code
     assert words in capsys.readouterr().err
+    if "pr" in extra:  # a suite the record disagrees with is refused before anything is made
+        assert not any(tmp_path.glob("pair-*"))
 
 
 def test_a_candidate_with_a_planted_delay_says_so(record, tmp_path, capsys):

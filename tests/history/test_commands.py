@@ -81,7 +81,7 @@ def test_history_end_to_end(store, tmp_path, capsys):
 
 def test_new_last_flags_the_change_and_fills_the_summary(store, tmp_path, capsys):
     out, summary = tmp_path / "out", tmp_path / "summary.md"
-    assert _run(store, out, "--no-plots", "--new-last", "7", "--summary-out", str(summary), "--min-effect", "0.05",
+    assert _run(store, out, "--no-plots", "--new-last", "7", "--summary-out", str(summary), "--min-change", "0.05",
                 "--p-value", "0.02", "--gpu", "NVIDIA H200") == 0
     assert "1 change point (1 new)" in capsys.readouterr().out
     assert not (out / "plots").exists()
@@ -111,7 +111,7 @@ def test_input_errors_exit_2_with_one_line(store, tmp_path, capsys, argv, messag
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("extra", [["--min-effect", "2"], ["--p-value", "0"], ["--p-value", "nan"],
+@pytest.mark.parametrize("extra", [["--min-change", "2"], ["--min-effect", "0.05"], ["--p-value", "0"], ["--p-value", "nan"],
                                    ["--new-last", "0"], ["--new-last", "x"], ["--store", ""]])
 def test_bad_options_exit_2(store, tmp_path, capsys, extra):
     assert _run(store, tmp_path / "o", *extra) == 2

@@ -63,7 +63,6 @@ def test_an_interpreted_row_is_indexed_with_its_launches_and_no_ttgir() -> None:
 
 
 def test_a_launch_triton_cannot_specialize_is_a_note_never_a_failed_row() -> None:
-    seen = CompiledSeen()
     with observe_compiled() as seen:
         with pytest.raises(Exception):
             add_kernel_fixed[(1,)](object(), object(), object(), 4, BLOCK=16)

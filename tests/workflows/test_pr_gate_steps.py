@@ -26,18 +26,15 @@ of the gate job, evaluated over the cases that matter.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-import yaml
 
 from tests.workflows.payloads import payload
 from tests.workflows.replay import (Evaluator, JobRun, condition, interpolate, load_yaml,  # noqa: F401

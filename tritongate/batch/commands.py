@@ -19,6 +19,7 @@ from tritongate.argtypes import nonempty_text, number_in
 from tritongate.batch.plan import BatchRequest, RunOptions, parse_devices, parse_shard, request_from_manifest
 from tritongate.batch.scheduler import BatchEvent, BatchOutcome, run_batch
 from tritongate.batch.status import OpStatus
+from tritongate.cli.common import counted
 from tritongate.cli.options import add_measurement_options
 from tritongate.errors import ExitCode, GateError, PreflightError, UsageError
 
@@ -186,7 +187,7 @@ def progress_printer(stream: TextIO) -> Callable[[BatchEvent], None]:
     def show(event: BatchEvent) -> None:
         width = len(str(event.total))
         if event.kind == "start":
-            print(f"batch {neutralize(event.message)}: {event.total} ops", file=stream, flush=True)
+            print(f"batch {neutralize(event.message)}: {counted(event.total, 'op')}", file=stream, flush=True)
         elif event.kind == "note":
             print(f"note: {neutralize(event.message)}", file=stream, flush=True)
         elif event.kind == "attempt" and event.attempt and event.attempt.outcome is not OpStatus.PASS:
@@ -200,7 +201,7 @@ def progress_printer(stream: TextIO) -> Callable[[BatchEvent], None]:
             device = f"  device {neutralize(r.device)}" if r.device else ""
             notes = f"  {neutralize('; '.join(r.notes))[:300]}" if r.notes else ""
             print(f"[{event.done:>{width}}/{event.total}] {r.status.value:<11} {neutralize(r.op)}  "
-                  f"{r.rows} rows{extra}{device}{notes}", file=stream, flush=True)
+                  f"{counted(r.rows, 'row')}{extra}{device}{notes}", file=stream, flush=True)
         elif event.kind == "merged":
             print(f"merged run: {neutralize(event.message)}", file=stream, flush=True)
     return show
@@ -213,11 +214,11 @@ def _counts(results: Sequence[Any]) -> str:
 
 
 def _print_outcome(outcome: BatchOutcome, out: TextIO) -> None:
-    print(f"{len(outcome.results)} ops: {_counts(outcome.results)}", file=out)
+    print(f"{counted(len(outcome.results), 'op')}: {_counts(outcome.results)}", file=out)
     print(f"ops_status: {outcome.path / 'ops_status.csv'}", file=out)
     print(f"summary:    {outcome.path / 'summary.csv'}", file=out)
     if outcome.run is not None:
-        print(f"run:        {outcome.run.path} ({outcome.run.rows} rows of {outcome.run.ops} ops)", file=out)
+        print(f"run:        {outcome.run.path} ({counted(outcome.run.rows, 'row')} of {counted(outcome.run.ops, 'op')})", file=out)
     else:
         print("run:        none (no op passed)", file=out)
     print(outcome.path, file=out)
@@ -227,11 +228,11 @@ def cmd_batch_merge(args: argparse.Namespace) -> int:
     from tritongate.batch.shards import merge_batches
 
     merged = merge_batches([Path(p) for p in args.shards], Path(args.out), allow_partial=args.allow_partial)
-    print(f"merged {len(merged.shards)} of {merged.count} shards"
+    print(f"merged {len(merged.shards)} of {counted(merged.count, 'shard')}"
           + (f" (missing: {', '.join(f'{i}/{merged.count}' for i in merged.missing)})" if merged.missing else ""))
-    print(f"{len(merged.results)} ops: {_counts(merged.results)}")
+    print(f"{counted(len(merged.results), 'op')}: {_counts(merged.results)}")
     if merged.run is not None:
-        print(f"run:        {merged.run.path} ({merged.run.rows} rows of {merged.run.ops} ops)")
+        print(f"run:        {merged.run.path} ({counted(merged.run.rows, 'row')} of {counted(merged.run.ops, 'op')})")
     print(merged.path)
     return merged.exit_code
 

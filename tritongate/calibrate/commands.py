@@ -17,6 +17,7 @@ from tritongate.baselines.manifest import suite_folder
 from tritongate.calibrate.model import CALIBRATION_JSON, Calibration, false_verdicts
 from tritongate.calibrate.report import write_reports
 from tritongate.calibrate.steps import CalibrationPlan, calibrate
+from tritongate.cli.common import counted
 from tritongate.errors import UsageError
 from tritongate.rundir import new_run_dir
 
@@ -92,7 +93,7 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
             say("aim: finished before, read back from aim.json")
             return prior.aims, prior.failed, prior.wall_s
         if prior is not None:
-            say(f"aim: {len(prior.aims) + len(prior.failed)} rows aimed before, read back from aim.json")
+            say(f"aim: {counted(len(prior.aims) + len(prior.failed), 'row')} aimed before, read back from aim.json")
         before = prior.wall_s if prior is not None else 0.0
         t0 = time.perf_counter()
 
@@ -125,10 +126,10 @@ def _regate(request: Any, pair_dir: Path) -> Any:
 
 
 def print_outcome(cal: Calibration, out: Path, md: Path, png: Path | None) -> None:
-    print(f"A/A: {false_verdicts(cal.aa_false)} in {cal.aa_rows} rows")
+    print(f"A/A: {false_verdicts(cal.aa_false)} in {counted(cal.aa_rows, 'row')}")
     for f in cal.fractions:
         rate = cal.rate(f)
-        print(f"planted {f:.0%}: caught on {rate.caught} of {rate.rows} rows")
+        print(f"planted {f:.0%}: caught on {rate.caught} of {counted(rate.rows, 'row')}")
     for g in cal.goals():
         print(f"goal {'met' if g.met else 'MISSED' if g.met is False else 'n/a'}: {g.text()}")
     print(f"calibration: {out / CALIBRATION_JSON}")

@@ -16,15 +16,21 @@ import sys
 import threading
 from typing import Callable, Iterator, Sequence
 
-from tritongate.cli.parser import build_parser
+from tritongate.cli.parser import build_parser, command_parser
 from tritongate.errors import ExitCode, GateError, PreflightError
 
 __all__ = ["build_parser", "main"]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command line; the exit code (see the module docstring)."""
+def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
+    """Run one command line; the exit code (see the module docstring). ``prog``: a script
+    that runs one command (``main(["run", ...], prog="record_baseline.py")``) is named so in
+    that command's usage and errors, instead of ``tritongate run``."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if prog and argv:
+        with contextlib.suppress(KeyError):
+            command_parser(parser, argv[0]).prog = prog
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help is 0, bad usage is 2

@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tritongate.argtypes import finite_number, nonempty_text
-from tritongate.cli.common import split_values, terminal_safe, want_color
-from tritongate.cli.options import add_gate_options, add_inputs_option, add_measurement_options, gate_policy
+from tritongate.argtypes import FRACTION_HINT, finite_number, fraction_list, nonempty_text
+from tritongate.cli.common import HelpFormatter, counted, split_values, terminal_safe, want_color
+from tritongate.cli.options import (add_gate_options, add_inputs_option, add_measurement_options,
+                                    add_schedule_options, gate_policy)
 from tritongate.cli.pair import pair_progress, pair_request, record_suite
 from tritongate.errors import ExitCode, GateError, UsageError
 
@@ -21,6 +22,7 @@ _finite = finite_number
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``calibrate``."""
     from tritongate.calibrate.commands import FOOTER as CALIBRATE_FOOTER
+    from tritongate.calibrate.model import DEFAULT_FRACTIONS
 
     cal = sub.add_parser(
         "calibrate", help="how far this runner's verdicts can be trusted: A/A and planted slowdowns",
@@ -33,13 +35,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "with each step's pair directory, calibration.json (per row: A/A verdicts, detectable "
                     "effect, the smallest planted slowdown caught; per size class: catch rates), "
                     "calibration.md and calibration.png. Builtin ops only (the planted delay is theirs).",
-        epilog=CALIBRATE_FOOTER, formatter_class=argparse.RawDescriptionHelpFormatter)
-    cal.add_argument("--suite", type=_text, metavar="NAME|PATH", help="default: pr")
+        epilog=CALIBRATE_FOOTER, formatter_class=HelpFormatter)
+    cal.add_argument("--suite", type=_text, metavar="NAME|PATH",
+                     help="default: the suite of --baseline, else pr")
     cal.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
-    cal.add_argument("--out", type=_text, default="runs", metavar="DIR", help="default: runs")
-    cal.add_argument("--baseline", type=_text, metavar="RECORD", help="a record run to replay (default: record one)")
-    cal.add_argument("--planted", type=_text, metavar="P,Q",
-                     help="planted slowdowns in per cent of each row's time (default 1,2,5)")
+    cal.add_argument("--out", type=_text, metavar="DIR",
+                     help="parent of the calibration folder (default: runs; --resume goes on in its own)")
+    cal.add_argument("--baseline", type=_text, metavar="RECORD_RUN",
+                     help="a record run to replay (default: record one)")
+    cal.add_argument("--planted", type=fraction_list, metavar="F,G",
+                     help=f"planted slowdowns as fractions of each row's time, {FRACTION_HINT} (default "
+                          f"{','.join(f'{f:g}' for f in DEFAULT_FRACTIONS)})".replace("%", "%%"))
     cal.add_argument("--aa-runs", type=int, metavar="N", help="A/A paired runs (default 1)")
     cal.add_argument("--resume", type=_text, metavar="CALDIR",
                      help="go on with a calibration that stopped part-way (its folder, calibrate-<suite>_<UTC>): "
@@ -59,19 +65,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g = cal.add_argument_group("pairing")
     add_inputs_option(g)
     g.add_argument("--row-timeout", type=_finite, default=600.0, metavar="S", help="as for pair (default 600)")
-    g.add_argument("--max-rounds", type=int, metavar="N", help="as for pair")
-    g.add_argument("--row-budget", type=_finite, metavar="S", help="as for pair")
-    g.add_argument("--run-budget", type=_finite, metavar="S", help="as for pair")
+    add_schedule_options(g)
     add_gate_options(cal, calibration=False)
     cal.set_defaults(func=cmd_calibrate, time_identical=True, shard=None, changed_from=None)
 
 
 def _check_record(path: Path, option: str) -> None:
     """``path`` must be a finished record run (what a paired run replays)."""
-    from tritongate.rundir import load_run
+    from tritongate.cli.folders import load_run_dir
 
     try:
-        run = load_run(path)
+        run = load_run_dir(path, what="a record run")
     except GateError as exc:
         raise UsageError(f"{option} {path}: {exc}") from None
     if run.mode != "record":
@@ -88,8 +92,7 @@ def _suite_setting(suite: str) -> str:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """A/A and planted-slowdown paired runs on this machine: calibration.json, .md, .png."""
-    from tritongate.calibrate.commands import (calibration_dir, parse_fractions, plantable_ops, print_outcome,
-                                               run_calibration)
+    from tritongate.calibrate.commands import calibration_dir, plantable_ops, print_outcome, run_calibration
     from tritongate.pair.orchestrator import run_pair
 
     if args.allow_loosen and not args.write_thresholds:
@@ -105,9 +108,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from tritongate.calibrate.model import DEFAULT_FRACTIONS
     from tritongate.calibrate.resume import Settings, check_same, load_settings
 
+    if args.baseline and not args.resume:  # the record says its suite; another --suite is refused
+        from tritongate.cli.folders import suite_for_record
+
+        _check_record(Path(args.baseline), "--baseline")
+        args.suite = suite_for_record(Path(args.baseline), args.suite, option="--baseline")
     # the settings the command line gives (None: not given), as a calibration keeps them
     given = {"suite": _suite_setting(args.suite) if args.suite else None, "aa_runs": args.aa_runs,
-             "fractions": parse_fractions(args.planted) if args.planted else None,
+             "fractions": args.planted,
              "only_ops": tuple(split_values(args.ops)) or None, "only_dtypes": tuple(split_values(args.dtypes)) or None,
              "backend": None if args.backend == "auto" else args.backend,
              "shape_file": str(Path(args.shape_file).resolve()) if args.shape_file else None,
@@ -115,6 +123,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.resume:  # go on with the calibration's own settings and record
         if args.baseline:
             raise UsageError("--resume goes on with the calibration's own record; drop --baseline")
+        if args.out is not None:
+            raise UsageError(f"--resume goes on in its own folder ({args.resume}); drop --out")
         out = Path(args.resume)
         settings = load_settings(out)
         check_same(settings, given)
@@ -144,7 +154,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         record = Path(settings.record)
         print(f"resume:      {out} (record {record})", file=sys.stderr, flush=True)
     else:
-        out = calibration_dir(Path(args.out), args.suite)
+        out = calibration_dir(Path(args.out or "runs"), args.suite)
         if args.baseline:
             record = Path(args.baseline)
         else:
@@ -179,6 +189,6 @@ def _write_thresholds(cal: Any, args: argparse.Namespace) -> int:
     changes = write_thresholds(cal, path, allow_loosen=args.allow_loosen)
     for change in changes:
         print(f"threshold {terminal_safe(change.line())}")
-    print(f"{path}: {len(changes)} per-op minimum effect(s) changed" if changes else
+    print(f"{path}: {counted(len(changes), 'per-op minimum effect')} changed" if changes else
           f"{path}: every per-op minimum effect already matches the calibration")
     return ExitCode.OK

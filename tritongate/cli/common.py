@@ -29,6 +29,31 @@ def exit_codes(*codes: int, zero: str = "pass") -> str:
 EPILOG = exit_codes(0, 1, 2, 3, 4, 130)
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Descriptions and help wrapped to the terminal; a text laid out by hand in indented
+    lines (the exit-code footers) kept as it is."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if any(line[:1].isspace() for line in text.strip("\n").splitlines()[1:]):  # indented: laid out
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def use_formatter(parser: argparse.ArgumentParser) -> None:
+    """``HelpFormatter`` for ``parser`` and every sub-command below it (those of other
+    packages too), so every --help wraps alike."""
+    parser.formatter_class = HelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                use_formatter(sub)
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 row``, ``2 rows``: a count with its noun, for every count printed."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def want_color(choice: str, stream: object) -> bool:
     """--color: always, never, or auto (a terminal, unless $NO_COLOR is set)."""
     if choice == "always":
@@ -89,7 +114,7 @@ def progress_printer(color: bool, *, verb: str = "measuring", row_text=_run_row_
 
     def show_plain(ev: Progress) -> None:
         if ev.kind == "start":
-            print(f"{verb} {ev.total} rows into {ev.message}", file=sys.stderr, flush=True)
+            print(f"{verb} {counted(ev.total, 'row')} into {ev.message}", file=sys.stderr, flush=True)
         elif ev.kind == "row_done" and ev.row is not None:
             r, width = ev.row, len(str(ev.total))
             op, case, dtype, text = (neutralize(v) for v in (r.op, r.case, r.dtype, row_text(ev)))

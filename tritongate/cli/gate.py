@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from tritongate.argtypes import nonempty_text
-from tritongate.cli.common import exit_codes, print_summary
+from tritongate.cli.common import HelpFormatter, exit_codes, print_summary
 from tritongate.cli.options import (add_gate_options, artifact_url_option, baseline_state_option,
                                     calibration_option, gate_policy)
 
@@ -22,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "MISSING or NEW. Any regression fails the gate (exit 1); so does a replayed config "
                     "that no longer compiles, and more missing rows than allowed. Rejected and "
                     "not-comparable rows are listed as unverified and fail only under --strict.",
-        epilog=exit_codes(0, 1, 2, 4), formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=exit_codes(0, 1, 2, 4), formatter_class=HelpFormatter)
     gate.add_argument("base", type=_text, metavar="BASE_RUN", help="the run directory of the base build")
     gate.add_argument("cand", type=_text, metavar="CAND_RUN", help="the run directory of the candidate build")
     gate.add_argument("--out", type=_text, required=True, metavar="DIR", help="where verdict.json and verdict.md go")
@@ -35,12 +35,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_gate(args: argparse.Namespace) -> int:
     from tritongate.gate.output import write_verdict
     from tritongate.gate.verdict import run_gate
-    from tritongate.rundir import load_run
+    from tritongate.cli.folders import load_run_dir
 
     policy = gate_policy(args)
     calibration = calibration_option(args)
-    base = load_run(Path(args.base))
-    cand = load_run(Path(args.cand))
+    base = load_run_dir(Path(args.base), what="BASE_RUN: a run directory")
+    cand = load_run_dir(Path(args.cand), what="CAND_RUN: a run directory")
     result = run_gate(base, cand, policy, allow_mismatch=args.allow_mismatch)
     artifact = artifact_url_option(args)
     json_path, md_path = write_verdict(result, Path(args.out), artifact_url=artifact,

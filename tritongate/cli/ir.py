@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tritongate.argtypes import nonempty_text
-from tritongate.cli.common import exit_codes, terminal_safe
+from tritongate.cli.common import HelpFormatter, exit_codes, terminal_safe
 from tritongate.errors import ExitCode, UsageError
 
 _text = nonempty_text
@@ -23,7 +23,7 @@ def add_ir_parser(sub: argparse._SubParsersAction) -> None:
                     "run's layout: `tritongate ir-diff` compares it with the run, or with another compiler's.",
         epilog=exit_codes(0, 2, 4, 130, zero="done (variants that failed to compile are listed; "
                                                 "none recompiled of some is exit 2)"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=HelpFormatter)
     ir.add_argument("--from", dest="from_run", type=_text, required=True, metavar="RUN",
                     help="a run directory or baseline store entry with ttgir/index.tsv (a GPU or --backend cpu run)")
     ir.add_argument("--target", type=_text, default="cuda:90", metavar="BACKEND:ARCH",
@@ -41,7 +41,7 @@ def add_ir_diff_parser(sub: argparse._SubParsersAction) -> None:
                     "with locations and source paths stripped, and write DIR/<case>/<kernel>/<variant>.diff, "
                     "DIR/index.tsv (changed / identical / only on one side) and DIR/summary.md.",
         epilog=exit_codes(0, 2, 4, zero="compared (changed kernels are a finding, not a failure)"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=HelpFormatter)
     ird.add_argument("base", type=_text, metavar="BASE", help="a run directory, an `ir` output, or a ttgir/ folder")
     ird.add_argument("cand", type=_text, metavar="CAND", help="as BASE, for the candidate build")
     ird.add_argument("--out", type=_text, required=True, metavar="DIR",
@@ -53,10 +53,11 @@ def cmd_ir(args: argparse.Namespace) -> int:
     from tritongate.ir.aot import Target, add_module_paths, recompile
     from tritongate.ir.index import INDEX, read_index
     from tritongate.ir.store import TTGIR_DIR
-    from tritongate.rundir import load_run
+    from tritongate.cli.folders import load_run_dir
 
     target = Target.parse(args.target)
-    run = load_run(Path(args.from_run), allow_incomplete=True)  # a crashed run's IR is evidence too
+    # a crashed run's IR is evidence too
+    run = load_run_dir(Path(args.from_run), what="--from: a run directory", allow_incomplete=True)
     index = Path(args.from_run) / TTGIR_DIR / INDEX
     if not index.is_file():
         raise UsageError(f"{args.from_run} has no {TTGIR_DIR}/{INDEX}: its IR was not captured "

@@ -8,26 +8,48 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tritongate.argtypes import finite_number, nonempty_text
+from tritongate.argtypes import FRACTION_HINT, finite_number, fraction, nonempty_text
 from tritongate.cli.common import shard_arg, url_arg
 from tritongate.errors import GateError, UsageError
+from tritongate.harness.measure import MeasureConfig
 
 _text = nonempty_text  # an unset variable in a workflow must not silently change what runs
 _finite = finite_number
 
+def measurement_defaults() -> tuple[MeasureConfig, MeasureConfig]:
+    """The GPU and cpu measurement defaults (``MeasureConfig()``, ``CPU_MEASURE``): every
+    command's help states these, and every command measures with them."""
+    from tritongate.backends import CPU_MEASURE
+
+    return MeasureConfig(), CPU_MEASURE
+
+
+def add_sampling_options(g: argparse._ArgumentGroup | argparse.ArgumentParser) -> None:
+    """--rounds, --samples-per-round, --l2: one declaration, one default, for every command
+    that measures (run, pair, loop, calibrate, batch)."""
+    gpu, cpu = measurement_defaults()
+    g.add_argument("--rounds", type=int, metavar="N",
+                   help=f"rounds per row; in a paired run a round times both sides, in alternating order "
+                        f"(default {gpu.rounds}; {cpu.rounds} on cpu)")
+    g.add_argument("--samples-per-round", type=int, metavar="N",
+                   help=f"samples each side takes per round (default {gpu.samples_per_round}; "
+                        f"{cpu.samples_per_round} on cpu); a paired run needs an odd number, at least 3 (it takes "
+                        "each round's median)")
+    g.add_argument("--l2", choices=["warm", "flush"],
+                   help="warm (default: L2 kept warm, as CUDA graphs measure) or flush (L2 cleared before every "
+                        "sample, like triton.testing.do_bench; k = 1)")
+
+
 def add_measurement_options(p: argparse.ArgumentParser, *, group: argparse._ArgumentGroup | None = None,
                             paired: bool = True, color: bool = True) -> None:
     """What to measure and how, in a "measurement" group (pair, loop, calibrate) or in
-    ``group``. ``paired``: the rows are timed in pairs by two workers (batch passes the
+    ``group``. ``paired``: the rows are timed in rounds by two workers (batch passes the
     options to each op's ``tritongate run`` instead); ``color``: offer --color too."""
     g = group or p.add_argument_group("measurement")
     g.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
     g.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
     g.add_argument("--dtypes", type=_text, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
-    g.add_argument("--rounds", type=int, help=f"rounds{' (pairs)' if paired else ''} per row (default 5; 6 on cpu)")
-    g.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 3 on cpu); a paired run "
-                   "needs an odd number, at least 3 (it takes each round's median)")
-    g.add_argument("--l2", choices=["warm", "flush"], help="warm (default: L2 kept warm, as CUDA graphs measure) or flush (L2 cleared before every sample, like triton.testing.do_bench; k = 1)")
+    add_sampling_options(g)
     g.add_argument("--isolate-tuner-cache", action="store_true",
                    help=f"private FlagGems LibTuner DB per {'worker' if paired else 'op run'} "
                         "(also TRITONGATE_ISOLATE_TUNER_CACHE=1)")
@@ -47,8 +69,10 @@ def add_inputs_option(g: argparse._ArgumentGroup) -> None:
                         "always do)")
 
 
-def add_pair_options(p: argparse.ArgumentParser) -> None:
-    """The two builds a paired run compares, and how long it may pair (pair, loop)."""
+def add_pair_options(p: argparse.ArgumentParser, *, shard: bool = True) -> None:
+    """The two builds a paired run compares, and how long it may pair (pair, loop).
+    ``shard``: offer --shard (not to ``loop``, whose record is not sharded and whose shards
+    nothing would merge)."""
     g = p.add_argument_group("compiler builds and pairing")
     add_inputs_option(g)
     g.add_argument("--base-python", type=_text, metavar="PY", help="the base build's interpreter (default: this one)")
@@ -58,9 +82,10 @@ def add_pair_options(p: argparse.ArgumentParser) -> None:
                    help="environment for the candidate worker only (e.g. DISABLE_MMA_V3=1)")
     g.add_argument("--time-identical", action="store_true",
                    help="time rows whose kernels are byte-identical on both sides too (an A/A check)")
-    g.add_argument("--shard", type=shard_arg, metavar="I/N",
-                   help="measure only the I-th of N shards of the rows (every N-th row of the plan, from the "
-                        "I-th); `tritongate merge` joins the shards' pair directories into one verdict")
+    if shard:
+        g.add_argument("--shard", type=shard_arg, metavar="I/N",
+                       help="measure only the I-th of N shards of the rows (every N-th row of the plan, from the "
+                            "I-th); `tritongate merge` joins the shards' pair directories into one verdict")
     g.add_argument("--changed-from", type=_text, metavar="DIR",
                    help="an ir-diff folder of the two builds' ahead-of-time IR of the baseline record "
                         "(tritongate ir, then tritongate ir-diff): rows whose kernels all compiled identically "
@@ -68,16 +93,23 @@ def add_pair_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--row-timeout", type=_finite, default=600.0, metavar="S",
                    help="a worker that does not answer within S seconds is killed and restarted; its row is "
                         "REJECTED (default 600)")
+    add_schedule_options(g)
+
+
+def add_schedule_options(g: argparse._ArgumentGroup) -> None:
+    """How far rows short of their precision target may grow (pair, loop, calibrate)."""
     g.add_argument("--max-rounds", type=int, metavar="N",
-                   help="pairs a row may grow to while short of its precision target (default 80; cpu 24)")
-    g.add_argument("--row-budget", type=_finite, metavar="S", help="wall seconds one row's timing may take (default 30; cpu 8)")
+                   help="rounds a row may grow to while short of its precision target (default 80; 24 on cpu)")
+    g.add_argument("--row-budget", type=_finite, metavar="S",
+                   help="wall seconds one row's timing may take (default 30; 8 on cpu)")
     g.add_argument("--run-budget", type=_finite, metavar="S",
-                   help="wall seconds the run may spend on extra pairs (default 600; cpu 300)")
+                   help="wall seconds the run may spend on extra rounds (default 600; 300 on cpu)")
 
 
 def add_gate_options(p: argparse.ArgumentParser, *, calibration: bool = True) -> None:
-    """``calibration``: offer --calibration (not to ``calibrate``, whose verdicts are the
-    calibration)."""
+    """``calibration``: a command whose verdicts are read by people (gate, pair, loop, merge):
+    offer --calibration, --max-missing, --strict, --fail-on-blind and --artifact-url. ``calibrate`` reads its
+    verdicts itself (false calls and catches, not pass or fail), so they would do nothing there."""
     g = p.add_argument_group("gate")
     g.add_argument("--policy", type=_text, metavar="YAML", help="thresholds file (default ops/gate.yaml)")
     g.add_argument("--baseline-state", type=_text, metavar="JSON",
@@ -87,17 +119,26 @@ def add_gate_options(p: argparse.ArgumentParser, *, calibration: bool = True) ->
         g.add_argument("--calibration", type=_text, metavar="PATH",
                        help="the runner's latest `tritongate calibrate` output (calibration.json or its folder), "
                             "cited in verdict.md's footer; default $TRITONGATE_CALIBRATION")
-    g.add_argument("--min-effect", type=_finite, help="default minimum effect, e.g. 0.01 for 1%%")
-    g.add_argument("--noise-z", type=_finite, help="noise floor confidence as normal SDs, applied through Student's t for the row's degrees of freedom (default 4)")
-    g.add_argument("--min-samples", type=int, help="samples each side needs for a verdict (default 10)")
-    g.add_argument("--max-missing", type=int, help="missing rows tolerated (default 0)")
+    g.add_argument("--min-effect", type=fraction, metavar="F",
+                   help=f"least change of a row's time that counts, as {FRACTION_HINT} (default: the policy "
+                        "file's, 0.01)".replace("%", "%%"))
+    g.add_argument("--noise-z", type=_finite, metavar="Z",
+                   help="noise floor confidence as normal SDs, applied through Student's t for the row's degrees "
+                        "of freedom (default 4)")
+    g.add_argument("--min-samples", type=int, metavar="N",
+                   help="samples each side needs for a verdict (default 10)")
+    g.add_argument("--process-sd", type=_finite, metavar="SD",
+                   help="SD of the persistent offset between two worker processes of one build, as a fraction, "
+                        "e.g. 0.003 for 0.3%%: the least between-worker-pair part of a paired row's standard error "
+                        "(default 0.003)")
+    if not calibration:
+        p.set_defaults(max_missing=None, strict=False, fail_on_blind=False, artifact_url=None)
+        return
+    g.add_argument("--max-missing", type=int, metavar="N", help="missing rows tolerated (default 0)")
     g.add_argument("--strict", action="store_true", help="rejected and not-comparable rows fail too")
     g.add_argument("--fail-on-blind", action="store_true",
                    help="fail (exit 1) when some timed row could not resolve its precision target: the ⚠️ "
                         "headline becomes ❌ (default: shown, passing)")
-    g.add_argument("--process-sd", type=_finite, metavar="SD",
-                   help="SD of the persistent offset between two worker processes of one build, e.g. 0.003 for "
-                        "0.3%%: the least between-worker-pair part of a paired row's standard error (default 0.003)")
     g.add_argument("--artifact-url", type=url_arg, metavar="URL",
                    help="link to the uploaded run dirs and IR diffs (or TRITONGATE_ARTIFACT_URL)")
 

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from tritongate.argtypes import nonempty_text
-from tritongate.cli.common import EPILOG, exit_codes, print_summary, progress_printer, split_values, want_color
+from tritongate.cli.common import (EPILOG, HelpFormatter, counted, exit_codes, print_summary, progress_printer,
+                                   split_values, want_color)
 from tritongate.cli.options import (add_gate_options, add_measurement_options, add_pair_options,
                                     artifact_url_option, baseline_state_option, calibration_option,
                                     changed_from_option, gate_policy)
@@ -25,12 +26,14 @@ def add_pair_parser(sub: argparse._SubParsersAction) -> None:
         description="Start one worker per compiler build (an interpreter plus environment overlays), both on "
                     "one device, both replaying BASELINE_RECORD's autotune configs. Rows whose launched "
                     "kernels are byte-identical on both sides are IDENTICAL_BINARY without timing; the others "
-                    "are timed in alternating rounds (A B, B A, ...) with one k for both sides, get more pairs "
+                    "are timed in alternating rounds (A B, B A, ...) with one k for both sides, get more rounds "
                     "while short of their precision target, and are gated on the paired log ratios. Writes "
                     "OUT/pair-<suite>_<UTC>/{base,candidate}/ (ordinary run directories) and verdict/.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EPILOG, formatter_class=HelpFormatter)
     pair.add_argument("baseline", type=_text, metavar="BASELINE_RECORD", help="a record run (tritongate run) to replay")
-    pair.add_argument("--suite", type=_text, required=True, metavar="NAME|PATH", help="builtin suite name or suite YAML")
+    pair.add_argument("--suite", type=_text, metavar="NAME|PATH",
+                      help="builtin suite name or suite YAML (default: the one BASELINE_RECORD was recorded with; "
+                           "another suite is refused)")
     pair.add_argument("--out", type=_text, required=True, metavar="DIR", help="parent directory of the pair directory")
     pair.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
     add_measurement_options(pair)
@@ -47,12 +50,12 @@ def add_loop_parser(sub: argparse._SubParsersAction) -> None:
                     "`tritongate pair` on that record with the current interpreter on both sides (or the "
                     "--base-*/--cand-* builds), then gate. Prints the record, both run directories and "
                     "verdict.md.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EPILOG, formatter_class=HelpFormatter)
     loop.add_argument("--suite", type=_text, default="smoke", metavar="NAME|PATH", help="default: smoke")
     loop.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
     loop.add_argument("--out", type=_text, default="runs", metavar="DIR", help="default: runs")
     add_measurement_options(loop)
-    add_pair_options(loop)
+    add_pair_options(loop, shard=False)
     add_gate_options(loop)
     loop.set_defaults(func=cmd_loop)
 
@@ -65,7 +68,7 @@ def add_merge_parser(sub: argparse._SubParsersAction) -> None:
                     "each index once, rows disjoint, measured alike), write OUT/base and OUT/candidate with "
                     "every shard's rows (each row keeps its own paired rounds) and TTGIR, and gate them into "
                     "OUT/verdict (verdict.json, verdict.md, ir-diff/).",
-        epilog=exit_codes(0, 1, 2, 4), formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=exit_codes(0, 1, 2, 4), formatter_class=HelpFormatter)
     merge.add_argument("shards", type=_text, nargs="+", metavar="PAIR_DIR",
                        help="the pair-<suite>_<UTC> directories the shards printed")
     merge.add_argument("--out", type=_text, required=True, metavar="DIR", help="an empty directory for the merged run")
@@ -76,6 +79,9 @@ def add_merge_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_pair(args: argparse.Namespace) -> int:
+    from tritongate.cli.folders import suite_for_record
+
+    args.suite = suite_for_record(Path(args.baseline), args.suite)
     request = pair_request(args, Path(args.baseline), Path(args.out), gate_policy(args), calibration_option(args))
     return _run_pair(request, want_color(args.color, sys.stderr))
 
@@ -90,9 +96,9 @@ def cmd_loop(args: argparse.Namespace) -> int:
     record = record_suite(args, out)
     if isinstance(record, int):
         return record
-    print(f"record:    {record}")
-    print(f"2/2 pair: base and candidate replay {record.name}, rounds alternating", file=sys.stderr, flush=True)
-    return _run_pair(pair_request(args, record, out, policy, calibration), want_color(args.color, sys.stderr))
+    print(f"2/2 pair: base and candidate replay {record}, rounds alternating", file=sys.stderr, flush=True)
+    return _run_pair(pair_request(args, record, out, policy, calibration), want_color(args.color, sys.stderr),
+                     record=record)
 
 
 def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
@@ -163,7 +169,9 @@ def pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy, ca
         baseline_state=baseline_state_option(args), calibration=calibration, shard=getattr(args, "shard", None))
 
 
-def _run_pair(request, color: bool) -> int:
+def _run_pair(request, color: bool, *, record: Path | None = None) -> int:
+    """Run the pair and print its summary, then the folders it wrote (``record``: loop's
+    record, listed with them)."""
     from tritongate.pair.orchestrator import run_pair
 
     # CI cancels a job with SIGTERM: stop the workers and leave incomplete run dirs, like Ctrl-C.
@@ -176,10 +184,12 @@ def _run_pair(request, color: bool) -> int:
         signal.signal(signal.SIGTERM, previous)
     result = outcome.result
     timed = sum(1 for b, c in outcome.rows if c.samples)
-    print(f"{len(outcome.rows)} rows ({timed} timed) in {outcome.wall_s:.1f} s "
+    print(f"{counted(len(outcome.rows), 'row')} ({timed} timed) in {outcome.wall_s:.1f} s "
           f"({outcome.timed_s:.1f} s in the rows: compile, check, warm-up, timing)"
           + (f"; worker restarts: {outcome.restarts}" if any(outcome.restarts.values()) else ""))
     print_summary(outcome.verdict_json)
+    if record is not None:
+        print(f"record:    {record}")
     print(f"base:      {outcome.base_path}")
     print(f"candidate: {outcome.cand_path}")
     print(f"verdict:   {outcome.verdict_md}")
@@ -205,7 +215,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
                                "missing; their rows are not in this verdict")
     json_path, md_path = write_verdict(result, out / "verdict", artifact_url=artifact, baseline=baseline,
                                        calibration=calibration)
-    print(f"merged {len(merged.shards)} of {merged.count} shards, {merged.rows} rows")
+    print(f"merged {len(merged.shards)} of {counted(merged.count, 'shard')}, {counted(merged.rows, 'row')}")
     print_summary(json_path)
     print(f"base:      {merged.base}")
     print(f"candidate: {merged.candidate}")

@@ -6,16 +6,18 @@ import argparse
 
 from tritongate import __version__
 from tritongate.cli import build, calibrate, gate, inspect, ir, pair, run
-from tritongate.cli.common import EPILOG
+from tritongate.cli.common import EPILOG, HelpFormatter, use_formatter
+
+PROG = "tritongate"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Every sub-command, in the order ``tritongate --help`` lists them."""
     parser = argparse.ArgumentParser(
-        prog="tritongate",
+        prog=PROG,
         description="Performance-regression gate for Triton compiler changes.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"tritongate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -40,4 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_baseline_parser(sub)
     add_batch_parser(sub)
     add_history_parser(sub)
+    use_formatter(parser)  # the other packages' commands wrap their descriptions alike
     return parser
+
+
+def command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The sub-parser of ``command`` (``KeyError`` if there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[command]
+    raise KeyError(command)

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from tritongate.argtypes import nonempty_text
-from tritongate.cli.common import exit_codes, progress_printer, split_values, want_color
+from tritongate.cli.common import HelpFormatter, counted, exit_codes, progress_printer, split_values, want_color
+from tritongate.cli.options import add_sampling_options
 from tritongate.errors import ExitCode, MeasurementError, UsageError
 from tritongate.schema import RowStatus
 
@@ -21,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Measure every op x shape x dtype row of a suite and write DIR/<suite>_<UTC>/. "
                     "The run directory's path is the last line of stdout.",
         epilog=exit_codes(0, 2, 3, 4, 130, zero="the run completed and measured at least one row (rows that failed are "
-                                        "marked in it; a run that measured none is exit 2)"), formatter_class=argparse.RawDescriptionHelpFormatter)
+                                        "marked in it; a run that measured none is exit 2)"), formatter_class=HelpFormatter)
     run.add_argument("--suite", type=_text, required=True, metavar="NAME|PATH",
                      help="a builtin suite name (ops/suites/NAME.yaml: smoke, pr, deep) or a suite YAML")
     run.add_argument("--backend", type=_text, default="auto", metavar="NAME",
@@ -32,9 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
     run.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
     run.add_argument("--dtypes", type=_text, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
-    run.add_argument("--rounds", type=int, help="rounds per row (default 5; 6 on cpu)")
-    run.add_argument("--samples-per-round", type=int, help="samples per round (default 5; 3 on cpu)")
-    run.add_argument("--l2", choices=["warm", "flush"], help="warm (default: L2 kept warm, as CUDA graphs measure) or flush (L2 cleared before every sample, like triton.testing.do_bench; k = 1)")
+    add_sampling_options(run)
     run.add_argument("--replay-from", type=_text, metavar="RECORD_RUN",
                      help="replay the autotune configs of this record run instead of tuning live "
                           "(a key it lacks, or a config that no longer compiles, tunes live and marks "
@@ -87,9 +86,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     color = want_color(args.color, sys.stdout)
     outcome = run_suite(request, progress_printer(want_color(args.color, sys.stderr)))
     print(render_rows(outcome.rows, color=color, title=f"{outcome.path.name}  ({backend.name}, "
-                                                       f"{request.mode}, {len(outcome.rows)} rows)"), end="")
+                                                       f"{request.mode}, {counted(len(outcome.rows), 'row')})"), end="")
     flagged = outcome.flagged
-    print(f"{len(outcome.rows)} rows in {outcome.wall_s:.1f} s; "
+    print(f"{counted(len(outcome.rows), 'row')} in {outcome.wall_s:.1f} s; "
           f"{len(flagged)} flagged (markers or errors; see run.log)")
     print(outcome.path)
     if outcome.rows and not any(r.status is RowStatus.OK and r.samples for r in outcome.rows):

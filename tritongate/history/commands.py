@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tritongate.argtypes import nonempty_text, number_in, whole_number
+from tritongate.argtypes import fraction, nonempty_text, number_in, whole_number
 from tritongate.errors import ExitCode, UsageError
 
 EXIT_CODES = ("exit codes:\n"
@@ -84,12 +84,15 @@ def add_history_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
     p.add_argument("--gpu", type=_text, metavar="NAME|SLUG",
                    help="only entries recorded on this GPU (needed when the runner class spans several)")
     p.add_argument("--out", type=_text, required=True, metavar="DIR", help="where the reports and plots go")
-    p.add_argument("--min-effect", type=_fraction, default=0.02, metavar="F",
-                   help="least relative change of the segment medians a change point needs (default 0.02)")
+    # not --min-effect: that is the gate's least change of one paired row; this one compares
+    # unpaired nightly medians, a noisier quantity, so it has its own name and default
+    p.add_argument("--min-change", dest="min_effect", type=fraction, default=0.02, metavar="F",
+                   help="least relative change of the segment medians a change point needs, as a fraction: 0.01 "
+                        "is 1 %% (default 0.02)")
     p.add_argument("--p-value", type=_fraction, default=0.01, metavar="P",
                    help="Mann-Whitney U significance a change point needs (default 0.01)")
-    p.add_argument("--new-last", type=_count, default=1, metavar="K",
-                   help="a change point is new when its first point after is among the last K entries (default 1)")
+    p.add_argument("--new-last", type=_count, default=1, metavar="N",
+                   help="a change point is new when its first point after is among the last N entries (default 1)")
     p.add_argument("--no-plots", action="store_true", help="write no PNGs")
     p.add_argument("--summary-out", type=_text, metavar="FILE",
                    help="also write the new-change-points section alone here (e.g. $GITHUB_STEP_SUMMARY)")

@@ -25,7 +25,7 @@ from tritongate import __version__
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import GateError, UsageError
 from tritongate.ir.changed import load_changed_rows
-from tritongate.ir.diff import CHANGED, diff_trees, rows_changed, write_diff_dir
+from tritongate.ir.diff import CHANGED, diff_trees, write_diff_dir
 from tritongate.ir.index import INDEX
 from tritongate.ir.provenance import build_of, diff_provenance, record_identity, write_diff_provenance
 

@@ -927,7 +927,7 @@ def _row_summary(base: Row, cand: Row) -> str:
     # the rule's own robust estimate (trimmed, order removed, per worker pair), not the mean
     effect = math.expm1(float(paired_estimate(ratios, layout, 0.0).effect_log)) if ratios \
         else cs.median / bs.median - 1
-    return f"{format_time(bs.median)} -> {format_time(cs.median)} ({effect:+.2%} paired, {len(ratios)} pairs)"
+    return f"{format_time(bs.median)} -> {format_time(cs.median)} ({effect:+.2%} paired, {len(ratios)} rounds)"
 
 
 def run_pair(request: PairRequest, progress: ProgressFn | None = None, *,
