@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tests.ir.compiled.aot_kernels import DIV16, add_source
-from tritongate.ir.capture import CompiledSeen, observe_compiled, row_ir
+from tritongate.ir.capture import observe_compiled, row_ir
 from tritongate.ir.specialize import specialize_launch
 from tritongate.ops.kernels.elementwise import add_kernel_fixed
 from tritongate.variants import record_launches
