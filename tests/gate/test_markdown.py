@@ -60,7 +60,7 @@ def test_a_paired_row_is_labelled_paired_with_its_pairs(tmp_path):
     reg = section(text, "🔴 Regressed (2)")
     assert "| softmax · 4096x4096 · float16 | **+15." in reg and "| 20 pairs, confirmed on 20 fresh |" in reg
     assert "| softmax · stored · float16 | **+14." in reg and "| unpaired, 5 rounds |" in reg
-    assert "the mean per-pair log ratio), so it can differ from the ratio of the two medians" in text
+    assert "the 20 % trimmed mean of the per-pair log ratios), so it can differ from the ratio of the two medians" in text
 
 
 def test_an_untimed_identical_binary_row_counts_as_unchanged(tmp_path):

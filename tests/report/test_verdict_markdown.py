@@ -91,7 +91,7 @@ def test_only_changed_rows_come_first_with_estimate_interval_and_labelled_median
     assert "add · 1048576" not in top  # unchanged rows live in the collapsed table only
     assert top.index("Regressed (2)") < top.index("Improved (1)") < top.index("Not judged (1)") \
         < top.index("IR changed, time unchanged (1)")
-    assert "the mean per-pair log ratio), so it can differ from the ratio of the two medians" in top
+    assert "the 20 % trimmed mean of the per-pair log ratios), so it can differ from the ratio of the two medians" in top
     assert "```diff\n@@ -12,7 +12,7 @@" in text  # the smallest diff inline, literal
 
 

@@ -269,7 +269,7 @@ def _reading(docs_url: str | None) -> str:
 def _estimate_line(rows: list[RowView]) -> str:
     """Says, next to the tables, what their change column is (not in small print)."""
     kinds = {bool(r.doc.paired) for r in rows if r.doc.timed}
-    paired = ("candidate / base − 1 from the paired rounds (the mean per-pair log ratio), so it can differ "
+    paired = ("candidate / base − 1 from the paired rounds (the 20 % trimmed mean of the per-pair log ratios), so it can differ "
               "from the ratio of the two medians beside it")
     unpaired = "candidate median / base median − 1"
     change = (f"paired rows: {paired}; unpaired rows: {unpaired}" if kinds == {True, False}
