@@ -163,7 +163,7 @@ def read_verdict(folder: str | Path) -> Verdict:
     if len(markdown) > MAX_MARKDOWN_CHARS:  # _fit keeps it under; this is the last line of defence
         raise VerdictInputError(f"{source}: the rendered comment has {len(markdown)} characters")
     state = VerdictState(passed=j.passed, regressed=min(j.regressed, MAX_COUNT), rejected=min(j.rejected, MAX_COUNT))
-    headline = markdown.splitlines()[1].removeprefix("### ")
+    headline = markdown.splitlines()[1].lstrip("#").strip()  # the heading's text, without its level
     return Verdict(markdown=markdown, state=state, headline=headline)
 
 

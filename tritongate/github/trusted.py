@@ -9,8 +9,8 @@ from ``passed`` and from the rows: a document that claims ``passed: true`` while
 REGRESSED or REJECTED rows, or rows that fail the policy, is shown failing, with a line
 saying so.
 
-``render_comment_body(doc)`` is the single entry point, so that it can later hand over to
-the shared verdict renderer.
+``render_comment_body(doc)`` is the single entry point: a consistent document is shown by
+the shared verdict renderer, a contradictory one by a plain table with the contradiction named.
 """
 
 from __future__ import annotations
@@ -117,10 +117,11 @@ def _table(rows: Iterable[VerdictRowDoc]) -> list[str]:
     return lines
 
 
-def _headline(j: Judgement, total: int) -> str:
+def _headline(j: Judgement, total: int, state: str = "") -> str:
     shown = ", ".join(f"{j.counts[name]} {name.lower().replace('_', ' ')}"
                       for name in sorted(j.counts, key=_ORDER.__getitem__) if j.counts[name])
-    mark = "✅ passed" if j.passed else "❌ failed"
+    mark = "❌ failed" if not j.passed else "⚠️ no regression found, some rows unresolved" if state == "blind" \
+        else "✅ passed"
     return f"### tritongate: {mark} ({total} rows: {shown or 'none'})"
 
 
@@ -147,11 +148,37 @@ def _fit(head: list[str], tables: list[tuple[str, list[VerdictRowDoc], bool]], t
     return out + tail
 
 
+def _state_contradiction(doc: VerdictDoc, j: Judgement) -> Optional[str]:
+    """Why the document's own three-state headline cannot be shown: the state it claims is not
+    the one its rows give (a fake ✅ over blind or failing rows)."""
+    from tritongate.report.verdict_view import fallback_state
+
+    rows_state, _blind = fallback_state(j.passed, doc.rows)
+    claimed = doc.state or rows_state
+    if claimed != rows_state:
+        return f"verdict.json says its state is {claimed!r}, but its rows give {rows_state!r}: shown from the rows"
+    return None
+
+
 def render_comment_body(doc: VerdictDoc) -> str:
-    """The sticky comment's Markdown for a validated verdict document (without the state line)."""
+    """The sticky comment's Markdown for a validated verdict document (without the state line).
+
+    A document whose pass/fail, counts and state agree with its rows is shown by the shared
+    renderer (``report.verdict_markdown.render_verdict``, which escapes every string), the same
+    text as the job's verdict.md would be; any other is shown by the plain table below, with a
+    warning naming the contradiction."""
     j = judge(doc)
+    if j.contradiction is None:
+        state_problem = _state_contradiction(doc, j)
+        if state_problem is None:
+            from tritongate.report.verdict_markdown import render_verdict
+
+            return render_verdict(doc, limit=MAX_BODY_CHARS)
+        j = Judgement(passed=j.passed, counts=j.counts, contradiction=state_problem)
     rows = sorted(doc.rows, key=lambda r: _ORDER[r.verdict])
-    head = [STICKY_MARKER, _headline(j, len(doc.rows)), ""]
+    from tritongate.report.verdict_view import fallback_state
+
+    head = [STICKY_MARKER, _headline(j, len(doc.rows), fallback_state(j.passed, doc.rows)[0]), ""]
     if j.contradiction:
         head += [f"> [!WARNING]\n> {markdown_cell(j.contradiction)}", ""]
     if not j.contradiction:  # a forged summary line is not repeated under the warning
