@@ -62,7 +62,7 @@ def test_the_readme_is_short_and_in_order() -> None:
     text = README.read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 250
     heads = [h for h in re.findall(r"^## (.+)$", text, re.M)]
-    assert heads == ["Try it in 3 minutes on a CPU", "What the gate can detect", "Adopt it", "Your own ops",
+    assert heads == ["Set-up: two commands", "Try it in 3 minutes on a CPU", "What the gate can detect", "Adopt it", "Your own ops",
                      "Reading the verdict", "Reference"]
     assert text.index("![") < text.index("## Try it")  # the example comment comes first
 

@@ -101,8 +101,6 @@ def _patch(cls: type, recorder: LaunchRecorder, *, interpreted: bool = False) ->
     def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
         spec = None
         if interpreted and not warmup:
-            from tritongate.ir.capture import interpreted_specialization
-
             spec = interpreted_specialization(self, args, kwargs, recorder.notes)
         result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
         if not warmup:
@@ -166,3 +164,16 @@ def record_launches() -> Iterator[LaunchRecorder]:
     finally:
         for restore in reversed(restores):
             restore()
+
+
+def interpreted_specialization(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], notes: list[str]) -> Any:
+    """``specialize.specialize_launch`` of one interpreted launch, or None with a note."""
+    from tritongate.ir.specialize import specialize_launch
+
+    try:
+        return specialize_launch(fn, args, kwargs)
+    except Exception as exc:  # noqa: BLE001 - the index is evidence: never fail the row
+        note = f"no GPU specialization for {kernel_id(fn)}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        if note not in notes:
+            notes.append(note)
+        return None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from tritongate.errors import RunDirError
-from tritongate.github.comment import STICKY_MARKER
+from tritongate.report.verdict_markdown import STICKY_MARKER
 from tritongate.report.untrusted import markdown_cell
 from tritongate.validation import validate
 from tritongate.validation.verdictfile import VerdictDoc, VerdictRowDoc

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from tritongate.autotune.configs import jsonable
 from tritongate.ir.index import OPTION_KEYS, CompiledVariant
-from tritongate.variants import kernel_id
+from tritongate.variants import interpreted_specialization, kernel_id
 
 
 @dataclass
@@ -133,19 +133,6 @@ def install_capture_only(environ: Any = None) -> bool:
     run._tritongate_capture_only = True  # type: ignore[attr-defined]
     InterpretedFunction.run = run
     return True
-
-
-def interpreted_specialization(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], notes: list[str]) -> Any:
-    """``specialize.specialize_launch`` of one interpreted launch, or None with a note."""
-    from tritongate.ir.specialize import specialize_launch
-
-    try:
-        return specialize_launch(fn, args, kwargs)
-    except Exception as exc:  # noqa: BLE001 - the index is evidence: never fail the row
-        note = f"no GPU specialization for {kernel_id(fn)}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
-        if note not in notes:
-            notes.append(note)
-        return None
 
 
 def describe_compiled(compiled: Any, *, kernel: str, case: str) -> CompiledVariant:
