@@ -277,7 +277,8 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
             check_files(entry.path, entry.manifest)
             rows = load_run(entry.path).rows
         except (GateError, OSError) as exc:  # damage is a note, never a crash
-            notes.append(f"skipped {entry.path}: {exc}")
+            if not any(f"{entry.path}:" in n for n in notes):  # the store's listing may have named it
+                notes.append(f"skipped {entry.path}: {exc}")
             continue
         info = EntryInfo.of(entry)
         loaded.append((info, points_of(info, rows)))
