@@ -204,7 +204,11 @@ def test_bad_schedule_options_are_usage_errors(tmp_path):
 def test_the_verdict_names_each_side_by_pair_and_side(tmp_path):
     outcome = run_pair(_request(tmp_path), spawn=_spawner(World()))
     text = outcome.verdict_md.read_text()
-    assert f"<code>{outcome.path.name}/base</code>" in text and f"<code>{outcome.path.name}/candidate</code>" in text
+    ran = next(line for line in text.splitlines() if line.startswith("Ran on "))
+    assert " · base: " in ran and " · candidate: " in ran  # both builds, by side, on the one where-line
+    doc = json.loads((outcome.verdict_json).read_text())  # and each side's run directory in verdict.json
+    assert doc["base"]["run"] == f"{outcome.path.name}/base" and doc["candidate"]["run"] == f"{outcome.path.name}/candidate"
+    assert doc["base"]["path"].endswith(f"{outcome.path.name}/base")
 
 
 def test_the_verdict_cites_the_calibration_it_was_given(tmp_path):

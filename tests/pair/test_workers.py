@@ -106,7 +106,8 @@ def test_an_overlay_reaches_only_its_side(tmp_path):
     assert "TG_PROBE" not in base.identity["pair"]["build"]["env_overlay"]
     # each side compiles into its own cache
     assert base.identity["codegen_env"] == cand.identity["codegen_env"] == {}
-    assert "candidate environment overlay" in outcome.verdict_md.read_text()
+    ran = next(line for line in outcome.verdict_md.read_text().splitlines() if line.startswith("Ran on "))
+    assert "candidate:" in ran and "TG_PROBE=only-candidate" in ran.split("candidate:")[1]  # the overlay, its side's
 
 
 def test_ctrl_c_stops_the_workers_and_leaves_incomplete_run_dirs(tmp_path):
