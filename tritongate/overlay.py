@@ -164,17 +164,16 @@ def _site_packages(python: Path) -> Path:
 
 
 def _apply(mapped: str, patch_name: str, site: Path) -> None:
-    cmd = ["git", "apply", "--whitespace=nowarn", "-"]
-    for check in (True, False):
-        try:
-            res = subprocess.run(cmd[:3] + (["--check"] if check else []) + ["-"], input=mapped, text=True,
-                                 capture_output=True, cwd=site, timeout=120, check=False)
-        except OSError as exc:
-            raise OverlayError(f"git is needed to apply {patch_name} ({exc.strerror})") from exc
-        if res.returncode != 0:
-            why = " ".join(res.stderr.strip().splitlines()[:3]) or f"git apply exit {res.returncode}"
-            raise OverlayError(f"{patch_name} does not apply to the base build's sources: {why}; "
-                               "rebase the patch on the base build's Triton version")
+    # git apply is all or nothing: a hunk that fails leaves every file as it was
+    try:
+        res = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], input=mapped, text=True,
+                             capture_output=True, cwd=site, timeout=120, check=False)
+    except OSError as exc:
+        raise OverlayError(f"git is needed to apply {patch_name} ({exc.strerror})") from exc
+    if res.returncode != 0:
+        why = " ".join(res.stderr.strip().splitlines()[:3]) or f"git apply exit {res.returncode}"
+        raise OverlayError(f"{patch_name} does not apply to the base build's sources: {why}; "
+                           "rebase the patch on the base build's Triton version")
 
 
 def make_overlay(base_python: str, patches: list[Path], dest: Path) -> OverlayBuild:
