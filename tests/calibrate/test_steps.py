@@ -54,7 +54,6 @@ def _again(tmp_path, out, fractions=(0.02, 0.05), env=None):
     return cal, pairs, spawned, log
 
 
-@pytest.mark.xfail(strict=True, reason="a paired check's floor under the two-level rule stays near ±0.7 % (process_sd over the pool's worker pairs), so it cannot size a 1 % spin (±0.25 % needed) nor a noisy row's 2 % (±0.5 %): the calibration leaves those sizes unplanted (the H200 calibration of 2026-12-01 too); open in the rule's issue")
 def test_a_quiet_device_catches_every_planted_slowdown_of_2_and_5_percent(tmp_path):
     """matmul's launches gain 4 ns per ns spun (several waves); softmax hides the first 300 ns of
     a spin under its memory traffic: the aim step times that, and plants each size right."""
@@ -125,7 +124,6 @@ def test_a_row_whose_spin_costs_a_fixed_time_is_not_planted_at_sizes_below_it_an
         in md.read_text()
 
 
-@pytest.mark.xfail(strict=True, reason="a paired check's floor under the two-level rule stays near ±0.7 % (process_sd over the pool's worker pairs), so it cannot size a 1 % spin (±0.25 % needed) nor a noisy row's 2 % (±0.5 %): the calibration leaves those sizes unplanted (the H200 calibration of 2026-12-01 too); open in the rule's issue")
 def test_a_row_whose_time_moves_in_one_process_is_sized_by_paired_checks_and_caught(tmp_path):
     """matmul moves 3 % a round in the aim's worker only (a power-capped kernel): the aim is
     unsure of its sizes, so paired runs of its spin measure them; the planted runs that follow

@@ -26,8 +26,8 @@ from tritongate.calibrate.analysis import Step, StepRow, analyse, step_rows
 from tritongate.calibrate.model import Calibration, fraction_key
 from tritongate.planting import PLANTED_DELAY_ENV, split_key, write_plan
 
-# A check's rows may grow to this many times the run's pairs and row budget (320 pairs on a GPU, a
-# few seconds for a 16 µs kernel): a skinny matmul whose paired log ratios spread 2 % needs ~260
+# A check's rows may grow to this many times the run's pairs, row budget and worker pairs (320
+# pairs over 12 worker pairs on a GPU, a few seconds for a 16 µs kernel): a skinny matmul whose paired log ratios spread 2 % needs ~260
 # pairs to size a 2 % spin to ±0.5 % (80 gave ±1.2 %; at a spread of 2.7 % even 320 fall short).
 CHECK_SCALE = 4
 # (step out dir, base env overlay, candidate env overlay) -> a PairRequest with every row timed
@@ -107,8 +107,12 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
         request = make_request(out / name, zero_env, {PLANTED_DELAY_ENV: str(path.resolve())})
         # only the rows checked (the others would grow to the same target for nothing); their
         # pairs grow until the noise floor resolves the size to the aim's tolerance (the
-        # target a row's schedule works to is its minimum effect)
-        policy = dataclasses.replace(request.policy, min_effect=TOLERANCE * f, op_min_effect={})
+        # target a row's schedule works to is its minimum effect). A check sizes a spin, it
+        # does not gate: its rows spread over CHECK_SCALE times the pool's worker pairs (12 on
+        # a GPU), enough to estimate the between-process spread from the processes themselves,
+        # so the gate's assumed minimum of it (process_sd, which would hold the floor at
+        # ±0.35 % however many pairs) is not imposed
+        policy = dataclasses.replace(request.policy, min_effect=TOLERANCE * f, op_min_effect={}, process_sd=0.0)
         rows = frozenset(split_key(key) for key in spins)
         request = dataclasses.replace(request, only_ops=tuple(sorted({op for op, _, _ in rows})), only_rows=rows,
                                       policy=policy, schedule_scale=CHECK_SCALE)

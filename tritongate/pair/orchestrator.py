@@ -351,7 +351,8 @@ class PairRunner:
             return self.request.worker_pool
         if schedule.max_worker_pairs < 2:
             return 1
-        return min(schedule.max_worker_pairs, CPU_POOL_PAIRS if backend == "cpu" else GPU_POOL_PAIRS)
+        pool = (CPU_POOL_PAIRS if backend == "cpu" else GPU_POOL_PAIRS) * self.request.schedule_scale
+        return min(schedule.max_worker_pairs, pool)
 
     def _use_worker_pair(self, index: int, *, confirming: bool = False) -> None:
         """Use worker pair ``index`` of the measuring ones (``confirming``: of the confirming
@@ -450,8 +451,12 @@ class PairRunner:
                 if req.schedule_scale < 1:
                     raise ValueError(f"schedule_scale must be >= 1, got {req.schedule_scale}")
                 if req.schedule_scale != 1:
+                    # a stretched row also spreads over that many times the worker pairs: the
+                    # between-process part of its error shrinks only with more processes
                     schedule = replace(schedule, max_rounds=schedule.max_rounds * req.schedule_scale,
-                                       row_budget_s=schedule.row_budget_s * req.schedule_scale)
+                                       row_budget_s=schedule.row_budget_s * req.schedule_scale,
+                                       max_worker_pairs=schedule.max_worker_pairs * req.schedule_scale
+                                       if schedule.max_worker_pairs > 1 else 1)
             except ValueError as exc:
                 raise UsageError(f"bad pairing schedule: {exc}") from exc
             self._measure_pairs = self._pool_size(schedule, str(base.hello.get("backend")))
