@@ -146,6 +146,10 @@ def test_a_row_whose_time_moves_in_one_process_is_sized_by_paired_checks_and_cau
         check_schedule, run_schedule = ident["pair"]["schedule"], planted["pair"]["schedule"]
         assert check_schedule["max_rounds"] == 4 * run_schedule["max_rounds"]
         assert check_schedule["row_budget_s"] == 4 * run_schedule["row_budget_s"]
+        # over four times the worker pairs, never confirmed (a check's call is no verdict)
+        assert check_schedule["max_worker_pairs"] == 4 * run_schedule["max_worker_pairs"]
+        assert check_schedule["worker_pool"] == 4 * run_schedule["worker_pool"] == 12
+        assert run_schedule["confirm_calls"] and not check_schedule["confirm_calls"]
     assert all(g.met for g in cal.goals())
 
 

@@ -416,7 +416,9 @@ class PairRunner:
                      if self.request.only_rows is not None else None,
                      "schedule": {"min_rounds": schedule.min_rounds, "max_rounds": schedule.max_rounds,
                                   "confirm_rounds": schedule.confirm_rounds,
-                                  "row_budget_s": schedule.row_budget_s, "run_budget_s": schedule.run_budget_s}},
+                                  "row_budget_s": schedule.row_budget_s, "run_budget_s": schedule.run_budget_s,
+                                  "max_worker_pairs": schedule.max_worker_pairs, "worker_pool": self._measure_pairs,
+                                  "confirm_calls": schedule.confirm_calls}},
         }
 
     # -- the run ---------------------------------------------------------------------------
