@@ -150,6 +150,7 @@ def test_a_row_whose_time_moves_in_one_process_is_sized_by_paired_checks_and_cau
         assert check_schedule["max_worker_pairs"] == 4 * run_schedule["max_worker_pairs"]
         assert check_schedule["worker_pool"] == 4 * run_schedule["worker_pool"] == 12
         assert run_schedule["confirm_calls"] and not check_schedule["confirm_calls"]
+        assert run_schedule["confirm_rounds"] > 0 and check_schedule["confirm_rounds"] == 0  # a call stops nothing
     assert all(g.met for g in cal.goals())
 
 

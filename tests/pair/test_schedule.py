@@ -80,6 +80,9 @@ def test_a_row_called_on_fewer_pairs_than_confirm_rounds_gets_the_next_looks_fir
     assert _run(s, reached_after=40, call=lambda n: n >= 40)[0] == 40  # not called at 20: on to its target
     off = PairSchedule(min_rounds=5, max_rounds=80, row_budget_s=1e9, run_budget_s=1e9)
     assert _run(off, reached_after=0, call=lambda n: True)[0] == 5
+    # with confirmations off a call stops nothing: the row goes on to its precision (a
+    # calibration's check measures a spin's size, which is always a call)
+    assert _run(off, reached_after=40, call=lambda n: True)[0] == 40
     # a budget that stops the row first leaves the call on the pairs it has
     tight = PairSchedule(min_rounds=5, max_rounds=80, row_budget_s=12.0, run_budget_s=1e9, confirm_rounds=20)
     assert _run(tight, reached_after=0, call=lambda n: True)[0] == 10

@@ -114,11 +114,13 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
         # ±0.35 % however many pairs) is not imposed
         policy = dataclasses.replace(request.policy, min_effect=TOLERANCE * f, op_min_effect={}, process_sd=0.0)
         rows = frozenset(split_key(key) for key in spins)
-        # a check's call is not a verdict: confirming it on fresh worker pairs would double
-        # its processes and time for nothing
+        # a check's call is not a verdict: it is neither confirmed on fresh worker pairs (twice
+        # the processes and time for nothing) nor a reason to stop (a spin is a slowdown, so
+        # every check would be called on its first 20 pairs, short of the precision it is for)
         request = dataclasses.replace(request, only_ops=tuple(sorted({op for op, _, _ in rows})), only_rows=rows,
                                       policy=policy, schedule_scale=CHECK_SCALE,
-                                      schedule_overrides={**request.schedule_overrides, "confirm_calls": False})
+                                      schedule_overrides={**request.schedule_overrides, "confirm_calls": False,
+                                                          "confirm_rounds": 0})
         step, _ = _timed_step(name, None, request, run, dict(spins))
         checks.append(step)
         return {r.key: r for r in step.rows}
