@@ -3,18 +3,27 @@
 Every model has the iid part: per round and side a placement offset (``round_sd``) and per
 sample a small jitter, plus a drift both sides share (a random walk, half of each step between
 the two rounds of a pair: it cancels in the pair only to first order). On top, each model plants
-one pattern the H200 shows or the audit of the rule found, *per worker process*: a process is
-one side of one worker pair, and a fresh worker pair brings two fresh processes.
+one pattern the H200 shows or the audit of the rule found, *per worker process*. A process is
+one side of one worker pair of the run's pool, and it lives for the whole run: the shipped GPU
+schedule keeps 3 measuring worker pairs (a row's segments rotate over them, each row starts on
+the next) and 3 more that confirm calls (``tritongate.gate.simulate.row_layout``). So what lives
+with a process is shared by every pair it measures: the segments of one row on one pool pair,
+and the rows that follow on it. ``sample_run`` draws whole runs (rows in the order the run
+measures them, each process's pairs in its own time order); ``sample_paths`` draws rows that
+share no process with each other (a call's confirmation: given the run's persistent offsets).
 
 - ``offsets``: a persistent offset per process, N(0, ``tau``) (the H200 shared-inputs series:
   worker pairs differ by SD 0.24 % beyond their own noise, up to -0.58 %);
 - ``two_state``: each process sits in one of two speed states ``amp`` apart, drawn at random
-  when it starts and left with probability ``1 / dwell`` before each of its rounds;
-- ``step``: one process of the row (a random side, from a random pair on) runs ``amp`` slower
-  for the rest of its life;
-- ``drift``: one process of the row (a random side) slows by ``amp`` per pair from its start;
-- ``serial``: each process's level wanders (AR(1) per pair, correlation ``rho``, stationary
-  SD ``sd``), started afresh with each process: the H200 series' pairs of one worker pair are
+  when it is first used and left with probability ``1 / dwell`` before each of its own pairs
+  (its state carries over from one row to its next);
+- ``step``: one process of the run (a random side, by share of pairs) runs ``amp`` slower from
+  a random pair of the run on, to its end (in a confirmation's rows: none);
+- ``drift``: one process of the run (a random side, by share of pairs) slows by ``amp`` per pair
+  from the first pair it measures of each row (a ramp that restarts with each row: one that
+  built up over a run would be a step by its middle, which ``step`` covers);
+- ``serial``: each process's level wanders, AR(1) over its own pairs (correlation ``rho``,
+  stationary SD ``sd``), carried across its rows: the H200 series' pairs of one worker pair are
   correlated at lags 1-10 (0.1-0.3), so a 10-20 pair mean varies 2-2.3x more than their spread;
 - ``outliers``: a round is ``amp`` times slower with probability ``p`` (one side, one round);
 - ``order``: the side timed second in a pair runs ``amp`` slower;
@@ -66,76 +75,114 @@ MODELS = (
 )
 
 
-def sample_paths(model: NoiseModel, *, rows: int, pairs: int, per_round: int, pair_sd: float, shift: float,
-                 base_first: np.ndarray, worker_pairs: np.ndarray, rng: np.random.Generator,
-                 drift_sd: float = 0.002) -> tuple[np.ndarray, np.ndarray]:
-    """(base, cand) times of shape (rows, pairs, per_round); the candidate ``shift`` slower.
-    ``pair_sd``: the SD of a pair's log ratio from the iid part (a row's own noise level)."""
-    r, n, s = rows, pairs, per_round
-    round_sd, within_sd = pair_sd / np.sqrt(2) * 0.9, pair_sd * 0.5
-    bf = np.asarray(base_first, bool)
+def sample_paths(model: NoiseModel, *, rows: int, pairs: int, per_round: int, pair_sd: float | np.ndarray,
+                 shift: float, base_first: np.ndarray, worker_pairs: np.ndarray, rng: np.random.Generator,
+                 drift_sd: float = 0.002, offsets: np.ndarray | None = None,
+                 one_process: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(base, cand) times of shape (rows, pairs, per_round) of rows that share no process; the
+    candidate ``shift`` slower. ``pair_sd``: the SD of a pair's log ratio from the iid part (a
+    row's own noise level; one for all rows or one per row). ``worker_pairs``: the layout, (pairs,)
+    labels. ``offsets``: (rows, labels, 2) process offsets to use (``offsets`` model; default
+    fresh ones). ``one_process``: plant ``step`` / ``drift`` (False: the rows' processes are not
+    the run's stepped or drifting one)."""
     wp = np.asarray(worker_pairs, int)
-    logs = {}
-    steps = rng.normal(0, drift_sd / 2, (r, n, 2))
-    walk = np.cumsum(steps.reshape(r, 2 * n), axis=1).reshape(r, n, 2)  # level at each pair's 1st/2nd round
-    for side in ("base", "cand"):
-        first = bf if side == "base" else ~bf
+    lb, lc = _iid(rows, pairs, per_round, pair_sd, np.asarray(base_first, bool), rng, drift_sd)
+    add = _process_logs(model, wp, rows, rng, offsets=offsets, row_len=pairs, one_process=one_process)
+    lb += add[0][..., None]
+    lc += add[1][..., None]
+    return _finish(model, lb, lc, np.asarray(base_first, bool), shift, rng)
+
+
+def sample_run(model: NoiseModel, *, runs: int, layout: np.ndarray, per_round: int, pair_sd: float | np.ndarray,
+               shift: float, base_first: np.ndarray, processes: int, rng: np.random.Generator,
+               drift_sd: float = 0.002) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``runs`` runs of J rows each, ``layout`` (J, pairs): the pool pair measuring each pair of
+    each row of a run, in the order the run measures them. Returns (base, cand) of shape
+    (runs * J, pairs, per_round), run-major, and the ``offsets`` model's (runs, ``processes``, 2)
+    process offsets (labels ``processes`` counts: the confirming pool pairs too), else None.
+    ``pair_sd``: one for all rows or one per row of a run (J,)."""
+    layout = np.asarray(layout, int)
+    j, n = layout.shape
+    sd = np.tile(np.broadcast_to(np.asarray(pair_sd, float), (j,)), runs)
+    bf = np.asarray(base_first, bool)
+    lb, lc = _iid(runs * j, n, per_round, sd, bf, rng, drift_sd)
+    off = rng.normal(0, model.params["tau"], (runs, processes, 2)) if model.kind == "offsets" else None
+    add = _process_logs(model, layout.ravel(), runs, rng, offsets=off, row_len=n, one_process=True)
+    lb += add[0].reshape(runs * j, n)[..., None]
+    lc += add[1].reshape(runs * j, n)[..., None]
+    base, cand = _finish(model, lb, lc, bf, shift, rng)
+    return base, cand, off
+
+
+def _iid(rows: int, n: int, s: int, pair_sd: float | np.ndarray, bf: np.ndarray, rng: np.random.Generator,
+         drift_sd: float) -> tuple[np.ndarray, np.ndarray]:
+    sd = np.broadcast_to(np.asarray(pair_sd, float), (rows,))[:, None]
+    round_sd, within_sd = sd / np.sqrt(2) * 0.9, sd * 0.5
+    steps = rng.normal(0, drift_sd / 2, (rows, n, 2))
+    walk = np.cumsum(steps.reshape(rows, 2 * n), axis=1).reshape(rows, n, 2)  # level at each pair's 1st/2nd round
+    logs = []
+    for first in (bf, ~bf):  # base, cand
         level = np.where(first[None, :], walk[..., 0], walk[..., 1])
-        x = level + rng.normal(0, round_sd, (r, n))
-        logs[side] = x[..., None] + rng.normal(0, within_sd, (r, n, s))
-    lb, lc = logs["base"], logs["cand"]
-    p = model.params
-    kind = model.kind
+        x = level + rng.standard_normal((rows, n)) * round_sd
+        logs.append(x[..., None] + rng.standard_normal((rows, n, s)) * within_sd[..., None])
+    return logs[0], logs[1]
+
+
+def _process_logs(model: NoiseModel, labels: np.ndarray, batch: int, rng: np.random.Generator, *,
+                  offsets: np.ndarray | None, row_len: int, one_process: bool) -> np.ndarray:
+    """(2, batch, T) log offsets of the base's and the candidate's processes at each of T pairs
+    measured in time order by the processes ``labels`` (T,) names; the batch's members are
+    independent (runs, or rows that share no process)."""
+    t_len = len(labels)
+    p, kind = model.params, model.kind
+    add = np.zeros((2, batch, t_len))
+    masks = [labels == k for k in np.unique(labels)]
     if kind == "offsets":
-        k = int(wp.max()) + 1
-        for side in (lb, lc):
-            off = rng.normal(0, p["tau"], (r, k))
-            side += off[:, wp][..., None]
+        off = offsets if offsets is not None else rng.normal(0, p["tau"], (batch, int(labels.max()) + 1, 2))
+        add += np.moveaxis(off[:, labels, :], -1, 0)
     elif kind == "two_state":
-        for side in (lb, lc):
-            side += p["amp"] * _two_state(rng, r, wp, 1 / p["dwell"])[..., None]
-    elif kind == "step":
-        at = rng.integers(0, n, r)
-        on_cand = rng.random(r) < 0.5
-        idx = np.arange(n)[None, :]
-        same = wp[None, :] == wp[at][:, None]
-        hit = (idx >= at[:, None]) & same
-        lb += np.where(~on_cand[:, None] & hit, p["amp"], 0.0)[..., None]
-        lc += np.where(on_cand[:, None] & hit, p["amp"], 0.0)[..., None]
-    elif kind == "drift":
-        age = np.arange(n) - np.array([np.flatnonzero(wp == g)[0] for g in wp])  # pairs since its start
-        on_cand = rng.random(r) < 0.5
-        which = wp[rng.integers(0, n, r)]  # the drifting process: its worker pair, by share of pairs
-        ramp = np.where(wp[None, :] == which[:, None], p["amp"] * age[None, :], 0.0)
-        lb += np.where(~on_cand[:, None], ramp, 0.0)[..., None]
-        lc += np.where(on_cand[:, None], ramp, 0.0)[..., None]
+        for side in range(2):
+            flips = rng.random((batch, t_len)) < 1 / p["dwell"]
+            for m in masks:
+                f = flips[:, m].astype(np.int64)
+                f[:, 0] = 0  # a process's first pair is in the state it was drawn in
+                init = rng.integers(0, 2, (batch, 1))
+                add[side][:, m] = p["amp"] * ((init + np.cumsum(f, axis=1)) % 2)
     elif kind == "serial":
-        fresh = np.r_[True, wp[1:] != wp[:-1]]
+        from scipy.signal import lfilter
+
+        for side in range(2):
+            for m in masks:
+                e = rng.normal(0, p["sd"] * np.sqrt(1 - p["rho"] ** 2), (batch, int(m.sum())))
+                e[:, 0] = rng.normal(0, p["sd"], batch)  # a stationary start
+                add[side][:, m] = lfilter([1.0], [1.0, -p["rho"]], e, axis=1)
+    elif kind in ("step", "drift") and one_process:
+        t = np.arange(t_len)
+        at = rng.integers(0, t_len, batch)
+        which = labels[at]  # the process: by share of pairs
+        on_cand = rng.random(batch) < 0.5
+        mine = labels[None, :] == which[:, None]
+        if kind == "step":
+            shape = np.where(mine & (t[None, :] >= at[:, None]), p["amp"], 0.0)
+        else:
+            key = (t // row_len) * (int(labels.max()) + 1) + labels
+            _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+            age = t - first[inverse.ravel()]  # pairs since the process's first pair of this row
+            shape = np.where(mine, p["amp"] * age[None, :], 0.0)
+        add[0] += np.where(~on_cand[:, None], shape, 0.0)
+        add[1] += np.where(on_cand[:, None], shape, 0.0)
+    return add
+
+
+def _finish(model: NoiseModel, lb: np.ndarray, lc: np.ndarray, bf: np.ndarray, shift: float,
+            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The per-round patterns (outlier rounds, order effects) and the shift; times from logs."""
+    p = model.params
+    if model.kind == "outliers":
         for side in (lb, lc):
-            x = rng.normal(0, p["sd"], r)
-            innov = p["sd"] * np.sqrt(1 - p["rho"] ** 2)
-            for i in range(n):
-                x = rng.normal(0, p["sd"], r) if fresh[i] else p["rho"] * x + rng.normal(0, innov, r)
-                side[:, i, :] += x[:, None]
-    elif kind == "outliers":
-        for side in (lb, lc):
-            side += np.where(rng.random((r, n)) < p["p"], np.log(p["amp"]), 0.0)[..., None]
-    elif kind == "order":
+            side += np.where(rng.random(side.shape[:2]) < p["p"], np.log(p["amp"]), 0.0)[..., None]
+    elif model.kind == "order":
         lb += np.where(~bf, p["amp"], 0.0)[None, :, None]  # the base timed second
         lc += np.where(bf, p["amp"], 0.0)[None, :, None]
     lc += np.log1p(shift)
     return np.exp(lb), np.exp(lc)
-
-
-def _two_state(rng: np.random.Generator, rows: int, wp: np.ndarray, switch: float) -> np.ndarray:
-    """0/1 state per (row, pair) of one side: a fresh process (a new worker pair) draws its
-    state afresh, then leaves it with probability ``switch`` before each round."""
-    n = len(wp)
-    flips = (rng.random((rows, n)) < switch).astype(int)
-    fresh = np.r_[True, wp[1:] != wp[:-1]]
-    init = rng.integers(0, 2, (rows, n))
-    flips = np.where(fresh[None, :], 0, flips)
-    csum = np.cumsum(flips, axis=1)
-    start_of = np.maximum.accumulate(np.where(fresh, np.arange(n), 0))
-    since = csum - csum[:, start_of]
-    return (init[:, start_of] + since) % 2

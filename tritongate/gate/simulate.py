@@ -9,23 +9,30 @@ sets sigma_total = r / 1.349, of which the round offsets carry the larger part.
 runs, with the noise that lives with a worker process (offsets, speed states, steps, drift),
 outlier rounds, order effects and budgets, are drawn many rows at a time by
 ``tritongate.gate.noise_models`` and judged by ``tritongate.gate.batch`` (the paired rule and
-schedule, vectorised): ``simulate_paired_models`` is the entry point.
+schedule, vectorised) on the layout the orchestrator gives a GPU run (``row_layout``,
+``confirm_layout``: ``tests/gate/test_simulate_layout.py`` holds them to a real paired run's
+recorded worker pairs): ``simulate_runs`` and ``simulate_paired_models`` are the entry points.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+import numpy as np
+
+from tritongate.gate.batch import BatchDecision, ScheduleOutcome, confirmed, decide_paired, schedule
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import GateResult, run_gate
+from tritongate.pair.orchestrator import GPU_POOL_PAIRS, default_schedule
+from tritongate.pair.schedule import PairSchedule
 from tritongate.rundir import Run
 from tritongate.schema import MeasurementInfo, Row, RunStatus
 
 if TYPE_CHECKING:
-    from tritongate.gate.batch import ScheduleOutcome
     from tritongate.gate.noise_models import NoiseModel
 
 # Pooled relative IQRs of graph-timer rows measured on an H200: add 4K 0.25 %, softmax and
@@ -68,39 +75,138 @@ def simulate(*, rows: int, shift: float, rel_iqrs: Sequence[float], seed: int,
     return run_gate(synthetic_run(base, "record"), synthetic_run(cand, "replay"), policy or GatePolicy())
 
 
-def simulate_paired_models(model: "NoiseModel", *, rows: int, pair_sd: float, shift: float, seed: int,
-                           policy: GatePolicy | None = None, fixed: int | None = None,
-                           confirm: bool = True) -> "ScheduleOutcome":
-    """``rows`` paired rows of ``model`` judged by the shipped rule under the shipped GPU
-    schedule, calls confirmed on an independent measurement (``confirm``; ``fixed``: on that
-    many pairs instead, unconfirmed: the same sample paths for the same seed)."""
-    import numpy as np
+def pool_pairs(sched: PairSchedule) -> int:
+    """Measuring worker pairs a GPU run keeps (``PairRunner._pool_size``); as many more confirm."""
+    return min(sched.max_worker_pairs, GPU_POOL_PAIRS) if sched.max_worker_pairs > 1 else 1
 
-    from tritongate.gate.batch import confirmed, decide_paired, schedule
-    from tritongate.gate.noise_models import sample_paths
-    from tritongate.pair.orchestrator import default_schedule
+
+def row_layout(sched: PairSchedule, pool: int, row: int, pairs: int) -> np.ndarray:
+    """The pool pair (its index: the layout's label) that measures each of the first ``pairs``
+    pairs of the run's ``row``-th row: the row starts on pool pair ``row % pool``, and each fresh
+    worker pair of the schedule (``worker_pair_starts``) is the pool's next one."""
+    return (row + np.array(sched.worker_pair_of(pairs), int)) % pool
+
+
+def confirm_layout(sched: PairSchedule, pool: int, last: int, pairs: int) -> np.ndarray:
+    """The same for a call's confirmation, begun after the row's first measurement ended on pool
+    pair ``last``: on the confirming pairs (``pool`` .. ``2 pool - 1``), from ``last``'s twin on."""
+    return pool + (last + np.array(sched.worker_pair_of(pairs), int)) % pool
+
+
+@dataclass(frozen=True)
+class RunOutcomes:
+    """Rows of simulated runs (run-major), judged four ways on the same sample paths."""
+
+    adaptive: ScheduleOutcome  # the shipped schedule, calls confirmed on the confirming pairs
+    schedule_only: ScheduleOutcome  # the same, unconfirmed
+    fixed: ScheduleOutcome  # the rule on the first ``fixed`` pairs, calls confirmed (the same way, on as many)
+    fixed_only: ScheduleOutcome  # the same, unconfirmed
+
+
+def simulate_runs(model: "NoiseModel", *, runs: int, rows_per_run: int, pair_sd: float | Sequence[float],
+                  shift: float, seed: int, policy: GatePolicy | None = None, fixed: int = 20,
+                  per_round: int = 5) -> RunOutcomes:
+    """``runs`` GPU paired runs of ``rows_per_run`` rows each (``pair_sd``: one, or one per row of a
+    run), measured on the shipped layout (``row_layout``; processes persist through a run) and
+    judged by the shipped rule and schedule (``default_schedule('cuda', per_round)``), each call
+    measured again on the confirming pairs (``confirm_layout``) and standing only if that calls
+    it the same way."""
+    from tritongate.gate.noise_models import sample_run
 
     policy = policy or GatePolicy()
-    sched = default_schedule("cuda", 5)
+    sched = default_schedule("cuda", per_round)
+    pool = pool_pairs(sched)
     cap = int(model.params.get("cap", sched.max_rounds))
     looks = [n for n in sched.looks() if n < cap] + [cap]
-    bf = np.arange(cap) % 2 == 0
-    wp = np.array(sched.worker_pair_of(cap))
-    base, cand = sample_paths(model, rows=rows, pairs=cap, per_round=5, pair_sd=pair_sd, shift=shift,
-                              base_first=bf, worker_pairs=wp, rng=np.random.default_rng(seed))
+    layout = np.stack([row_layout(sched, pool, j, cap) for j in range(rows_per_run)])
+    bf = np.arange(cap) % 2 == 0  # the orchestrator's pair i: base first when i is even
+    rng = np.random.default_rng(seed)
+    base, cand, offsets = sample_run(model, runs=runs, layout=layout, per_round=per_round, pair_sd=pair_sd,
+                                     shift=shift, base_first=bf, processes=2 * pool, rng=rng)
+    labels = np.tile(layout, (runs, 1))
+    sd = np.tile(np.broadcast_to(np.asarray(pair_sd, float), (rows_per_run,)), runs)
+    judge = dict(rows_per_run=rows_per_run, policy=policy, sched=sched, pool=pool, cap=cap, bf=bf, rng=rng,
+                 offsets=offsets, sd=sd, model=model, per_round=per_round, shift=shift)
+    first = _schedule(base, cand, labels, bf, looks, policy, sched)
+    fix = [min(fixed, cap)]
+    first_fixed = _schedule(base, cand, labels, bf, fix, policy, sched)
+    return RunOutcomes(adaptive=confirmed(first, lambda idx: _confirm(idx, first, looks, labels, **judge)),
+                       schedule_only=first,
+                       fixed=confirmed(first_fixed, lambda idx: _confirm(idx, first_fixed, fix, labels, **judge)),
+                       fixed_only=first_fixed)
 
-    rng = np.random.default_rng(seed + 1)
 
-    def run(base: np.ndarray, cand: np.ndarray) -> "ScheduleOutcome":
-        def at(n: int):
-            return decide_paired(base[:, :n], cand[:, :n], base_first=bf[:n], worker_pairs=wp[:n],
-                                 min_effect=policy.min_effect, noise_z=policy.noise_z,
-                                 min_samples=policy.min_samples, process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
-        return schedule(at, [fixed] if fixed else looks, rows=len(base), target=policy.min_effect,
-                        confirm_rounds=sched.confirm_rounds)
+def _decide(base: np.ndarray, cand: np.ndarray, labels: np.ndarray, bf: np.ndarray, n: int,
+            policy: GatePolicy) -> BatchDecision:
+    """The rule on each row's first ``n`` pairs, rows grouped by their layout (its labels)."""
+    uniq, inverse = np.unique(labels[:, :n], axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    called, effect, detect = np.zeros(len(base), bool), np.zeros(len(base)), np.zeros(len(base))
+    for g, wp in enumerate(uniq):
+        idx = inverse == g
+        d = decide_paired(base[idx, :n], cand[idx, :n], base_first=bf[:n], worker_pairs=wp,
+                          min_effect=policy.min_effect, noise_z=policy.noise_z, min_samples=policy.min_samples,
+                          process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
+        called[idx], effect[idx], detect[idx] = d.called, d.effect_log, d.detectable_log
+    return BatchDecision(called=called, effect_log=effect, detectable_log=detect)
 
-    def again(idx: np.ndarray) -> "ScheduleOutcome":
-        return run(*sample_paths(model, rows=len(idx), pairs=cap, per_round=5, pair_sd=pair_sd, shift=shift,
-                                 base_first=bf, worker_pairs=wp, rng=rng))
-    first = run(base, cand)
-    return first if fixed or not confirm else confirmed(first, again)
+
+def _schedule(base: np.ndarray, cand: np.ndarray, labels: np.ndarray, bf: np.ndarray, looks: list[int],
+              policy: GatePolicy, sched: PairSchedule) -> ScheduleOutcome:
+    return schedule(lambda n: _decide(base, cand, labels, bf, n, policy), looks, rows=len(base),
+                    target=policy.min_effect, confirm_rounds=sched.confirm_rounds)
+
+
+def _confirm(idx: np.ndarray, first: ScheduleOutcome, looks: list[int], labels: np.ndarray, *,
+             rows_per_run: int, policy: GatePolicy, sched: PairSchedule, pool: int, cap: int, bf: np.ndarray,
+             rng: np.random.Generator, offsets: np.ndarray | None, sd: np.ndarray, model: "NoiseModel",
+             per_round: int, shift: float) -> ScheduleOutcome:
+    """The confirmations of rows ``idx``: fresh paths on the confirming pairs, from the twin of
+    the pool pair each row's measurement ended on, its pairs continuing the row's alternation;
+    the run's persistent offsets apply, its stepped or drifting process (a measuring one) does not."""
+    from tritongate.gate.noise_models import sample_paths
+
+    start = first.pairs[idx]
+    last = labels[idx, start - 1]
+    conf = np.stack([confirm_layout(sched, pool, int(k), cap) for k in last])
+    n = len(idx)
+    pairs, unconfirmed, reached = np.zeros(n, int), np.zeros(n, bool), np.zeros(n, bool)
+    called, effect, detect = np.zeros(n, bool), np.zeros(n), np.zeros(n)
+    for parity in (0, 1):
+        sel = start % 2 == parity
+        if not sel.any():
+            continue
+        b_first = (parity + np.arange(cap)) % 2 == 0  # the orchestrator's pair start + i
+        rows = idx[sel]
+        base = np.empty((len(rows), cap, per_round))
+        cand = np.empty_like(base)
+        for k in np.unique(last[sel]):
+            mine = last[sel] == k
+            off = None if offsets is None else offsets[rows[mine] // rows_per_run]
+            base[mine], cand[mine] = sample_paths(
+                model, rows=int(mine.sum()), pairs=cap, per_round=per_round, pair_sd=sd[rows[mine]], shift=shift,
+                base_first=b_first, worker_pairs=confirm_layout(sched, pool, int(k), cap), rng=rng, offsets=off,
+                one_process=False)
+        part = _schedule(base, cand, conf[sel], b_first, looks, policy, sched)
+        pairs[sel], unconfirmed[sel], reached[sel] = part.pairs, part.unconfirmed, part.reached
+        called[sel], effect[sel] = part.decision.called, part.decision.effect_log
+        detect[sel] = part.decision.detectable_log
+    return ScheduleOutcome(pairs=pairs, decision=BatchDecision(called=called, effect_log=effect, detectable_log=detect),
+                           unconfirmed=unconfirmed, reached=reached)
+
+
+def simulate_paired_models(model: "NoiseModel", *, rows: int, pair_sd: float, shift: float, seed: int,
+                           policy: GatePolicy | None = None, fixed: int | None = None,
+                           confirm: bool = True, rows_per_run: int = 34) -> ScheduleOutcome:
+    """``rows`` paired rows of ``model`` in runs of ``rows_per_run`` (a PR check's 34), judged by
+    the shipped rule under the shipped GPU schedule and layout (``simulate_runs``), calls
+    confirmed (``confirm``); ``fixed``: on that many pairs instead, unconfirmed (the same sample
+    paths for the same seed)."""
+    runs = -(-rows // rows_per_run)
+    out = simulate_runs(model, runs=runs, rows_per_run=rows_per_run, pair_sd=pair_sd, shift=shift, seed=seed,
+                        policy=policy, fixed=fixed or 20)
+    pick = out.fixed_only if fixed else out.adaptive if confirm else out.schedule_only
+    return ScheduleOutcome(pairs=pick.pairs[:rows], unconfirmed=pick.unconfirmed[:rows], reached=pick.reached[:rows],
+                           decision=BatchDecision(called=pick.decision.called[:rows],
+                                                  effect_log=pick.decision.effect_log[:rows],
+                                                  detectable_log=pick.decision.detectable_log[:rows]))
