@@ -21,7 +21,7 @@ calls (REGRESSED or IMPROVED; UNCONFIRMED never fails), and per 34- and 76-row w
 1,232-row scan the share with at least one, counted on the simulated runs; power (REGRESSED) at
 +2 % and +5 % in runs of 36 rows. Intervals: 95 % Clopper-Pearson.
 
-    nice -n 10 python bench/gate_simulation.py --out bench/results      # ~6 min on one core
+    nice -n 10 python bench/gate_simulation.py --out bench/results      # ~9 min on 2 shared cores
 """
 
 from __future__ import annotations
