@@ -125,7 +125,7 @@ def simulate_runs(model: "NoiseModel", *, runs: int, rows_per_run: int, pair_sd:
                                      shift=shift, base_first=bf, processes=2 * pool, rng=rng)
     labels = np.tile(layout, (runs, 1))
     sd = np.tile(np.broadcast_to(np.asarray(pair_sd, float), (rows_per_run,)), runs)
-    judge = dict(rows_per_run=rows_per_run, policy=policy, sched=sched, pool=pool, cap=cap, bf=bf, rng=rng,
+    judge = dict(rows_per_run=rows_per_run, policy=policy, sched=sched, pool=pool, cap=cap, rng=rng,
                  offsets=offsets, sd=sd, model=model, per_round=per_round, shift=shift)
     first = _schedule(base, cand, labels, bf, looks, policy, sched)
     fix = [min(fixed, cap)]
@@ -158,7 +158,7 @@ def _schedule(base: np.ndarray, cand: np.ndarray, labels: np.ndarray, bf: np.nda
 
 
 def _confirm(idx: np.ndarray, first: ScheduleOutcome, looks: list[int], labels: np.ndarray, *,
-             rows_per_run: int, policy: GatePolicy, sched: PairSchedule, pool: int, cap: int, bf: np.ndarray,
+             rows_per_run: int, policy: GatePolicy, sched: PairSchedule, pool: int, cap: int,
              rng: np.random.Generator, offsets: np.ndarray | None, sd: np.ndarray, model: "NoiseModel",
              per_round: int, shift: float) -> ScheduleOutcome:
     """The confirmations of rows ``idx``: fresh paths on the confirming pairs, from the twin of
