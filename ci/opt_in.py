@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tritongate.github import outputs  # noqa: E402
 from tritongate.github.optin import decide, live_labels  # noqa: E402
 from tritongate.github.rest import DEFAULT_API_URL, GitHubClient, GitHubError  # noqa: E402
 
@@ -44,11 +45,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: opt_in.py: {exc}", file=sys.stderr)
         return 5
     d = decide(args.event_name, labels, opt_in=opt_in)
-    lines = [f"run={str(d.run).lower()}", f"full={str(d.full).lower()}", f"reason={d.reason}"]
-    print("\n".join(lines))
-    if args.github_output:
-        with args.github_output.open("a", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
+    values = {"run": d.run, "full": d.full, "reason": d.reason}
+    try:
+        text = outputs.append(args.github_output, values) if args.github_output else outputs.render(values)
+    except (outputs.OutputError, OSError) as exc:
+        print(f"error: opt_in.py: {exc}", file=sys.stderr)
+        return 2
+    print(text, end="")
     return 0
 
 

@@ -19,7 +19,6 @@ Exit codes: 0 success (whatever the count), 2 bad input (named on stderr), 4 int
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import traceback
 from pathlib import Path
@@ -43,15 +42,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cand-python", required=True, metavar="PY", help="the PR build's interpreter")
     parser.add_argument("--out", required=True, metavar="DIR", help="where prescreen.json and ir-diff/ go")
     args = parser.parse_args(argv)
-    from tritongate.ir.prescreen import github_output_lines, run_prescreen
+    from tritongate.github import outputs
+    from tritongate.ir.prescreen import run_prescreen
 
     try:
         result = run_prescreen(Path(args.baseline), args.base_python, args.cand_python, Path(args.out))
-        github = os.environ.get("GITHUB_OUTPUT")
+        github = outputs.output_path()
         if github:
             try:
-                with open(github, "a", encoding="utf-8") as f:
-                    f.write(github_output_lines(result))
+                outputs.append(github, {"rows_changed": len(result.rows_changed), "rows_total": result.rows_total})
             except OSError as exc:
                 raise UsageError(f"GITHUB_OUTPUT={github} cannot be appended to ({exc.strerror or exc})") from None
     except UsageError as exc:

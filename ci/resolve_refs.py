@@ -16,7 +16,8 @@ otherwise     ``--base-ref`` is required (a dispatch, or a caller that knows its
 
 Writes ``base=``, ``cand=``, ``how=`` and, with ``--runner-class``/``--suite``, ``key=`` (the
 artifact and sticky-comment key: ``<runner-class>-<suite name>``). Standard library only (it
-runs before any build). Exit 0, or 2 with one ``error:`` line.
+runs before any build; tritongate.github.outputs writes the outputs). Exit 0, or 2 with one ``error:`` line (a ref input with a line break in
+it is refused: it would write an output of its own).
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tritongate.github import outputs  # noqa: E402
 
 SHA = re.compile(r"[0-9a-f]{40}")
 
@@ -107,14 +112,11 @@ def main(argv: list[str] | None = None) -> int:
                       merge_checkout=args.merge_checkout)
         if args.runner_class:
             out["key"] = artifact_key(args.runner_class, args.suite)
-    except (RefError, OSError, ValueError) as exc:
+        text = outputs.append(args.github_output, out) if args.github_output else outputs.render(out)
+    except (RefError, OSError, ValueError) as exc:  # OutputError is a ValueError
         print(f"error: resolve_refs.py: {exc}", file=sys.stderr)
         return 2
-    lines = [f"{k}={v}" for k, v in out.items()]
-    print("\n".join(lines))
-    if args.github_output:
-        with args.github_output.open("a", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
+    print(text, end="")
     return 0
 
 

@@ -268,25 +268,50 @@ def condition(expr: Any, ev: Evaluator) -> bool:
 
 
 # -- a runner for one job -------------------------------------------------------------------------
-def parse_github_output(path: Path) -> dict[str, str]:
+class OutputFormatError(ValueError):
+    """What the runner reports as "Unable to process file command 'output' successfully"."""
+
+
+def parse_output_text(text: str) -> dict[str, str]:
+    """An environment file read as the Linux runner reads it (actions/runner FileCommandManager):
+    lines end at "\n" only, empty lines are skipped, a line is `NAME=VALUE` when its first `=`
+    comes before its first `<<`, else `NAME<<DELIMITER` followed by the value's lines up to the
+    first line that is exactly the delimiter (the newline before it not part of the value)."""
     out: dict[str, str] = {}
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the file's last newline ends its last line
     i = 0
     while i < len(lines):
         line = lines[i]
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            key, delim = line.split("<<", 1)
-            body = []
-            i += 1
-            while lines[i] != delim:
+        i += 1
+        if not line:
+            continue
+        eq, heredoc = line.find("="), line.find("<<")
+        if eq >= 0 and (heredoc < 0 or eq < heredoc):
+            key, value = line.split("=", 1)
+            if not key:
+                raise OutputFormatError(f"invalid format {line!r}: the name is empty")
+            out[key] = value
+        elif heredoc >= 0:
+            key, delimiter = line.split("<<", 1)
+            if not key or not delimiter:
+                raise OutputFormatError(f"invalid format {line!r}: empty name or delimiter")
+            body: list[str] = []
+            while i < len(lines) and lines[i] != delimiter:
                 body.append(lines[i])
                 i += 1
+            if i == len(lines):
+                raise OutputFormatError(f"matching delimiter not found {delimiter!r}")
+            i += 1
             out[key] = "\n".join(body)
-        elif "=" in line:
-            key, value = line.split("=", 1)
-            out[key] = value
-        i += 1
+        else:
+            raise OutputFormatError(f"invalid format {line!r}")
     return out
+
+
+def parse_github_output(path: Path) -> dict[str, str]:
+    return parse_output_text(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
 @dataclass

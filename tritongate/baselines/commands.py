@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from tritongate.argtypes import nonempty_text, number_in
 from tritongate.errors import ExitCode, GateError
+from tritongate.github import outputs
 
 if TYPE_CHECKING:
     from tritongate.baselines.store import Lookup
@@ -105,15 +106,13 @@ def cmd_find(args: argparse.Namespace) -> int:
                   suite_digest=digest, backend=args.backend, store_text=args.store or str(store))
     lines = output_lines(lookup)
     if args.github_output:  # appended, like every step's $GITHUB_OUTPUT
-        with open(args.github_output, "a", encoding="utf-8") as f:
-            f.write("".join(f"{k}={v}\n" for k, v in lines))
+        outputs.append(args.github_output, lines)
     if args.state_out:
         out = Path(args.state_out)
         out.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(out, {**lookup.to_dict(), "store": str(store),
                                 "checked_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
-    for k, v in lines:
-        print(f"{k}={v}")
+    print(outputs.render(lines), end="")
     for note in lookup.notes:
         print(f"note: {single_line(note)}", file=sys.stderr)
     return ExitCode.OK

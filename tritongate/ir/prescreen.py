@@ -182,8 +182,3 @@ def write_zero_verdict(run: Any, out: Path, base_root: Path, cand_root: Path, to
     verdict = out / VERDICT_DIR
     write_verdict(result, verdict)
     return verdict
-
-
-def github_output_lines(result: PrescreenResult) -> str:
-    return f"rows_changed={len(result.rows_changed)}\nrows_total={result.rows_total}\n"
-
