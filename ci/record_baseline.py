@@ -23,7 +23,8 @@ PUBLISH_HELP = """
 publishing (record_baseline.py only):
   --publish STORE          copy the finished record into this baseline store
   --runner-class RC        the store folder of this runner class (required with --publish), e.g. h200
-  --compiler-repo R        the compiler repository, kept in the manifest
+  --compiler-repo R        the compiler repository it was built from (OWNER/NAME or a clone URL), kept in
+                           the manifest: a PR job takes only its own repository's baselines
   --compiler-commit SHA    the compiler commit (default: the run identity's, from TRITONGATE_COMMIT/GITHUB_SHA)
 """
 
@@ -75,9 +76,12 @@ def run(argv: list[str]) -> int:
         return _usage("--publish needs a store folder and --runner-class RC (an unset variable?)")
     from tritongate.baselines.commands import main as baseline_main
     from tritongate.baselines.manifest import BaselineError, check_runner_class
+    from tritongate.baselines.repo import parse_repo
 
     try:  # before the record, not after an hour of it
         check_runner_class(opts.runner_class)
+        if opts.compiler_repo:
+            parse_repo(opts.compiler_repo)
     except BaselineError as exc:
         return _usage(str(exc))
     tee = _Tee(sys.stdout)

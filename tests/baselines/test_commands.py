@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,7 +47,8 @@ def test_publish_then_find_through_the_commands(tmp_path, capsys):
     doc = json.loads(state.read_text())
     assert doc["state"] == "ok" and doc["entry"]["compiler_commit"] == "feedbeef" and doc["store"] == str(store)
     assert doc["expected"] == {"runner_class": "h200", "suite": "pr", "gpu": "NVIDIA H200",
-                               "gpu_slug": "nvidia-h200", "suite_digest": "d1", "backend": None}
+                               "gpu_slug": "nvidia-h200", "suite_digest": "d1", "backend": None,
+                               "compiler_repo": None}
 
     assert main(["list", "--store", str(store)]) == 0
     assert str(entry) in capsys.readouterr().out
@@ -139,20 +141,25 @@ def test_add_baseline_parser_registers_the_subcommands():
 
 # -- the CI entry points -------------------------------------------------------------------
 
-def _ci(script, *args, **kw):
-    return subprocess.run([sys.executable, str(ROOT / "ci" / script), *args], capture_output=True, text=True, **kw)
+def _ci(script, *args, env=None, **kw):
+    """A ci/ script with this environment, minus anything GitHub or a workflow step would set
+    (the script must not find a repository the test did not give it)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TG_", "TRITONGATE_"))}
+    return subprocess.run([sys.executable, str(ROOT / "ci" / script), *args], capture_output=True, text=True,
+                          env={**base, **(env or {})}, **kw)
 
 
 def test_ci_find_baseline(tmp_path):
     store = tmp_path / "store"
-    publish(store, make_record(tmp_path / "r"), runner_class="h200", now=T0)
+    publish(store, make_record(tmp_path / "r"), runner_class="h200", compiler_repo="acme/triton", now=T0)
     gh = tmp_path / "gh"
     proc = _ci("find_baseline.py", "--store", str(store), "--suite", "pr", "--runner-class", "h200",
-               "--gpu", "NVIDIA H200", "--suite-digest", "d1", "--max-age-days", "1", "--github-output", str(gh))
+               "--gpu", "NVIDIA H200", "--suite-digest", "d1", "--max-age-days", "1", "--github-output", str(gh),
+               env={"GITHUB_REPOSITORY": "acme/triton"})
     assert proc.returncode == 0, proc.stderr
     assert _lines(proc.stdout)["state"] == "stale"  # T0 is long ago by the real clock
     assert _lines(gh.read_text())["record"].endswith("20261120T030000Z-0123456789ab")
-    usage = _ci("find_baseline.py", "--store", str(store))
+    usage = _ci("find_baseline.py", "--store", str(store), "--compiler-repo", "acme/triton")
     assert usage.returncode == 2 and "--suite" in usage.stderr
 
 
@@ -160,7 +167,7 @@ def test_ci_record_baseline_publish_end_to_end_on_cpu(tmp_path):
     store = tmp_path / "store"
     rec = _ci("record_baseline.py", "--suite", "smoke", "--backend", "cpu", "--ops", "add", "--out",
               str(tmp_path / "runs"), "--publish", str(store), "--runner-class", "cpu-ci", "--compiler-commit",
-              "abc1234", cwd=tmp_path)
+              "abc1234", "--compiler-repo", "https://github.com/Acme/Triton.git", cwd=tmp_path)
     assert rec.returncode == 0, rec.stderr
     last = rec.stdout.strip().splitlines()[-1]
     assert last.startswith("baseline: ")
@@ -168,11 +175,13 @@ def test_ci_record_baseline_publish_end_to_end_on_cpu(tmp_path):
     assert entry.parent == store / "cpu-ci" / "smoke" / "cpu" and entry.name.endswith("-abc1234")
     assert not (entry / "run.log").exists()
     found = _ci("find_baseline.py", "--store", str(store), "--suite", "smoke", "--runner-class", "cpu-ci",
-                "--gpu", "cpu", "--backend", "cpu")  # --suite-digest auto: the builtin smoke suite's
+                "--gpu", "cpu", "--backend", "cpu",  # --suite-digest auto: the builtin smoke suite's
+                env={"TG_COMPILER_REPO": "acme/triton", "GITHUB_REPOSITORY": "acme/other"})
     assert found.returncode == 0, found.stderr
     lines = _lines(found.stdout)
     assert lines["state"] == "ok" and lines["record"] == str(entry.resolve())
-    assert "--backend cpu" in lines["refresh"]
+    assert "--backend cpu" in lines["refresh"] and "--compiler-repo acme/triton" in lines["refresh"]
+    assert json.loads((entry / "manifest.json").read_text())["compiler_repo"] == "Acme/Triton"
     # the entry is a record that replay accepts
     rep = subprocess.run([sys.executable, "-m", "tritongate", "run", "--suite", "smoke", "--backend", "cpu",
                           "--ops", "add", "--replay-from", str(entry), "--out", str(tmp_path / "rep")],
@@ -184,6 +193,7 @@ def test_ci_record_baseline_publish_end_to_end_on_cpu(tmp_path):
     (["--publish", "s"], "--runner-class"),
     (["--runner-class", "h200"], "need --publish"),
     (["--publish", "s", "--runner-class", "H 200"], "runner class"),
+    (["--publish", "s", "--runner-class", "h200", "--compiler-repo", "flagtree"], "compiler repository"),
 ])
 def test_ci_record_baseline_usage_errors_before_recording(tmp_path, args, match):
     proc = _ci("record_baseline.py", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "runs"), *args)

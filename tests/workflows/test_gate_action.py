@@ -59,11 +59,13 @@ def server_with_store(tmp: Path, store: Path | None, *, repo: bool = True) -> Pa
     return server
 
 
-def publish_store(tmp: Path) -> Path:
+def publish_store(tmp: Path, compiler_repo: str = "acme/triton") -> Path:
+    """A store with one nightly's entry, built from ``compiler_repo`` (the gate job's PRs are
+    acme/triton's)."""
     store = tmp / "store"
     proc = subprocess.run([sys.executable, str(REPO / "ci" / "record_baseline.py"), "--suite", "smoke", "--ops", "add",
                            "--backend", "cpu", "--out", str(tmp / "record"), "--publish", str(store),
-                           "--runner-class", "cpu-ci"],
+                           "--runner-class", "cpu-ci", "--compiler-repo", compiler_repo],
                           capture_output=True, text=True, timeout=300,
                           env={k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TRITONGATE_"))})
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -171,6 +173,20 @@ def test_gate_job_without_a_data_branch_records_a_baseline_and_fails_on_a_regres
     assert out.steps["cand"]["outputs"]["python"] == str(slower), log
     verdict = json.loads((_check_common(out) / "verdict.json").read_text())
     assert verdict["passed"] is False and verdict["counts"]["REGRESSED"] == 2, verdict["counts"]
+
+
+def test_another_repositorys_baseline_is_not_this_prs(tmp_path: Path) -> None:
+    # the store holds a FlagTree nightly under the same runner class and suite: an acme/triton PR records its own
+    out = run_gate_job(tmp_path, server_with_store(tmp_path, publish_store(tmp_path, "git@github.com:flagos-ai/FlagTree.git")))
+    log = out.run.log()
+    assert out.status == "success", log
+    assert out.steps["baseline"]["outputs"]["state"] == "missing", log
+    reason = out.steps["baseline"]["outputs"]["reason"]
+    assert reason.startswith("no smoke baseline for acme/triton on runner class cpu-ci (cpu) in "), reason
+    assert "are for flagos-ai/FlagTree (1)" in reason or "is for flagos-ai/FlagTree (1)" in reason, reason
+    assert out.steps["record"]["outcome"] == "success", log
+    verdict_md = (_check_common(out) / "verdict.md").read_text()
+    assert "Baseline missing: no smoke baseline for acme/triton on runner class cpu-ci" in verdict_md
 
 
 def test_a_store_that_cannot_be_read_fails_the_job_instead_of_re_recording(tmp_path: Path) -> None:

@@ -23,14 +23,15 @@ from tritongate.errors import ExitCode, GateError
 from tritongate.github import outputs
 
 if TYPE_CHECKING:
-    from tritongate.baselines.store import Lookup
+    from tritongate.baselines.lookup import Lookup
 
 MAX_VALUE = 2000  # characters of one output value: a reason quoting odd inputs stays bounded
 
 FOOTER = {
     "publish": "exit codes:\n  0    published (the last line is `baseline: <entry path>`)\n"
                "  2    refused or usage error (one line on stderr names the path and the fix)\n  4    internal error\n",
-    "find": "exit codes:\n  0    the lookup ran; state= says what it found (ok, stale, mismatched, missing)\n"
+    "find": "exit codes:\n  0    the lookup ran; state= says what it found (ok, stale, mismatched, missing; no\n"
+            "       baseline for this compiler repository is missing)\n"
             "  2    usage error (bad arguments, an output file that cannot be written)\n  4    internal error\n",
     "list": "exit codes:\n  0    listed\n  2    usage error\n  4    internal error\n",
 }
@@ -98,12 +99,13 @@ def output_lines(lookup: Lookup) -> list[tuple[str, str]]:
 
 def cmd_find(args: argparse.Namespace) -> int:
     from tritongate.atomicio import write_json_atomic
-    from tritongate.baselines.store import find
+    from tritongate.baselines.lookup import find
 
     store = _store(args)
     suite, digest = _expected_suite(args)
     lookup = find(store, args.runner_class, suite, args.gpu, max_age_days=args.max_age_days,
-                  suite_digest=digest, backend=args.backend, store_text=args.store or str(store))
+                  suite_digest=digest, backend=args.backend, store_text=args.store or str(store),
+                  compiler_repo=args.compiler_repo)
     lines = output_lines(lookup)
     if args.github_output:  # appended, like every step's $GITHUB_OUTPUT
         outputs.append(args.github_output, lines)
@@ -123,15 +125,17 @@ def cmd_find(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from tritongate.baselines.store import list_entries
 
-    entries, notes = list_entries(_store(args), runner_class=args.runner_class, suite=args.suite, gpu=args.gpu)
+    entries, notes = list_entries(_store(args), runner_class=args.runner_class, suite=args.suite, gpu=args.gpu,
+                                  compiler_repo=args.compiler_repo)
     if args.json:
         print(json.dumps([e.to_dict() for e in entries], indent=1))
     else:
         for e in entries:
             m = e.manifest
             built = m.compiler_commit or m.compiler_ref or m.triton_version
+            repo = e.repo()
             print(single_line(f"{m.recorded_utc}  {m.runner_class}/{m.suite_name}/{m.gpu_slug}  {m.rows} rows  "
-                              f"{built}  {e.path}"))
+                              f"{repo.display if repo else '-'}  {built}  {e.path}"))
         if not entries:
             print(f"no baselines in {_store(args)}", file=sys.stderr)
     for note in notes:
@@ -168,7 +172,9 @@ def add_baseline_parser(sub: argparse._SubParsersAction) -> None:
     pub.add_argument("--runner-class", type=_text, required=True, metavar="RC",
                      help="the class of runner it was measured on (lower case, e.g. h200)")
     pub.add_argument("--store", type=_text, metavar="DIR", help=STORE_HELP)
-    pub.add_argument("--compiler-repo", type=_text, metavar="REPO", help="the compiler repository (e.g. org/flagtree)")
+    pub.add_argument("--compiler-repo", type=_text, metavar="REPO",
+                     help="the compiler repository it was built from, OWNER/NAME or a clone URL (default: the one "
+                          "the run identity's compiler_ref names); `find --compiler-repo` matches on it")
     pub.add_argument("--compiler-commit", type=_text, metavar="SHA",
                      help="the compiler commit (default: the run identity's commit)")
     pub.set_defaults(func=cmd_publish)
@@ -176,9 +182,10 @@ def add_baseline_parser(sub: argparse._SubParsersAction) -> None:
     fnd = _parser(actions, "find", "find the baseline a PR job should replay",
                   "Print state=, record=, reason=, refresh= and age_days= lines. state is ok (newest good "
                   "matching entry, no older than --max-age-days), stale (the same, older: still named in "
-                  "record=), mismatched (entries for this runner class and suite exist but none matches the "
-                  "GPU, suite digest or backend expected) or missing (none readable). Damaged entries are "
-                  "skipped with a note on stderr.")
+                  "record=), mismatched (entries for this repository, runner class and suite exist but none "
+                  "matches the GPU, suite digest or backend expected) or missing (none readable, or only "
+                  "entries of other compiler repositories: \"no baseline for REPO on runner class RC\"). "
+                  "Damaged entries are skipped with a note on stderr.")
     fnd.add_argument("--suite", type=_text, required=True, metavar="NAME|PATH",
                      help="the suite the job replays: a builtin suite name or a suite YAML")
     fnd.add_argument("--runner-class", type=_text, required=True, metavar="RC",
@@ -188,6 +195,10 @@ def add_baseline_parser(sub: argparse._SubParsersAction) -> None:
     fnd.add_argument("--store", type=_text, metavar="DIR", help=STORE_HELP)
     fnd.add_argument("--max-age-days", type=_days, default=7.0, metavar="N", help="older is stale (default 7)")
     fnd.add_argument("--backend", type=_text, metavar="NAME", help="also require this backend (cuda, cpu, ...)")
+    fnd.add_argument("--compiler-repo", type=_text, metavar="REPO",
+                     help="only entries built from this compiler repository (OWNER/NAME or a clone URL; case, "
+                          "https/ssh and .git do not matter); without it, any repository's (ci/find_baseline.py "
+                          "always passes one)")
     fnd.add_argument("--suite-digest", type=_text, default="auto", metavar="auto|none|HEX",
                      help="auto (default): the digest of the suite as this checkout reads it; none: do not "
                           "compare; or the digest itself")
@@ -201,6 +212,7 @@ def add_baseline_parser(sub: argparse._SubParsersAction) -> None:
     lst.add_argument("--runner-class", type=_text, metavar="RC", help="only entries of this runner class")
     lst.add_argument("--suite", type=_text, metavar="NAME", help="only entries of this suite")
     lst.add_argument("--gpu", type=_text, metavar="NAME", help="only entries measured on this GPU model (named as for find)")
+    lst.add_argument("--compiler-repo", type=_text, metavar="REPO", help="only entries built from this compiler repository")
     lst.add_argument("--json", action="store_true", help="the manifests as JSON")
     lst.set_defaults(func=cmd_list)
 

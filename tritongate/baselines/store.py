@@ -24,13 +24,10 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import hashlib
-import math
 import os
-import shlex
 import shutil
 import tempfile
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -41,12 +38,12 @@ from tritongate.autotune.records import META, RECORDS_DIR, load_records
 from tritongate.baselines.ir_files import copy_ir
 from tritongate.baselines.manifest import (MANIFEST, BaselineError, Manifest, build_manifest,
                                            check_runner_class, gpu_slug, read_manifest, slug)
-from tritongate.errors import GateError, SchemaVersionError
+from tritongate.baselines.repo import Repo, parse_repo, repo_of_ref
+from tritongate.errors import GateError
 from tritongate.rundir import IDENTITY, RESULTS, Run, load_run, utc_stamp
 from tritongate.schema import RowStatus, RunStatus
 
 ENV_STORE = "TRITONGATE_BASELINE_STORE"
-DEFAULT_MAX_AGE_DAYS = 7.0
 SHAPES = "shapes.yaml"
 SUMMARY = "summary.tsv"
 INCOMING = ".incoming-"  # a publish in flight (or one that died): never read as an entry
@@ -72,15 +69,6 @@ def default_store(environ: Mapping[str, str] | None = None) -> Path:
     return root / "baselines" if (root / "pyproject.toml").is_file() else Path.cwd() / "baselines"
 
 
-def refresh_command(store: Path | str, suite: str, runner_class: str, backend: str | None = None) -> str:
-    """The command a nightly (or a person) runs to publish a fresh baseline."""
-    cmd = ["python", "ci/record_baseline.py", "--suite", suite, "--out", "runs", "--publish", str(store),
-           "--runner-class", runner_class]
-    if backend:
-        cmd += ["--backend", backend]
-    return shlex.join(cmd)
-
-
 # -- entries -------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -90,6 +78,16 @@ class Entry:
 
     def age_days(self, now: dt.datetime) -> float:
         return (now - self.manifest.recorded).total_seconds() / 86400.0
+
+    def repo(self) -> Repo | None:
+        """The compiler repository it was built from: the manifest's, else the one its
+        compiler_ref names (``REPO@commit``); None when neither says."""
+        if self.manifest.compiler_repo:
+            try:
+                return parse_repo(self.manifest.compiler_repo)
+            except BaselineError:
+                return None  # an odd spelling from an older writer: unknown, never a match
+        return repo_of_ref(self.manifest.compiler_ref)
 
     def sort_key(self) -> tuple[dt.datetime, dt.datetime, str]:
         return (self.manifest.recorded, self.manifest.created, self.path.name)
@@ -185,17 +183,20 @@ def scan(store: Path, *, runner_class: str | None = None, suite: str | None = No
 
 
 def list_entries(store: Path, *, runner_class: str | None = None, suite: str | None = None,
-                 gpu: str | None = None) -> tuple[list[Entry], list[str]]:
+                 gpu: str | None = None, compiler_repo: str | None = None) -> tuple[list[Entry], list[str]]:
     """Entries (newest first) and notes on what was skipped. Manifests only: files are
     checked by ``find`` for the entry it chooses."""
     if runner_class:
         check_runner_class(runner_class)
+    repo_key = parse_repo(compiler_repo).key if compiler_repo else None
     notes: list[str] = []
     entries = scan(Path(store), runner_class=runner_class, suite=suite, notes=notes)
     if suite:
         entries = [e for e in entries if e.manifest.suite_name == suite]
     if gpu:
         entries = [e for e in entries if e.manifest.gpu_slug == gpu_slug(gpu)]
+    if repo_key:
+        entries = [e for e in entries if (r := e.repo()) is not None and r.key == repo_key]
     for e in entries:  # listed as found, but a damaged one says so: find would skip it
         try:
             check_files(e.path, e.manifest)
@@ -355,11 +356,15 @@ def publish(store: Path, run_dir: Path, *, runner_class: str, compiler_repo: str
         raise BaselineError("publish(now=...) must be timezone-aware")
     run = _load_publishable(run_dir)
     fields = _identity_fields(run)
+    try:  # stored credential-free (a clone URL may carry a token); matched by its key
+        repo = parse_repo(compiler_repo) if compiler_repo else repo_of_ref(fields["compiler_ref"])
+    except BaselineError as exc:
+        raise BaselineError(f"refusing to publish {run_dir}: {exc}") from None
     commit = compiler_commit or _text_at(run.identity, "commit")
     created = now.astimezone(dt.timezone.utc).isoformat()
     recorded = _utc_text(_text_at(run.identity, "started_utc")) or created
     fields.update(tritongate_version=__version__, created_utc=created, recorded_utc=recorded,
-                  runner_class=runner_class, compiler_repo=compiler_repo, compiler_commit=commit,
+                  runner_class=runner_class, compiler_repo=repo.display if repo else None, compiler_commit=commit,
                   source_run=run_dir.name, rows=len(run.rows),
                   rows_ok=sum(1 for r in run.rows if r.status.value == "ok"))
     suite_dir = slug(fields["suite_name"])
@@ -397,147 +402,3 @@ def publish(store: Path, run_dir: Path, *, runner_class: str, compiler_repo: str
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-# -- find ----------------------------------------------------------------------------------
-
-class State(str, Enum):
-    OK = "ok"  # newest good matching entry, young enough
-    STALE = "stale"  # newest good matching entry, older than max_age_days (still returned)
-    MISMATCHED = "mismatched"  # entries for this runner class and suite, none matching the caller
-    MISSING = "missing"  # no readable entry for this runner class and suite at all
-
-
-@dataclass(frozen=True)
-class Lookup:
-    state: State
-    entry: Entry | None  # ok / stale: the record to replay
-    reason: str  # one line
-    refresh: str  # the command that publishes a fresh one
-    expected: dict[str, Any]
-    max_age_days: float
-    age_days: float | None = None
-    nearest: Entry | None = None  # mismatched: the newest entry that disagrees
-    notes: tuple[str, ...] = field(default_factory=tuple)  # skipped (damaged) entries
-
-    @property
-    def record(self) -> Path | None:
-        return self.entry.path if self.entry else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"schema_version": 1, "state": self.state.value,
-                "record": str(self.record.resolve()) if self.record else None,
-                "reason": self.reason, "refresh": self.refresh, "expected": self.expected,
-                "max_age_days": self.max_age_days,
-                "age_days": round(self.age_days, 3) if self.age_days is not None else None,
-                "entry": self.entry.to_dict() if self.entry else None,
-                "nearest": self.nearest.to_dict() if self.nearest else None, "notes": list(self.notes)}
-
-
-def _short(text: str, n: int = 12) -> str:
-    return text if len(text) <= n else text[:n] + "…"
-
-
-def differences(m: Manifest, *, suite: str, gpu: str, suite_digest: str | None = None,
-                backend: str | None = None) -> list[str]:
-    """How an entry's identity disagrees with what the caller expects (empty: it matches)."""
-    out = []
-    if m.suite_name != suite:
-        out.append(f"suite {m.suite_name!r}, expected {suite!r}")
-    if m.gpu_slug != gpu_slug(gpu):
-        out.append(f"GPU {m.gpu_slug} ({m.gpu_model}), expected {gpu_slug(gpu)}")
-    if suite_digest and m.suite_digest != suite_digest:
-        out.append(f"suite digest {_short(m.suite_digest)}, expected {_short(suite_digest)} (the suite or "
-                   "its shapes changed since)")
-    if backend and m.backend != backend:
-        out.append(f"backend {m.backend}, expected {backend}")
-    return out
-
-
-def find(store: Path, runner_class: str, suite: str, gpu: str, *, max_age_days: float = DEFAULT_MAX_AGE_DAYS,
-         now: dt.datetime | None = None, suite_digest: str | None = None, backend: str | None = None,
-         store_text: str | None = None) -> Lookup:
-    """The baseline a PR job should replay. Never raises for a damaged store entry (it is
-    skipped with a note); raises ``BaselineError`` only for bad arguments.
-
-    Entries read: valid manifests under ``<store>/<runner_class>/<slug(suite)>/*/*`` that sit
-    where their ``record_path`` says. An entry *matches* when its suite name is ``suite``, its
-    GPU slug is ``gpu_slug(gpu)``, and (when given) its suite digest is ``suite_digest`` and its
-    backend is ``backend``. It is *good* when its files match their sha256 and it loads as a
-    complete record run with autotune records. Newest = latest (recorded, created, name).
-
-    - ok: the newest good matching entry is at most ``max_age_days`` old (age from recorded_utc)
-    - stale: the same entry, older (returned all the same)
-    - mismatched: no good matching entry, but valid entries exist for the runner class and
-      suite (including ones recorded under a schema this tritongate cannot read); ``nearest``
-      is the newest of them and the reason names its differences
-    - missing: no valid entry (no store, nothing published, only damaged entries)
-
-    ``store_text`` is how the store is spelled in the refresh command (default: ``store``).
-    """
-    store = Path(store)
-    check_runner_class(runner_class)
-    gpu_slug(gpu)  # a name with nothing to slug is a usage error, not "missing"
-    if not (isinstance(max_age_days, (int, float)) and math.isfinite(max_age_days) and max_age_days >= 0):
-        raise BaselineError(f"max age {max_age_days!r} days must be a finite number >= 0")
-    if store.exists() and not store.is_dir():
-        raise BaselineError(f"baseline store {store} is not a directory")
-    now = now or dt.datetime.now(dt.timezone.utc)
-    if now.tzinfo is None:
-        raise BaselineError("find(now=...) must be timezone-aware")
-    expected = {"runner_class": runner_class, "suite": suite, "gpu": gpu, "gpu_slug": gpu_slug(gpu),
-                "suite_digest": suite_digest, "backend": backend}
-    refresh = refresh_command(store_text or str(store), suite, runner_class, backend)
-
-    def result(state: State, reason: str, **kw: Any) -> Lookup:
-        return Lookup(state=state, reason=reason, refresh=refresh, expected=expected,
-                      max_age_days=float(max_age_days), notes=tuple(notes), **kw)
-
-    notes: list[str] = []
-    if not store.is_dir():
-        return result(State.MISSING, f"the baseline store {store} does not exist (nothing published "
-                                     "yet, or the data branch is not checked out there)", entry=None)
-    entries = scan(store, runner_class=runner_class, suite=suite, notes=notes)
-    # An entry dated in the future (a runner's clock ahead) would stay "newest" until that date: ranked last.
-    future = [e for e in entries if e.age_days(now) < -FUTURE_SLACK_DAYS]
-    entries = [e for e in entries if e not in future] + future
-    mismatched: list[tuple[Entry, list[str]]] = []
-    chosen: Entry | None = None
-    for entry in entries:  # newest first
-        diffs = differences(entry.manifest, suite=suite, gpu=gpu, suite_digest=suite_digest, backend=backend)
-        if diffs:
-            mismatched.append((entry, diffs))
-            continue
-        if chosen is not None:
-            continue
-        try:
-            verify_entry(entry)
-        except SchemaVersionError as exc:  # readable by another tritongate: not damage
-            mismatched.append((entry, [f"record unreadable by this tritongate ({exc})"]))
-            continue
-        except (GateError, OSError) as exc:
-            notes.append(f"skipped {entry.path}: {exc}")
-            continue
-        chosen = entry
-    skipped = f"; {len(notes)} damaged entr{'y' if len(notes) == 1 else 'ies'} skipped" if notes else ""
-    where = f"{suite} baseline for runner class {runner_class} on {gpu_slug(gpu)}"
-    if chosen is not None:
-        age = chosen.age_days(now)
-        if age < 0:
-            ranked = "; ranked after every entry dated in the past" if chosen in future else ""
-            notes.append(f"{chosen.path} was recorded {-age:.2f} days in the future (clock skew?){ranked}")
-            age = 0.0
-        m = chosen.manifest
-        built = m.compiler_commit or m.compiler_ref or m.triton_version
-        if age > max_age_days:
-            return result(State.STALE, f"newest {where} is {m.record_path}, {age:.1f} days old (older than "
-                                       f"{max_age_days:g}; built from {built}); refresh it, or record with "
-                                       f"the base build{skipped}", entry=chosen, age_days=age)
-        return result(State.OK, f"newest {where}: {m.record_path}, {age:.1f} days old, built from "
-                                f"{built}{skipped}", entry=chosen, age_days=age)
-    if mismatched:
-        mismatched.sort(key=lambda pair: pair[0].sort_key(), reverse=True)
-        nearest, diffs = mismatched[0]
-        return result(State.MISMATCHED, f"no {where} matches: the newest entry {nearest.manifest.record_path} "
-                                        f"has {'; '.join(diffs)}{skipped}", entry=None, nearest=nearest)
-    return result(State.MISSING, f"no {where} in {store}{skipped}", entry=None)
