@@ -61,7 +61,7 @@ def parse_repo(text: str) -> Repo:
         if parts.query or parts.fragment:
             raise _refuse(raw, "a URL with a query or fragment")
         host, path = parts.hostname.lower(), parts.path
-    elif (scp := _SCP.match(raw)) and "/" not in scp.group("host"):
+    elif scp := _SCP.match(raw):
         host, path = scp.group("host").lower(), scp.group("path")
     else:
         segments = raw.strip("/").split("/")
