@@ -161,7 +161,7 @@ def test_gate_job_with_a_published_baseline_passes(tmp_path: Path) -> None:
 
 def test_gate_job_without_a_data_branch_records_a_baseline_and_fails_on_a_regression(tmp_path: Path) -> None:
     slower = tmp_path / "slower-python"
-    slower.write_text(f'#!/bin/sh\nTRITONGATE_PLANTED_WORK=2 exec "{sys.executable}" "$@"\n')
+    slower.write_text(f'#!/bin/sh\nTRITONGATE_PLANTED_WORK=8 exec "{sys.executable}" "$@"\n')
     slower.chmod(0o755)
     out = run_gate_job(tmp_path, server_with_store(tmp_path, None), cand_python=str(slower))
     log = out.run.log()
