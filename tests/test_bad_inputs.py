@@ -993,6 +993,35 @@ add("batch-merge-a-run-directory", lambda x: ["batch-merge", str(x.runs["record"
     r"record is a run directory, not a batch directory")
 
 
+def _batch_with_plan(x: Ctx, edit: Callable[[dict], Any], shard: tuple[int, int] = (1, 1)) -> str:
+    """A finished batch of fake ops (tests/batch/fake_ops) whose batch.json is then edited."""
+    from tritongate.batch import BatchRequest, run_batch
+
+    from tests.batch.fake_ops import fake_command, write_suite
+
+    suite = write_suite(x.tmp / "fake.yaml", {"ok_a": ["float32"], "ok_b": ["float32"]})
+    batch = run_batch(BatchRequest(suite=str(suite), out=x.tmp / f"batches{shard[0]}", shard=shard,
+                                   command=fake_command(x.tmp / "state"))).path
+    doc = json.loads((batch / "batch.json").read_text())
+    edit(doc)
+    (batch / "batch.json").write_text(json.dumps(doc))
+    return str(batch)
+
+
+add("batch-resume-an-edited-plan",
+    lambda x: ["batch", "--resume", _batch_with_plan(x, lambda d: d["plan"]["options"].update(rounds=20))], 2,
+    r"batch\.json: its plan was changed after the batch planned it \(plan sha256 \w+, recorded \w+\): edited by "
+    r"hand or rewritten by another tritongate .*; put the file back as the batch wrote it, or start a new batch")
+add("batch-resume-a-plan-without-its-hash",
+    lambda x: ["batch", "--resume", _batch_with_plan(x, lambda d: d.pop("plan_sha256"))], 2,
+    r"batch\.json records no plan_sha256 \(written by tritongate '[\d.]+' or edited\), so its plan cannot be checked")
+add("batch-merge-a-shard-with-an-edited-plan",
+    lambda x: ["batch-merge", _batch_with_plan(x, lambda d: None, (1, 2)),
+               _batch_with_plan(x, lambda d: d["plan"]["dtypes"].append("float16"), (2, 2)),
+               "--out", x.folder("merged")], 2,
+    r"batches2/.*batch\.json: its plan was changed after the batch planned it")
+
+
 def _run_measuring_nothing(x: Ctx) -> list[str]:
     import uuid
 
