@@ -10,7 +10,9 @@
 #                  TG_REQUIRE=true)
 #   prescreen      ci/prescreen.py: which rows' kernels the PR changes (rows_changed,
 #                  rows_total, ir-diff, and a verdict folder when none changed)
-#   pair           the paired check; with TG_CHANGED_FROM, only the rows that folder names
+#   pair           the paired check, --strict (a rejected or not-comparable row fails the PR:
+#                  docs/ci.md says why); with TG_CHANGED_FROM, only the rows that folder names.
+#                  Its exit code is pair's: 2 also when it judged no row (the verdict says so)
 #   note-pr        pr.json (PR number, head SHA, key) into the verdict folder
 #   runner-class   the runner class to use: TG_RUNNER_CLASS, or <owner>-h200 when empty
 #                  (TG_OWNER, the repository owner, lower-cased): stores of two organisations
@@ -86,7 +88,10 @@ prescreen() {
 }
 
 pair() {
-  local builds=() extra=() stdout="$work/pair.stdout" rc verdict_md verdict_dir
+  # --strict: a row the PR's build turned REJECTED or NOT_COMPARABLE (a timer fallback, a
+  # correctness mismatch, a config that no longer compiles) is no evidence; it fails the check
+  # rather than passing unmeasured (docs/ci.md, "Rows the gate could not judge").
+  local builds=() extra=(--strict) stdout="$work/pair.stdout" rc verdict_md verdict_dir
   if [[ -n "${BASE_COMMIT:-}" ]]; then
     builds+=(--base-env "TRITONGATE_COMMIT=$BASE_COMMIT" --base-env "TRITONGATE_COMPILER_REF=$TG_COMPILER_REPO@${BASE_COMMIT:0:12}")
   fi

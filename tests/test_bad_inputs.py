@@ -993,6 +993,35 @@ add("batch-merge-a-run-directory", lambda x: ["batch-merge", str(x.runs["record"
     r"record is a run directory, not a batch directory")
 
 
+def _batch_with_plan(x: Ctx, edit: Callable[[dict], Any], shard: tuple[int, int] = (1, 1)) -> str:
+    """A finished batch of fake ops (tests/batch/fake_ops) whose batch.json is then edited."""
+    from tritongate.batch import BatchRequest, run_batch
+
+    from tests.batch.fake_ops import fake_command, write_suite
+
+    suite = write_suite(x.tmp / "fake.yaml", {"ok_a": ["float32"], "ok_b": ["float32"]})
+    batch = run_batch(BatchRequest(suite=str(suite), out=x.tmp / f"batches{shard[0]}", shard=shard,
+                                   command=fake_command(x.tmp / "state"))).path
+    doc = json.loads((batch / "batch.json").read_text())
+    edit(doc)
+    (batch / "batch.json").write_text(json.dumps(doc))
+    return str(batch)
+
+
+add("batch-resume-an-edited-plan",
+    lambda x: ["batch", "--resume", _batch_with_plan(x, lambda d: d["plan"]["options"].update(rounds=20))], 2,
+    r"batch\.json: its plan was changed after the batch planned it \(plan sha256 \w+, recorded \w+\): edited by "
+    r"hand or rewritten by another tritongate .*; put the file back as the batch wrote it, or start a new batch")
+add("batch-resume-a-plan-without-its-hash",
+    lambda x: ["batch", "--resume", _batch_with_plan(x, lambda d: d.pop("plan_sha256"))], 2,
+    r"batch\.json records no plan_sha256 \(written by tritongate '[\d.]+' or edited\), so its plan cannot be checked")
+add("batch-merge-a-shard-with-an-edited-plan",
+    lambda x: ["batch-merge", _batch_with_plan(x, lambda d: None, (1, 2)),
+               _batch_with_plan(x, lambda d: d["plan"]["dtypes"].append("float16"), (2, 2)),
+               "--out", x.folder("merged")], 2,
+    r"batches2/.*batch\.json: its plan was changed after the batch planned it")
+
+
 def _run_measuring_nothing(x: Ctx) -> list[str]:
     import uuid
 
@@ -1006,6 +1035,58 @@ def _run_measuring_nothing(x: Ctx) -> list[str]:
 
 add("run-that-measured-no-row", _run_measuring_nothing, 2,
     r"no row of the run was measured \(1 rows, every one errored or timed out\); the run directory is .*runs/")
+
+
+# A paired run that judged no row: `pair` on the scripted device in this process (tests/pair/fakes),
+# every row failing on both sides; `merge` of such shards.
+FAIL_EVERY_ROW = ("--base-env", "TG_ROW_ERROR=add,softmax,matmul", "--cand-env", "TG_ROW_ERROR=add,softmax,matmul")
+
+
+def _scripted_pairs(x: Ctx) -> Callable:
+    from dataclasses import replace
+
+    from tritongate.pair import orchestrator
+
+    from tests.pair.fakes import InProcessWorker, ScriptedExecutor, World
+
+    real = orchestrator.run_pair
+
+    def spawn(spec):
+        return InProcessWorker(spec.side, lambda settings, spec=spec: ScriptedExecutor(
+            settings, world=World(), env=spec.env, side=spec.side))
+
+    def run_pair(request, progress=None, **_):
+        return real(replace(request, executor="tests.pair.fakes:ScriptedExecutor"), progress, spawn=spawn)
+
+    x.mp.setattr(orchestrator, "run_pair", run_pair)
+    return run_pair
+
+
+def _scripted_pair(x: Ctx, *extra: str) -> list[str]:
+    _scripted_pairs(x)
+    return ["pair", str(x.tmp / "no-record"), "--suite", "smoke", "--out", x.folder("pairs"), *extra]
+
+
+def _merge_of_shards_judging_nothing(x: Ctx) -> list[str]:
+    from tritongate.pair.build import CompilerBuild
+    from tritongate.pair.orchestrator import PairRequest
+
+    run_pair, env = _scripted_pairs(x), {"TG_ROW_ERROR": "add,softmax,matmul"}
+    shards = [run_pair(PairRequest(baseline=x.tmp / "no-record", suite="smoke", out=x.tmp / "shards",
+                                   base=CompilerBuild("base", env=env), cand=CompilerBuild("candidate", env=env),
+                                   shard=(i, 2))).path for i in (1, 2)]
+    return ["merge", *map(str, shards), "--out", str(x.tmp / "merged")]
+
+
+add("pair-that-judged-no-row", lambda x: _scripted_pair(x, *FAIL_EVERY_ROW), 2,
+    r"nothing was measured: none of its 3 rows was judged \(3 REJECTED; most often: error on base: .*\); the verdict "
+    r"in .*pairs/pair-smoke_\w+/verdict says so; each row's reason is in verdict\.md \(Not judged\)")
+add("pair-that-planned-no-row", lambda x: _scripted_pair(x, "--shard", "4/4"), 2,
+    r"nothing was measured: no row was planned; the verdict in .*/verdict says so; the pair selected none of the "
+    r"record's rows: widen --ops/--dtypes, use fewer shards")
+add("merge-of-shards-that-judged-no-row", _merge_of_shards_judging_nothing, 2,
+    r"nothing was measured: none of its 3 rows was judged .*the verdict in .*merged/verdict says so; .*run the "
+    r"shards' pair runs again")
 
 
 # -- the checks ------------------------------------------------------------------------------

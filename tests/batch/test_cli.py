@@ -90,3 +90,28 @@ def test_help_lists_the_exit_codes(capsys) -> None:
     assert "130  interrupted" in out and "1    the batch completed, some op FAIL or TIMEOUT" in out
     assert main(["batch-merge", "--help"]) == 0
     assert "--allow-partial" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("ops, shard, message", [
+    ({"skip_a": ["float32"], "skip_b": ["float32"]}, (1, 1),
+     r"nothing was measured: every one of its 2 ops was SKIP \(the op says it cannot run here\); .*ops_status\.csv "
+     r"gives each one's reason"),
+    ({"ok_a": ["float32"]}, (2, 2), r"nothing was measured: shard 2/2 holds no op of the suite; the batch directory "
+                                    r"is .*batch-fake-shard2of2_\w+; use fewer shards than the suite has ops"),
+])
+def test_a_batch_that_measured_nothing_exits_2(ops, shard, message, tmp_path, capsys) -> None:
+    """As `run` measuring no row: a batch of which no op passed, and none failed, is no success."""
+    import io
+    import re
+
+    from tests.batch.fake_ops import fake_command, write_suite
+    from tritongate.batch import BatchRequest
+    from tritongate.batch.commands import dispatch, execute
+
+    suite = write_suite(tmp_path / "fake.yaml", ops)
+    out = io.StringIO()
+    request = BatchRequest(suite=str(suite), out=tmp_path / "out", shard=shard, command=fake_command(tmp_path / "s"))
+    assert dispatch(lambda: execute(request, out=out, err=io.StringIO())) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert re.search(message, line), line
+    assert (Path(out.getvalue().splitlines()[-1]) / "ops_status.csv").is_file()  # the batch is still written

@@ -162,3 +162,47 @@ def test_orphans_are_checked_by_start_time_not_pid_alone(tmp_path: Path) -> None
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def _edit_manifest(batch: Path, edit) -> None:
+    path = batch / "batch.json"
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc, indent=2))
+
+
+def test_a_resume_refuses_a_plan_edited_after_the_batch_planned_it(tmp_path: Path) -> None:
+    """Editing batch.json's plan (here: more rounds) must not resume a different plan: the ops
+    reused were measured under the old one. Execution settings may change; the file is named."""
+    suite = write_suite(tmp_path / "fake.yaml", {"ok_a": ["float32"], "fail_b": ["float32"]})
+    state = tmp_path / "state"
+    first = run_batch(BatchRequest(suite=str(suite), out=tmp_path / "out", command=fake_command(state), retries=0))
+    assert first.exit_code == 1 and len(json.loads((first.path / "batch.json").read_text())["plan_sha256"]) == 64
+
+    _edit_manifest(first.path, lambda d: d["execution"].update(retries=1))  # not the plan: a resume still works
+    again = run_batch(request_from_manifest(first.path, command=fake_command(state)))
+    assert again.path == first.path and {op: call_count(state, op) for op in ("ok_a", "fail_b")} == \
+        {"ok_a": 1, "fail_b": 3}
+
+    _edit_manifest(first.path, lambda d: d["plan"]["options"].update(rounds=20))
+    with pytest.raises(UsageError, match=r"batch\.json: its plan was changed after the batch planned it \(plan "
+                                         r"sha256 \w{12}, recorded \w{12}\): edited by hand or rewritten by another "
+                                         r"tritongate .*put the file back as the batch wrote it, or start a new batch"):
+        request_from_manifest(first.path, command=fake_command(state))
+    assert call_count(state, "fail_b") == 3  # nothing ran
+
+    _edit_manifest(first.path, lambda d: d.pop("plan_sha256"))  # as a batch.json of a tritongate without the hash
+    with pytest.raises(UsageError, match=r"batch\.json records no plan_sha256 \(written by tritongate '[\d.]+' or "
+                                         r"edited\)"):
+        request_from_manifest(first.path, command=fake_command(state))
+
+
+def test_a_merge_refuses_a_shard_whose_plan_was_edited(tmp_path: Path) -> None:
+    from tritongate.batch.shards import merge_batches
+
+    suite = write_suite(tmp_path / "fake.yaml", {"ok_a": ["float32"], "ok_b": ["float32"]})
+    shards = [run_batch(BatchRequest(suite=str(suite), out=tmp_path / f"s{i}", command=fake_command(tmp_path / "st"),
+                                     shard=(i, 2))).path for i in (1, 2)]
+    _edit_manifest(shards[1], lambda d: d["plan"]["options"].update(l2="cold"))
+    with pytest.raises(UsageError, match=r"s2/.*batch\.json: its plan was changed after the batch planned it"):
+        merge_batches(shards, tmp_path / "merged")

@@ -128,6 +128,7 @@ def test_fractions_parse():
 
 def test_descriptions_wrap_and_exit_code_footers_stay_as_laid_out(monkeypatch):
     from tritongate.cli.common import EPILOG
+    from tritongate.cli.pair import PAIR_EPILOG
 
     monkeypatch.setenv("COLUMNS", "72")
     for name, p in commands(build_parser()):
@@ -139,7 +140,8 @@ def test_descriptions_wrap_and_exit_code_footers_stay_as_laid_out(monkeypatch):
         if footer:
             assert footer.rstrip() in text, name  # the footer as written, line for line
     pair_help = next(p for n, p in commands(build_parser()) if n == "tritongate pair").format_help()
-    assert EPILOG.rstrip() in pair_help
+    assert PAIR_EPILOG.rstrip() in pair_help
+    assert EPILOG.rstrip() in build_parser().format_help()
 
 
 def test_record_baseline_help_is_named_for_the_script():

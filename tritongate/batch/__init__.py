@@ -3,7 +3,8 @@
 ```
 BATCH/                         DIR/batch-<suite>[-shardIofN]_<UTC>/
   batch.json                   the plan (suite + digest, ops, dtypes, run options, replay root,
-                               shard) and execution settings; finished, counts, run
+                               shard) and its sha256 (a plan edited later is refused by --resume
+                               and batch-merge), execution settings; finished, counts, run
   ops_status.csv               one line per op, rewritten atomically as the batch runs
   summary.csv                  one line per measured row (backend, device, timer, dtype,
                                latency, speedup vs the replayed record, case, markers)

@@ -21,12 +21,13 @@ from tritongate.batch.scheduler import BatchEvent, BatchOutcome, run_batch
 from tritongate.batch.status import OpStatus
 from tritongate.cli.common import counted
 from tritongate.cli.options import add_measurement_options
-from tritongate.errors import ExitCode, GateError, PreflightError, UsageError
+from tritongate.errors import ExitCode, GateError, MeasurementError, PreflightError, UsageError
 
 EXIT_CODES = ("exit codes:\n"
-              "  0    every op PASS or SKIP (the last stdout line is the batch directory)\n"
+              "  0    every op PASS or SKIP, at least one PASS (the last stdout line is the batch directory)\n"
               "  1    the batch completed, some op FAIL or TIMEOUT (see ops_status.csv)\n"
-              "  2    usage or input error (bad arguments, a batch planned differently, a merge refused)\n"
+              "  2    usage or input error (bad arguments, a batch planned differently or edited, a merge\n"
+              "       refused), or a batch that measured nothing (every op SKIP, or no op planned)\n"
               "  3    preflight failed (the suite or shape file: !!! PREFLIGHT_FAILED check=<name>)\n"
               "  4    internal error\n"
               "  130  interrupted (Ctrl-C, SIGTERM): the running op was killed; resume with --resume BATCH\n")
@@ -159,7 +160,19 @@ def execute(request: BatchRequest, *, out: TextIO | None = None, err: TextIO | N
     with _sigterm_as_interrupt():
         outcome = run_batch(request, progress_printer(err))
     _print_outcome(outcome, out)
+    if outcome.exit_code == ExitCode.OK and not outcome.count(OpStatus.PASS):
+        raise MeasurementError(_nothing_measured(outcome, request))  # as `run` measuring no row: never a pass
     return outcome.exit_code
+
+
+def _nothing_measured(outcome: BatchOutcome, request: BatchRequest) -> str:
+    if not outcome.results:
+        index, count = request.shard
+        return (f"nothing was measured: shard {index}/{count} holds no op of the suite; the batch directory is "
+                f"{outcome.path}; use fewer shards than the suite has ops")
+    which = "its only op was" if len(outcome.results) == 1 else f"every one of its {len(outcome.results)} ops was"
+    return (f"nothing was measured: {which} SKIP (the op says it cannot run here); {outcome.path / 'ops_status.csv'} gives each one's reason; run them where "
+            "they are supported (another --backend or device)")
 
 
 @contextlib.contextmanager

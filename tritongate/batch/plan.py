@@ -9,6 +9,8 @@ never take the batch down with it.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import os
 import sys
 from dataclasses import asdict, dataclass, field
@@ -24,6 +26,7 @@ from tritongate.suites import Suite, load_suite
 MANIFEST = "batch.json"
 MANIFEST_KIND = "tritongate-batch"
 MANIFEST_VERSION = 1
+PLAN_DIGEST = "plan_sha256"  # of the plan, written with it: a plan changed afterwards is refused
 OPS_DIR = "ops"
 RUN_DIR = "run"  # the merged, ordinary run directory
 
@@ -257,9 +260,35 @@ def execution_doc(request: BatchRequest) -> dict[str, Any]:
             "env": dict(request.env), "command": "custom" if request.command else "tritongate run"}
 
 
+def plan_digest(plan: Mapping[str, Any]) -> str:
+    """sha256 of the plan's canonical JSON (sorted keys, no spaces): what the ops were measured under."""
+    text = json.dumps(plan, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def write_manifest(path: Path, doc: Mapping[str, Any]) -> None:
     write_json_atomic(path / MANIFEST, {"schema_version": MANIFEST_VERSION, "kind": MANIFEST_KIND,
-                                        "tool_version": __version__, **doc, "updated_utc": utc_now()})
+                                        "tool_version": __version__, **doc, PLAN_DIGEST: plan_digest(doc["plan"]),
+                                        "updated_utc": utc_now()})
+
+
+def _check_plan_digest(path: Path, doc: Mapping[str, Any]) -> None:
+    """The plan must be the one the batch wrote: its ops were measured under it, and a resume or
+    a merge that trusted an edited plan would mix them with ops measured under another."""
+    file, recorded = path / MANIFEST, doc.get(PLAN_DIGEST)
+    fix = ("put the file back as the batch wrote it, or start a new batch with the plan you want "
+           "(tritongate batch --suite ... --out DIR)")
+    if not isinstance(recorded, str):
+        raise UsageError(f"{file} records no {PLAN_DIGEST} (written by tritongate {doc.get('tool_version')!r} or "
+                         f"edited), so its plan cannot be checked against what its ops were measured under; {fix}")
+    try:
+        actual = plan_digest(doc["plan"])
+    except ValueError:  # NaN or Infinity in the plan: not what a batch writes
+        actual = "not canonical JSON"
+    if actual != recorded:
+        raise UsageError(f"{file}: its plan was changed after the batch planned it (plan sha256 {actual[:12]}, "
+                         f"recorded {recorded[:12]}): edited by hand or rewritten by another tritongate (this file "
+                         f"says {doc.get('tool_version')!r}); its ops were measured under the recorded plan; {fix}")
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
@@ -279,6 +308,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
     for key in ("plan", "execution"):
         if not isinstance(doc.get(key), dict):
             raise UsageError(f"{path / MANIFEST}: {key!r} is missing or not an object; the file is damaged")
+    _check_plan_digest(path, doc)
     return doc
 
 

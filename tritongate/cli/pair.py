@@ -9,14 +9,18 @@ import sys
 from pathlib import Path
 
 from tritongate.argtypes import nonempty_text
-from tritongate.cli.common import (EPILOG, HelpFormatter, counted, exit_codes, print_summary, progress_printer,
+from tritongate.cli.common import (HelpFormatter, counted, exit_codes, print_summary, progress_printer,
                                    split_values, want_color)
 from tritongate.cli.options import (add_gate_options, add_measurement_options, add_pair_options,
                                     artifact_url_option, baseline_state_option, calibration_option,
                                     changed_from_option, gate_policy)
-from tritongate.errors import UsageError
+from tritongate.errors import ExitCode, MeasurementError, UsageError
 
 _text = nonempty_text
+# a verdict that judged no row is no pass: exit 2, as `run` measuring no row
+PAIR_EPILOG = exit_codes(0, 1, 2, 3, 4, 130, zero="pass: no regression, and some row judged (a pair that judged\n"
+                                                 "       none, every row rejected or no row planned, exits 2 where\n"
+                                                 "       the gate did not fail)")
 
 
 def add_pair_parser(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +33,7 @@ def add_pair_parser(sub: argparse._SubParsersAction) -> None:
                     "are timed in alternating rounds (A B, B A, ...) with one k for both sides, get more rounds "
                     "while short of their precision target, and are gated on the paired log ratios. Writes "
                     "OUT/pair-<suite>_<UTC>/{base,candidate}/ (ordinary run directories) and verdict/.",
-        epilog=EPILOG, formatter_class=HelpFormatter)
+        epilog=PAIR_EPILOG, formatter_class=HelpFormatter)
     pair.add_argument("baseline", type=_text, metavar="BASELINE_RECORD", help="a record run (tritongate run) to replay")
     pair.add_argument("--suite", type=_text, metavar="NAME|PATH",
                       help="builtin suite name or suite YAML (default: the one BASELINE_RECORD was recorded with; "
@@ -50,7 +54,7 @@ def add_loop_parser(sub: argparse._SubParsersAction) -> None:
                     "`tritongate pair` on that record with the current interpreter on both sides (or the "
                     "--base-*/--cand-* builds), then gate. Prints the record, both run directories and "
                     "verdict.md.",
-        epilog=EPILOG, formatter_class=HelpFormatter)
+        epilog=PAIR_EPILOG, formatter_class=HelpFormatter)
     loop.add_argument("--suite", type=_text, default="smoke", metavar="NAME|PATH", help="default: smoke")
     loop.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
     loop.add_argument("--out", type=_text, default="runs", metavar="DIR", help="default: runs")
@@ -68,7 +72,8 @@ def add_merge_parser(sub: argparse._SubParsersAction) -> None:
                     "each index once, rows disjoint, measured alike), write OUT/base and OUT/candidate with "
                     "every shard's rows (each row keeps its own paired rounds) and TTGIR, and gate them into "
                     "OUT/verdict (verdict.json, verdict.md, ir-diff/).",
-        epilog=exit_codes(0, 1, 2, 4), formatter_class=HelpFormatter)
+        epilog=exit_codes(0, 1, 2, 4, zero="pass: no regression, and some row judged (a merge that judged none is "
+                                           "exit 2)"), formatter_class=HelpFormatter)
     merge.add_argument("shards", type=_text, nargs="+", metavar="PAIR_DIR",
                        help="the pair-<suite>_<UTC> directories the shards printed")
     merge.add_argument("--out", type=_text, required=True, metavar="DIR", help="an empty directory for the merged run")
@@ -193,7 +198,20 @@ def _run_pair(request, color: bool, *, record: Path | None = None) -> int:
     print(f"base:      {outcome.base_path}")
     print(f"candidate: {outcome.cand_path}")
     print(f"verdict:   {outcome.verdict_md}")
-    return result.exit_code
+    return _judged_something(result, outcome.path, row_timeout_s=request.row_timeout_s)
+
+
+def _judged_something(result, folder: Path, *, row_timeout_s: float | None = None, shards: bool = False) -> int:
+    """The gate's exit code, unless it would pass a verdict that judged no row: that is exit 2
+    (as ``run`` measuring no row), the verdict written beside it saying so. A gate that failed
+    keeps its 1 (a candidate failing where the base ran is a finding)."""
+    from tritongate.pair.evidence import nothing_measured
+
+    nothing = nothing_measured(result)
+    if nothing is None or result.exit_code != ExitCode.OK:
+        return result.exit_code
+    raise MeasurementError(f"nothing was measured: {nothing.describe()}; the verdict in {folder / 'verdict'} says "
+                           f"so; {nothing.fix(row_timeout_s=row_timeout_s, shards=shards)}")
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -220,4 +238,4 @@ def cmd_merge(args: argparse.Namespace) -> int:
     print(f"base:      {merged.base}")
     print(f"candidate: {merged.candidate}")
     print(f"verdict:   {md_path}")
-    return result.exit_code
+    return _judged_something(result, out, shards=True)

@@ -221,11 +221,24 @@ def headline_parts(view: VerdictView) -> tuple[str, list[str]]:
         n = len(view.blind) + len(view.unconfirmed)
         return "⚠️", [f"No regression found; {n} row{'' if n == 1 else 's'} could not resolve "
                       f"{target_text(view.targets)}{extra}"]
+    if all(r.verdict in NOT_JUDGED for r in d.rows):
+        # no row judged (or none planned): a verdict that says nothing is never a pass
+        return "⚠️", [nothing_judged_text(d.rows)]
     if rows and all(r.verdict == "IDENTICAL_BINARY" and not r.timed and any(AHEAD_OF_TIME in x for x in r.reasons)
                     for r in d.rows):
         # every row's kernels compiled byte-identical ahead of time: nothing ran (the pre-screen)
         return "✅", [f"0 of {rows} rows' kernels changed under this PR; no GPU time used"]
     return "✅", [f"No regression in {rows} row{'' if rows == 1 else 's'}{extra}"]
+
+
+def nothing_judged_text(rows: Sequence[Any]) -> str:
+    """The headline of a verdict none of whose rows was judged: how many, and what they were."""
+    if not rows:
+        return "Nothing was measured: there is no row to judge"
+    counts = {v: sum(1 for r in rows if _get(r, "verdict") == v) for v in NOT_JUDGED}
+    what = ", ".join(f"{n} {v.lower().replace('_', ' ')}" for v, n in counts.items() if n)
+    which = "its only row" if len(rows) == 1 else f"none of its {len(rows)} rows"
+    return f"Nothing was measured: {which} could {'not ' if len(rows) == 1 else ''}be judged ({what})"
 
 
 def geomean_text(doc: VerdictDoc, any_called: bool) -> str:
