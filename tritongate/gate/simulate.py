@@ -78,7 +78,7 @@ def simulate_paired_models(model: "NoiseModel", *, rows: int, pair_sd: float, sh
 
     from tritongate.gate.batch import confirmed, decide_paired, schedule
     from tritongate.gate.noise_models import sample_paths
-    from tritongate.pair.orchestrator import default_schedule
+    from tritongate.pair.request import default_schedule
 
     policy = policy or GatePolicy()
     sched = default_schedule("cuda", 5)
