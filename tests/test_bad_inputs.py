@@ -1291,7 +1291,8 @@ def test_a_hanging_interpreter_at_start_up_is_named_as_such(tmp_path):
 
 
 def test_the_paired_run_waits_for_start_up_as_long_as_the_row_timeout_says(monkeypatch):
-    import tritongate.pair.orchestrator as orch
+    from tritongate.pair.pool import WorkerPool
+    from tritongate.pair.request import PairRequest
 
     seen = []
 
@@ -1303,12 +1304,12 @@ def test_the_paired_run_waits_for_start_up_as_long_as_the_row_timeout_says(monke
             seen.append((cmd, timeout_s))
             return {"backend": "cpu"}
 
-    runner = orch.PairRunner.__new__(orch.PairRunner)
-    runner.request = orch.PairRequest(baseline=Path("b"), suite="s", out=Path("o"), row_timeout_s=5.0)
-    monkeypatch.setattr(runner, "_settings", lambda: {})
+    pool = WorkerPool(PairRequest(baseline=Path("b"), suite="s", out=Path("o"), row_timeout_s=5.0), Path("o"),
+                      spawn=lambda spec: Worker())
+    monkeypatch.setattr(pool, "_settings", lambda: {})
     side = type("S", (), {"worker": Worker(), "name": "candidate", "hello": None})()
-    runner._start(side)
-    runner._plan(side)
+    pool.start(side)
+    pool.plan(side)
     assert seen == [("init", 60.0), ("plan", 60.0)]
 
 

@@ -178,7 +178,7 @@ def test_progress_of_one_row_says_row(capsys):
 def test_paired_progress_and_help_say_rounds_not_pairs():
     """A verdict counts rounds; the progress line of a paired row and the help say the same word."""
     from tests.gate.helpers import row
-    from tritongate.pair.orchestrator import _row_summary
+    from tritongate.pair.rows import row_summary as _row_summary
 
     texts = [a.help for _, p in commands(build_parser()) for a in p._actions if a.help]
     texts += [p.description for _, p in commands(build_parser()) if p.description]

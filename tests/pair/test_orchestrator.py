@@ -253,7 +253,7 @@ def test_the_worker_pool_is_started_once_and_rows_rotate_over_it(tmp_path):
     """Worker pairs are kept for the run: a row's fresh worker pairs are the pool's others (a
     prepare and a warm-up), not new processes; a call's confirmation runs on a second set,
     started the first time a call needs one."""
-    from tritongate.pair.orchestrator import GPU_POOL_PAIRS
+    from tritongate.pair.request import GPU_POOL_PAIRS
 
     made: dict[str, InProcessWorker] = {}
     outcome = run_pair(_request(tmp_path, cand_env={"TG_FACTOR": "1.03"}), spawn=_spawner(World(), made))
@@ -271,7 +271,7 @@ def test_the_worker_pool_is_started_once_and_rows_rotate_over_it(tmp_path):
 
 
 def test_a_run_without_calls_starts_only_the_measuring_pairs(tmp_path):
-    from tritongate.pair.orchestrator import GPU_POOL_PAIRS
+    from tritongate.pair.request import GPU_POOL_PAIRS
 
     made: dict[str, InProcessWorker] = {}
     outcome = run_pair(_request(tmp_path), spawn=_spawner(World(), made))
@@ -290,7 +290,7 @@ def test_a_stretched_check_spreads_its_rows_over_that_many_times_the_worker_pair
     """A calibration's check (schedule_scale 4) sizes a spin to a quarter of itself: its
     between-process error shrinks only with more processes, so its pool and each row's worker
     pairs grow with the scale (on a GPU); a row that must grow spreads over all of them."""
-    from tritongate.pair.orchestrator import GPU_POOL_PAIRS
+    from tritongate.pair.request import GPU_POOL_PAIRS
 
     made: dict[str, InProcessWorker] = {}
     noisy = {"TG_NOISE": "add:0.05"}  # a target the row does not reach early

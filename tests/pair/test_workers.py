@@ -171,9 +171,9 @@ def test_kill_9_of_the_parent_leaves_incomplete_loadable_run_dirs(tmp_path):
 
 
 def test_a_side_that_keeps_crashing_gives_up_and_the_gate_still_runs(tmp_path, monkeypatch):
-    from tritongate.pair import orchestrator
+    from tritongate.pair import pool
 
-    monkeypatch.setattr(orchestrator, "MAX_RESTARTS", 1)
+    monkeypatch.setattr(pool, "MAX_RESTARTS", 1)
     outcome = run_pair(_request(tmp_path, cand_env={"TG_CRASH": "add,softmax,matmul"}, worker_pool=1))
     assert [r.verdict for r in outcome.result.rows] == [Verdict.REJECTED] * 3
     assert "gave up" in "; ".join(outcome.result.rows[2].reasons) or \

@@ -13,8 +13,8 @@ from tritongate.calibrate.aim import RowAim, aim_row
 from tritongate.errors import MeasurementError, PreflightError, UsageError
 from tritongate.pair.client import WorkerError, WorkerFailure
 from tritongate.pair.client import startup_timeout
-from tritongate.pair.orchestrator import (PairRequest, SpawnFn, side_worker_spec, spawn_process,
-                                          worker_settings)
+from tritongate.pair.request import PairRequest
+from tritongate.pair.spawn import SpawnFn, side_worker_spec, spawn_process, worker_settings
 from tritongate.planting import row_key
 
 AIM_ROUNDS = 3  # rounds per timing; each round's samples as the paired runs take them

@@ -76,7 +76,7 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
     from tritongate.calibrate.aim_worker import AimWorker, aim_rows
     from tritongate.calibrate.resume import AimProgress, load_aims, resumable, save_aims
     from tritongate.pair.build import CompilerBuild
-    from tritongate.pair.orchestrator import spawn_process
+    from tritongate.pair.spawn import spawn_process
 
     def make_request(step_out: Path, base_env: dict, cand_env: dict) -> Any:
         return replace(template, out=step_out, time_identical=True,
@@ -117,7 +117,7 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
 def _regate(request: Any, pair_dir: Path) -> Any:
     """A finished step's outcome, read back: its two run directories, gated again."""
     from tritongate.gate.verdict import run_gate
-    from tritongate.pair.orchestrator import PairOutcome
+    from tritongate.pair.request import PairOutcome
     from tritongate.rundir import load_run
 
     base, cand = pair_dir / "base", pair_dir / "candidate"

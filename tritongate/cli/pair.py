@@ -155,7 +155,7 @@ def pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy, ca
     """``calibration``: the summary cited in the verdict (the caller loads it with
     ``calibration_option`` before anything is measured; ``calibrate`` passes none)."""
     from tritongate.autotune.tuner_cache import isolation_requested
-    from tritongate.pair.orchestrator import PairRequest, parse_builds
+    from tritongate.pair.request import PairRequest, parse_builds
     base, cand = parse_builds(args.base_python, args.cand_python, args.base_env, args.cand_env)
     overrides = {k: v for k, v in (("rounds", args.rounds), ("samples_per_round", args.samples_per_round),
                                    ("l2", args.l2)) if v is not None}

@@ -27,7 +27,7 @@ import numpy as np
 from tritongate.gate.batch import BatchDecision, ScheduleOutcome, confirmed, decide_paired, schedule
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import GateResult, run_gate
-from tritongate.pair.orchestrator import GPU_POOL_PAIRS, default_schedule
+from tritongate.pair.request import GPU_POOL_PAIRS, default_schedule
 from tritongate.pair.schedule import PairSchedule
 from tritongate.rundir import Run
 from tritongate.schema import MeasurementInfo, Row, RunStatus
