@@ -2,8 +2,8 @@
 
 CPU only, numpy. For every model of ``tritongate.gate.noise_models``, whole paired runs are
 drawn (``tritongate.gate.simulate.simulate_runs``): each row measured on the layout the
-orchestrator gives it (3 measuring pool pairs, a row's segments rotating over them, each row
-starting on the next; a call confirmed on 3 others), what lives with a worker process shared
+orchestrator gives it (``GPU_POOL_PAIRS`` measuring pool pairs, a row's segments rotating over
+them, each row starting on the next; a call confirmed on as many others; ``--pool`` for another), what lives with a worker process shared
 by every pair it measures in the run, rows drawn to the cap (80 pairs, 5 samples a round) and
 their noise level cycling through pair SD 0.4 % (quiet), 1.2 % and 4 % (the H200 matmul on own
 inputs). Each row is judged four ways on the same sample paths:
@@ -44,6 +44,7 @@ from tritongate import __version__  # noqa: E402
 from tritongate.gate.noise_models import MODELS, NoiseModel  # noqa: E402
 from tritongate.gate.policy import GatePolicy  # noqa: E402
 from tritongate.gate.simulate import simulate_runs  # noqa: E402
+from tritongate.pair.request import GPU_POOL_PAIRS  # noqa: E402
 
 NOISE = (0.004, 0.012, 0.04)
 SCAN, POWER_RUN = 1232, 36  # rows of an A/A run (a deep scan), of a power run
@@ -69,7 +70,7 @@ def levels(rows: int) -> np.ndarray:
     return np.array([NOISE[(j // 3) % len(NOISE)] for j in range(rows)])
 
 
-def run_model(model: NoiseModel, *, scans: int, power_runs: int, seed: int, policy: GatePolicy,
+def run_model(model: NoiseModel, *, scans: int, power_runs: int, seed: int, policy: GatePolicy, pool: int,
               chunk_scans: int = 3, chunk_power: int = 60) -> dict:
     cells: dict = {}
     checks = {v: {str(w): [0, 0] for w in (*WINDOWS, SCAN)} for v in VARIANTS}  # windows with a call, windows
@@ -79,7 +80,7 @@ def run_model(model: NoiseModel, *, scans: int, power_runs: int, seed: int, poli
         done = 0
         while done < total:
             runs = min(chunk, total - done)
-            out = simulate_runs(model, runs=runs, rows_per_run=rows, pair_sd=sd, shift=shift, policy=policy,
+            out = simulate_runs(model, runs=runs, rows_per_run=rows, pair_sd=sd, shift=shift, policy=policy, pool=pool,
                                 seed=seed + 7919 * done + int(shift * 1000))
             done += runs
             for v in VARIANTS:
@@ -186,9 +187,10 @@ def markdown(doc: dict) -> str:
           f"{doc['date_utc']} · {doc['machine']} · CPU only · Python {v['python']} · numpy {v['numpy']} · scipy "
           f"{v['scipy']} · tritongate {v['tritongate']} (commit {v['commit']}) · per model {doc['aa_rows']:,} A/A rows "
           f"({doc['scans']} scans of {SCAN:,}) and {doc['power_rows']:,} rows per shift · {doc['wall_s']:.0f} s", "",
-          "Layout: the orchestrator's (`tritongate/pair/orchestrator.py`: 3 measuring worker pairs kept for the run, "
+          f"Layout: {'the orchestrator' if doc['pool'] == doc['shipped_pool'] else 'NOT the shipped one'}'s "
+          f"(`tritongate/pair/request.py`: {doc['pool']} measuring worker pairs kept for the run, "
           "a row's segments — 5 pairs, then 10 each — rotating over them, each row starting on the next; a call "
-          "measured again on 3 confirming worker pairs). What lives with a worker process (an offset, a speed state, "
+          f"measured again on {doc['pool']} confirming worker pairs). What lives with a worker process (an offset, a speed state, "
           "an AR(1) level) is shared by every pair it measures in the run: a row's segments on one pool pair and the "
           "rows after it; a run's step or drift hits one measuring process. Rows cycle through pair SD 0.4 %, 1.2 %, "
           "4 %. Budgets are not simulated (rows end on their precision, a call or the 80-pair cap) except in *few "
@@ -231,6 +233,8 @@ def main() -> None:
     ap.add_argument("--power-runs", type=int, default=167, help="runs of 36 rows per model and shift")
     ap.add_argument("--only", action="append", default=[], help="model names (default: all)")
     ap.add_argument("--name", default=f"{dt.date.today().isoformat()}_gate_simulation")
+    ap.add_argument("--pool", type=int, default=GPU_POOL_PAIRS,
+                    help=f"measuring pool pairs (default: the shipped {GPU_POOL_PAIRS}; another: a comparison)")
     args = ap.parse_args()
     import scipy
 
@@ -239,7 +243,8 @@ def main() -> None:
     models = [m for m in MODELS if not args.only or m.name in args.only]
     summary, checks = [], []
     for mi, model in enumerate(models):
-        res = run_model(model, scans=args.scans, power_runs=args.power_runs, seed=100_003 * (mi + 1), policy=policy)
+        res = run_model(model, scans=args.scans, power_runs=args.power_runs, seed=100_003 * (mi + 1), policy=policy,
+                        pool=args.pool)
         s, c = summarise(model.name, res)
         summary += s
         checks += c
@@ -252,7 +257,8 @@ def main() -> None:
                         "tritongate": __version__, "commit": commit},
            "scans": args.scans, "aa_rows": args.scans * SCAN, "power_rows": args.power_runs * POWER_RUN,
            "noise_levels": list(NOISE), "policy": policy.to_dict(),
-           "schedule": "default_schedule('cuda', 5), layout: simulate.row_layout / confirm_layout (pool of 3 + 3)",
+           "schedule": f"default_schedule('cuda', 5), layout: simulate.row_layout / confirm_layout "
+                       f"(pool of {args.pool} + {args.pool})", "pool": args.pool, "shipped_pool": GPU_POOL_PAIRS,
            "models": [m.to_dict() for m in models], "summary": summary, "checks": checks,
            "wall_s": time.monotonic() - t0}
     doc["goals"] = goals(summary, checks)

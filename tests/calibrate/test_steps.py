@@ -14,6 +14,7 @@ from tritongate.calibrate.commands import run_calibration
 from tritongate.calibrate.model import CALIBRATION_JSON, load_summary
 from tritongate.pair.build import CompilerBuild
 from tritongate.pair.orchestrator import PairRequest, run_pair
+from tritongate.pair.request import MAX_POOL_PAIRS
 
 from tests.pair.fakes import InProcessWorker, ScriptedExecutor, World
 
@@ -99,14 +100,17 @@ def test_a_quiet_device_catches_every_planted_slowdown_of_2_and_5_percent(tmp_pa
 
 
 def test_a_noisy_row_misses_what_its_noise_hides_and_the_classes_say_so(tmp_path):
-    """matmul with 10 % placement noise per round: its detectable effect is above 5 %, so no
-    planted size is caught there; the quiet rows still catch 2 % and 5 %."""
+    """matmul with 10 % placement noise per round: its A/A detectable effect is above 5 %, and
+    its planted 2 % is not caught; the quiet rows still catch 2 % and 5 %. (Its 5 % may be: the
+    planted run's own pairs decide that, and the goals count it either way.)"""
     cal, _md, _png, _out, _log = _calibrate(tmp_path, env={"TG_NOISE": "matmul:0.1"}, fractions=(0.02, 0.05))
     rows = {r.op: r for r in cal.rows}
-    assert rows["matmul"].detectable > 0.05 and rows["matmul"].smallest_caught is None
+    assert rows["matmul"].detectable > 0.05 and rows["matmul"].smallest_caught != 0.02
+    assert not rows["matmul"].planted.get("0.02") or not rows["matmul"].planted["0.02"].caught
     assert rows["add"].smallest_caught == rows["softmax"].smallest_caught == 0.02
-    assert cal.rate(0.02, size="10–100 µs").caught == 0 and cal.rate(0.05).caught == 2
-    assert [g.met for g in cal.goals()] == [False, False]  # 2 % on rows >= 10 µs: 0 of 1; 5 % on all: 2 of 3
+    assert cal.rate(0.02, size="10–100 µs").caught == 0
+    assert cal.rate(0.05).caught == 2 + bool(rows["matmul"].planted.get("0.05") and rows["matmul"].planted["0.05"].caught)
+    assert not cal.goals()[0].met  # 2 % on rows >= 10 µs: 0 of 1
     assert cal.aa_false == 0
 
 
@@ -148,7 +152,7 @@ def test_a_row_whose_time_moves_in_one_process_is_sized_by_paired_checks_and_cau
         assert check_schedule["row_budget_s"] == 4 * run_schedule["row_budget_s"]
         # over four times the worker pairs, never confirmed (a check's call is no verdict)
         assert check_schedule["max_worker_pairs"] == 4 * run_schedule["max_worker_pairs"]
-        assert check_schedule["worker_pool"] == 4 * run_schedule["worker_pool"] == 12
+        assert check_schedule["worker_pool"] == MAX_POOL_PAIRS > run_schedule["worker_pool"]
         assert run_schedule["confirm_calls"] and not check_schedule["confirm_calls"]
         assert run_schedule["confirm_rounds"] > 0 and check_schedule["confirm_rounds"] == 0  # a call stops nothing
     assert all(g.met for g in cal.goals())

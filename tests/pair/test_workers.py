@@ -32,6 +32,9 @@ def _importable(monkeypatch):
 
 
 def _request(tmp_path: Path, cand_env=None, **kw) -> PairRequest:
+    # real worker processes: a pool of 3 pairs (not a GPU run's 8) keeps the tests' process
+    # starts few, and the rows after a failure rotate back onto the failed worker's pair
+    kw.setdefault("worker_pool", 3)
     return PairRequest(baseline=tmp_path / "baseline", suite="scripted", out=tmp_path / "out",
                        base=CompilerBuild("base", env={"TG_SIDE": "base"}),
                        cand=CompilerBuild("candidate", env={"TG_SIDE": "candidate", "TG_BINARY": "new",

@@ -105,17 +105,17 @@ class RunOutcomes:
 
 def simulate_runs(model: "NoiseModel", *, runs: int, rows_per_run: int, pair_sd: float | Sequence[float],
                   shift: float, seed: int, policy: GatePolicy | None = None, fixed: int = 20,
-                  per_round: int = 5) -> RunOutcomes:
+                  per_round: int = 5, pool: int | None = None) -> RunOutcomes:
     """``runs`` GPU paired runs of ``rows_per_run`` rows each (``pair_sd``: one, or one per row of a
     run), measured on the shipped layout (``row_layout``; processes persist through a run) and
     judged by the shipped rule and schedule (``default_schedule('cuda', per_round)``), each call
     measured again on the confirming pairs (``confirm_layout``) and standing only if that calls
-    it the same way."""
+    it the same way. ``pool``: measuring pool pairs other than the shipped (a comparison)."""
     from tritongate.gate.noise_models import sample_run
 
     policy = policy or GatePolicy()
     sched = default_schedule("cuda", per_round)
-    pool = pool_pairs(sched)
+    pool = pool or pool_pairs(sched)
     cap = int(model.params.get("cap", sched.max_rounds))
     looks = [n for n in sched.looks() if n < cap] + [cap]
     layout = np.stack([row_layout(sched, pool, j, cap) for j in range(rows_per_run)])

@@ -36,9 +36,15 @@ CPU_WORKER_PAIRS = 1
 # triton and a device context, on every row). Independent processes are what the two-level
 # error needs; a process that measured the previous row is as independent as a new one. A
 # call's confirmation runs on as many more, started when a first call needs one, so that it
-# never shares a process with the measurement it confirms.
-GPU_POOL_PAIRS = 3
+# never shares a process with the measurement it confirms. As many as a row may use: with 3
+# pool pairs a process with a step in its speed sits in a third of every later row, whose
+# worker pairs then disagree (blind), and +2 % was caught on 64 % of quiet rows in the
+# simulation of a step of 1.5 % on one worker, 99 % with 8 (bench/results/2026-12-02_gate_simulation*).
+GPU_POOL_PAIRS = GPU_WORKER_PAIRS
 CPU_POOL_PAIRS = 2
+# a stretched check's pool (schedule_scale) grows with it, up to this many pairs: 2 x 12 GPU
+# processes for the measurement, enough to estimate the spread between processes from them
+MAX_POOL_PAIRS = 12
 CONFIRM_PAIRS = 20  # a call needs this many pairs (twice --rounds if more): two looks past the default first
 
 
@@ -144,7 +150,7 @@ def pool_size(req: PairRequest, schedule: PairSchedule, backend: str) -> int:
     if schedule.max_worker_pairs < 2:
         return 1
     pool = (CPU_POOL_PAIRS if backend == "cpu" else GPU_POOL_PAIRS) * req.schedule_scale
-    return min(schedule.max_worker_pairs, pool)
+    return min(schedule.max_worker_pairs, pool, max(MAX_POOL_PAIRS, GPU_POOL_PAIRS))
 
 
 def parse_builds(base_python: str | None, cand_python: str | None, base_env: Iterable[str] | None,
