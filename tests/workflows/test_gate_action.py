@@ -293,3 +293,12 @@ def test_events_without_a_base_need_the_base_ref_input(tmp_path: Path, event_nam
     again.mkdir()
     ok = _resolve(again, event_name, payload(fixture), "5" * 40, base_ref="main")
     assert ok.returncode == 0 and "base=main" in ok.stdout
+
+
+def test_the_compiler_repo_input_picks_that_repositorys_baseline(tmp_path: Path) -> None:
+    # the same FlagTree entry is this PR's baseline once the job names FlagTree as its compiler
+    store = publish_store(tmp_path, "git@github.com:flagos-ai/FlagTree.git")
+    out = run_gate_job(tmp_path, server_with_store(tmp_path, store), **{"compiler-repo": "flagos-ai/FlagTree"})
+    log = out.run.log()
+    assert out.steps["baseline"]["outputs"]["state"] == "ok", log
+    assert "record" not in out.steps or out.steps["record"]["outcome"] == "skipped", log
