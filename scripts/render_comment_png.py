@@ -13,7 +13,6 @@ Needs Debian's chromium (``apt-get install -y chromium``) or ``--chromium PATH``
 from __future__ import annotations
 
 import argparse
-import html
 import shutil
 import subprocess
 import sys
