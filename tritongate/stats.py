@@ -49,27 +49,37 @@ class Summary:
 
 
 def _check_samples(samples: Sequence[float]) -> list[float]:
-    values = [float(v) for v in samples]
+    values = list(map(float, samples))
     if not values:
         raise ValueError("need at least one sample")
-    if any(not math.isfinite(v) for v in values):
+    if not all(map(math.isfinite, values)):
         raise ValueError(f"samples must be finite numbers, got {values!r}")
     return values
 
 
-def quartiles(samples: Sequence[float]) -> tuple[float, float, float]:
-    """(q1, median, q3) by linear interpolation; a single sample is all three."""
-    values = _check_samples(samples)
+def _quartiles_of(values: list[float]) -> tuple[float, float, float]:
+    """``quartiles`` of checked values: ``statistics.quantiles(n=4, method="inclusive")``'s
+    own arithmetic, done once per summary (the gate summarises every row several times)."""
     if len(values) == 1:
         return values[0], values[0], values[0]
-    q1, med, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    return q1, med, q3
+    data = sorted(values)
+    m = len(data) - 1
+    out = []
+    for i in (1, 2, 3):
+        j, delta = divmod(i * m, 4)
+        out.append((data[j] * (4 - delta) + data[j + 1] * delta) / 4)
+    return out[0], out[1], out[2]
+
+
+def quartiles(samples: Sequence[float]) -> tuple[float, float, float]:
+    """(q1, median, q3) by linear interpolation; a single sample is all three."""
+    return _quartiles_of(_check_samples(samples))
 
 
 def summarize(samples: Sequence[float]) -> Summary:
     """mean, median, q1, q3, min, max and n (``iqr`` is derived)."""
     values = _check_samples(samples)
-    q1, med, q3 = quartiles(values)
+    q1, med, q3 = _quartiles_of(values)
     return Summary(
         n=len(values),
         mean=statistics.fmean(values),

@@ -40,6 +40,7 @@ from typing import Any, Mapping, Sequence
 
 from tritongate import markers
 from tritongate.errors import GateError, ExitCode
+from tritongate.gate.batch import RowSamples, decide_rows
 from tritongate.gate.comparability import Mismatch, identity_mismatches, notes
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.rule import PairLayout, TimingDecision, decide
@@ -357,8 +358,30 @@ def _rounds(row: Row) -> int | None:
 
 
 def judge_row(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict:
-    common = dict(op=base.op, case=base.case, dtype=base.dtype, base_markers=base.markers,
-                  cand_markers=cand.markers, min_effect=policy.min_effect_for(base.op))
+    return judge_rows([(base, cand)], policy)[0]
+
+
+def judge_rows(pairs: Sequence[tuple[Row, Row]], policy: GatePolicy) -> list[RowVerdict]:
+    """``judge_row`` of each (base, candidate) pair; the timed rows' decisions are made
+    together (``batch.decide_rows``: what rows share is computed once)."""
+    early = [_untimed(b, c, policy) for b, c in pairs]
+    timed = [(i, _timed(b, c, policy)) for i, ((b, c), v) in enumerate(zip(pairs, early)) if v is None]
+    decisions = decide_rows([t.samples for _, t in timed], noise_z=policy.noise_z, min_samples=policy.min_samples,
+                            process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
+    out = list(early)
+    for (i, t), timing in zip(timed, decisions):
+        out[i] = _timed_verdict(pairs[i][0], pairs[i][1], t, timing, policy)
+    return [v for v in out if v is not None]  # every None was replaced
+
+
+def _common(base: Row, cand: Row, policy: GatePolicy) -> dict[str, Any]:
+    return dict(op=base.op, case=base.case, dtype=base.dtype, base_markers=base.markers,
+                cand_markers=cand.markers, min_effect=policy.min_effect_for(base.op))
+
+
+def _untimed(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict | None:
+    """The verdict of a row that is not judged on its timings; None for one that is."""
+    common = _common(base, cand, policy)
     status = _status_reasons(base, "base") + _status_reasons(cand, "candidate")
     marker_reasons, hard = _marker_reasons(base, cand)
     if cand.status is not RowStatus.OK and base.status is RowStatus.OK:
@@ -383,14 +406,34 @@ def judge_row(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict:
     mismatch = _row_mismatch(base, cand)
     if mismatch:
         return RowVerdict(verdict=Verdict.NOT_COMPARABLE, reasons=tuple(mismatch), **common)
+    return None
+
+
+@dataclass(frozen=True)
+class _Timed:
+    """A row judged on its timings: what its decision takes, and its pairing."""
+
+    samples: RowSamples
+    bp: PairInfo | None  # the base side's pairing, paired rows only
+
+
+def _timed(base: Row, cand: Row, policy: GatePolicy) -> _Timed:
     paired = paired_rows(base, cand)
     bp = base.measurement.pairing if paired and base.measurement else None
     layout = PairLayout(base_first=bp.went_first, worker_pairs=bp.worker_pairs) if bp is not None else None
-    timing = decide(base.samples, cand.samples,
-                    base_per_round=base.measurement.samples_per_round if base.measurement else len(base.samples),
-                    cand_per_round=cand.measurement.samples_per_round if cand.measurement else len(cand.samples),
-                    min_effect=common["min_effect"], noise_z=policy.noise_z, min_samples=policy.min_samples,
-                    paired=paired, layout=layout, process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
+    # Row.summary is summarize(row.samples), made once when the row was loaded
+    return _Timed(RowSamples(
+        base.samples, cand.samples,
+        base_per_round=base.measurement.samples_per_round if base.measurement else len(base.samples),
+        cand_per_round=cand.measurement.samples_per_round if cand.measurement else len(cand.samples),
+        min_effect=policy.min_effect_for(base.op), paired=paired, layout=layout,
+        base_summary=base.summary, cand_summary=cand.summary), bp)
+
+
+def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, policy: GatePolicy) -> RowVerdict:
+    common = _common(base, cand, policy)
+    identical = identical_binaries(base, cand)
+    paired, bp = t.samples.paired, t.bp
     pairing = cand.measurement.pairing if paired and cand.measurement else None
     rounds = _rounds(cand)
     extra = dict(pairing=pairing, rounds=rounds)
@@ -475,18 +518,22 @@ def run_gate(base: Run, cand: Run, policy: GatePolicy, *, allow_mismatch: bool =
             "the same runner with the same settings, or pass --allow-mismatch to list every row as "
             "NOT_COMPARABLE")
     base_rows, cand_rows = base.row_map(), cand.row_map()
-    rows: list[RowVerdict] = []
+    slots: list[RowVerdict | int] = []  # a verdict, or where the row is among those judged (together)
+    judged: list[tuple[Row, Row]] = []
     for key, brow in base_rows.items():
         crow = cand_rows.get(key)
         if crow is None:
-            rows.append(RowVerdict(*key, verdict=Verdict.MISSING, reasons=("not in the candidate run",),
-                                   base_markers=brow.markers))
+            slots.append(RowVerdict(*key, verdict=Verdict.MISSING, reasons=("not in the candidate run",),
+                                    base_markers=brow.markers))
         elif mismatches:
-            rows.append(RowVerdict(*key, verdict=Verdict.NOT_COMPARABLE,
-                                   reasons=tuple(str(m) for m in mismatches),
-                                   base_markers=brow.markers, cand_markers=crow.markers))
+            slots.append(RowVerdict(*key, verdict=Verdict.NOT_COMPARABLE,
+                                    reasons=tuple(str(m) for m in mismatches),
+                                    base_markers=brow.markers, cand_markers=crow.markers))
         else:
-            rows.append(judge_row(brow, crow, policy))
+            slots.append(len(judged))
+            judged.append((brow, crow))
+    verdicts = judge_rows(judged, policy)
+    rows = [verdicts[s] if isinstance(s, int) else s for s in slots]
     for key, crow in cand_rows.items():
         if key not in base_rows:
             rows.append(RowVerdict(*key, verdict=Verdict.NEW, reasons=("not in the base run",),
