@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from tritongate import safefs
 from tritongate.atomicio import write_json_atomic
@@ -20,6 +20,9 @@ from tritongate.validation import validate
 from tritongate.validation.core import short
 from tritongate.validation.runfiles import RecordFileDoc, RecordsMetaDoc
 from tritongate.schema import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from tritongate.rundir import Run
 
 RECORDS_DIR = "autotune_records"
 META = "meta.json"
@@ -72,8 +75,9 @@ def _fail(message: str) -> PreflightError:
     return PreflightError("replay_from", message)
 
 
-def load_records(run_dir: Path, *, backend: str) -> RecordSet:
-    """Load a record run's autotune records for replay on ``backend``.
+def load_records(run_dir: Path, *, backend: str, run: Run | None = None) -> RecordSet:
+    """Load a record run's autotune records for replay on ``backend``; ``run``: the run
+    directory already loaded (``load_run(run_dir)``), not loaded again.
 
     Refuses (preflight ``replay_from``/``replay_backend``) a directory that is not a record
     run, a replay run (naming the original record to use instead), a damaged or invalid
@@ -85,7 +89,7 @@ def load_records(run_dir: Path, *, backend: str) -> RecordSet:
     if not run_dir.is_dir():
         raise _fail(f"--replay-from {run_dir} is not a directory; pass the run directory of a record run")
     try:
-        run = load_run(run_dir)
+        run = run if run is not None else load_run(run_dir)
     except GateError as exc:
         raise _fail(f"--replay-from: {exc}") from exc
     if run.mode == "replay":

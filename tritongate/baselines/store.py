@@ -242,10 +242,37 @@ def _load_publishable(run_dir: Path) -> Run:
     if not isinstance(backend, str) or not backend:
         raise BaselineError(f"refusing to publish {run_dir}: {IDENTITY} names no backend; {_FIX}")
     try:
-        load_records(run_dir, backend=backend)
+        load_records(run_dir, backend=backend, run=run)
     except GateError as exc:
         raise BaselineError(f"refusing to publish {run_dir}: {exc}") from None
     return run
+
+
+def _digests(run_dir: Path) -> dict[str, str]:
+    """sha256 of the files ``load_run`` reads (``""``: not a readable plain file, which the
+    load itself then refuses with its own words)."""
+    out = {}
+    for rel in (RESULTS, IDENTITY):
+        try:
+            out[rel] = _sha256(safefs.read_bytes(run_dir, rel)) if safefs.kind(run_dir, rel) == "file" else ""
+        except OSError:
+            out[rel] = ""
+    return out
+
+
+def _check_copy(run_dir: Path, tmp: Path, run: Run, loaded: Mapping[str, str], files: Mapping[str, str],
+                backend: str) -> None:
+    """The copy holds the run that was loaded: the files ``load_run`` read are the bytes it
+    read (a run rewritten meanwhile is refused; the run is not parsed a second time), and the
+    copied records load, for the run that was loaded."""
+    changed = [rel for rel in (RESULTS, IDENTITY) if files.get(rel) != loaded[rel]]
+    if changed:
+        raise BaselineError(f"refusing to publish {run_dir}: {', '.join(changed)} changed while it was published; "
+                            "publish it again once its writer has finished")
+    try:
+        load_records(tmp, backend=backend, run=run)
+    except GateError as exc:
+        raise BaselineError(str(exc)) from None
 
 
 def _text_at(ident: Mapping[str, Any], *keys: str) -> str | None:
@@ -354,6 +381,7 @@ def publish(store: Path, run_dir: Path, *, runner_class: str, compiler_repo: str
     now = now or dt.datetime.now(dt.timezone.utc)
     if now.tzinfo is None:
         raise BaselineError("publish(now=...) must be timezone-aware")
+    loaded = _digests(run_dir)  # of the files as they were when loaded: the copy must hold the same
     run = _load_publishable(run_dir)
     fields = _identity_fields(run)
     try:  # stored credential-free (a clone URL may carry a token); matched by its key
@@ -383,7 +411,7 @@ def publish(store: Path, run_dir: Path, *, runner_class: str, compiler_repo: str
         write_text_atomic(tmp / SUMMARY, summary)
         files[SUMMARY] = _sha256(summary.encode("utf-8"))
         fields["files"] = files
-        check_record(tmp, fields["backend"])  # the copy, not just the source, must load
+        _check_copy(run_dir, tmp, run, loaded, files, fields["backend"])
         name = f"{utc_stamp(dt.datetime.fromisoformat(recorded))}-{_short_commit(commit)}"
         for i in range(1, 1000):
             final = name if i == 1 else f"{name}-{i}"
