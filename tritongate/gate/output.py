@@ -22,7 +22,7 @@ from tritongate.errors import UsageError
 from tritongate.gate.baseline_state import BaselineState
 from tritongate.gate.comparability import overlaid_env
 from tritongate.gate.ir_evidence import IREvidence, collect
-from tritongate.gate.summary import per_op
+from tritongate.gate.summary import per_op_records
 from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, GateResult, RowVerdict, Verdict
 from tritongate.report.untrusted import safe_url
 from tritongate.report.verdict_markdown import render_verdict
@@ -93,7 +93,7 @@ def verdict_document(result: GateResult, ir: IREvidence | None = None,
         "counts": {v.value: len(result.by(v)) for v in Verdict},
         "geomean_speedup": result.geomean_speedup,
         "geomean_interval": list(interval) if interval else None,
-        "per_op": per_op(result).to_dict(orient="records"),
+        "per_op": per_op_records(result),
         "ir": ir.to_dict() if ir is not None else None,
         "baseline": ({**baseline.to_dict(), "line": baseline.line(replayed if isinstance(replayed, str) else None)}
                      if baseline is not None else None),
