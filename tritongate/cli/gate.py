@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from tritongate.argtypes import nonempty_text
-from tritongate.cli.common import HelpFormatter, exit_codes, print_summary
+from tritongate.cli.common import HelpFormatter, exit_codes
 from tritongate.cli.options import (add_gate_options, artifact_url_option, baseline_state_option,
                                     calibration_option, gate_policy)
 
@@ -33,9 +33,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from tritongate.gate.output import write_verdict
+    from tritongate.gate.output import write_verdict_files
     from tritongate.gate.verdict import run_gate
     from tritongate.cli.folders import load_run_dir
+    from tritongate.report.verdict_terminal import summary_lines
 
     policy = gate_policy(args)
     calibration = calibration_option(args)
@@ -43,9 +44,11 @@ def cmd_gate(args: argparse.Namespace) -> int:
     cand = load_run_dir(Path(args.cand), what="CAND_RUN: a run directory")
     result = run_gate(base, cand, policy, allow_mismatch=args.allow_mismatch)
     artifact = artifact_url_option(args)
-    json_path, md_path = write_verdict(result, Path(args.out), artifact_url=artifact,
-                                       baseline=baseline_state_option(args), calibration=calibration)
-    print_summary(json_path)
-    print(md_path)
-    print(json_path)
+    written = write_verdict_files(result, Path(args.out), artifact_url=artifact,
+                                  baseline=baseline_state_option(args), calibration=calibration)
+    # print_summary's lines, from the document just written rather than the file read back
+    for line in summary_lines(written.doc):
+        print(line)
+    print(written.md_path)
+    print(written.json_path)
     return result.exit_code

@@ -11,7 +11,7 @@ import contextlib
 import datetime as dt
 import math
 import os
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,12 @@ def verdict_document(result: GateResult, ir: IREvidence | None = None,
                      baseline: BaselineState | None = None,
                      calibration: CalibrationSummary | None = None,
                      artifact_url: str | None = None) -> dict[str, Any]:
+    return _document(result, ir, baseline, calibration, artifact_url)[0]
+
+
+def _document(result: GateResult, ir: IREvidence | None, baseline: BaselineState | None,
+              calibration: CalibrationSummary | None, artifact_url: str | None) -> tuple[dict[str, Any], VerdictDoc]:
+    """verdict.json's document, and the same validated (once: the renderers read that)."""
     rows = [_row(r, ir) for r in result.rows]
     state = getattr(result, "state", None)  # the rule's three states, where it gives them
     blind = getattr(result, "blind_rows", None)
@@ -104,8 +110,9 @@ def verdict_document(result: GateResult, ir: IREvidence | None = None,
         "rows": rows,
     }
     # the headline in the comment's words, for readers of the file (the comment job's notice)
-    doc["headline"] = headline_text(VerdictDoc.model_validate(doc))
-    return doc
+    validated = VerdictDoc.model_validate(doc)
+    doc["headline"] = headline_text(validated)
+    return doc, validated.model_copy(update={"headline": doc["headline"]})
 
 
 def _write_pair(out: Path, doc: dict[str, Any], markdown: str) -> None:
@@ -126,17 +133,32 @@ def _write_pair(out: Path, doc: dict[str, Any], markdown: str) -> None:
         os.replace(tmp, final)
 
 
+@dataclass(frozen=True)
+class WrittenVerdict:
+    json_path: Path
+    md_path: Path
+    doc: VerdictDoc  # what verdict.json holds, validated
+
+
 def write_verdict(result: GateResult, out: Path, *, artifact_url: str | None = None,
                   baseline: BaselineState | None = None,
                   calibration: CalibrationSummary | None = None) -> tuple[Path, Path]:
     """verdict.json, verdict.md and (when both runs kept TTGIR) ir-diff/ in ``out``;
     ``baseline``: what the baseline lookup found, shown at the top; ``calibration``: the
     runner's latest ``tritongate calibrate`` summary, cited in the footer."""
+    written = write_verdict_files(result, out, artifact_url=artifact_url, baseline=baseline, calibration=calibration)
+    return written.json_path, written.md_path
+
+
+def write_verdict_files(result: GateResult, out: Path, *, artifact_url: str | None = None,
+                        baseline: BaselineState | None = None,
+                        calibration: CalibrationSummary | None = None) -> WrittenVerdict:
+    """``write_verdict``, with the document it wrote (for a summary without reading it back)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ir = collect(Path(result.base.path), Path(result.cand.path), out)
-    doc = verdict_document(result, ir, baseline, calibration, artifact_url)
-    markdown = render_verdict(doc)
+    doc, validated = _document(result, ir, baseline, calibration, artifact_url)
+    markdown = render_verdict(validated)
     _write_pair(out, doc, markdown)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
@@ -146,4 +168,4 @@ def write_verdict(result: GateResult, out: Path, *, artifact_url: str | None = N
         except OSError as exc:
             raise UsageError(f"GITHUB_STEP_SUMMARY={summary} cannot be appended to ({exc.strerror or exc}); "
                              f"the verdict itself is in {out}; unset the variable or point it at a file") from exc
-    return out / VERDICT_JSON, out / VERDICT_MD
+    return WrittenVerdict(out / VERDICT_JSON, out / VERDICT_MD, validated)
