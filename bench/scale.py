@@ -9,6 +9,8 @@ Cases (size = what grows):
 - ``history``: ``tritongate history --no-plots`` over a store of nightly records
   (size: nights; the rows per night are given with ``--history-rows``);
 - ``batch-merge``: ``tritongate batch-merge`` of 4 replay batch shards (size: rows in all);
+- ``publish``: ``tritongate baseline publish`` of one record run (size: rows), with how many
+  times it read the run's ``results.json`` (``results_reads``);
 - ``import``: a fresh ``python -c "import tritongate.gate.output"`` (no size);
 - ``op-start``: what ``batch`` pays per op before the op's first row, on the CPU: a fresh
   process importing the run path (``tritongate.runner``, torch, triton) and parsing the
@@ -49,10 +51,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-CASES = ("import", "op-start", "ir", "merge", "gate", "history", "batch-merge")
+CASES = ("import", "op-start", "ir", "merge", "gate", "history", "batch-merge", "publish")
 UNSIZED = ("import", "op-start")
 DEFAULT_SIZES = {"ir": [100, 300, 600, 1232], "merge": [400, 1232, 2464], "gate": [2500, 5000, 10000],
-                 "history": [90, 180, 365], "batch-merge": [400, 1232, 2464], "import": [1], "op-start": [1]}
+                 "history": [90, 180, 365], "batch-merge": [400, 1232, 2464], "publish": [1232, 5000, 10000],
+                 "import": [1], "op-start": [1]}
 SHARDS = 12
 BATCH_SHARDS = 4
 T0 = dt.datetime(2026, 1, 1, 3, 0, tzinfo=dt.timezone.utc)
@@ -189,6 +192,37 @@ def prepare_history(nights: int, work: Path, rows_per_night: int) -> None:
                 now=started + dt.timedelta(hours=2))
 
 
+def prepare_publish(n: int, work: Path) -> None:
+    """A record run of ``n`` rows with its autotune records, as a nightly job publishes it."""
+    from tritongate.autotune.records import Record, write_records
+
+    rng = random.Random(5)
+    rows = [make_row(i, rng=rng, mode="record") for i in range(n)]
+    run = work / "run"
+    write_run(run, {**IDENT, "started_utc": T0.isoformat(timespec="seconds")}, rows, "record")
+    write_records(run, [Record(op=r.op, kernel=r.variants[0].kernel, tuner="Autotuner", key=[4096],
+                               config={"kwargs": {"BLOCK": 1024}, "num_warps": 4, "num_stages": 3},
+                               cases=(f"{r.case}/{r.dtype}",)) for r in rows],
+                  {"backend": "cuda", "device": IDENT["device"], "run": run.name, "suite": "deep"})
+    (run / "shapes.yaml").write_text("{}\n")
+
+
+def _count_results_reads() -> list[str]:
+    """Every read of a results.json from here on (``load_run`` reads it through this)."""
+    import tritongate.rundir as rundir
+
+    reads: list[str] = []
+    real = rundir.read_json_object
+
+    def counting(path: Path, what: str, **kw: Any) -> dict[str, Any]:
+        if path.name == rundir.RESULTS:
+            reads.append(str(path))
+        return real(path, what, **kw)
+
+    rundir.read_json_object = counting  # type: ignore[assignment]
+    return reads
+
+
 def prepare_batch_merge(n: int, work: Path) -> None:
     """``BATCH_SHARDS`` replay batches of one record, planned alike: each shard's manifest, op
     results and per-op runs written with the writers ``batch`` uses (``write_manifest``,
@@ -260,8 +294,12 @@ def measure(case: str, n: int, work: Path, extra: dict[str, Any]) -> dict[str, A
                 "--out", str(work / "out"), "--no-plots"]
     elif case == "batch-merge":
         argv = ["batch-merge", *map(str, sorted(work.glob("shard*"))), "--out", str(work / "out")]
+    elif case == "publish":
+        argv = ["baseline", "publish", str(work / "run"), "--runner-class", "h200", "--store", str(work / "store"),
+                "--compiler-repo", "org/triton"]
     else:
         raise SystemExit(f"unknown case {case}")
+    reads = _count_results_reads() if case == "publish" else None
     t0 = time.perf_counter()
     with open(work / "stdout.txt", "w") as out:
         saved, sys.stdout = sys.stdout, out
@@ -269,7 +307,10 @@ def measure(case: str, n: int, work: Path, extra: dict[str, Any]) -> dict[str, A
             code = main(argv)
         finally:
             sys.stdout = saved
-    return {"seconds": time.perf_counter() - t0, "exit_code": code}
+    got = {"seconds": time.perf_counter() - t0, "exit_code": code}
+    if reads is not None:
+        got["results_reads"] = len(reads)
+    return got
 
 
 # -- driver --------------------------------------------------------------------------------
@@ -425,7 +466,8 @@ def markdown(doc: dict[str, Any]) -> str:
             "merge": f"`tritongate merge` of {SHARDS} pair shards, gate included (size: rows)",
             "gate": "`tritongate gate`, paired rows (size: rows)",
             "history": f"`tritongate history --no-plots` (size: nights of {doc['history_rows']} rows)",
-            "batch-merge": f"`tritongate batch-merge` of {BATCH_SHARDS} replay shards (size: rows)"}
+            "batch-merge": f"`tritongate batch-merge` of {BATCH_SHARDS} replay shards (size: rows)",
+            "publish": "`tritongate baseline publish` of a record run (size: rows; reads: of its results.json)"}
     lines = [f"# Scale of the gate's machinery ({doc['label']})", "",
              f"{doc['date']}, {doc['machine']}: {doc['cpu']}, {doc['cores']} cores (shared), Python {doc['python']}, "
              f"commit {doc['commit'][:12]}{' (dirty)' if doc['dirty'] else ''}; "
@@ -450,6 +492,8 @@ def markdown(doc: dict[str, Any]) -> str:
             exp_p = res["exponent_peak"]
             secs = (f"{e['seconds']:.2f}" if "seconds" in e
                     else ("timed out" if e.get("timed_out") else e.get("error", "?")))
+            if "results_reads" in e:
+                secs += f" ({e['results_reads']} read{'s' if e['results_reads'] != 1 else ''})"
             lines.append(f"| {what[case] if first else ''} | {e['size']:,} | {secs} | "
                          f"{e.get('process_s', float('nan')):.2f} | {e.get('cpu_s', float('nan')):.2f} | "
                          f"{e.get('peak_mib', float('nan')):.0f} | "
@@ -467,7 +511,8 @@ def main(argv: list[str]) -> int:
                 "ir": lambda: prepare_ir(n, work), "merge": lambda: prepare_merge(n, work),
                 "gate": lambda: prepare_gate(n, work),
                 "history": lambda: prepare_history(n, work, extra["history_rows"]),
-                "batch-merge": lambda: prepare_batch_merge(n, work)}
+                "batch-merge": lambda: prepare_batch_merge(n, work),
+                "publish": lambda: prepare_publish(n, work)}
             prep[case]()
             return 0
         print(json.dumps(measure(case, n, work, extra)))
