@@ -95,3 +95,18 @@ def test_a_verdict_implies_disjoint_iqrs(a, b):
     if r.change is not Change.WITHIN_NOISE:
         assert r.new.q3 < r.base.q1 or r.base.q3 < r.new.q1
         assert (r.change is Change.FASTER) == (r.new.median < r.base.median)
+
+
+def test_quartiles_are_the_inclusive_quantiles_of_the_standard_library():
+    """``quartiles`` does ``statistics.quantiles(n=4, method="inclusive")``'s arithmetic itself
+    (once per summary): the same numbers to the last bit, odd and even counts, ties included."""
+    import random
+    import statistics
+
+    from tritongate.stats import quartiles
+
+    rng = random.Random(11)
+    for n in [2, 3, 4, 5, 8, 25, 101] * 30:
+        values = [round(rng.lognormvariate(3, 0.2), rng.choice([1, 6, 12])) for _ in range(n)]
+        assert quartiles(values) == tuple(statistics.quantiles(values, n=4, method="inclusive"))
+    assert quartiles([7.5]) == (7.5, 7.5, 7.5)
