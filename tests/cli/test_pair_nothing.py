@@ -17,6 +17,7 @@ import pytest
 
 from tritongate.cli import main
 from tritongate.gate.verdict import RowVerdict, Verdict
+from tritongate.github.trusted import parse_verdict_doc, render_comment_body
 from tritongate.ir.changed import ChangedRows
 from tritongate.ops.registry import case_id
 from tritongate.pair.evidence import JUDGED, nothing_measured
@@ -74,6 +75,13 @@ def test_a_pair_whose_every_row_failed_on_both_sides_exits_2_and_says_so(scripte
     headline = "Nothing was measured: none of its 3 rows could be judged (3 rejected)"
     assert doc["headline"] == f"⚠️ {headline}" and md.splitlines()[1] == f"## ⚠️ {headline}"
     assert "✅" not in doc["headline"] and out.count("⚠️ Nothing was measured") == 1  # the terminal summary too
+    assert doc["state"] == "blind"  # saw nothing: never "pass"
+    # the unpaired gate of the same two runs says so too, and exits 2
+    base, cand = (next((tmp_path / "out").glob(f"pair-*/{side}")) for side in ("base", "candidate"))
+    capsys.readouterr()
+    assert main(["gate", str(base), str(cand), "--out", str(tmp_path / "gate")]) == 2
+    assert "nothing was measured: none of its 3 rows was judged" in capsys.readouterr().err
+    assert json.loads((tmp_path / "gate" / "verdict.json").read_text())["state"] == "blind"
 
 
 def test_a_pair_that_planned_no_row_exits_2(scripted, tmp_path: Path, capsys) -> None:
@@ -82,6 +90,11 @@ def test_a_pair_that_planned_no_row_exits_2(scripted, tmp_path: Path, capsys) ->
     assert "nothing was measured: no row was planned;" in err and "use fewer shards than the suite has rows" in err
     doc, md = _verdict(tmp_path)
     assert doc["rows"] == [] and doc["headline"] == "⚠️ Nothing was measured: there is no row to judge"
+    assert doc["state"] == "blind"
+    # the trusted comment job renders it as the job did (its state agrees with its rows)
+    body = render_comment_body(parse_verdict_doc(json.dumps(doc).encode(), "verdict.json"))
+    assert "⚠️ Nothing was measured: there is no row to judge" in body and "says its state is" not in body
+    assert _pair(tmp_path, "--shard", "4/4", "--out", str(tmp_path / "again"), "--fail-on-blind") == 1
 
 
 def test_a_candidate_failing_every_row_the_base_ran_keeps_exit_1(scripted, tmp_path: Path, capsys) -> None:

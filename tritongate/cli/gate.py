@@ -22,7 +22,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "MISSING or NEW. Any regression fails the gate (exit 1); so does a replayed config "
                     "that no longer compiles, and more missing rows than allowed. Rejected and "
                     "not-comparable rows are listed as unverified and fail only under --strict.",
-        epilog=exit_codes(0, 1, 2, 4), formatter_class=HelpFormatter)
+        epilog=exit_codes(0, 1, 2, 4, zero="pass: no regression, and some row judged (a gate that judged\n"
+                                                   "       none, every row rejected or no row, exits 2)"),
+        formatter_class=HelpFormatter)
     gate.add_argument("base", type=_text, metavar="BASE_RUN", help="the run directory of the base build")
     gate.add_argument("cand", type=_text, metavar="CAND_RUN", help="the run directory of the candidate build")
     gate.add_argument("--out", type=_text, required=True, metavar="DIR", help="where verdict.json and verdict.md go")
@@ -51,4 +53,6 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print(line)
     print(written.md_path)
     print(written.json_path)
-    return result.exit_code
+    from tritongate.cli.pair import judged_something
+
+    return judged_something(result, Path(args.out))

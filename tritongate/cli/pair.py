@@ -198,10 +198,10 @@ def _run_pair(request, color: bool, *, record: Path | None = None) -> int:
     print(f"base:      {outcome.base_path}")
     print(f"candidate: {outcome.cand_path}")
     print(f"verdict:   {outcome.verdict_md}")
-    return _judged_something(result, outcome.path, row_timeout_s=request.row_timeout_s)
+    return judged_something(result, outcome.path, row_timeout_s=request.row_timeout_s)
 
 
-def _judged_something(result, folder: Path, *, row_timeout_s: float | None = None, shards: bool = False) -> int:
+def judged_something(result, folder: Path, *, row_timeout_s: float | None = None, shards: bool = False) -> int:
     """The gate's exit code, unless it would pass a verdict that judged no row: that is exit 2
     (as ``run`` measuring no row), the verdict written beside it saying so. A gate that failed
     keeps its 1 (a candidate failing where the base ran is a finding)."""
@@ -210,7 +210,8 @@ def _judged_something(result, folder: Path, *, row_timeout_s: float | None = Non
     nothing = nothing_measured(result)
     if nothing is None or result.exit_code != ExitCode.OK:
         return result.exit_code
-    raise MeasurementError(f"nothing was measured: {nothing.describe()}; the verdict in {folder / 'verdict'} says "
+    verdict = folder if (folder / "verdict.json").is_file() else folder / "verdict"
+    raise MeasurementError(f"nothing was measured: {nothing.describe()}; the verdict in {verdict} says "
                            f"so; {nothing.fix(row_timeout_s=row_timeout_s, shards=shards)}")
 
 
@@ -238,4 +239,4 @@ def cmd_merge(args: argparse.Namespace) -> int:
     print(f"base:      {merged.base}")
     print(f"candidate: {merged.candidate}")
     print(f"verdict:   {md_path}")
-    return _judged_something(result, out, shards=True)
+    return judged_something(result, out, shards=True)

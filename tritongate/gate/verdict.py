@@ -85,6 +85,8 @@ UNPAIRED_NOTE = ("{n} row(s) were timed unpaired, from two stored runs: two proc
                  "tritongate pair times both builds in alternating pairs on fresh worker pairs")
 # The headline's three states.
 PASS, BLIND, FAIL = "pass", "blind", "fail"
+_JUDGED = frozenset({Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCONFIRMED, Verdict.UNCHANGED,
+                     Verdict.IDENTICAL_BINARY})
 
 
 def unconfirmed(r: "RowVerdict") -> bool:
@@ -175,7 +177,15 @@ class GateResult:
         if self.policy.fail_on_blind and (blind := self.blind_rows):
             out.append(f"{len(blind)} row(s) that could not resolve their target under --fail-on-blind "
                        f"({self.blind_text()})")
+        elif self.policy.fail_on_blind and not self.judged_any:
+            out.append("no row judged, under --fail-on-blind")
         return out
+
+    @property
+    def judged_any(self) -> bool:
+        """Whether some row was judged (timed, or its binaries compared): a verdict that judged
+        none saw nothing, whatever its failures."""
+        return any(r.verdict in _JUDGED for r in self.rows)
 
     @property
     def blind_rows(self) -> list[RowVerdict]:
@@ -188,7 +198,7 @@ class GateResult:
         ``blind``: nothing failed, but some rows could not see their target; ``fail``."""
         if self.failures:
             return FAIL
-        return BLIND if self.blind_rows else PASS
+        return BLIND if self.blind_rows or not self.judged_any else PASS
 
     def blind_text(self) -> str:
         """N rows could not resolve X %, what stopped them, and the flags that raise it."""

@@ -59,7 +59,9 @@ def fallback_state(passed: bool, rows: Iterable[Any]) -> tuple[str, list[Any]]:
     blind = [r for r in rows if is_blind(r) or unconfirmed(r)]
     if not passed:
         return "fail", blind
-    return ("blind" if blind else "pass"), blind
+    # a verdict that judged no row saw nothing: never a pass
+    seen = any(_get(r, "verdict") not in NOT_JUDGED for r in rows)
+    return ("blind" if blind or not seen else "pass"), blind
 
 
 @dataclass(frozen=True)
@@ -217,13 +219,13 @@ def headline_parts(view: VerdictView) -> tuple[str, list[str]]:
             pieces.append("gate failed")
         return "❌", pieces
     extra = f"; {len(view.improved)} improved" if view.improved else ""
+    if all(r.verdict in NOT_JUDGED for r in d.rows) and view.state != "fail":
+        # no row judged (or none planned): a verdict that says nothing is never a pass
+        return "⚠️", [nothing_judged_text(d.rows)]
     if view.state == "blind":
         n = len(view.blind) + len(view.unconfirmed)
         return "⚠️", [f"No regression found; {n} row{'' if n == 1 else 's'} could not resolve "
                       f"{target_text(view.targets)}{extra}"]
-    if all(r.verdict in NOT_JUDGED for r in d.rows):
-        # no row judged (or none planned): a verdict that says nothing is never a pass
-        return "⚠️", [nothing_judged_text(d.rows)]
     if rows and all(r.verdict == "IDENTICAL_BINARY" and not r.timed and any(AHEAD_OF_TIME in x for x in r.reasons)
                     for r in d.rows):
         # every row's kernels compiled byte-identical ahead of time: nothing ran (the pre-screen)
