@@ -66,7 +66,7 @@ history() {
   # Every published night of this runner class and suite, tonight's included (the local
   # store); change points are findings: only a failure to build the report fails.
   PYTHONPATH="$root" "$PY" -m tritongate history --store baseline-store --runner-class "$TG_RUNNER_CLASS" \
-    --suite "$TG_SUITE" --out "$work/history" --summary-out "$GITHUB_STEP_SUMMARY"
+    --suite "$TG_SUITE" --compiler-repo "$TG_COMPILER_REPO" --out "$work/history" --summary-out "$GITHUB_STEP_SUMMARY"
 }
 
 case "${1:-}" in

@@ -45,7 +45,8 @@ def series(values: Sequence[float | None], *, op: str = "softmax", case: str = "
 
 
 def publish_nights(store: Path, work: Path, nights: Sequence[Sequence[Row]], *, skip: Sequence[int] = (),
-                   device: str = "NVIDIA H200", suite: str = "pr", runner_class: str = "h200") -> list[Path]:
+                   device: str = "NVIDIA H200", suite: str = "pr", runner_class: str = "h200",
+                   compiler_repo: str = "org/triton") -> list[Path]:
     """Publish one record run per night (night ``i`` recorded at ``T0 + i days`` from
     ``commit(i)``; nights in ``skip`` published nothing); returns the entry folders."""
     entries = []
@@ -55,6 +56,6 @@ def publish_nights(store: Path, work: Path, nights: Sequence[Sequence[Row]], *, 
         started = T0 + i * DAY
         run = make_record(work / f"{suite}_{device[-4:]}_{i:02d}", started=started, commit=commit(i), rows=list(rows),
                           device=device, suite=suite)
-        entries.append(publish(store, run, runner_class=runner_class, compiler_repo="org/triton",
+        entries.append(publish(store, run, runner_class=runner_class, compiler_repo=compiler_repo,
                                now=started + dt.timedelta(hours=2)).path)
     return entries

@@ -144,3 +144,27 @@ def test_the_parser_sets_func_like_the_other_subcommands():
         parser.parse_args(["history", "--help"])
     assert info.value.code == 0
     assert commands.__doc__ and "exit codes" in commands.EXIT_CODES
+
+
+def test_the_nightlys_history_step_reads_its_own_compilers_entries(tmp_path):
+    """`nightly_steps.sh history` as the record-baseline action runs it, on a store holding a
+    FlagTree nightly beside this repository's: only this compiler's entries are its history."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.history.helpers import publish_nights
+
+    root = Path(__file__).resolve().parents[2]
+    store = tmp_path / "baseline-store"
+    publish_nights(store, tmp_path / "a", [[row()]] * 3)
+    publish_nights(store, tmp_path / "b", [[row(median=30.0)]] * 2, compiler_repo="flagos-ai/FlagTree")
+    summary = tmp_path / "summary.md"
+    env = {**os.environ, "PY": sys.executable, "TG_SUITE": "pr", "TG_RUNNER_CLASS": "h200",
+           "TG_COMPILER_REPO": "org/triton", "RUNNER_TEMP": str(tmp_path / "tmp"),
+           "GITHUB_OUTPUT": str(tmp_path / "out"), "GITHUB_STEP_SUMMARY": str(summary)}
+    proc = subprocess.run(["bash", str(root / "ci" / "nightly_steps.sh"), "history"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "tmp" / "tritongate" / "history" / "history.json").read_text())
+    assert len(doc["entries"]) == 3

@@ -107,6 +107,21 @@ def test_several_gpus_need_a_choice(tmp_path):
     assert load_history(store, "h200", "pr", gpu="NVIDIA H200").gpu_slug == "nvidia-h200"
 
 
+def test_two_compilers_nightlies_are_two_histories(tmp_path):
+    # a FlagTree nightly and an upstream one on the same runners: not one series with steps between them
+    store = tmp_path / "store"
+    publish_nights(store, tmp_path / "a", [[row()]] * 2)
+    publish_nights(store, tmp_path / "b", [[row(median=30.0)]] * 2, compiler_repo="git@github.com:flagos-ai/FlagTree.git")
+    with pytest.raises(HistoryError, match=r"2 compiler repositories \(flagos-ai/FlagTree, org/triton\); "
+                                           r"pass --compiler-repo"):
+        load_history(store, "h200", "pr")
+    h = load_history(store, "h200", "pr", compiler_repo="https://github.com/flagos-ai/flagtree")
+    assert len(h.entries) == 2 and h.series[0].points[0].median_us == pytest.approx(30.0, rel=0.01)
+    assert len(load_history(store, "h200", "pr", compiler_repo="org/triton").entries) == 2
+    with pytest.raises(HistoryError, match="--compiler-repo"):
+        load_history(store, "h200", "pr", compiler_repo="not a repo")
+
+
 def test_missing_nightlies_against_the_usual_spacing():
     days = [T0 + i * DAY for i in (0, 1, 2, 3, 6, 7, 8)]
     (hole,) = missing_nightlies(days)

@@ -42,7 +42,8 @@ def run_history(args: argparse.Namespace) -> int:
     from tritongate.history.series import load_history
 
     rule = Detection(min_effect=args.min_effect, p_value=args.p_value)
-    history = load_history(Path(args.store), args.runner_class, suite_folder(args.suite), args.gpu)
+    history = load_history(Path(args.store), args.runner_class, suite_folder(args.suite), args.gpu,
+                           compiler_repo=args.compiler_repo)
     report = build_report(history, rule, new_last=args.new_last)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -83,6 +84,8 @@ def add_history_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
                    help="the suite: a builtin name (pr) or its YAML file (named by its stem)")
     p.add_argument("--gpu", type=_text, metavar="NAME|SLUG",
                    help="only entries recorded on this GPU (needed when the runner class spans several)")
+    p.add_argument("--compiler-repo", type=_text, metavar="OWNER/NAME|URL",
+                   help="only entries of this compiler repository's builds (needed when the store holds several)")
     p.add_argument("--out", type=_text, required=True, metavar="DIR", help="where the reports and plots go")
     # not --min-effect: that is the gate's least change of one paired row; this one compares
     # unpaired nightly medians, a noisier quantity, so it has its own name and default

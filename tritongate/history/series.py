@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tritongate.baselines.manifest import check_runner_class, gpu_slug
+from tritongate.baselines.manifest import BaselineError, check_runner_class, gpu_slug
 from tritongate.baselines.store import Entry, check_files, list_entries
 from tritongate.errors import GateError, UsageError
 from tritongate.rundir import load_run
@@ -250,11 +250,14 @@ def _series(maps: Sequence[tuple[EntryInfo, Mapping[tuple[str, str, str], Point]
     return out
 
 
-def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = None) -> History:
-    """The history of ``runner_class``/``suite`` (on ``gpu``: a GPU name or slug) in ``store``.
+def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = None,
+                 compiler_repo: str | None = None) -> History:
+    """The history of ``runner_class``/``suite`` (on ``gpu``: a GPU name or slug; of
+    ``compiler_repo``'s builds: any spelling ``baselines.repo.parse_repo`` reads) in ``store``.
 
     Raises ``HistoryError`` (exit 2) for a store that is not a folder, no readable entries, or
-    entries on several GPUs when ``gpu`` is not given (their timings are not one series).
+    entries on several GPUs or of several compiler repositories when ``gpu`` or
+    ``compiler_repo`` is not given (their timings are not one series).
     """
     store = Path(store)
     check_runner_class(runner_class)
@@ -263,12 +266,20 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
     if not store.is_dir():
         raise HistoryError(f"baseline store {store} is not a directory; pass the folder nightlies publish into "
                            "(on GitHub a checkout of the data branch)")
-    found, notes = list_entries(store, runner_class=runner_class, suite=suite, gpu=wanted)
+    try:
+        found, notes = list_entries(store, runner_class=runner_class, suite=suite, gpu=wanted,
+                                    compiler_repo=compiler_repo)
+    except BaselineError as exc:
+        raise HistoryError(f"--compiler-repo: {exc}") from exc
     found = sorted(found, key=Entry.sort_key)  # oldest first
     slugs = sorted({e.manifest.gpu_slug for e in found})
     if len(slugs) > 1:
         raise HistoryError(f"entries for runner class {runner_class}, suite {suite} in {store} were recorded on "
                            f"{len(slugs)} GPUs ({', '.join(slugs)}); pass --gpu with one of them")
+    repos = sorted({r.display if (r := e.repo()) is not None else "(none recorded)" for e in found})
+    if len(repos) > 1:  # two compilers' nightlies are two histories, not one with steps between them
+        raise HistoryError(f"entries for runner class {runner_class}, suite {suite} in {store} are of {len(repos)} "
+                           f"compiler repositories ({', '.join(repos)}); pass --compiler-repo with one of them")
     # each entry's rows are cut to their points as soon as it is read: a year of a deep scan's
     # rows, raw samples and all, would not fit in memory
     loaded: list[tuple[EntryInfo, dict[tuple[str, str, str], Point]]] = []
