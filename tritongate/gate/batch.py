@@ -3,8 +3,8 @@
 ``decide_rows`` is ``tritongate.gate.rule.decide`` for every timed row of a gate, result for
 result (``tests/gate/test_scale_decide.py`` checks it field by field): the rows share the
 floor's t quantile of each degrees of freedom (``floor_multiplier`` is a scipy call, most of a
-row's cost when made per row), and each row's log samples and their summaries are made once for
-its precision and its IQR condition (``decide`` makes them twice). The estimate stays one
+row's cost when made per row) and the layouts' arrays; the rest is ``rule.judge``, which
+``decide`` calls too. The estimate stays one
 ``robust.estimate`` per row: numpy's sums over a batch round differently in the last bit, and
 a verdict must not depend on how many rows it was judged with.
 
@@ -26,9 +26,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from tritongate.gate.robust import estimate, order_signs
-from tritongate.gate.rule import (AGREEMENT_P, PairLayout, Precision, TimingDecision, Why, _Evidence, _log_samples,
-                                  _rel, _unpaired_se_df, floor_multiplier, paired_log_ratios, round_medians)
-from tritongate.stats import Change, Summary, summarize
+from tritongate.gate.rule import AGREEMENT_P, PairLayout, TimingDecision, _evidence, floor_multiplier, judge
+from tritongate.stats import Summary, summarize
 
 
 @dataclass(frozen=True)
@@ -45,17 +44,6 @@ class RowSamples:
     layout: PairLayout | None = None
     base_summary: Summary | None = None
     cand_summary: Summary | None = None
-
-
-@dataclass(frozen=True)
-class _Estimate:
-    """What ``decide`` reads of a row's ``robust.PairedEstimate``, as Python numbers."""
-
-    effect_log: float
-    agreement_p: float
-    order_log: float
-    worker_pairs: int
-    cluster_effects: tuple[float, ...]
 
 
 def decide_rows(rows: Sequence[RowSamples], *, noise_z: float, min_samples: int, process_sd: float = 0.0,
@@ -76,81 +64,14 @@ def decide_rows(rows: Sequence[RowSamples], *, noise_z: float, min_samples: int,
 
     out = []
     for r in rows:
-        ev, est = _evidence(r, process_sd, pair_inflation, arrays)
-        out.append(_decision(r, ev, est, multiplier(ev.df), noise_z, min_samples))
+        ev = _evidence(r.base, r.cand, base_per_round=r.base_per_round, cand_per_round=r.cand_per_round,
+                       paired=r.paired, layout=r.layout, process_sd=process_sd, pair_inflation=pair_inflation,
+                       arrays=lambda n, layout=r.layout: arrays(layout, n))
+        out.append(judge(ev, r.base, r.cand, r.base_summary or summarize(r.base), r.cand_summary or summarize(r.cand),
+                         base_per_round=r.base_per_round, cand_per_round=r.cand_per_round, paired=r.paired,
+                         layout=r.layout, min_effect=r.min_effect, noise_z=noise_z, min_samples=min_samples,
+                         mult=multiplier(ev.df)))
     return out
-
-
-def _evidence(r: RowSamples, process_sd: float, pair_inflation: float,
-              arrays: Callable[[PairLayout | None, int], tuple[np.ndarray, np.ndarray]]
-              ) -> tuple[_Evidence, _Estimate | None]:
-    """``rule._evidence``, the layout's arrays shared by the rows that have it."""
-    if not r.paired:
-        se, df = _unpaired_se_df(r.base, r.cand, r.base_per_round, r.cand_per_round)
-        return _Evidence(se, df, None, prior_se=math.sqrt(2) * process_sd), None
-    ratios = paired_log_ratios(r.base, r.cand, base_per_round=r.base_per_round, cand_per_round=r.cand_per_round)
-    if not ratios:
-        return _Evidence(math.inf, 0.0, None), None
-    bf, wp = arrays(r.layout, len(ratios))
-    e = estimate(np.asarray(ratios, dtype=float), base_first=bf, groups=wp, process_sd=process_sd,
-                 inflation=pair_inflation)
-    se = float(e.se_measured)
-    est = _Estimate(effect_log=float(e.effect_log), agreement_p=float(e.agreement_p), order_log=float(e.order_log),
-                    worker_pairs=e.worker_pairs,
-                    cluster_effects=tuple(float(x) for x in np.atleast_1d(e.cluster_effects)))
-    return _Evidence(se if math.isfinite(se) else math.inf, e.df, e, prior_se=float(e.se_prior)), est
-
-
-def _decision(r: RowSamples, ev: _Evidence, est: _Estimate | None, mult: float, noise_z: float,
-              min_samples: int) -> TimingDecision:
-    """The rest of ``rule.decide`` (precision, IQR condition, verdict and its words)."""
-    b = r.base_summary or summarize(r.base)
-    c = r.cand_summary or summarize(r.cand)
-    floor_log = 0.0 if mult == 0 else math.hypot(mult * ev.se, noise_z * ev.prior_se)
-    lb, lc = _log_samples(r.base, r.cand, base_per_round=r.base_per_round, cand_per_round=r.cand_per_round,
-                          paired=r.paired, est=ev.est, layout=r.layout)
-    sb, sc = summarize(lb), summarize(lc)
-    prec = Precision(noise_floor_log=floor_log, iqr_gap_log=(sb.iqr + sc.iqr) / 2,
-                     min_effect_log=math.log1p(r.min_effect))
-    overlap = not (sb.q3 < sc.q1 or sc.q3 < sb.q1)
-    agree = 1.0
-    if est is not None:
-        log_ratio, agree = est.effect_log, est.agreement_p
-    elif r.paired:
-        log_ratio = 0.0
-    else:
-        log_ratio = math.log(c.median / b.median)
-    pairs = min(len(round_medians(r.base, r.base_per_round)), len(round_medians(r.cand, r.cand_per_round))) \
-        if r.paired else 0
-    floor = _rel(prec.noise_floor_log)
-    size = abs(log_ratio)
-    detectable: float | None = prec.detectable
-    if b.n < min_samples or c.n < min_samples:
-        why, detectable = Why.TOO_FEW_SAMPLES, None
-        reason = f"too few samples to decide (base {b.n}, candidate {c.n}; {min_samples} needed per side)"
-    elif overlap:
-        why, reason = Why.IQRS_OVERLAP, "IQRs overlap"
-    elif size < prec.min_effect_log:
-        why = Why.BELOW_MIN_EFFECT
-        reason = f"effect {_rel(size):.2%} below the minimum effect {r.min_effect:.2%}"
-    elif size < prec.noise_floor_log:
-        why = Why.BELOW_NOISE_FLOOR
-        reason = f"effect {_rel(size):.2%} below the noise floor {floor:.2%}"
-    elif agree < AGREEMENT_P and est is not None:
-        why = Why.WORKER_PAIRS_DISAGREE
-        effects = ", ".join(f"{_rel(x):+.2%}" for x in est.cluster_effects)
-        reason = (f"effect {_rel(size):.2%}, but the {est.worker_pairs} worker pairs disagree ({effects}; "
-                  f"p = {agree:.1e} under one common effect)")
-    else:
-        why = Why.CALLED
-        reason = (f"{'slower' if log_ratio > 0 else 'faster'}: IQRs disjoint, effect {_rel(size):.2%} "
-                  f"clears the minimum effect {r.min_effect:.2%} and the noise floor {floor:.2%}")
-    change = Change.WITHIN_NOISE if why is not Why.CALLED else (Change.SLOWER if log_ratio > 0 else Change.FASTER)
-    return TimingDecision(change=change, speedup=math.exp(-log_ratio), effect=math.expm1(log_ratio),
-                          base=b, cand=c, iqrs_overlap=overlap, paired=r.paired, pairs=pairs,
-                          noise_floor=floor, detectable=detectable, why=why, reason=reason,
-                          worker_pairs=est.worker_pairs if est is not None else 0,
-                          order_effect=math.expm1(2 * est.order_log) if est is not None else 0.0)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ import math
 import statistics
 from dataclasses import dataclass
 from enum import Enum
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -131,8 +131,11 @@ def paired_log_ratios(base: Sequence[float], cand: Sequence[float], *, base_per_
 
 
 def paired_estimate(ratios: Sequence[float], layout: PairLayout | None, process_sd: float,
-                    pair_inflation: float = 1.0) -> PairedEstimate:
-    bf, wp = (layout or PairLayout()).arrays(len(ratios))
+                    pair_inflation: float = 1.0,
+                    arrays: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None) -> PairedEstimate:
+    """``arrays``: the layout's (base first, worker pair) arrays for n pairs, where a caller
+    judging many rows of one layout shares them (default: made from ``layout``)."""
+    bf, wp = (arrays or (layout or PairLayout()).arrays)(len(ratios))
     return estimate(np.asarray(ratios, dtype=float), base_first=bf, groups=wp, process_sd=process_sd,
                     inflation=pair_inflation)
 
@@ -224,12 +227,13 @@ class _Evidence:
 
 
 def _evidence(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
-              paired: bool, layout: PairLayout | None, process_sd: float, pair_inflation: float = 1.0) -> _Evidence:
+              paired: bool, layout: PairLayout | None, process_sd: float, pair_inflation: float = 1.0,
+              arrays: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None) -> _Evidence:
     if paired:
         ratios = paired_log_ratios(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round)
         if not ratios:
             return _Evidence(math.inf, 0.0, None)
-        est = paired_estimate(ratios, layout, process_sd, pair_inflation)
+        est = paired_estimate(ratios, layout, process_sd, pair_inflation, arrays)
         se = float(est.se_measured)
         return _Evidence(se if math.isfinite(se) else math.inf, est.df, est, prior_se=float(est.se_prior))
     se, df = _unpaired_se_df(base, cand, base_per_round, cand_per_round)
@@ -237,17 +241,20 @@ def _evidence(base: Sequence[float], cand: Sequence[float], *, base_per_round: i
     return _Evidence(se, df, None, prior_se=math.sqrt(2) * process_sd)
 
 
-def _precision_of(ev: _Evidence, base: Sequence[float], cand: Sequence[float], *, base_per_round: int,
-                  cand_per_round: int, paired: bool, min_effect: float, noise_z: float,
-                  layout: PairLayout | None) -> Precision:
-    mult = floor_multiplier(noise_z, ev.df)
+def _precision_and_overlap(ev: _Evidence, base: Sequence[float], cand: Sequence[float], *, base_per_round: int,
+                           cand_per_round: int, paired: bool, min_effect: float, noise_z: float,
+                           layout: PairLayout | None, mult: float | None = None) -> tuple[Precision, bool]:
+    """The row's precision and whether its IQRs overlap, from one set of log samples.
+    ``mult``: ``floor_multiplier(noise_z, ev.df)`` where the caller has it."""
+    mult = floor_multiplier(noise_z, ev.df) if mult is None else mult
     floor_log = 0.0 if mult == 0 else math.hypot(mult * ev.se, noise_z * ev.prior_se)
     lb, lc = _log_samples(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired,
                           est=ev.est, layout=layout)
     b, c = summarize(lb), summarize(lc)
     # the shift that would just separate the two IQRs if both kept their (log) widths
-    return Precision(noise_floor_log=floor_log, iqr_gap_log=(b.iqr + c.iqr) / 2,
+    prec = Precision(noise_floor_log=floor_log, iqr_gap_log=(b.iqr + c.iqr) / 2,
                      min_effect_log=math.log1p(min_effect))
+    return prec, not (b.q3 < c.q1 or c.q3 < b.q1)
 
 
 def precision(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
@@ -258,27 +265,29 @@ def precision(base: Sequence[float], cand: Sequence[float], *, base_per_round: i
     cannot steer a row towards a verdict."""
     ev = _evidence(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired,
                    layout=layout, process_sd=process_sd, pair_inflation=pair_inflation)
-    return _precision_of(ev, base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round,
-                         paired=paired, min_effect=min_effect, noise_z=noise_z, layout=layout)
-
-
-def iqrs_overlap(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
-                 paired: bool, est: PairedEstimate | None = None, layout: PairLayout | None = None) -> bool:
-    lb, lc = _log_samples(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired,
-                          est=est, layout=layout)
-    b, c = summarize(lb), summarize(lc)
-    return not (b.q3 < c.q1 or c.q3 < b.q1)
+    return _precision_and_overlap(ev, base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round,
+                                  paired=paired, min_effect=min_effect, noise_z=noise_z, layout=layout)[0]
 
 
 def decide(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
            min_effect: float, noise_z: float, min_samples: int, paired: bool = False,
            layout: PairLayout | None = None, process_sd: float = 0.0,
            pair_inflation: float = 1.0) -> TimingDecision:
-    b, c = summarize(base), summarize(cand)
     ev = _evidence(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired,
                    layout=layout, process_sd=process_sd, pair_inflation=pair_inflation)
-    prec = _precision_of(ev, base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round,
-                         paired=paired, min_effect=min_effect, noise_z=noise_z, layout=layout)
+    return judge(ev, base, cand, summarize(base), summarize(cand), base_per_round=base_per_round,
+                 cand_per_round=cand_per_round, paired=paired, layout=layout, min_effect=min_effect,
+                 noise_z=noise_z, min_samples=min_samples)
+
+
+def judge(ev: _Evidence, base: Sequence[float], cand: Sequence[float], b: Summary, c: Summary, *,
+          base_per_round: int, cand_per_round: int, paired: bool, layout: PairLayout | None,
+          min_effect: float, noise_z: float, min_samples: int, mult: float | None = None) -> TimingDecision:
+    """``decide`` from a row's evidence and its samples' summaries ``b``/``c`` (``mult``: the
+    floor's multiplier for ``ev.df`` where the caller shares it across rows)."""
+    prec, overlap = _precision_and_overlap(ev, base, cand, base_per_round=base_per_round,
+                                           cand_per_round=cand_per_round, paired=paired, min_effect=min_effect,
+                                           noise_z=noise_z, layout=layout, mult=mult)
     agree = 1.0
     if paired and ev.est is not None:
         # the estimate whose standard error the floor uses (the ratio of pooled medians would
@@ -289,8 +298,6 @@ def decide(base: Sequence[float], cand: Sequence[float], *, base_per_round: int,
         log_ratio = 0.0
     else:
         log_ratio = math.log(c.median / b.median)
-    overlap = iqrs_overlap(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round,
-                           paired=paired, est=ev.est, layout=layout)
     pairs = min(len(round_medians(base, base_per_round)), len(round_medians(cand, cand_per_round))) \
         if paired else 0
     floor = _rel(prec.noise_floor_log)
