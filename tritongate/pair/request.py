@@ -39,7 +39,7 @@ CPU_WORKER_PAIRS = 1
 # never shares a process with the measurement it confirms. As many as a row may use: with 3
 # pool pairs a process with a step in its speed sits in a third of every later row, whose
 # worker pairs then disagree (blind), and +2 % was caught on 64 % of quiet rows in the
-# simulation of a step of 1.5 % on one worker, 99 % with 8 (bench/results/2026-12-02_gate_simulation*).
+# simulation of a step of 1.5 % on one worker, 97.9 % with 8 (bench/results/2026-12-02_gate_simulation*).
 GPU_POOL_PAIRS = GPU_WORKER_PAIRS
 CPU_POOL_PAIRS = 2
 # a stretched check's pool (schedule_scale) grows with it, up to this many pairs: 2 x 12 GPU
