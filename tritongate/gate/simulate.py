@@ -27,7 +27,7 @@ import numpy as np
 from tritongate.gate.batch import BatchDecision, ScheduleOutcome, confirmed, decide_paired, schedule
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import GateResult, run_gate
-from tritongate.pair.request import GPU_POOL_PAIRS, default_schedule
+from tritongate.pair.request import default_pool_size, default_schedule
 from tritongate.pair.schedule import PairSchedule
 from tritongate.rundir import Run
 from tritongate.schema import MeasurementInfo, Row, RunStatus
@@ -76,8 +76,8 @@ def simulate(*, rows: int, shift: float, rel_iqrs: Sequence[float], seed: int,
 
 
 def pool_pairs(sched: PairSchedule) -> int:
-    """Measuring worker pairs a GPU run keeps (``PairRunner._pool_size``); as many more confirm."""
-    return min(sched.max_worker_pairs, GPU_POOL_PAIRS) if sched.max_worker_pairs > 1 else 1
+    """Measuring worker pairs a GPU run keeps (``pair.request.default_pool_size``); as many more confirm."""
+    return default_pool_size(sched, "cuda")
 
 
 def row_layout(sched: PairSchedule, pool: int, row: int, pairs: int) -> np.ndarray:

@@ -147,10 +147,17 @@ def pool_size(req: PairRequest, schedule: PairSchedule, backend: str) -> int:
         if req.worker_pool < 1:
             raise UsageError(f"worker_pool must be >= 1, got {req.worker_pool}")
         return req.worker_pool
+    return default_pool_size(schedule, backend, req.schedule_scale)
+
+
+def default_pool_size(schedule: PairSchedule, backend: str, schedule_scale: int = 1) -> int:
+    """The pool a run of ``schedule`` keeps unless told otherwise: one pair when a row stays
+    on one, else the backend's pool (times a stretched check's scale, up to MAX_POOL_PAIRS),
+    never more than a row may use."""
     if schedule.max_worker_pairs < 2:
         return 1
-    pool = (CPU_POOL_PAIRS if backend == "cpu" else GPU_POOL_PAIRS) * req.schedule_scale
-    return min(schedule.max_worker_pairs, pool, max(MAX_POOL_PAIRS, GPU_POOL_PAIRS))
+    pool = (CPU_POOL_PAIRS if backend == "cpu" else GPU_POOL_PAIRS) * schedule_scale
+    return min(schedule.max_worker_pairs, pool, MAX_POOL_PAIRS)
 
 
 def parse_builds(base_python: str | None, cand_python: str | None, base_env: Iterable[str] | None,
