@@ -52,7 +52,7 @@ class NoiseModel:
 
 
 # At the offsets the H200 data shows (bench/results/2026-11-30_h200_shared_inputs.json), and
-# the patterns of the audit of issue 23.
+# the structured patterns real workers show (process offsets, speed states, drift, outliers).
 MODELS = (
     NoiseModel("iid", "iid"),
     NoiseModel("offsets 0.2 % per process", "offsets", {"tau": 0.002}, True,

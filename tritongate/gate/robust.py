@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tritongate.gate.quantiles import chi2_sf
+
 TRIM = 0.2
 
 
@@ -126,9 +128,7 @@ def estimate(d: np.ndarray, *, base_first: np.ndarray | None, groups: np.ndarray
             wq = 1 / np.maximum(v + process_sd ** 2, 1e-30)
             mq = (wq * m).sum(-1) / wq.sum(-1)
             q_tau = (wq * (m - mq[..., None]) ** 2).sum(-1)
-        from scipy.stats import chi2
-
-        agreement = np.where(np.isfinite(q_tau), chi2.sf(np.nan_to_num(q_tau, nan=0.0), k - 1), 1.0)
+        agreement = np.where(np.isfinite(q_tau), chi2_sf(np.nan_to_num(q_tau, nan=0.0), k - 1), 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         w = 1 / np.maximum(v + tau2[..., None], 1e-30)
         sw = w.sum(-1)

@@ -99,10 +99,9 @@ def floor_multiplier(noise_z: float, df: float) -> float:
 
 
 def _t_isf_at_z(noise_z: float, df: float) -> float:
-    # scipy.stats costs a few hundred ms to import: only a decision that needs it pays
-    from scipy.stats import norm, t as student_t
+    from tritongate.gate.quantiles import norm_sf, t_isf
 
-    return float(student_t.isf(norm.sf(noise_z), df))
+    return t_isf(norm_sf(noise_z), df)
 
 
 def log_median_var(samples: Sequence[float], per_round: int) -> tuple[float, float]:

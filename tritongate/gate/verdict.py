@@ -250,12 +250,12 @@ class GateResult:
         rows = self.timed()
         if len(rows) < 2:
             return None
-        from scipy.stats import t as student_t
+        from tritongate.gate.quantiles import t_ppf
 
         logs = [math.log(r.timing.speedup) for r in rows]
         mean = sum(logs) / len(logs)
         sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
-        half = float(student_t.ppf(0.975, len(logs) - 1)) * sd / math.sqrt(len(logs))
+        half = t_ppf(0.975, len(logs) - 1) * sd / math.sqrt(len(logs))
         return math.exp(mean - half), math.exp(mean + half)
 
     def geomean_text(self) -> str:
