@@ -14,7 +14,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 work="${RUNNER_TEMP:?}/tritongate"
 mkdir -p "$work"
-out() { echo "$1=$2" >> "${GITHUB_OUTPUT:?}"; }
+# shellcheck source=ci/outputs.sh
+source "$(dirname "${BASH_SOURCE[0]}")/outputs.sh"  # out NAME VALUE
 
 record() {
   mkdir -p baseline-store

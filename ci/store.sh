@@ -14,7 +14,8 @@
 set -euo pipefail
 
 die() { echo "::error title=baseline store::$*" >&2; exit "${2:-1}"; }
-out() { if [[ -n "${GITHUB_OUTPUT:-}" ]]; then echo "$1=$2" >> "$GITHUB_OUTPUT"; else echo "$1=$2"; fi; }
+# shellcheck source=ci/outputs.sh
+source "$(dirname "${BASH_SOURCE[0]}")/outputs.sh"  # out NAME VALUE
 
 repo="${TG_STORE_REPO:-}"
 branch="${TG_STORE_BRANCH:-tritongate-baselines}"

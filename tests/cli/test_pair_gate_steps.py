@@ -62,6 +62,7 @@ def _step_tree(tmp: Path) -> Path:
     root = tmp / "tg"
     (root / "ci").mkdir(parents=True)
     shutil.copy(REPO / "ci" / "gate_steps.sh", root / "ci" / "gate_steps.sh")
+    shutil.copy(REPO / "ci" / "outputs.sh", root / "ci" / "outputs.sh")  # what the step scripts source
     (root / "ci" / "replay_candidate.py").write_text(FAKE_REPLAY.format(repo=str(REPO)))
     return root / "ci" / "gate_steps.sh"
 
