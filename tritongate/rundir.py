@@ -216,12 +216,11 @@ def terminal_safe(value: Any) -> str:
     return value if isinstance(value, str) and len(value) < 40 and value.isprintable() else short(value)
 
 
-def load_run(path: Path, *, allow_incomplete: bool = False) -> Run:
-    """Load and validate a run directory.
-
-    Raises ``RunDirError`` (missing/damaged/invalid: one line naming the file and the field),
-    ``SchemaVersionError`` (older or newer writer) or ``IncompleteRunError`` (the writer did
-    not finish) unless ``allow_incomplete``.
+def load_run_docs(path: Path, *, allow_incomplete: bool = False) -> tuple[ResultsDoc, dict[str, Any]]:
+    """A run directory's validated ``results.json`` document and its identity, without building
+    a ``Row`` per row: what a reader that needs a few fields of many runs (``history``) pays.
+    Checks what ``load_run`` checks of the documents (versions, schema, one row per key,
+    completeness) and raises as it does.
     """
     path = Path(path)
     if not path.is_dir():
@@ -233,22 +232,35 @@ def load_run(path: Path, *, allow_incomplete: bool = False) -> Run:
     check_version(path / IDENTITY, identity)
     results = validate(ResultsDoc, results_raw, source=path / RESULTS, error=RunDirError)
     validate(IdentityDoc, identity, source=path / IDENTITY, error=RunDirError)
+    seen: set[tuple[str, str, str]] = set()
+    for i, doc in enumerate(results.rows):
+        key = (doc.op, doc.case, doc.dtype)
+        if key in seen:
+            raise RunDirError(f"{path / RESULTS}: rows[{i}]: a second row for {key}; each "
+                              "(op, case, dtype) appears once")
+        seen.add(key)
+    status = RunStatus(results.status)
+    if status is not RunStatus.COMPLETE and not allow_incomplete:
+        why = results.failure or "its writer did not finish (crashed, killed, or still running)"
+        raise IncompleteRunError(
+            f"{path} is incomplete ({status.value}, {len(results.rows)} rows): {why}. Re-run the "
+            "measurement; partial results are never read as complete")
+    return results, identity
+
+
+def load_run(path: Path, *, allow_incomplete: bool = False) -> Run:
+    """Load and validate a run directory.
+
+    Raises ``RunDirError`` (missing/damaged/invalid: one line naming the file and the field),
+    ``SchemaVersionError`` (older or newer writer) or ``IncompleteRunError`` (the writer did
+    not finish) unless ``allow_incomplete``.
+    """
+    path = Path(path)
+    results, identity = load_run_docs(path, allow_incomplete=allow_incomplete)
     rows = []
     for i, doc in enumerate(results.rows):
         try:
             rows.append(Row.from_dict(doc.model_dump()))
         except (KeyError, TypeError, ValueError) as exc:
             raise RunDirError(f"{path / RESULTS}: rows[{i}]: {exc}") from exc
-    seen: set[tuple[str, str, str]] = set()
-    for i, row in enumerate(rows):
-        if row.key in seen:
-            raise RunDirError(f"{path / RESULTS}: rows[{i}]: a second row for {row.key}; each "
-                              "(op, case, dtype) appears once")
-        seen.add(row.key)
-    status = RunStatus(results.status)
-    if status is not RunStatus.COMPLETE and not allow_incomplete:
-        why = results.failure or "its writer did not finish (crashed, killed, or still running)"
-        raise IncompleteRunError(
-            f"{path} is incomplete ({status.value}, {len(rows)} rows): {why}. Re-run the "
-            "measurement; partial results are never read as complete")
-    return Run(path=path, status=status, identity=identity, rows=tuple(rows), mode=results.mode)
+    return Run(path=path, status=RunStatus(results.status), identity=identity, rows=tuple(rows), mode=results.mode)

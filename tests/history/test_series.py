@@ -178,15 +178,57 @@ def test_an_entry_s_rows_are_let_go_before_the_next_entry_is_read(store, monkeyp
 
     store, _ = store
     alive: list[weakref.ref] = []
-    real = series_mod.load_run
+    real = series_mod._timings
 
-    def load_run(path, **kw):
+    def timings(path):
         gc.collect()
         assert not [r for r in alive if r() is not None], "the previous entry's rows are still held"
-        run = real(path, **kw)
-        alive.extend(weakref.ref(r) for r in run.rows)
-        return run
+        rows = real(path)
+        alive.extend(weakref.ref(r) for r in rows)
+        return rows
 
-    monkeypatch.setattr(series_mod, "load_run", load_run)
+    monkeypatch.setattr(series_mod, "_timings", timings)
     h = load_history(store, "h200", "pr")
     assert len(h.entries) == 5 and len(alive) > 10
+
+
+def test_an_entry_s_timings_give_the_points_its_full_load_gives(store):
+    """The history reads each entry through ``Row.timing_of`` (no variants, measurement or
+    correctness built): every point, gaps and their reasons included, is the one a full
+    ``load_run`` of the entry gives."""
+    from tritongate.baselines.store import list_entries
+    from tritongate.history.series import EntryInfo, _timings, points_of
+    from tritongate.rundir import load_run
+
+    store, _ = store
+    entries, _ = list_entries(store, runner_class="h200", suite="pr")
+    assert len(entries) == 5
+    for entry in entries:
+        info = EntryInfo.of(entry)
+        assert points_of(info, _timings(entry.path)) == points_of(info, load_run(entry.path).rows)
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda r: r.update(summary={**r["summary"], "median": r["summary"]["median"] * 1.1}), "stored summary median"),
+    (lambda r: r.update(samples=[], summary=None), "an ok row needs samples"),
+    (lambda r: r.update(status="error", error=""), "needs an error text"),
+])
+def test_a_row_the_full_load_refuses_skips_its_entry_with_a_note(tmp_path, edit, match):
+    """Reading only the timings checks what the full load checks: a row it would refuse
+    makes the entry a note, never a point."""
+    import json
+
+    from tritongate.baselines.store import list_entries
+    from tritongate.history.series import _timings
+    from tritongate.rundir import load_run
+
+    store = tmp_path / "store"
+    publish_nights(store, tmp_path / "runs", [_night(0), _night(5)])
+    entries, _ = list_entries(store, runner_class="h200", suite="pr")
+    path = sorted(entries, key=lambda e: e.sort_key())[-1].path / "results.json"
+    doc = json.loads(path.read_text())
+    edit(doc["rows"][0])
+    path.write_text(json.dumps(doc))
+    for read in (_timings, lambda p: load_run(p).rows):
+        with pytest.raises(Exception, match=match):
+            read(path.parent)

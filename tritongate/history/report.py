@@ -226,6 +226,7 @@ def write_report(report: HistoryReport, out: Path, plots: Mapping[str, str] | No
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / HISTORY_JSON, out / HISTORY_MD
-    write_json_atomic(json_path, to_json(report, plots))
+    # one line: a year of a deep scan is ~100 MB, which an indented dump takes seconds to write
+    write_json_atomic(json_path, to_json(report, plots), indent=None)
     write_text_atomic(md_path, render_markdown(report, plots))
     return json_path, md_path
