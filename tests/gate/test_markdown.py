@@ -86,7 +86,7 @@ def test_rows_short_of_their_target_are_listed_and_regressed_rows_are_not(tmp_pa
     assert verdicts["reached"].reached_target and not verdicts["short"].reached_target
     text = render_markdown(result)
     blind = section(text, "Could not resolve 1 % (1)")
-    assert "| softmax · short · float16 | no change found |" in blind and "the round cap (80 pairs)" in blind
+    assert "| softmax · short · float16 | no change found |" in blind and "the round cap (80 rounds)" in blind
     assert "reached" not in blind and "slow" not in blind
 
 

@@ -73,7 +73,7 @@ def passing(tmp: Path) -> dict[str, Any]:
 
 def blind(tmp: Path) -> dict[str, Any]:
     """No regression found, but three rows could not resolve 1 %: one whose rounds move 2 %
-    ran to the round cap (80 pairs), a slow one was stopped by the row budget, one by a run
+    ran to the round cap (80 rounds), a slow one was stopped by the row budget, one by a run
     budget that earlier rows had spent."""
     gpu = default_schedule("cuda", 5)
     base, cand = _sides([

@@ -98,7 +98,7 @@ def test_only_changed_rows_come_first_with_estimate_interval_and_labelled_median
 def test_rows_that_could_not_resolve_say_what_stopped_them():
     text = render_verdict(golden_doc("pass_blind"))
     section = text[text.index("Could not resolve 1 % (3)"): text.index("<details>")]
-    assert "| add · 4096 · float32 | no change found |" in section and "the round cap (80 pairs)" in section
+    assert "| add · 4096 · float32 | no change found |" in section and "the round cap (80 rounds)" in section
     assert "| silu_mul · 16x14336 · float16 | no change found | ±4.4 % | 1 % | the row budget, after 20 pairs |" in section
     assert "| rmsnorm · 1x4096 · float16 | no change found | ±2.3 % | 1 % | the run budget, after 20 pairs |" in section
     assert "softmax" not in section  # it reached 1 % on its 40 pairs

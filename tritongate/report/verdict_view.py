@@ -120,7 +120,7 @@ class RowView:
             return f"{budget}, after {d.pairs} of the {d.confirm_rounds} pairs a call needs"
         if d.paired:
             if d.stopped_by == "round_cap" or (d.max_rounds and d.rounds is not None and d.rounds >= d.max_rounds):
-                return f"the round cap ({d.max_rounds or d.rounds} pairs)"
+                return f"the round cap ({d.max_rounds or d.rounds} rounds)"
             if d.stopped_by in ("row_budget", "run_budget"):
                 return f"{budget}, after {d.pairs} pairs"
             return f"the row or run budget, after {d.pairs} pairs"
