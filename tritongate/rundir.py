@@ -23,7 +23,7 @@ from tritongate import __version__
 from tritongate import safefs
 from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.errors import IncompleteRunError, RunDirError, SchemaVersionError, UsageError
-from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, Row, RunStatus
+from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, TIMING_FIELDS, Row, RunStatus
 from tritongate.validation import validate
 from tritongate.validation.runfiles import IdentityDoc, ResultsDoc
 
@@ -257,10 +257,25 @@ def load_run(path: Path, *, allow_incomplete: bool = False) -> Run:
     """
     path = Path(path)
     results, identity = load_run_docs(path, allow_incomplete=allow_incomplete)
+    rows = _rows(path, results, lambda doc: Row.from_dict(doc.model_dump()))
+    return Run(path=path, status=RunStatus(results.status), identity=identity, rows=rows, mode=results.mode)
+
+
+def load_run_timings(path: Path) -> tuple[Row, ...]:
+    """A complete run's rows as ``Row.timing_of`` builds them (key, timer, status, samples,
+    markers, error, skip reason): validated and checked as ``load_run`` does, without building
+    each row's variants, measurement and correctness, most of the cost of reading a year of
+    nightlies (``history``). Raises as ``load_run`` does."""
+    path = Path(path)
+    results, _ = load_run_docs(path)
+    return _rows(path, results, lambda doc: Row.timing_of(doc.model_dump(include=TIMING_FIELDS)))
+
+
+def _rows(path: Path, results: ResultsDoc, build: Callable[[Any], Row]) -> tuple[Row, ...]:
     rows = []
     for i, doc in enumerate(results.rows):
         try:
-            rows.append(Row.from_dict(doc.model_dump()))
+            rows.append(build(doc))
         except (KeyError, TypeError, ValueError) as exc:
             raise RunDirError(f"{path / RESULTS}: rows[{i}]: {exc}") from exc
-    return Run(path=path, status=RunStatus(results.status), identity=identity, rows=tuple(rows), mode=results.mode)
+    return tuple(rows)

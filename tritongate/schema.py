@@ -176,6 +176,11 @@ class MeasurementInfo:
                       "pairing": PairInfo.from_dict(pairing) if pairing else None})
 
 
+# The fields of a stored row that ``Row.timing_of`` reads.
+TIMING_FIELDS = frozenset({"op", "case", "dtype", "timer", "samples", "status", "markers", "error", "skipped",
+                           "summary"})
+
+
 @dataclass(frozen=True)
 class Row:
     op: str

@@ -178,7 +178,7 @@ def test_an_entry_s_rows_are_let_go_before_the_next_entry_is_read(store, monkeyp
 
     store, _ = store
     alive: list[weakref.ref] = []
-    real = series_mod._timings
+    real = series_mod.load_run_timings
 
     def timings(path):
         gc.collect()
@@ -187,25 +187,25 @@ def test_an_entry_s_rows_are_let_go_before_the_next_entry_is_read(store, monkeyp
         alive.extend(weakref.ref(r) for r in rows)
         return rows
 
-    monkeypatch.setattr(series_mod, "_timings", timings)
+    monkeypatch.setattr(series_mod, "load_run_timings", timings)
     h = load_history(store, "h200", "pr")
     assert len(h.entries) == 5 and len(alive) > 10
 
 
 def test_an_entry_s_timings_give_the_points_its_full_load_gives(store):
-    """The history reads each entry through ``Row.timing_of`` (no variants, measurement or
-    correctness built): every point, gaps and their reasons included, is the one a full
+    """The history reads each entry through ``load_run_timings`` (no variants, measurement
+    or correctness built): every point, gaps and their reasons included, is the one a full
     ``load_run`` of the entry gives."""
     from tritongate.baselines.store import list_entries
-    from tritongate.history.series import EntryInfo, _timings, points_of
-    from tritongate.rundir import load_run
+    from tritongate.history.series import EntryInfo, points_of
+    from tritongate.rundir import load_run, load_run_timings
 
     store, _ = store
     entries, _ = list_entries(store, runner_class="h200", suite="pr")
     assert len(entries) == 5
     for entry in entries:
         info = EntryInfo.of(entry)
-        assert points_of(info, _timings(entry.path)) == points_of(info, load_run(entry.path).rows)
+        assert points_of(info, load_run_timings(entry.path)) == points_of(info, load_run(entry.path).rows)
 
 
 @pytest.mark.parametrize("edit,match", [
@@ -219,8 +219,7 @@ def test_a_row_the_full_load_refuses_skips_its_entry_with_a_note(tmp_path, edit,
     import json
 
     from tritongate.baselines.store import list_entries
-    from tritongate.history.series import _timings
-    from tritongate.rundir import load_run
+    from tritongate.rundir import load_run, load_run_timings
 
     store = tmp_path / "store"
     publish_nights(store, tmp_path / "runs", [_night(0), _night(5)])
@@ -229,6 +228,6 @@ def test_a_row_the_full_load_refuses_skips_its_entry_with_a_note(tmp_path, edit,
     doc = json.loads(path.read_text())
     edit(doc["rows"][0])
     path.write_text(json.dumps(doc))
-    for read in (_timings, lambda p: load_run(p).rows):
+    for read in (load_run_timings, lambda p: load_run(p).rows):
         with pytest.raises(Exception, match=match):
             read(path.parent)

@@ -22,12 +22,8 @@ def norm_sf(z: float) -> float:
 
 def t_isf(q: float, df: float) -> float:
     """``scipy.stats.t.isf(q, df)``: the upper ``q`` quantile of Student's t (``nan`` for
-    ``df <= 0`` or ``q`` outside [0, 1])."""
-    from scipy.special import stdtrit
-
-    if not (df > 0 and 0 <= q <= 1):
-        return float("nan")
-    return float(-stdtrit(df, q))
+    ``df <= 0`` or ``q`` outside [0, 1]); scipy computes it as ``-ppf(q)`` too."""
+    return -t_ppf(q, df)
 
 
 def t_ppf(p: float, df: float) -> float:

@@ -24,8 +24,8 @@ from typing import Any, Mapping, Sequence
 
 from tritongate.baselines.manifest import BaselineError, check_runner_class, gpu_slug
 from tritongate.baselines.store import Entry, check_files, list_entries
-from tritongate.errors import GateError, RunDirError, UsageError
-from tritongate.rundir import RESULTS, load_run_docs
+from tritongate.errors import GateError, UsageError
+from tritongate.rundir import load_run_timings
 from tritongate.schema import Row, RowStatus
 
 MISSING_FACTOR = 1.5  # an interval this many times the usual spacing hides a missing nightly
@@ -250,23 +250,6 @@ def _series(maps: Sequence[tuple[EntryInfo, Mapping[tuple[str, str, str], Point]
     return out
 
 
-def _timings(run: Path) -> list[Row]:
-    """A stored run's rows as far as a history reads them (``Row.timing_of``): the documents
-    validated as ``load_run`` validates them, without building each row's variants,
-    measurement and correctness, most of the cost of a year of nightlies."""
-    results, _ = load_run_docs(run)
-    rows = []
-    for i, doc in enumerate(results.rows):
-        try:
-            rows.append(Row.timing_of({
-                "op": doc.op, "case": doc.case, "dtype": doc.dtype, "timer": doc.timer, "samples": doc.samples,
-                "status": doc.status, "markers": doc.markers, "error": doc.error, "skipped": doc.skipped,
-                "summary": doc.summary.model_dump() if doc.summary is not None else None}))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise RunDirError(f"{run / RESULTS}: rows[{i}]: {exc}") from exc
-    return rows
-
-
 def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = None,
                  compiler_repo: str | None = None) -> History:
     """The history of ``runner_class``/``suite`` (on ``gpu``: a GPU name or slug; of
@@ -303,7 +286,7 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
     for entry in found:
         try:
             check_files(entry.path, entry.manifest)
-            rows = _timings(entry.path)
+            rows = load_run_timings(entry.path)
         except (GateError, OSError) as exc:  # damage is a note, never a crash
             if not any(f"{entry.path}:" in n for n in notes):  # the store's listing may have named it
                 notes.append(f"skipped {entry.path}: {exc}")
