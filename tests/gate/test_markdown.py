@@ -153,8 +153,10 @@ def test_long_verdicts_stay_under_the_limit_and_say_what_they_left_out(tmp_path)
     assert len(text) <= 60_000
     assert "380 more rows not shown; verdict.json has every row." in text
     assert text.index("Regressed (400)") < text.index("380 more rows")
+    assert "1480 more ops not shown; verdict.json has every op." in text  # the per-op table keeps 20
     out = write_verdict(result, tmp_path / "v")
-    assert len(json.loads(out[0].read_text())["rows"]) == 1500
+    written = json.loads(out[0].read_text())
+    assert len(written["rows"]) == 1500 and len(written["per_op"]) == 1500  # the artifact has them all
 
 
 CALIBRATED = ("Calibrated on this runner 2026-11-30 (`tritongate calibrate`): 0 false verdicts in 102 A/A rows; "

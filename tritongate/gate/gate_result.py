@@ -1,0 +1,171 @@
+"""All rows' verdicts of one gate and what they add up to: the failures, the three-state
+headline (pass, blind, fail) and the geometric-mean speedup with its interval."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tritongate.errors import ExitCode
+from tritongate.gate.comparability import Mismatch
+from tritongate.gate.policy import GatePolicy
+from tritongate.gate.row_verdict import RowVerdict, Verdict
+from tritongate.rundir import Run
+
+# blind_text's words for what stopped the rows (RowVerdict.stopped_by)
+_STOP_PHRASES = {"row_budget": "{n} stopped by the row budget (raise --row-budget)",
+                 "run_budget": "{n} by the run budget (raise --run-budget)",
+                 "round_cap": "{n} by the round cap (raise --max-rounds)",
+                 "unpaired": "{n} timed unpaired, from two stored runs (not the PR path: tritongate pair pairs them)",
+                 "too_few_samples": "{n} with too few samples (raise --rounds)"}
+# The headline's three states.
+PASS, BLIND, FAIL = "pass", "blind", "fail"
+_JUDGED = frozenset({Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCONFIRMED, Verdict.UNCHANGED,
+                     Verdict.IDENTICAL_BINARY})
+
+
+@dataclass
+class GateResult:
+    base: Run
+    cand: Run
+    policy: GatePolicy
+    rows: list[RowVerdict]
+    mismatches: list[Mismatch] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def by(self, verdict: Verdict) -> list[RowVerdict]:
+        return [r for r in self.rows if r.verdict is verdict]
+
+    @property
+    def failures(self) -> list[str]:
+        out = []
+        if reg := self.by(Verdict.REGRESSED):
+            out.append(f"{len(reg)} regressed row(s)")
+        if hard := [r for r in self.rows if r.fails_policy]:
+            out.append(f"{len(hard)} row(s) that the candidate fails where the base did not (an error, "
+                       "timeout or crash, or a recorded config that no longer compiles)")
+        missing = self.by(Verdict.MISSING)
+        if len(missing) > self.policy.max_missing:
+            out.append(f"{len(missing)} missing row(s), more than the {self.policy.max_missing} allowed")
+        if self.policy.strict:
+            unverified = [r for r in self.rows if r.verdict in (Verdict.REJECTED, Verdict.NOT_COMPARABLE)
+                          and not r.fails_policy]
+            if unverified:
+                out.append(f"{len(unverified)} unverified row(s) (rejected or not comparable) under --strict")
+        if self.policy.fail_on_blind and (blind := self.blind_rows):
+            out.append(f"{len(blind)} row(s) that could not resolve their target under --fail-on-blind "
+                       f"({self.blind_text()})")
+        elif self.policy.fail_on_blind and not self.judged_any:
+            out.append("no row judged, under --fail-on-blind")
+        return out
+
+    @property
+    def judged_any(self) -> bool:
+        """Whether some row was judged (timed, or its binaries compared): a verdict that judged
+        none saw nothing, whatever its failures."""
+        return any(r.verdict in _JUDGED for r in self.rows)
+
+    @property
+    def blind_rows(self) -> list[RowVerdict]:
+        """Timed rows that did not reach their precision target: a pass says nothing about them."""
+        return [r for r in self.rows if r.reached_target is False]
+
+    @property
+    def state(self) -> str:
+        """``pass``: nothing failed and every timed row reached its target (or was identical);
+        ``blind``: nothing failed, but some rows could not see their target; ``fail``."""
+        if self.failures:
+            return FAIL
+        return BLIND if self.blind_rows or not self.judged_any else PASS
+
+    def blind_text(self) -> str:
+        """N rows could not resolve X %, what stopped them, and the flags that raise it."""
+        blind = self.blind_rows
+        if not blind:
+            return ""
+        seen = [r.timing.detectable for r in blind if r.timing is not None and r.timing.detectable is not None
+                and math.isfinite(r.timing.detectable)]
+        worst = f"{max(seen):.1%}" if seen and len(seen) == len(blind) else "their minimum effect"
+        why: dict[str, int] = {}
+        for r in blind:
+            why[r.stopped_by or "round_cap"] = why.get(r.stopped_by or "round_cap", 0) + 1
+        stops = "; ".join(_STOP_PHRASES.get(k, "{n} by " + k).format(n=n) for k, n in why.items())
+        return f"{len(blind)} row(s) could not resolve {worst}: {stops}"
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def exit_code(self) -> int:
+        return int(ExitCode.OK if self.passed else ExitCode.GATE_FAILED)
+
+    def timed(self) -> list[RowVerdict]:
+        return [r for r in self.rows if r.timing is not None and r.verdict in
+                (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCONFIRMED, Verdict.UNCHANGED,
+                 Verdict.IDENTICAL_BINARY)]
+
+    def short_of_target(self) -> list[RowVerdict]:
+        """Paired rows whose rounds ran out (row or run budget, round cap) before their
+        detectable effect reached the op's minimum effect, or before a call had the pairs a
+        call needs (``PairInfo.confirm_rounds``)."""
+        return [r for r in self.blind_rows if r.pairing is not None]
+
+    @property
+    def geomean_speedup(self) -> float | None:
+        rows = self.timed()
+        if not rows:
+            return None
+        return math.exp(sum(math.log(r.timing.speedup) for r in rows) / len(rows))
+
+    def worst(self) -> RowVerdict | None:
+        reg = self.by(Verdict.REGRESSED)
+        return max(reg, key=lambda r: r.timing.effect) if reg else None
+
+    def geomean_interval(self) -> tuple[float, float] | None:
+        """95 % confidence interval of the geometric-mean speedup over the timed rows (Student's
+        t on their log speedups); None with fewer than two rows."""
+        rows = self.timed()
+        if len(rows) < 2:
+            return None
+        from tritongate.gate.quantiles import t_ppf
+
+        logs = [math.log(r.timing.speedup) for r in rows]
+        mean = sum(logs) / len(logs)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+        half = t_ppf(0.975, len(logs) - 1) * sd / math.sqrt(len(logs))
+        return math.exp(mean - half), math.exp(mean + half)
+
+    def geomean_text(self) -> str:
+        """The geomean with its interval; not offered as a finding when no row was called."""
+        gm = self.geomean_speedup
+        if gm is None:
+            return ""
+        ci = self.geomean_interval()
+        ci_txt = f" (95 % CI {ci[0]:.3f}–{ci[1]:.3f})" if ci else ""
+        if not (self.by(Verdict.REGRESSED) or self.by(Verdict.IMPROVED)):
+            return f"no row changed beyond its noise (geomean {gm:.3f}×{ci_txt})"
+        return f"geomean speedup {gm:.3f}×{ci_txt}"
+
+    def counts_text(self) -> str:
+        compared = len(self.rows) - len(self.by(Verdict.MISSING)) - len(self.by(Verdict.NEW))
+        return (f"{len(self.rows)} rows: {compared} compared, {len(self.by(Verdict.MISSING))} missing, "
+                f"{len(self.by(Verdict.NEW))} new")
+
+    def headline(self) -> str:
+        counts = self.counts_text()
+        if self.state == BLIND:
+            gm = self.geomean_text()
+            return f"⚠️ no regression found; {self.blind_text()} ({counts})" + (f"; {gm}" if gm else "")
+        if not self.passed:
+            worst = self.worst()
+            worst_txt = (f"; worst: {worst.op} {worst.case} {worst.dtype} {worst.timing.effect:+.1%} time"
+                         if worst else "")
+            return f"❌ gate failed: {'; '.join(self.failures)}{worst_txt} ({counts})"
+        imp = len(self.by(Verdict.IMPROVED))
+        unv = len(self.by(Verdict.REJECTED)) + len(self.by(Verdict.NOT_COMPARABLE))
+        unc = len(self.by(Verdict.UNCONFIRMED))
+        extra = (f", {imp} improved" if imp else "") + (f", {unv} unverified" if unv else "") + \
+            (f", {unc} unconfirmed" if unc else "")
+        gm = self.geomean_text()
+        return f"✅ no regressions ({counts}){extra}" + (f"; {gm}" if gm else "")

@@ -1,0 +1,84 @@
+"""Whether a base row and a candidate row are evidence of the same thing: what each side's
+status and markers say, measurement settings that differ, byte-identical kernels, and
+whether the two were timed round by round against each other (one paired run)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from tritongate import markers
+from tritongate.schema import Row, RowStatus, Variant
+
+
+def row_status_reasons(row: Row, side: str) -> list[str]:
+    if row.status is RowStatus.ERROR:
+        return [f"error on {side}: {row.error}"]
+    if row.status is RowStatus.TIMEOUT:
+        return [f"timeout on {side}"]
+    return []
+
+
+def row_marker_reasons(base: Row, cand: Row) -> tuple[list[str], bool]:
+    """Why a row is not same-config evidence; and whether that fails the gate by itself."""
+    reasons: list[str] = []
+    hard = False
+    for side, row, other in (("base", base, cand), ("candidate", cand, base)):
+        for line in row.markers:
+            m = markers.parse_marker(line)
+            why = m.fields.get("reason", "")
+            if m.kind == markers.REPLAY_FALLBACK:
+                reasons.append(f"replay fallback on {side}: {why} ({m.fields.get('kernel', '?')})")
+                hard = hard or why == "compile_failed"
+            elif m.kind == markers.NO_CUDAGRAPH:
+                if not any(markers.parse_marker(o).kind == markers.NO_CUDAGRAPH for o in other.markers):
+                    reasons.append(f"timer fallback on {side} only (phase {m.fields.get('phase', '?')}): {why}")
+            elif m.kind == markers.CORRECTNESS_MISMATCH:
+                reasons.append(f"correctness mismatch on {side}: {why}")
+            elif m.kind in (markers.GPU_BUSY, markers.GPU_THROTTLED):
+                reasons.append(f"{'GPU busy' if m.kind == markers.GPU_BUSY else 'GPU throttled'} on {side}: {why}")
+            elif m.kind == markers.ROW_TIMEOUT:
+                reasons.append(f"timeout on {side}")
+            elif m.kind != markers.ROW_ERROR:  # errors come from the row status
+                reasons.append(f"{m.kind} on {side}: {why}")
+    return reasons, hard
+
+
+def row_mismatch(base: Row, cand: Row) -> list[str]:
+    out = []
+    if base.timer != cand.timer:
+        out.append(f"timer differs: base {base.timer}, candidate {cand.timer}")
+    bm, cm = base.measurement, cand.measurement
+    if bm and cm:
+        if bm.launches_per_sample != cm.launches_per_sample and base.timer == "cuda-graph":
+            out.append(f"launches per sample differ (base k={bm.launches_per_sample}, candidate "
+                       f"k={cm.launches_per_sample}): per-launch time depends on k; replay from the base record")
+        if bm.l2 != cm.l2:
+            out.append(f"L2 policy differs: base {bm.l2}, candidate {cm.l2}")
+    return out
+
+
+def same_binaries(base_variants: Sequence[Variant], cand_variants: Sequence[Variant],
+                  base_params: Mapping[str, Any], cand_params: Mapping[str, Any]) -> bool:
+    """Every launched kernel byte-identical on both sides, doing the same work (params)."""
+    def sig(variants: Sequence[Variant]) -> set[tuple[str, str]]:
+        return {(v.kernel, v.binary_hash) for v in variants}
+    return bool(base_variants) and all(v.binary_hash for v in (*base_variants, *cand_variants)) \
+        and sig(base_variants) == sig(cand_variants) and dict(base_params) == dict(cand_params)
+
+
+def identical_binaries(base: Row, cand: Row) -> bool:
+    return same_binaries(base.variants, cand.variants, base.params, cand.params)
+
+
+def paired_rows(base: Row, cand: Row) -> bool:
+    """Were these two rows measured round by round against each other (one paired run)?"""
+    bp = base.measurement.pairing if base.measurement else None
+    cp = cand.measurement.pairing if cand.measurement else None
+    return bool(bp and cp and bp.pair_id == cp.pair_id and bp.side == "base" and cp.side == "candidate"
+                and row_rounds(base) == row_rounds(cand))
+
+
+def row_rounds(row: Row) -> int | None:
+    if not row.samples or row.measurement is None:
+        return None
+    return len(row.samples) // row.measurement.samples_per_round

@@ -1,0 +1,175 @@
+"""Judging (base, candidate) row pairs: the verdict of a row not judged on its timings
+(rejected, identical binaries, not comparable), the timing decision of the others (made
+together, ``batch.decide_rows``), a call's confirmation on fresh worker pairs, and whether
+each timed row resolved its target or what stopped it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from tritongate.gate.batch import RowSamples, decide_rows
+from tritongate.gate.policy import GatePolicy
+from tritongate.gate.row_comparability import (identical_binaries, paired_rows, row_marker_reasons, row_mismatch,
+                                               row_rounds, row_status_reasons)
+from tritongate.gate.row_verdict import RowVerdict, Verdict
+from tritongate.gate.rule import PairLayout, TimingDecision, decide
+from tritongate.schema import PairInfo, Row, RowStatus, SkipReason
+from tritongate.stats import Change
+
+AHEAD_OF_TIME_REASON = ("every kernel it launched compiled byte-identical under both builds ahead of time "
+                        "(pair --changed-from); not run on the GPU")
+STOP_WORDS = {"row_budget": "row budget", "run_budget": "run budget", "round_cap": "round cap",
+              "unpaired": "unpaired timing", "too_few_samples": "too few samples"}
+
+
+def _short_call(pairing: PairInfo | None, rounds: int | None) -> bool:
+    return pairing is not None and rounds is not None and rounds < pairing.confirm_rounds
+
+
+def judge_row(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict:
+    return judge_rows([(base, cand)], policy)[0]
+
+
+def judge_rows(pairs: Sequence[tuple[Row, Row]], policy: GatePolicy) -> list[RowVerdict]:
+    """``judge_row`` of each (base, candidate) pair; the timed rows' decisions are made
+    together (``batch.decide_rows``: what rows share is computed once)."""
+    early = [_untimed(b, c, policy) for b, c in pairs]
+    timed = [(i, _timed(b, c, policy)) for i, ((b, c), v) in enumerate(zip(pairs, early)) if v is None]
+    decisions = decide_rows([t.samples for _, t in timed], noise_z=policy.noise_z, min_samples=policy.min_samples,
+                            process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
+    out = list(early)
+    for (i, t), timing in zip(timed, decisions):
+        out[i] = _timed_verdict(pairs[i][0], pairs[i][1], t, timing, policy)
+    return [v for v in out if v is not None]  # every None was replaced
+
+
+def _common(base: Row, cand: Row, policy: GatePolicy) -> dict[str, Any]:
+    return dict(op=base.op, case=base.case, dtype=base.dtype, base_markers=base.markers,
+                cand_markers=cand.markers, min_effect=policy.min_effect_for(base.op))
+
+
+def _untimed(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict | None:
+    """The verdict of a row that is not judged on its timings; None for one that is."""
+    common = _common(base, cand, policy)
+    status = row_status_reasons(base, "base") + row_status_reasons(cand, "candidate")
+    marker_reasons, hard = row_marker_reasons(base, cand)
+    if cand.status is not RowStatus.OK and base.status is RowStatus.OK:
+        # the candidate build crashed, hung or raised where the base build ran: a regression
+        hard = True
+        status.append("the candidate failed on a row the base ran")
+    if status or marker_reasons:
+        return RowVerdict(verdict=Verdict.REJECTED, reasons=tuple(status + marker_reasons),
+                          fails_policy=hard, **common)
+    identical = identical_binaries(base, cand)
+    if base.skipped is cand.skipped is SkipReason.UNCHANGED_AHEAD_OF_TIME:
+        return RowVerdict(verdict=Verdict.IDENTICAL_BINARY, reasons=(AHEAD_OF_TIME_REASON,), **common)
+    if base.skipped or cand.skipped:
+        if identical and base.skipped is cand.skipped is SkipReason.IDENTICAL_BINARY:
+            return RowVerdict(verdict=Verdict.IDENTICAL_BINARY, reasons=(
+                "every launched kernel is byte-identical on both sides (not timed)",), **common)
+        side = "base" if base.skipped else "candidate"
+        why = (base.skipped or cand.skipped).value.replace("_", " ")
+        return RowVerdict(verdict=Verdict.NOT_COMPARABLE, reasons=(
+            f"not timed on the {side} ({why}) and the kernels are not identical on both sides; "
+            "measure both sides with timing (tritongate pair --time-identical)",), **common)
+    mismatch = row_mismatch(base, cand)
+    if mismatch:
+        return RowVerdict(verdict=Verdict.NOT_COMPARABLE, reasons=tuple(mismatch), **common)
+    return None
+
+
+@dataclass(frozen=True)
+class _Timed:
+    """A row judged on its timings: what its decision takes, and its pairing."""
+
+    samples: RowSamples
+    bp: PairInfo | None  # the base side's pairing, paired rows only
+
+
+def _timed(base: Row, cand: Row, policy: GatePolicy) -> _Timed:
+    paired = paired_rows(base, cand)
+    bp = base.measurement.pairing if paired and base.measurement else None
+    layout = PairLayout(base_first=bp.went_first, worker_pairs=bp.worker_pairs) if bp is not None else None
+    # Row.summary is summarize(row.samples), made once when the row was loaded
+    return _Timed(RowSamples(
+        base.samples, cand.samples,
+        base_per_round=base.measurement.samples_per_round if base.measurement else len(base.samples),
+        cand_per_round=cand.measurement.samples_per_round if cand.measurement else len(cand.samples),
+        min_effect=policy.min_effect_for(base.op), paired=paired, layout=layout,
+        base_summary=base.summary, cand_summary=cand.summary), bp)
+
+
+def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, policy: GatePolicy) -> RowVerdict:
+    common = _common(base, cand, policy)
+    identical = identical_binaries(base, cand)
+    paired, bp = t.samples.paired, t.bp
+    pairing = cand.measurement.pairing if paired and cand.measurement else None
+    rounds = row_rounds(cand)
+    extra = dict(pairing=pairing, rounds=rounds)
+    if identical:
+        return RowVerdict(verdict=Verdict.IDENTICAL_BINARY, timing=timing,
+                          reasons=("every launched kernel is byte-identical on both sides",), **common, **extra)
+    verdict = {Change.SLOWER: Verdict.REGRESSED, Change.FASTER: Verdict.IMPROVED}.get(timing.change,
+                                                                                  Verdict.UNCHANGED)
+    reasons = [timing.reason]
+    if pairing is not None and bp is not None and 0 < pairing.confirm_from < (rounds or 0):
+        verdict, timing, confirm_reason = _confirmed(base, cand, bp, pairing.confirm_from, policy, common["min_effect"])
+        reasons = [timing.reason, confirm_reason]
+        if verdict is not Verdict.UNCONFIRMED and _short_call(pairing, (rounds or 0) - pairing.confirm_from):
+            verdict = Verdict.UNCONFIRMED
+            reasons.append(f"its confirmation has {(rounds or 0) - pairing.confirm_from} pairs, fewer than the "
+                           f"{pairing.confirm_rounds} a confirmation needs: shown, not failing")
+    elif verdict is not Verdict.UNCHANGED and _short_call(pairing, rounds):
+        verdict = Verdict.UNCONFIRMED
+        reasons.append(f"called on {rounds} pairs, fewer than the {pairing.confirm_rounds} a confirmation needs "
+                       f"(stopped by the {STOP_WORDS.get(_stop(pairing, rounds), 'budget')}): shown, not failing")
+    reached, stopped = _reached(timing, verdict, common["min_effect"], pairing, rounds)
+    return RowVerdict(verdict=verdict, timing=timing, reasons=tuple(reasons), reached_target=reached,
+                      stopped_by=stopped, **common, **extra)
+
+
+def _confirmed(base: Row, cand: Row, bp: PairInfo, start: int, policy: GatePolicy,
+               min_effect: float) -> tuple[Verdict, TimingDecision, str]:
+    """A call measured again from round ``start`` on fresh worker pairs: it stands only if that
+    measurement, judged alone, calls it the same way. The timing shown is the confirmation's."""
+    bpr, cpr = base.measurement.samples_per_round, cand.measurement.samples_per_round  # type: ignore[union-attr]
+
+    def judge(lo: int, hi: int | None) -> TimingDecision:
+        layout = PairLayout(bp.went_first[lo:hi], bp.worker_pairs[lo:hi])
+        return decide(base.samples[lo * bpr:None if hi is None else hi * bpr],
+                      cand.samples[lo * cpr:None if hi is None else hi * cpr], base_per_round=bpr, cand_per_round=cpr,
+                      min_effect=min_effect, noise_z=policy.noise_z, min_samples=policy.min_samples, paired=True,
+                      layout=layout, process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
+    first, again = judge(0, start), judge(start, None)
+    if first.change is not Change.WITHIN_NOISE and again.change is first.change:
+        verdict = Verdict.REGRESSED if again.change is Change.SLOWER else Verdict.IMPROVED
+        return verdict, again, (f"confirmed on fresh worker pairs: {first.effect:+.2%} on the first {start} pairs, "
+                                f"{again.effect:+.2%} on the {again.pairs} after")
+    return Verdict.UNCONFIRMED, again, (f"{first.effect:+.2%} on the first {start} pairs was not confirmed on fresh "
+                                        f"worker pairs ({again.effect:+.2%} on the {again.pairs} after: "
+                                        f"{again.reason}): shown, not failing")
+
+
+def _stop(pairing: PairInfo, rounds: int | None) -> str:
+    if pairing.stopped_by:
+        return pairing.stopped_by
+    # runs before schema 3's stopped_by: a row at its cap ran out of rounds, else of a budget
+    return "round_cap" if rounds is not None and rounds >= pairing.max_rounds else "row_budget"
+
+
+def _reached(timing: TimingDecision, verdict: Verdict, min_effect: float, pairing: PairInfo | None,
+             rounds: int | None) -> tuple[bool, str | None]:
+    """Whether a timed row resolved its target, and if not what stopped it."""
+    if verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
+        return True, None
+    # the gate's own precision, and the pairing's where the run recorded one (it judged the
+    # samples its workers kept)
+    recorded = pairing is None or pairing.target_reached is not False
+    if timing.detectable is not None and timing.detectable <= min_effect and verdict is not Verdict.UNCONFIRMED \
+            and recorded:
+        return True, None
+    if pairing is not None:
+        return False, _stop(pairing, rounds)
+    return False, "too_few_samples" if timing.detectable is None else "unpaired"
+
