@@ -5,7 +5,9 @@ Cases (size = what grows):
 
 - ``ir``: ``IRStore.add`` once per row, as a run does, 2 variants a row (size: rows);
 - ``merge``: ``tritongate merge`` of 12 pair shards, gate included (size: rows in all);
-- ``gate``: ``tritongate gate`` of two paired run directories (size: rows);
+- ``gate``: ``tritongate gate`` of two paired run directories (size: rows), with the length
+  of the verdict.md it wrote (``verdict_md_chars``: the PR comment's text; GitHub refuses one
+  over 65,536 characters, the renderer keeps it under 60,000);
 - ``history``: ``tritongate history --no-plots`` over a store of nightly records
   (size: nights; the rows per night are given with ``--history-rows``);
 - ``batch-merge``: ``tritongate batch-merge`` of 4 replay batch shards (size: rows in all);
@@ -14,7 +16,11 @@ Cases (size = what grows):
 - ``import``: a fresh ``python -c "import tritongate.gate.output"`` (no size);
 - ``op-start``: what ``batch`` pays per op before the op's first row, on the CPU: a fresh
   process importing the run path (``tritongate.runner``, torch, triton) and parsing the
-  ``run`` command line (no size; compiles and the GPU's own start-up come on top).
+  ``run`` command line (no size; compiles and the GPU's own start-up come on top);
+- ``batch-fresh`` / ``batch-worker``: ``tritongate batch`` of the first N ops of the builtin
+  smoke suite on the CPU interpreter, every attempt a fresh process (``--fresh-process``) or
+  in the lane's reused worker (the default); ``per_op_overhead_s`` is what an op's attempts
+  took beyond the run's own ``wall_s`` (process start, imports, parsing; size: ops).
 
 Inputs are synthetic but valid: rows are the project's value objects (``Row``, ``PairInfo``,
 ``CompiledVariant``), run directories are created by ``RunWriter`` and loaded back through
@@ -51,11 +57,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-CASES = ("import", "op-start", "ir", "merge", "gate", "history", "batch-merge", "publish")
+BATCH_CASES = ("batch-fresh", "batch-worker")
+CASES = ("import", "op-start", "ir", "merge", "gate", "history", "batch-merge", "publish", *BATCH_CASES)
 UNSIZED = ("import", "op-start")
 DEFAULT_SIZES = {"ir": [100, 300, 600, 1232], "merge": [400, 1232, 2464], "gate": [2500, 5000, 10000],
                  "history": [90, 180, 365], "batch-merge": [400, 1232, 2464], "publish": [1232, 5000, 10000],
-                 "import": [1], "op-start": [1]}
+                 "import": [1], "op-start": [1], "batch-fresh": [4, 7], "batch-worker": [4, 7]}
+# the smoke suite's ops, cheapest first on the interpreter (it has 7)
+SMOKE_OPS = ("add", "silu_mul", "softmax", "rmsnorm", "attention", "attention_causal", "matmul")
 SHARDS = 12
 BATCH_SHARDS = 4
 T0 = dt.datetime(2026, 1, 1, 3, 0, tzinfo=dt.timezone.utc)
@@ -270,6 +279,8 @@ def measure(case: str, n: int, work: Path, extra: dict[str, Any]) -> dict[str, A
 
         build_parser().parse_args(["run", "--suite", "pr", "--out", str(work)])
         return {"seconds": time.perf_counter() - t0}
+    if case in BATCH_CASES:
+        return measure_batch(n, work, fresh=case == "batch-fresh")
     if case == "ir":
         import pickle
 
@@ -310,7 +321,40 @@ def measure(case: str, n: int, work: Path, extra: dict[str, Any]) -> dict[str, A
     got = {"seconds": time.perf_counter() - t0, "exit_code": code}
     if reads is not None:
         got["results_reads"] = len(reads)
+    if case == "gate" and (work / "out" / "verdict.md").is_file():
+        got["verdict_md_chars"] = len((work / "out" / "verdict.md").read_text(encoding="utf-8"))
     return got
+
+
+def measure_batch(n: int, work: Path, *, fresh: bool) -> dict[str, Any]:
+    """A batch of the first ``n`` smoke ops on the CPU; its wall, and per op what the attempts
+    took beyond the runs' own ``wall_s`` (process start, imports, parsing, the worker protocol)."""
+    from tritongate.batch import BatchRequest, OpStatus, RunOptions, run_batch
+    from tritongate.rundir import load_run
+
+    ops = SMOKE_OPS[:n]
+    started: list[str] = []  # the Python processes the batch started (fresh op processes or workers)
+    popen_init = subprocess.Popen.__init__
+
+    def counting(self: subprocess.Popen[Any], args: Any, *a: Any, **k: Any) -> None:
+        if isinstance(args, (list, tuple)) and args and args[0] == sys.executable:
+            started.append(" ".join(map(str, args[:4])))
+        popen_init(self, args, *a, **k)
+
+    subprocess.Popen.__init__ = counting  # type: ignore[method-assign]
+    t0 = time.perf_counter()
+    outcome = run_batch(BatchRequest(suite="smoke", out=work / "out", ops=ops, options=RunOptions(backend="cpu"),
+                                     worker_attempts=0 if fresh else 32))
+    seconds = time.perf_counter() - t0
+    subprocess.Popen.__init__ = popen_init  # type: ignore[method-assign]
+    attempts = [a for r in outcome.results for a in r.attempts]
+    # per attempt (plan order): its wall beyond its run's own
+    extra = [a.wall_s - (float(load_run(outcome.path / a.run, allow_incomplete=True).identity.get("wall_s") or 0.0)
+                         if a.run else 0.0) for a in attempts]
+    return {"seconds": seconds, "ops": len(ops), "passed": outcome.count(OpStatus.PASS), "attempts": len(attempts),
+            "attempts_s": sum(a.wall_s for a in attempts), "per_op_overhead_s": sum(extra) / len(ops),
+            "first_op_overhead_s": extra[0], "later_op_overhead_s": sum(extra[1:]) / max(1, len(extra) - 1),
+            "per_op_s": seconds / len(ops), "workers": len(started)}
 
 
 # -- driver --------------------------------------------------------------------------------
@@ -464,10 +508,14 @@ def markdown(doc: dict[str, Any]) -> str:
                         "(fresh process, best of runs)",
             "ir": "`IRStore.add` per row, 2 variants a row (size: rows)",
             "merge": f"`tritongate merge` of {SHARDS} pair shards, gate included (size: rows)",
-            "gate": "`tritongate gate`, paired rows (size: rows)",
+            "gate": "`tritongate gate`, paired rows (size: rows; the length of the verdict.md it wrote)",
             "history": f"`tritongate history --no-plots` (size: nights of {doc['history_rows']} rows)",
             "batch-merge": f"`tritongate batch-merge` of {BATCH_SHARDS} replay shards (size: rows)",
-            "publish": "`tritongate baseline publish` of a record run (size: rows; reads: of its results.json)"}
+            "publish": "`tritongate baseline publish` of a record run (size: rows; reads: of its results.json)",
+            "batch-fresh": "`tritongate batch --fresh-process`, smoke ops on the CPU interpreter (size: ops; per op: "
+                           "the attempts' wall beyond the runs' own)",
+            "batch-worker": "`tritongate batch` (one reused worker), smoke ops on the CPU interpreter (size: ops; "
+                            "per op: the attempts' wall beyond the runs' own)"}
     lines = [f"# Scale of the gate's machinery ({doc['label']})", "",
              f"{doc['date']}, {doc['machine']}: {doc['cpu']}, {doc['cores']} cores (shared), Python {doc['python']}, "
              f"commit {doc['commit'][:12]}{' (dirty)' if doc['dirty'] else ''}; "
@@ -494,6 +542,12 @@ def markdown(doc: dict[str, Any]) -> str:
                     else ("timed out" if e.get("timed_out") else e.get("error", "?")))
             if "results_reads" in e:
                 secs += f" ({e['results_reads']} read{'s' if e['results_reads'] != 1 else ''})"
+            if "per_op_overhead_s" in e:
+                secs += (f" ({e['per_op_overhead_s']:.2f} s/op overhead: first op {e['first_op_overhead_s']:.2f} s, "
+                         f"later {e['later_op_overhead_s']:.2f} s; {e['workers']} process"
+                         f"{'es' if e['workers'] != 1 else ''} started)")
+            if "verdict_md_chars" in e:
+                secs += f" (verdict.md: {e['verdict_md_chars']:,} characters)"
             lines.append(f"| {what[case] if first else ''} | {e['size']:,} | {secs} | "
                          f"{e.get('process_s', float('nan')):.2f} | {e.get('cpu_s', float('nan')):.2f} | "
                          f"{e.get('peak_mib', float('nan')):.0f} | "
@@ -512,7 +566,8 @@ def main(argv: list[str]) -> int:
                 "gate": lambda: prepare_gate(n, work),
                 "history": lambda: prepare_history(n, work, extra["history_rows"]),
                 "batch-merge": lambda: prepare_batch_merge(n, work),
-                "publish": lambda: prepare_publish(n, work)}
+                "publish": lambda: prepare_publish(n, work),
+                **{c: lambda: None for c in BATCH_CASES}}
             prep[case]()
             return 0
         print(json.dumps(measure(case, n, work, extra)))

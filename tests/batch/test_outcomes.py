@@ -1,7 +1,8 @@
-"""Each op in its own process, and what a misbehaving op amounts to: a crash, a hang killed at
-the timeout (its whole process group), a flake retried into a PASS, a deterministic failure
-that stops once it repeats, a declared "not supported" (SKIP), and the dtype rescue and
-fallback that keep the dtypes that work. One batch of fake ops serves every test here."""
+"""Each op in its device lane's worker process (a new one after an attempt that did not exit 0),
+and what a misbehaving op amounts to: a crash, a hang killed at the timeout (its whole process
+group), a flake retried into a PASS, a deterministic failure that stops once it repeats, a
+declared "not supported" (SKIP), and the dtype rescue and fallback that keep the dtypes that
+work. One batch of fake ops serves every test here."""
 
 from __future__ import annotations
 
@@ -51,6 +52,13 @@ def test_the_batch_completes_with_exit_1_and_one_line_per_op(batch) -> None:
                       "skip_f": "SKIP", "dtcrash_g": "PASS", "hang_h": "TIMEOUT", "nodtype_i": "PASS"}
     done = [e for e in batch["events"] if e.kind == "op_done"]
     assert [e.op for e in done] == list(OPS) and done[-1].done == done[-1].total == len(OPS)
+
+
+def test_ops_share_their_lanes_worker_until_an_attempt_does_not_exit_0(batch) -> None:
+    first = calls(batch["state"])[:3]
+    assert [c["op"] for c in first] == ["ok_a", "crash_b", "crash_b"]
+    assert first[0]["pid"] == first[1]["pid"] != first[2]["pid"]  # ok_a's worker ran crash_b; the crash: a new one
+    assert first[1]["pgid"] == first[1]["pid"]  # the worker leads its own process group
 
 
 def test_a_crash_loses_one_op_and_is_retried_until_it_repeats(batch) -> None:

@@ -5,6 +5,12 @@ run can ask for a private cache (the ``ZL_ISOLATE_TUNER_CACHE`` semantics), made
 run and deleted after it: the chosen configs are kept in ``autotune_records/`` anyway.
 ``FLAGGEMS_DB_URL`` is read when flag_gems is imported, so this must run before that.
 What was used is always written to ``run_identity.json`` as ``tuner_cache``.
+
+In a batch's reused worker (``tritongate.batch.lane``) flag_gems stays imported from op to
+op, so a private DB per run cannot work there (the first op's, deleted after it, would stay
+the one flag_gems writes to). The lane gives the worker a private DB of its own instead
+(``WORKER_DB_ENV``), deleted when the worker ends: still shared with no other run or side,
+only with the ops that worker ran before.
 """
 
 from __future__ import annotations
@@ -16,24 +22,26 @@ import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from tritongate.errors import UsageError
 
 ISOLATE_ENV = ("TRITONGATE_ISOLATE_TUNER_CACHE", "ZL_ISOLATE_TUNER_CACHE")
+WORKER_DB_ENV = "TRITONGATE_WORKER_TUNER_DB"  # set by a batch lane for its worker: the worker's private DB URL
 
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
 
 
-def isolation_requested(flag: bool) -> bool:
-    """``--isolate-tuner-cache`` or a true ISOLATE variable; a value that is neither true nor
-    false is an error (``false`` must not mean on)."""
+def isolation_requested(flag: bool, environ: Mapping[str, str] | None = None) -> bool:
+    """``--isolate-tuner-cache`` or a true ISOLATE variable (of ``environ``, by default this
+    process's); a value that is neither true nor false is an error (``false`` must not mean on)."""
+    environ = os.environ if environ is None else environ
     for name in ISOLATE_ENV:
-        value = os.environ.get(name, "").strip().lower()
+        value = environ.get(name, "").strip().lower()
         if value not in _TRUE | _FALSE:
-            raise UsageError(f"{name}={os.environ[name][:40]!r} is not a yes/no value; use 1 or 0 "
+            raise UsageError(f"{name}={environ[name][:40]!r} is not a yes/no value; use 1 or 0 "
                              "(true/false, yes/no, on/off)")
         flag = flag or value in _TRUE
     return flag
@@ -77,6 +85,13 @@ def open_tuner_cache(isolate: bool) -> TunerCache:
     if not isolate:
         if cache.db_url is None:
             cache.notes.append("flag_gems default: $FLAGGEMS_CACHE_DIR/config_cache (persists across runs)")
+        return cache
+    worker_db = os.environ.get(WORKER_DB_ENV, "")
+    if worker_db.startswith("sqlite:///"):
+        # the lane made it for this worker and deletes it when the worker ends
+        cache.db_url = os.environ["FLAGGEMS_DB_URL"] = worker_db
+        cache.notes.append("private to the batch worker that ran this op: shared with the ops it ran "
+                           "before, with no other run")
         return cache
     cache._previous = cache.db_url
     cache._tmp = tempfile.mkdtemp(prefix="tritongate-tuner-cache-")

@@ -1,4 +1,5 @@
-"""Batch: many ops, each in its own ``tritongate run`` subprocess (what the deep scan runs).
+"""Batch: many ops, each its own ``tritongate run`` (what the deep scan runs), run by a worker
+process per device that is reused from op to op (``lane``, ``worker``); a crash loses one op.
 
 ```
 BATCH/                         DIR/batch-<suite>[-shardIofN]_<UTC>/
@@ -11,7 +12,7 @@ BATCH/                         DIR/batch-<suite>[-shardIofN]_<UTC>/
   ops/<op>/<suite>_<UTC>/      the op's run directories (ordinary: replay any of them)
   ops/<op>/logs/attempt-NN.{stdout,stderr}.log, attempt-NN.argv
   ops/<op>/result.json         the op's result; .complete (same content) only for PASS/SKIP
-  ops/<op>/.running            while its process runs: the process group (--resume ends orphans)
+  ops/<op>/.running            while an attempt runs: its (worker) process group (--resume ends orphans)
   run/                         every PASS op merged: an ordinary run directory (gate, pair,
                                --replay-from), its identity naming each op's run under "batch"
 ```
@@ -20,10 +21,22 @@ Statuses, retries and the dtype rescue are described in ``tritongate.batch.opflo
 the parent never imports torch or triton.
 """
 
-from tritongate.batch.plan import BatchRequest, OpInvocation, RunOptions, tritongate_run
-from tritongate.batch.scheduler import BatchEvent, BatchOutcome, run_batch
-from tritongate.batch.shards import merge_batches
-from tritongate.batch.status import OpResult, OpStatus
+from __future__ import annotations
 
-__all__ = ["BatchRequest", "OpInvocation", "RunOptions", "tritongate_run", "BatchEvent", "BatchOutcome",
-           "run_batch", "merge_batches", "OpResult", "OpStatus"]
+import importlib
+from typing import Any
+
+# imported on first use: a lane's worker (``python -m tritongate.batch.worker``) starts without
+# the planner's imports (yaml, pydantic: a third of a second per worker)
+_EXPORTS = {"BatchRequest": "plan", "OpInvocation": "plan", "RunOptions": "plan", "tritongate_run": "plan",
+            "BatchEvent": "scheduler", "BatchOutcome": "scheduler", "run_batch": "scheduler",
+            "merge_batches": "shards", "OpResult": "status", "OpStatus": "status"}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -58,9 +58,11 @@ def _split(values: list[str] | None) -> tuple[str, ...]:
 def add_batch_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``batch`` and ``batch-merge`` on the CLI's sub-parsers."""
     p = sub.add_parser(
-        "batch", help="many ops, each in its own process: timeouts, retries, resume, shards",
-        description="Run every op of a suite (or --ops) in its own `tritongate run` subprocess (its own process "
-                    "group: a crash loses one op), one op at a time per device. Retries crashes and rc=1 (at "
+        "batch", help="many ops, each its own `tritongate run`: timeouts, retries, resume, shards",
+        description="Run every op of a suite (or --ops) as its own `tritongate run`, one op at a time per device, "
+                    "in a worker process per device that is reused from op to op (it imports torch and triton "
+                    "once; its own process group: a crash loses one op, and the next op gets a new worker; a "
+                    "worker whose op did not exit 0 is replaced). Retries crashes and rc=1 (at "
                     "most --retries, stopping when the same failure repeats), kills an op at --op-timeout "
                     "(TIMEOUT, not retried), runs a failing op's dtypes one by one to keep those that work, and "
                     "marks ops that declare they are not supported SKIP. Writes OUT/batch-<suite>_<UTC>/ with "
@@ -87,12 +89,19 @@ def add_batch_parser(sub: argparse._SubParsersAction) -> None:
                    help="one op at a time on each (sets the backend's visibility variable, e.g. "
                         "CUDA_VISIBLE_DEVICES, per op); default: one op at a time, devices left as they are")
     e.add_argument("--op-timeout", type=_seconds, metavar="S",
-                   help="seconds per op process before SIGTERM, then SIGKILL to its process group "
+                   help="seconds per op attempt before SIGTERM, then SIGKILL to its process group (the worker's) "
                         "(default 3600; 0: no limit)")
     e.add_argument("--kill-grace", type=_seconds, metavar="S", help="seconds between SIGTERM and SIGKILL (default 10)")
     e.add_argument("--retries", type=int, metavar="N", help="retries after a crash or rc=1 (default 2)")
     e.add_argument("--python", type=_text, metavar="PY", help="interpreter of the op processes (default: this one)")
     e.add_argument("--env", type=_text, action="append", metavar="K=V", help="set in every op process (repeatable)")
+    w = e.add_mutually_exclusive_group()
+    w.add_argument("--fresh-process", action="store_true",
+                   help="run every op attempt in a fresh `python -m tritongate run` process instead of the "
+                        "device's reused worker (slower: each op pays Python's start and the torch/triton imports)")
+    w.add_argument("--worker-attempts", type=int, metavar="N",
+                   help="op attempts a worker runs before it is replaced by a new one (default 32; 0: "
+                        "--fresh-process); a resume keeps the batch's setting unless one of these is given")
     p.set_defaults(func=cmd_batch)
 
     m = sub.add_parser(
@@ -124,7 +133,8 @@ def request_from_args(args: argparse.Namespace) -> BatchRequest:
         raise UsageError(f"--retries {args.retries}: expected a whole number >= 0")
     execution: dict[str, Any] = {
         "devices": args.devices, "retries": args.retries, "python": args.python, "kill_grace_s": args.kill_grace,
-        "env": parse_env_overlay(args.env, option="--env") if args.env else None}
+        "env": parse_env_overlay(args.env, option="--env") if args.env else None,
+        "worker_attempts": 0 if args.fresh_process else args.worker_attempts}
     timeout = None if args.op_timeout is None else (args.op_timeout or None)
     ops, dtypes = _split(args.ops), _split(args.dtypes)
     if args.resume:

@@ -1,6 +1,7 @@
 """One op from first attempt to verdict: retries, dtype rescue and fallback, classification.
 
-An attempt is one ``tritongate run`` subprocess; what it left decides its outcome:
+An attempt is one ``tritongate run`` (in the device lane's worker process, or a fresh
+subprocess: ``tritongate.batch.lane``); what it left decides its outcome:
 
 - PASS: it exited 0 with a complete run directory holding at least one ok row (error rows
   in it are data: the gate sees them);
@@ -143,6 +144,7 @@ def _tail(path: Path, limit: int = 65536) -> str:
 
 
 AttemptFn = Callable[[str, Attempt], None]
+Launch = Callable[..., ProcResult]  # proc.run_attempt, or a lane's (tritongate.batch.lane)
 
 
 class OpRunner:
@@ -150,7 +152,7 @@ class OpRunner:
 
     def __init__(self, batch_dir: Path, request: BatchRequest, plan: OpPlan, *, suite: str, device: str,
                  env: Mapping[str, str], stop: threading.Event, replay_from: Path | None,
-                 on_attempt: AttemptFn | None = None) -> None:
+                 on_attempt: AttemptFn | None = None, launch: Launch = run_attempt) -> None:
         self.batch_dir = batch_dir
         self.request = request
         self.plan = plan
@@ -160,6 +162,7 @@ class OpRunner:
         self.stop = stop
         self.replay_from = replay_from
         self.on_attempt = on_attempt or (lambda op, attempt: None)
+        self.launch = launch
         self.op_dir = batch_dir / OPS_DIR / plan.op
         self.logs = self.op_dir / LOGS
         self._runs: dict[str, Run] = {}
@@ -188,7 +191,7 @@ class OpRunner:
         stdout.parent.mkdir(parents=True, exist_ok=True)
         (self.logs / f"attempt-{number:02d}.argv").write_text(shlex.join(argv) + "\n", encoding="utf-8")
         try:
-            proc = run_attempt(argv, env=self.env, stdout=stdout, stderr=stderr, timeout_s=self.request.op_timeout_s,
+            proc = self.launch(argv, env=self.env, stdout=stdout, stderr=stderr, timeout_s=self.request.op_timeout_s,
                                grace_s=self.request.kill_grace_s, stop=self.stop, running_file=self.op_dir / RUNNING)
         except OSError as exc:  # the command itself cannot start: this op fails, the batch goes on
             a = Attempt(number=number, dtypes=dtypes, outcome=OpStatus.FAIL, signature="not_started",

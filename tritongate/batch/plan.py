@@ -29,6 +29,7 @@ MANIFEST_VERSION = 1
 PLAN_DIGEST = "plan_sha256"  # of the plan, written with it: a plan changed afterwards is refused
 OPS_DIR = "ops"
 RUN_DIR = "run"  # the merged, ordinary run directory
+WORKER_ATTEMPTS = 32  # attempts a lane's worker runs before it is replaced (tritongate.batch.lane)
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ class BatchRequest:
     python: str = sys.executable
     env: Mapping[str, str] = field(default_factory=dict)  # added to every op's environment
     command: CommandFactory | None = None  # None: tritongate_run(python)
+    worker_attempts: int = WORKER_ATTEMPTS  # per worker process; 0: a fresh process per attempt
 
     def __post_init__(self) -> None:
         if (self.out is None) == (self.resume is None):
@@ -117,6 +119,9 @@ class BatchRequest:
             raise UsageError(f"--kill-grace {self.kill_grace_s}: expected seconds >= 0")
         if len(set(self.devices)) != len(self.devices):
             raise UsageError(f"--devices {','.join(self.devices)}: a device is named twice")
+        if self.worker_attempts < 0:
+            raise UsageError(f"--worker-attempts {self.worker_attempts}: expected a whole number >= 0 "
+                             "(0: a fresh process per attempt)")
 
     def command_factory(self) -> CommandFactory:
         return self.command or tritongate_run(self.python)
@@ -257,7 +262,8 @@ def plan_doc(request: BatchRequest, plan: Plan) -> dict[str, Any]:
 def execution_doc(request: BatchRequest) -> dict[str, Any]:
     return {"devices": list(request.devices), "op_timeout_s": request.op_timeout_s,
             "kill_grace_s": request.kill_grace_s, "retries": request.retries, "python": request.python,
-            "env": dict(request.env), "command": "custom" if request.command else "tritongate run"}
+            "env": dict(request.env), "command": "custom" if request.command else "tritongate run",
+            "process": "worker" if request.worker_attempts else "fresh", "worker_attempts": request.worker_attempts}
 
 
 def plan_digest(plan: Mapping[str, Any]) -> str:
@@ -314,7 +320,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
 
 def request_from_manifest(path: Path, **overrides: Any) -> BatchRequest:
     """The request that started the batch at ``path`` (to resume it), with execution
-    settings (devices, timeouts, retries, python, env, command) optionally replaced."""
+    settings (devices, timeouts, retries, python, env, command, worker) optionally replaced."""
     doc = read_manifest(path)
     if doc.get("merged_from"):
         raise UsageError(f"{path} was made by batch-merge; resume the shard batches it came from instead")
@@ -327,8 +333,8 @@ def request_from_manifest(path: Path, **overrides: Any) -> BatchRequest:
             replay_root=Path(plan["replay_root"]) if plan.get("replay_root") else None,
             shard=(plan["shard"]["index"], plan["shard"]["count"]), devices=tuple(ex["devices"]),
             op_timeout_s=ex["op_timeout_s"], kill_grace_s=ex["kill_grace_s"], retries=ex["retries"],
-            python=ex["python"], env=dict(ex["env"]))
-    except (KeyError, TypeError) as exc:
+            python=ex["python"], env=dict(ex["env"]), worker_attempts=int(ex.get("worker_attempts", WORKER_ATTEMPTS)))
+    except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{path / MANIFEST}: the plan is damaged ({type(exc).__name__}: {exc})") from exc
     return BatchRequest(**{**base, **{k: v for k, v in overrides.items() if v is not None}})
 

@@ -53,12 +53,14 @@ def _group_alive(pgid: int) -> bool:
     return _has_live_member(pgid)
 
 
-def _has_live_member(pgid: int) -> bool:
-    """A group of zombies only (reaped by nobody in some containers) counts as gone."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return True
-    for entry in proc.iterdir():
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of the group, from /proc (empty where there is none)."""
+    found = []
+    try:
+        entries = list(Path("/proc").iterdir())
+    except OSError:
+        return found
+    for entry in entries:
         if not entry.name.isdigit():
             continue
         try:
@@ -66,8 +68,15 @@ def _has_live_member(pgid: int) -> bool:
         except OSError:
             continue
         if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
+            found.append(int(entry.name))
+    return found
+
+
+def _has_live_member(pgid: int) -> bool:
+    """A group of zombies only (reaped by nobody in some containers) counts as gone."""
+    if not Path("/proc").is_dir():
+        return True
+    return bool(group_members(pgid))
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -93,6 +102,21 @@ def kill_group(proc: subprocess.Popen[bytes], pgid: int, grace_s: float) -> int:
     return rc
 
 
+def reason_to_end(stop: threading.Event, t0: float, timeout_s: float | None) -> str | None:
+    """``interrupted`` once ``stop`` is set, ``timed_out`` past the deadline, else None."""
+    if stop.is_set():
+        return "interrupted"
+    if timeout_s is not None and time.monotonic() - t0 >= timeout_s:
+        return "timed_out"
+    return None
+
+
+def kill_leftovers(pgid: int) -> None:
+    """SIGKILL to what is left of a group whose leader ended."""
+    if _group_alive(pgid):
+        _signal_group(pgid, signal.SIGKILL)
+
+
 def run_attempt(argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, stderr: Path,
                 timeout_s: float | None, grace_s: float, stop: threading.Event,
                 running_file: Path | None = None) -> ProcResult:
@@ -112,16 +136,12 @@ def run_attempt(argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, st
                 break
             except subprocess.TimeoutExpired:
                 pass
-            if stop.is_set():
-                interrupted = True
-            elif timeout_s is not None and time.monotonic() - t0 >= timeout_s:
-                timed_out = True
-            if timed_out or interrupted:
+            ending = reason_to_end(stop, t0, timeout_s)
+            if ending:
+                timed_out, interrupted = ending == "timed_out", ending == "interrupted"
                 rc = kill_group(proc, pgid, grace_s)
                 break
-        # the leader is gone; what it started must not outlive it (a device held by an orphan)
-        if _group_alive(pgid):
-            _signal_group(pgid, signal.SIGKILL)
+        kill_leftovers(pgid)  # the leader is gone; what it started must not outlive it (a device held by an orphan)
     except BaseException:
         kill_group(proc, pgid, 0.0)
         raise

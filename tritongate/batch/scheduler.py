@@ -5,6 +5,8 @@ directory is refused), keeps ``ops_status.csv`` and ``summary.csv`` current (ato
 rewrites), and at the end merges every PASS op into ``BATCH/run``. Ctrl-C (or SIGTERM,
 which the CLI turns into the same) kills the running ops' process groups, writes their
 status as INTERRUPTED and re-raises ``KeyboardInterrupt``: the batch is left resumable.
+Each device slot is a thread with its ``Lane``: one worker process runs the slot's ops one
+after another (``tritongate.batch.lane``; ``worker_attempts=0``: a fresh process per attempt).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from tritongate.batch.lane import Lane
 from tritongate.batch.merge import MergedRun, OpRun, merge_op_runs
 from tritongate.batch.opflow import OpRunner
 from tritongate.batch.plan import (MANIFEST, OPS_DIR, RUN_DIR, BatchRequest, OpPlan, Plan, check_resume, execution_doc,
@@ -226,6 +229,14 @@ def _execute(request: BatchRequest, plan: Plan, batch_dir: Path, board: _Board, 
 
     def _work(device: str) -> None:
         env = op_environment(request, device, pythonpath)
+        # the slot's worker process runs its ops one after another (worker_attempts=0: fresh processes)
+        lane = Lane((request.python, sys.executable), max_attempts=request.worker_attempts)
+        try:
+            _ops(device, env, lane)
+        finally:
+            lane.close(request.kill_grace_s)
+
+    def _ops(device: str, env: dict[str, str], lane: Lane) -> None:
         while not stop.is_set():
             with qlock:
                 if not queue:
@@ -234,7 +245,7 @@ def _execute(request: BatchRequest, plan: Plan, batch_dir: Path, board: _Board, 
             board.start(p.op, device)
             replay = replay_source(request.replay_root, p.op) if request.replay_root else None
             runner = OpRunner(batch_dir, request, p, suite=str(plan.suite.path), device=device, env=env,
-                              stop=stop, replay_from=replay, on_attempt=on_attempt)
+                              stop=stop, replay_from=replay, on_attempt=on_attempt, launch=lane.run_attempt)
             try:
                 result = runner.run()
                 board.finish(result, runner.kept_rows(result))
