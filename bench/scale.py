@@ -438,7 +438,7 @@ def drive(ns: argparse.Namespace) -> int:
                     entries.append({"size": n, "error": f"prepare exited {code}"})
                     continue
             prep = time.perf_counter() - t0
-            runs = ns.repeat if case in UNSIZED else 1
+            runs = ns.repeat if case in UNSIZED else ns.repeat_sized
             best: dict[str, Any] | None = None
             for _ in range(runs):
                 code, wall, peak, out = _run_measured(["_measure", case, str(n), str(work), extra], ns.timeout)
@@ -580,6 +580,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--sizes", action="append", default=[], metavar="CASE=N,N,N")
     p.add_argument("--history-rows", type=int, default=1232)
     p.add_argument("--repeat", type=int, default=3, help="runs of the import case (the best is kept)")
+    p.add_argument("--repeat-sized", type=int, default=1,
+                   help="runs of each sized case on the same inputs (the best is kept: on a shared machine the "
+                        "slowest runs measure the neighbours)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a measurement may take")
     p.add_argument("--note", default="", help="a line for the Markdown (e.g. why sizes are small)")
     p.add_argument("--from-log", metavar="LOG", help="write the result of a run cut short from its log instead")

@@ -125,8 +125,8 @@ class PairInfo:
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"pairing {name} must be a finite number >= 0 or null, got {value!r}")
-        object.__setattr__(self, "went_first", tuple(bool(x) for x in self.went_first))
-        object.__setattr__(self, "worker_pairs", tuple(int(x) for x in self.worker_pairs))
+        object.__setattr__(self, "went_first", tuple(map(bool, self.went_first)))
+        object.__setattr__(self, "worker_pairs", tuple(map(int, self.worker_pairs)))
         if self.worker_pairs and len(self.worker_pairs) != len(self.went_first):
             raise ValueError(f"pairing worker_pairs has {len(self.worker_pairs)} entries for "
                              f"{len(self.went_first)} rounds")
@@ -206,8 +206,10 @@ class Row:
             if not getattr(self, name):
                 raise ValueError(f"row field {name!r} must be a non-empty string")
         object.__setattr__(self, "status", RowStatus(self.status))
-        object.__setattr__(self, "samples", tuple(float(s) for s in self.samples))
-        if any(not (math.isfinite(s) and s > 0) for s in self.samples):
+        samples = tuple(map(float, self.samples))
+        object.__setattr__(self, "samples", samples)
+        # in C, a row has many: without NaN, min and max are exact
+        if samples and (any(map(math.isnan, samples)) or not (min(samples) > 0 and max(samples) < math.inf)):
             raise ValueError(f"row {self.key}: samples must be finite and > 0 µs")
         if self.skipped is not None:
             object.__setattr__(self, "skipped", SkipReason(self.skipped))

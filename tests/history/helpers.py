@@ -10,7 +10,8 @@ from typing import Sequence
 import numpy as np
 
 from tritongate.baselines.store import publish
-from tritongate.history.series import Point, Series
+from tritongate.history.points import Point
+from tritongate.history.series import Series
 from tritongate.schema import Row
 
 from tests.baselines.test_store import make_record

@@ -10,7 +10,8 @@ import pytest
 import ruptures
 from ruptures.base import BaseCost
 
-from tritongate.history.changepoints import ChangePoint, Detection, analyse, detect, pelt, robust_noise
+from tritongate.history.changepoints import (ChangePoint, Detection, analyse, detect, detect_many, pelt, pelt_many,
+                                             robust_noise)
 from tritongate.history.series import missing_nightlies
 
 from tests.history.helpers import T0, DAY, commit, noisy, series
@@ -165,3 +166,30 @@ def test_pelt_finds_what_ruptures_pelt_finds():
                 continue
             for pen in (0.5, 2 * math.log(len(z)), 30.0):
                 assert pelt(z, min_size, pen) == _ruptures_pelt(z, min_size, pen), (len(z), min_size, pen)
+
+
+def test_pelt_many_finds_what_pelt_finds_for_each_series():
+    """The batched search masks a pruned split instead of removing it: the same splits, costs,
+    pruning and ties (a flat or rounded series has ties everywhere)."""
+    rng = np.random.default_rng(11)
+    for n in (4, 6, 7, 11, 40, 120, 365):
+        t = np.arange(n)
+        zs = np.stack([rng.normal(0, 1, n), np.where(t >= n // 2, 6.0, 0.0) + rng.normal(0, 1, n),
+                       t / n * 10 + rng.normal(0, 1, n), np.zeros(n), np.round(rng.normal(0, 1, n)),
+                       np.where(t % 20 < 10, 4.0, 0.0) + rng.normal(0, 0.5, n)])
+        for min_size in (2, 3, 5):
+            if n < min_size:
+                continue
+            for pen in (0.5, 2 * math.log(n), 30.0):
+                got = pelt_many(zs, min_size, pen)
+                assert got == [pelt(z, min_size, pen) for z in zs], (n, min_size, pen)
+
+
+def test_detect_many_is_detect_of_each_sequence():
+    rng = np.random.default_rng(5)
+    seqs = [list(20 * np.exp(rng.normal(0, 0.004, n)) * np.where(np.arange(n) >= n // 2, 1.05, 1.0))
+            for n in (0, 1, 5, 6, 30, 30, 30, 61)] + [[5.0] * 20, [5.0] * 10 + [5.15] * 10]
+    assert detect_many(seqs) == [detect(s) for s in seqs]
+    assert any(s.shifts for s in detect_many(seqs))
+    with pytest.raises(ValueError, match="finite numbers > 0"):
+        detect_many([[1.0, 2.0], [1.0, -1.0]])

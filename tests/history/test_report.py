@@ -11,7 +11,8 @@ import pytest
 from tritongate.history.changepoints import Detection
 from tritongate.history.report import (HISTORY_JSON, HISTORY_MD, SCHEMA, build_report, new_change_points_markdown,
                                        render_markdown, to_json, write_report)
-from tritongate.history.series import EntryInfo, History, missing_nightlies
+from tritongate.history.points import EntryInfo
+from tritongate.history.series import History, missing_nightlies
 
 from tests.history.helpers import T0, commit, noisy, series
 
@@ -156,11 +157,43 @@ def test_only_series_with_a_change_point_are_analysed_again_without_the_last_ent
     import tritongate.history.report as report_mod
 
     calls = []
-    real = report_mod.analyse
-    monkeypatch.setattr(report_mod, "analyse", lambda s, rule: (calls.append((s.key, len(s.points))), real(s, rule))[1])
+    real = report_mod.analyse_many
+
+    def analyse_many(series, rule):
+        calls.extend((s.key, len(s.points)) for s in series)
+        return real(series, rule)
+
+    monkeypatch.setattr(report_mod, "analyse_many", analyse_many)
     step = series(noisy([1.0] * 8 + [1.06] * 12, 0.004, seed=1), op="softmax", case="c1")
     flat = [series(noisy([1.0] * 20, 0.004, seed=s), op="softmax", case=f"flat{s}") for s in range(3)]
     got = build_report(history_of(step, *flat), new_last=1)
     assert [c.index for c in got.change_points] == [8] and not got.is_new(got.change_points[0])
     # every series once, then the one with a change point without tonight's entry
     assert calls == [(s.key, 20) for s in (step, *flat)] + [(step.key, 19)]
+
+
+def test_history_json_is_written_a_series_at_a_time_byte_for_byte_as_one_dump(tmp_path, report):
+    json_path, _ = write_report(report, tmp_path, {"softmax": "plots/softmax.png"})
+    whole = json.dumps(to_json(report, {"softmax": "plots/softmax.png"}), indent=None, sort_keys=False,
+                       allow_nan=False) + "\n"
+    assert json_path.read_bytes() == whole.encode("utf-8")
+    empty = build_report(history_of(series([5.0, 5.0, None], op="add", case="n=16", dtype="float32")))
+    json_path, _ = write_report(empty, tmp_path / "empty")
+    assert json_path.read_text() == json.dumps(to_json(empty), allow_nan=False) + "\n"
+
+
+def test_a_failed_write_leaves_the_old_history_json(tmp_path, report, monkeypatch):
+    import tritongate.history.jsonout as jsonout
+
+    json_path, _ = write_report(report, tmp_path)
+    before = json_path.read_bytes()
+
+    def broken(doc):
+        yield "{"
+        raise OSError("disk full")
+
+    monkeypatch.setattr(jsonout, "chunks", broken)
+    with pytest.raises(OSError, match="disk full"):
+        write_report(report, tmp_path)
+    assert json_path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [HISTORY_JSON, HISTORY_MD]  # no temp file left

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 
 from tritongate.baselines.manifest import BaselineError
-from tritongate.history.series import (ABSENT, HistoryError, MissingNightly, Point, Series, gap_reason,
+from tritongate.history.points import ABSENT, Point, gap_reason
+from tritongate.history.series import (HistoryError, MissingNightly, Series,
                                        load_history, missing_nightlies)
 
 from tests.conftest import make_row
@@ -170,15 +172,16 @@ def test_series_and_holes_are_validated():
 
 def test_an_entry_s_rows_are_let_go_before_the_next_entry_is_read(store, monkeypatch):
     """A year of a deep scan's rows (raw samples and all) would not fit in memory: the
-    history keeps each entry's points, never its rows."""
+    history keeps each entry's points, never its rows (here through the full load, which an
+    entry the cheap reader does not vouch for goes through)."""
     import gc
     import weakref
 
-    import tritongate.history.series as series_mod
+    import tritongate.history.entries as entries_mod
 
     store, _ = store
     alive: list[weakref.ref] = []
-    real = series_mod.load_run_timings
+    real = entries_mod.load_run_timings
 
     def timings(path):
         gc.collect()
@@ -187,25 +190,61 @@ def test_an_entry_s_rows_are_let_go_before_the_next_entry_is_read(store, monkeyp
         alive.extend(weakref.ref(r) for r in rows)
         return rows
 
-    monkeypatch.setattr(series_mod, "load_run_timings", timings)
+    def refuse(entry, info):
+        raise entries_mod._Refused
+
+    monkeypatch.setattr(entries_mod, "_points", refuse)
+    monkeypatch.setattr(entries_mod, "load_run_timings", timings)
     h = load_history(store, "h200", "pr")
     assert len(h.entries) == 5 and len(alive) > 10
 
 
-def test_an_entry_s_timings_give_the_points_its_full_load_gives(store):
-    """The history reads each entry through ``load_run_timings`` (no variants, measurement
-    or correctness built): every point, gaps and their reasons included, is the one a full
-    ``load_run`` of the entry gives."""
+def _cheap_only(monkeypatch):
+    """Make the full load fail loudly: what passes was read by the cheap reader alone."""
+    import tritongate.history.entries as entries_mod
+
+    def full(*args, **kwargs):
+        raise AssertionError("the full load was used")
+
+    monkeypatch.setattr(entries_mod, "load_run_timings", full)
+    monkeypatch.setattr(entries_mod, "check_files", full)
+
+
+def test_an_entry_s_timings_give_the_points_its_full_load_gives(store, monkeypatch):
+    """The history reads each entry through ``entry_points`` (no ``Row`` built, the document
+    validated straight from its bytes): every point, gaps and their reasons included, is the
+    one ``load_run_timings`` and a full ``load_run`` of the entry give."""
     from tritongate.baselines.store import list_entries
-    from tritongate.history.series import EntryInfo, points_of
+    from tritongate.history.entries import entry_points
+    from tritongate.history.points import EntryInfo, points_of
     from tritongate.rundir import load_run, load_run_timings
 
     store, _ = store
     entries, _ = list_entries(store, runner_class="h200", suite="pr")
     assert len(entries) == 5
+    full = {}
     for entry in entries:
         info = EntryInfo.of(entry)
-        assert points_of(info, load_run_timings(entry.path)) == points_of(info, load_run(entry.path).rows)
+        full[entry.path] = points_of(info, load_run_timings(entry.path))
+        assert full[entry.path] == points_of(info, load_run(entry.path).rows)
+    _cheap_only(monkeypatch)
+    for entry in entries:
+        assert entry_points(entry, EntryInfo.of(entry)) == full[entry.path]
+    assert {p.gap for points in full.values() for p in points.values()} >= {
+        None, "error: RuntimeError: out of resources", "marked AUTOTUNE_REPLAY_FALLBACK"}
+
+
+def _republish(entry, doc) -> None:
+    """Rewrite an entry's results.json and its sha256 in the manifest: an entry edited
+    consistently, which only the checks of its contents can refuse."""
+    import hashlib
+    import json
+
+    raw = json.dumps(doc).encode()
+    (entry / "results.json").write_bytes(raw)
+    manifest = json.loads((entry / "manifest.json").read_text())
+    manifest["files"]["results.json"] = hashlib.sha256(raw).hexdigest()
+    (entry / "manifest.json").write_text(json.dumps(manifest))
 
 
 @pytest.mark.parametrize("edit,match", [
@@ -231,3 +270,68 @@ def test_a_row_the_full_load_refuses_skips_its_entry_with_a_note(tmp_path, edit,
     for read in (load_run_timings, lambda p: load_run(p).rows):
         with pytest.raises(Exception, match=match):
             read(path.parent)
+    _republish(path.parent, doc)  # the sha256 matches again: the contents alone are refused
+    h = load_history(store, "h200", "pr")
+    assert len(h.entries) == 1 and len(h.notes) == 1
+    assert h.notes[0].startswith(f"skipped {path.parent}: ") and re.search(match, h.notes[0])
+    with pytest.raises(Exception, match=match):
+        load_run_timings(path.parent)
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda d: d.update(status="running"), "is incomplete"),
+    (lambda d: d.update(schema_version=999), "newer than this tritongate"),
+    (lambda d: d["rows"].append(dict(d["rows"][0])), "a second row for"),
+    (lambda d: d["rows"][0].update(samples=[1.0, -2.0]), r"rows\[0\]\.samples\[1\]"),
+    (lambda d: d["rows"][0].update(skipped="identical_binary"), "a skipped row is ok and has no samples"),
+    (lambda d: d["rows"][0].update(summary={**d["rows"][0]["summary"], "q3": 1e6}), "stored summary q3"),
+])
+def test_an_entry_the_full_load_refuses_is_a_note_with_the_full_load_s_error(tmp_path, edit, match):
+    """Whatever the cheap reader does not vouch for is read again by the full load: the entry
+    is skipped with the very error the full load gives."""
+    import json
+
+    from tritongate.baselines.store import list_entries
+    from tritongate.rundir import load_run_timings
+
+    store = tmp_path / "store"
+    publish_nights(store, tmp_path / "runs", [_night(0), _night(5)])
+    entries, _ = list_entries(store, runner_class="h200", suite="pr")
+    entry = sorted(entries, key=lambda e: e.sort_key())[-1].path
+    doc = json.loads((entry / "results.json").read_text())
+    edit(doc)
+    _republish(entry, doc)
+    with pytest.raises(Exception, match=match) as refused:
+        load_run_timings(entry)
+    h = load_history(store, "h200", "pr")
+    assert len(h.entries) == 1 and h.notes == (f"skipped {entry}: {refused.value}",)
+
+
+def test_the_cheap_reader_gives_the_full_load_s_points_whatever_the_sample_counts(tmp_path, monkeypatch):
+    """Rows of one, two and several samples (each count summarised at once), a stored summary
+    with fields left out, and rows not timed: the points a full load gives."""
+    import json
+
+    from tritongate.baselines.store import list_entries
+    from tritongate.history.entries import entry_points
+    from tritongate.history.points import EntryInfo, points_of
+    from tritongate.rundir import load_run
+
+    rows = [make_row(case="one", samples=(3.0,)), make_row(case="two", samples=(1.0, 2.5)),
+            make_row(case="seven", samples=(5.0, 4.0, 4.5, 6.0, 5.5, 4.25, 5.0)),
+            make_row(case="seven2", samples=(2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0)),
+            make_row(case="skipped", samples=(), skipped="identical_binary"), row(markers=(FALLBACK,)),
+            row(case="timeout", status="timeout", error="killed after 600 s")]
+    store = tmp_path / "store"
+    (entry,) = publish_nights(store, tmp_path / "runs", [rows])
+    doc = json.loads((entry / "results.json").read_text())
+    doc["rows"][2]["summary"] = {"median": doc["rows"][2]["summary"]["median"], "q1": None}
+    doc["rows"][3]["summary"] = None
+    _republish(entry, doc)
+    (listed,), _ = list_entries(store, runner_class="h200", suite="pr")
+    info = EntryInfo.of(listed)
+    full = points_of(info, load_run(entry).rows)
+    _cheap_only(monkeypatch)
+    got = entry_points(listed, info)
+    assert got == full and [p.median_us for p in got.values()][:4] == [3.0, 1.75, 5.0, 2.0]
+    assert [p.n for p in got.values()][:4] == [1, 2, 7, 7]

@@ -26,8 +26,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     """Run one command line; the exit code (see the module docstring). ``prog``: a script
     that runs one command (``main(["run", ...], prog="record_baseline.py")``) is named so in
     that command's usage and errors, instead of ``tritongate run``."""
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     if prog and argv:
         with contextlib.suppress(KeyError):
             command_parser(parser, argv[0]).prog = prog

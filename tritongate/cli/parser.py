@@ -11,8 +11,11 @@ from tritongate.cli.common import EPILOG, HelpFormatter, use_formatter
 PROG = "tritongate"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Every sub-command, in the order ``tritongate --help`` lists them."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every sub-command, in the order ``tritongate --help`` lists them. ``command``: where it
+    is one of this package's own commands, only that one (its command line parses the same,
+    without importing the modules of the other commands: the baseline, batch and calibrate
+    machinery a ``gate`` never uses)."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Performance-regression gate for Triton compiler changes.",
@@ -22,6 +25,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tritongate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+
+    own = {"run": run.add_parser, "gate": gate.add_parser, "pair": pair.add_pair_parser, "loop": pair.add_loop_parser,
+           "calibrate": calibrate.add_parser, "ir": ir.add_ir_parser, "ir-diff": ir.add_ir_diff_parser,
+           "ops": inspect.add_ops_parser, "merge": pair.add_merge_parser, "show": inspect.add_show_parser,
+           "overlay": build.add_overlay_parser}
+    if command in own:
+        own[command](sub)
+        use_formatter(parser)
+        return parser
 
     run.add_parser(sub)
     gate.add_parser(sub)

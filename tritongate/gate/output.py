@@ -9,26 +9,30 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import math
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritongate import __version__
-from tritongate.atomicio import write_json_atomic, write_text_atomic
-from tritongate.calibrate.model import CalibrationSummary
+from tritongate.atomicio import write_text_atomic
 from tritongate.errors import UsageError
-from tritongate.gate.baseline_state import BaselineState
 from tritongate.gate.comparability import overlaid_env
 from tritongate.gate.ir_evidence import IREvidence, collect
 from tritongate.gate.summary import per_op_records
 from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, GateResult, RowVerdict, Verdict
 from tritongate.report.untrusted import safe_url
+from tritongate.rundir import gc_paused
 from tritongate.report.verdict_markdown import render_verdict
 from tritongate.report.verdict_terminal import headline_text
 from tritongate.report.verdict_view import fallback_state
 from tritongate.validation.verdictfile import VerdictDoc
+
+if TYPE_CHECKING:
+    from tritongate.calibrate.model import CalibrationSummary
+    from tritongate.gate.baseline_state import BaselineState
 
 VERDICT_JSON = "verdict.json"
 VERDICT_MD = "verdict.md"
@@ -115,13 +119,30 @@ def _document(result: GateResult, ir: IREvidence | None, baseline: BaselineState
     return doc, validated.model_copy(update={"headline": doc["headline"]})
 
 
+def verdict_json(doc: dict[str, Any]) -> str:
+    """verdict.json's text: indented as ``json.dumps(doc, indent=1)``, except that each item
+    of a top-level list of objects (``rows``, ``per_op``) takes one line. Python's json
+    encodes an indented document in pure Python and a one-line one in C; those lists are most
+    of a large verdict, so a line per item (as results.json holds its rows) keeps the file
+    readable at a fraction of the cost. Readers parse it; none depends on its whitespace."""
+    parts = []
+    for key, value in doc.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            items = ",\n  ".join(json.dumps(v, allow_nan=False) for v in value)
+            text = f"[\n  {items}\n ]"
+        else:  # JSON text holds no raw newline: each one starts a line to indent
+            text = json.dumps(value, indent=1, allow_nan=False).replace("\n", "\n ")
+        parts.append(f" {json.dumps(key)}: {text}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
 def _write_pair(out: Path, doc: dict[str, Any], markdown: str) -> None:
     """verdict.json and verdict.md, both or neither: each is written in full beside its final
     name first (a full disk fails there), then both are renamed, which needs no space."""
     staged = [(out / f".{VERDICT_MD}.new", out / VERDICT_MD), (out / f".{VERDICT_JSON}.new", out / VERDICT_JSON)]
     try:
         write_text_atomic(staged[0][0], markdown)
-        write_json_atomic(staged[1][0], doc)
+        write_text_atomic(staged[1][0], verdict_json(doc))
     except OSError as exc:
         for tmp, _final in staged:
             with contextlib.suppress(OSError):
@@ -157,9 +178,10 @@ def write_verdict_files(result: GateResult, out: Path, *, artifact_url: str | No
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ir = collect(Path(result.base.path), Path(result.cand.path), out)
-    doc, validated = _document(result, ir, baseline, calibration, artifact_url)
-    markdown = render_verdict(validated)
-    _write_pair(out, doc, markdown)
+    with gc_paused():
+        doc, validated = _document(result, ir, baseline, calibration, artifact_url)
+        markdown = render_verdict(validated)
+        _write_pair(out, doc, markdown)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         try:

@@ -7,14 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 
 from tritongate.errors import UsageError
-from tritongate.suites import ops_dir
 from tritongate.validation import validate
-from tritongate.validation.inputfiles import PolicyDoc
-from tritongate.yamlsafe import YamlLimitError, describe_yaml_error, load_bounded
 
 
 @dataclass(frozen=True)
@@ -69,12 +64,19 @@ class GatePolicy:
 
 
 def default_policy_file() -> Path:
+    from tritongate.suites import ops_dir  # with yaml: what reading a policy needs, not importing the gate
+
     return ops_dir() / "gate.yaml"
 
 
 def load_policy(path: Path | None = None, **overrides: Any) -> GatePolicy:
     """Read thresholds from a YAML file (default ``ops/gate.yaml`` if present); keyword
     overrides (from the command line) win."""
+    import yaml
+
+    from tritongate.validation.inputfiles import PolicyDoc
+    from tritongate.yamlsafe import YamlLimitError, describe_yaml_error, load_bounded
+
     path = Path(path) if path is not None else default_policy_file()
     data: dict[str, Any] = {}
     if path.is_dir():

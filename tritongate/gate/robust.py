@@ -51,10 +51,17 @@ def trimmed(x: np.ndarray, trim: float = TRIM) -> tuple[np.ndarray, np.ndarray, 
     return mean, se, h
 
 
-def _winsorized_var(x: np.ndarray, trim: float = TRIM) -> np.ndarray:
-    n = x.shape[-1]
+def _trimmed_mean_sorted(s: np.ndarray, trim: float = TRIM) -> np.ndarray:
+    """``trimmed(x)[0]`` of ``s = np.sort(x, axis=-1)``: the same operations on the same array."""
+    n = s.shape[-1]
     g = int(math.floor(trim * n))
-    s = np.sort(x, axis=-1)
+    return s[..., g:n - g].mean(axis=-1)
+
+
+def _winsorized_var_sorted(s: np.ndarray, trim: float = TRIM) -> np.ndarray:
+    """The winsorized variance (ddof 1) of ``s = np.sort(x, axis=-1)``."""
+    n = s.shape[-1]
+    g = int(math.floor(trim * n))
     return np.clip(s, s[..., g:g + 1], s[..., n - g - 1:n - g]).var(axis=-1, ddof=1)
 
 
@@ -91,7 +98,8 @@ def estimate(d: np.ndarray, *, base_first: np.ndarray | None, groups: np.ndarray
     if base_first is not None and len(base_first) == n:
         bf = np.asarray(base_first, dtype=bool)
         if bf.sum() >= 2 and (~bf).sum() >= 2:
-            order = (trimmed(d[..., bf])[0] - trimmed(d[..., ~bf])[0]) / 2
+            order = (_trimmed_mean_sorted(np.sort(d[..., bf], axis=-1))
+                     - _trimmed_mean_sorted(np.sort(d[..., ~bf], axis=-1))) / 2
             d = d - order[..., None] * order_signs(bf)
     labels = sorted(set(groups.tolist()))
     # Each worker pair's trimmed mean; its standard error from the winsorized variance pooled
@@ -99,12 +107,13 @@ def estimate(d: np.ndarray, *, base_first: np.ndarray | None, groups: np.ndarray
     # spread, and a tiny estimate would make the agreement test call it an outlier).
     means, var_sum, dof, sizes = [], np.zeros(d.shape[:-1]), 0, []
     for g in labels:
-        x = d[..., groups == g]
-        n_g = x.shape[-1]
-        means.append(trimmed(x)[0])
+        # sorted once for both (the standard errors of ``trimmed`` are not used here)
+        s = np.sort(d if len(labels) == 1 else d[..., groups == g], axis=-1)
+        n_g = s.shape[-1]
+        means.append(_trimmed_mean_sorted(s))
         sizes.append(n_g)
         if n_g >= 2:
-            var_sum = var_sum + (n_g - 1) * _winsorized_var(x)
+            var_sum = var_sum + (n_g - 1) * _winsorized_var_sorted(s)
             dof += n_g - 1
     var_w = var_sum / dof if dof else np.full(d.shape[:-1], np.inf)
     ses, dfs = [], 0

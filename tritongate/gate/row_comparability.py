@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from tritongate import markers
 from tritongate.schema import Row, RowStatus, Variant
 
 
@@ -22,6 +21,10 @@ def row_marker_reasons(base: Row, cand: Row) -> tuple[list[str], bool]:
     """Why a row is not same-config evidence; and whether that fails the gate by itself."""
     reasons: list[str] = []
     hard = False
+    if not (base.markers or cand.markers):
+        return reasons, hard
+    from tritongate import markers  # it imports the harness: only for rows that carry markers
+
     for side, row, other in (("base", base, cand), ("candidate", cand, base)):
         for line in row.markers:
             m = markers.parse_marker(line)

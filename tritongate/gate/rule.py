@@ -38,6 +38,7 @@ detectable effect.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from tritongate.gate.robust import PairedEstimate, estimate, order_signs
-from tritongate.stats import Change, Summary, summarize
+from tritongate.stats import Change, Summary, quartiles, summarize
 
 # Worker pairs whose estimates spread this improbably under one common effect disagree.
 AGREEMENT_P = 0.01
@@ -85,8 +86,19 @@ class PairLayout:
 
 def round_medians(samples: Sequence[float], per_round: int) -> list[float]:
     per_round = max(1, per_round)
+    if isinstance(samples, tuple):  # a row's samples: judging one asks for its medians several times
+        return list(_round_medians_of(samples, per_round))
+    return _round_medians(samples, per_round)
+
+
+def _round_medians(samples: Sequence[float], per_round: int) -> list[float]:
     return [statistics.median(samples[i:i + per_round]) for i in range(0, len(samples), per_round)
             if samples[i:i + per_round]]
+
+
+@functools.lru_cache(maxsize=8)  # the row being judged, both sides; equal samples give equal medians
+def _round_medians_of(samples: tuple[float, ...], per_round: int) -> tuple[float, ...]:
+    return tuple(_round_medians(samples, per_round))
 
 
 def floor_multiplier(noise_z: float, df: float) -> float:
@@ -249,11 +261,11 @@ def _precision_and_overlap(ev: _Evidence, base: Sequence[float], cand: Sequence[
     floor_log = 0.0 if mult == 0 else math.hypot(mult * ev.se, noise_z * ev.prior_se)
     lb, lc = _log_samples(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired,
                           est=ev.est, layout=layout)
-    b, c = summarize(lb), summarize(lc)
+    (bq1, _, bq3), (cq1, _, cq3) = quartiles(lb), quartiles(lc)  # a summary's quartiles, without the rest
     # the shift that would just separate the two IQRs if both kept their (log) widths
-    prec = Precision(noise_floor_log=floor_log, iqr_gap_log=(b.iqr + c.iqr) / 2,
+    prec = Precision(noise_floor_log=floor_log, iqr_gap_log=((bq3 - bq1) + (cq3 - cq1)) / 2,
                      min_effect_log=math.log1p(min_effect))
-    return prec, not (b.q3 < c.q1 or c.q3 < b.q1)
+    return prec, not (bq3 < cq1 or cq3 < bq1)
 
 
 def precision(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,

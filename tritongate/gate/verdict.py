@@ -44,7 +44,7 @@ from tritongate.gate.policy import GatePolicy
 from tritongate.gate.row_comparability import same_binaries
 from tritongate.gate.row_judging import AHEAD_OF_TIME_REASON, judge_rows
 from tritongate.gate.row_verdict import RowVerdict, Verdict
-from tritongate.rundir import Run
+from tritongate.rundir import Run, gc_paused
 from tritongate.schema import Row
 
 __all__ = ["AHEAD_OF_TIME_REASON", "GateResult", "IncomparableRunsError", "RowVerdict", "VERDICT_SCHEMA_VERSION",
@@ -91,7 +91,8 @@ def run_gate(base: Run, cand: Run, policy: GatePolicy, *, allow_mismatch: bool =
         else:
             slots.append(len(judged))
             judged.append((brow, crow))
-    verdicts = judge_rows(judged, policy)
+    with gc_paused():
+        verdicts = judge_rows(judged, policy)
     rows = [verdicts[s] if isinstance(s, int) else s for s in slots]
     for key, crow in cand_rows.items():
         if key not in base_rows:

@@ -40,7 +40,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tritongate.history.series import Point, Series
+from tritongate.history.points import Point
+from tritongate.history.series import Series
 
 MAD_TO_SD = 1.4826  # MAD of normal data times this is its standard deviation
 
@@ -196,19 +197,67 @@ def _judge(values: np.ndarray, bounds: list[int], i: int, rule: Detection) -> tu
     return shift, abs(shift.rel_change) >= rule.min_effect and shift.p_value < rule.p_value
 
 
-def detect(values: Sequence[float], rule: Detection = Detection()) -> Segmentation:
-    """Confirmed change points of ``values`` (medians in µs, in time order, all > 0)."""
+def pelt_many(zs: np.ndarray, min_size: int, pen: float) -> list[list[int]]:
+    """``pelt`` of each row of ``zs`` (series of one length), all at once: the same splits,
+    costs, pruning and ties, each step one numpy expression over every series' splits (a
+    pruned split is masked, not removed), so the per-step overhead of ``pelt``, most of its
+    cost on a year of nightlies, is paid once for all the rows instead of once per row."""
+    zs = np.asarray(zs, dtype=float)
+    if zs.ndim != 2:
+        raise ValueError("pelt_many takes a 2-D array: one series per row")
+    m, n = zs.shape
+    if n < min_size:
+        raise ValueError(f"{n} points cannot hold a segment of {min_size}")
+    zero = np.zeros((m, 1))
+    s1 = np.concatenate([zero, np.cumsum(zs, axis=1)], axis=1)
+    s2 = np.concatenate([zero, np.cumsum(zs * zs, axis=1)], axis=1)
+    best = np.zeros((m, n + 1))
+    prev = np.zeros((m, n + 1), dtype=np.int64)
+    alive = np.zeros((m, n + 1), dtype=bool)  # the admissible splits of each series
+    starts = np.arange(n + 1)
+    rows = np.arange(m)
+    for end in [*range(min_size, n), n]:
+        start = end - min_size
+        if start == 0 or start >= min_size:
+            alive[:, start] = True
+        k = start + 1  # splits 0..start: the ones never admitted stay masked
+        s = s1[:, end, None] - s1[:, :k]
+        cost = np.maximum(s2[:, end, None] - s2[:, :k] - s * s / (end - starts[:k]), 0.0)
+        total = np.where(alive[:, :k], best[:, :k] + (cost + pen), np.inf)
+        i = np.argmin(total, axis=1)  # the first best, in split order, as pelt's
+        best[:, end] = total[rows, i]
+        prev[:, end] = i
+        alive[:, :k] &= total <= best[:, end, None] + pen
+    out = []
+    for r in range(m):
+        ends = [n]
+        while prev[r, ends[-1]] > 0:
+            ends.append(int(prev[r, ends[-1]]))
+        out.append(sorted(ends))
+    return out
+
+
+def _scaled(values: Sequence[float], rule: Detection) -> tuple[np.ndarray, float, np.ndarray | None]:
+    """The values checked, their noise, and the noise-scaled log values PELT searches (None:
+    too few values to look for a change)."""
     vals = np.asarray(values, dtype=float)
     if vals.ndim != 1 or not np.all(np.isfinite(vals)) or np.any(vals <= 0):
         raise ValueError("values must be a sequence of finite numbers > 0")
     if len(vals) == 0:
-        return Segmentation(shifts=(), levels=(), noise=rule.noise_floor)
+        return vals, rule.noise_floor, None
     y = np.log(vals)
     noise = robust_noise(y, rule.noise_floor)
     if len(vals) < rule.min_length:
+        return vals, noise, None
+    return vals, noise, (y - np.median(y)) / noise
+
+
+def _confirmed(vals: np.ndarray, noise: float, z: np.ndarray | None, cuts: list[int] | None,
+               rule: Detection) -> Segmentation:
+    if len(vals) == 0:
+        return Segmentation(shifts=(), levels=(), noise=noise)
+    if z is None or cuts is None:
         return Segmentation(shifts=(), levels=(float(np.median(vals)),), noise=noise)
-    z = (y - np.median(y)) / noise
-    cuts = _candidates(z, rule)
     while True:
         cuts = _refine(z, cuts, rule.min_points)
         bounds = [0, *cuts, len(vals)]
@@ -220,6 +269,29 @@ def detect(values: Sequence[float], rule: Detection = Detection()) -> Segmentati
         cuts.remove(worst.at)
     levels = tuple(float(np.median(vals[a:b])) for a, b in zip(bounds, bounds[1:]))
     return Segmentation(shifts=tuple(s for s, _ in judged), levels=levels, noise=noise)
+
+
+def detect(values: Sequence[float], rule: Detection = Detection()) -> Segmentation:
+    """Confirmed change points of ``values`` (medians in µs, in time order, all > 0)."""
+    vals, noise, z = _scaled(values, rule)
+    return _confirmed(vals, noise, z, _candidates(z, rule) if z is not None else None, rule)
+
+
+def detect_many(sequences: Sequence[Sequence[float]], rule: Detection = Detection()) -> list[Segmentation]:
+    """``detect`` of each sequence; the PELT search of sequences of one length is done at
+    once (``pelt_many``)."""
+    scaled = [_scaled(v, rule) for v in sequences]
+    cuts: list[list[int] | None] = [None] * len(scaled)
+    by_length: dict[int, list[int]] = {}
+    for i, (_, _, z) in enumerate(scaled):
+        if z is not None:
+            by_length.setdefault(len(z), []).append(i)
+    for n, members in by_length.items():
+        found = pelt_many(np.stack([scaled[i][2] for i in members]), rule.min_points,  # type: ignore[misc]
+                          rule.beta * math.log(n))
+        for i, ends in zip(members, found):
+            cuts[i] = [b for b in ends if 0 < b < n]
+    return [_confirmed(vals, noise, z, c, rule) for (vals, noise, z), c in zip(scaled, cuts)]
 
 
 # -- on a series -----------------------------------------------------------------------------
@@ -288,9 +360,18 @@ class SeriesAnalysis:
 
 def analyse(series: Series, rule: Detection = Detection()) -> SeriesAnalysis:
     """``detect`` on the series' valued points, mapped back to its points."""
-    where = series.valued()
-    values = [series.points[i].median_us for i in where]
-    seg = detect(values, rule)  # type: ignore[arg-type]  # valued points have a median
+    return analyse_many([series], rule)[0]
+
+
+def analyse_many(series: Sequence[Series], rule: Detection = Detection()) -> list[SeriesAnalysis]:
+    """``analyse`` of each series, their searches done together (``detect_many``)."""
+    wheres = [s.valued() for s in series]
+    values = [[s.points[i].median_us for i in where] for s, where in zip(series, wheres)]
+    segs = detect_many(values, rule)  # type: ignore[arg-type]  # valued points have a median
+    return [_analysis(s, where, seg, rule) for s, where, seg in zip(series, wheres, segs)]
+
+
+def _analysis(series: Series, where: list[int], seg: Segmentation, rule: Detection) -> SeriesAnalysis:
     note = None
     if len(where) < rule.min_length:
         note = (f"only {len(where)} valued point{'' if len(where) == 1 else 's'} (of {len(series.points)}); "

@@ -15,9 +15,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
-from tritongate.atomicio import write_json_atomic, write_text_atomic
-from tritongate.history.changepoints import ChangePoint, Detection, SeriesAnalysis, analyse
-from tritongate.history.series import History, Point
+from tritongate.atomicio import write_text_atomic
+from tritongate.history.changepoints import ChangePoint, Detection, SeriesAnalysis, analyse_many
+from tritongate.history.jsonout import Items, write_json_chunks_atomic
+from tritongate.history.points import Point
+from tritongate.history.series import History
 from tritongate.report.units import format_time
 from tritongate.report.untrusted import markdown_cell
 
@@ -101,15 +103,13 @@ def build_report(history: History, rule: Detection = Detection(), *, new_last: i
     """Analyse every series of ``history``. What the history said before its last
     ``new_last`` entries is asked only of the series that have a change point now: only
     their change points can be new."""
-    analyses = tuple(analyse(s, rule) for s in history.series)
+    analyses = tuple(analyse_many(history.series, rule))
     cut = {e.record_path for e in history.entries[-new_last:]}
     earlier: set[tuple[tuple[str, str, str], int]] = set()
-    for a in analyses:
-        if not a.change_points:
-            continue
-        before = tuple(p for p in a.series.points if p.entry not in cut)
-        if before:
-            earlier.update((a.series.key, c.index) for c in analyse(replace(a.series, points=before), rule).change_points)
+    shorter = [replace(a.series, points=before) for a in analyses if a.change_points
+               and (before := tuple(p for p in a.series.points if p.entry not in cut))]
+    for b in analyse_many(shorter, rule):
+        earlier.update((b.series.key, c.index) for c in b.change_points)
     return HistoryReport(history=history, analyses=analyses, rule=rule, new_last=new_last, earlier=frozenset(earlier),
                          **({"generated": now} if now else {}))
 
@@ -117,6 +117,10 @@ def build_report(history: History, rule: Detection = Detection(), *, new_last: i
 # -- history.json --------------------------------------------------------------------------
 
 def to_json(report: HistoryReport, plots: Mapping[str, str] | None = None) -> dict[str, Any]:
+    return _document(report, plots, [a.to_dict() for a in report.analyses])
+
+
+def _document(report: HistoryReport, plots: Mapping[str, str] | None, series: Any) -> dict[str, Any]:
     h = report.history
     cps = report.change_points
     return {
@@ -130,7 +134,7 @@ def to_json(report: HistoryReport, plots: Mapping[str, str] | None = None) -> di
         "entries": [e.to_dict() for e in h.entries],
         "missing_nightlies": [m.to_dict() for m in h.missing],
         "change_points": [{**c.to_dict(), "new": report.is_new(c), "drift": report.drift_of(c.key)} for c in cps],
-        "series": [a.to_dict() for a in report.analyses],
+        "series": series,
         "plots": dict(plots or {}),
         "notes": report.notes,
     }
@@ -226,7 +230,8 @@ def write_report(report: HistoryReport, out: Path, plots: Mapping[str, str] | No
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / HISTORY_JSON, out / HISTORY_MD
-    # one line: a year of a deep scan is ~100 MB, which an indented dump takes seconds to write
-    write_json_atomic(json_path, to_json(report, plots), indent=None)
+    # one line: a year of a deep scan is ~100 MB, which an indented dump takes seconds to
+    # write; a series at a time: as one string (and its bytes) it held several times that
+    write_json_chunks_atomic(json_path, _document(report, plots, Items(a.to_dict() for a in report.analyses)))
     write_text_atomic(md_path, render_markdown(report, plots))
     return json_path, md_path

@@ -15,67 +15,27 @@ entries longer than ``MISSING_FACTOR`` times the usual (median) spacing, reporte
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import gc
 import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from tritongate.baselines.manifest import BaselineError, check_runner_class, gpu_slug
 from tritongate.baselines.store import Entry, check_files, list_entries
 from tritongate.errors import GateError, UsageError
-from tritongate.rundir import load_run_timings
-from tritongate.schema import Row, RowStatus
+from tritongate.history.entries import entry_points
+from tritongate.history.points import EntryInfo, Point, as_utc, point_of, points_of
+from tritongate.schema import Row
 
 MISSING_FACTOR = 1.5  # an interval this many times the usual spacing hides a missing nightly
-ABSENT = "not in this entry"
-MAX_REASON = 200  # characters of a gap reason taken from a row's error text
 
 
 class HistoryError(UsageError):
     """A history that cannot be built from the inputs given (exit code 2)."""
-
-
-def _utc(when: dt.datetime, what: str) -> dt.datetime:
-    if when.tzinfo is None or when.utcoffset() is None:
-        raise ValueError(f"{what} must be timezone-aware, got {when!r}")
-    return when.astimezone(dt.timezone.utc)
-
-
-@dataclass(frozen=True)
-class Point:
-    """One entry's value of one row: a median in µs, or a gap with its reason."""
-
-    recorded: dt.datetime  # the entry's recorded time, UTC
-    commit: str | None  # the compiler commit the entry was built from
-    entry: str  # the entry's folder, relative to the store
-    median_us: float | None
-    n: int = 0  # raw samples behind the median
-    gap: str | None = None  # why there is no value
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "recorded", _utc(self.recorded, "a point's recorded time"))
-        if self.median_us is None:
-            if not self.gap:
-                raise ValueError(f"a point without a value needs a gap reason ({self.entry})")
-            if self.n:
-                raise ValueError(f"a gap has no samples, got n={self.n} ({self.entry})")
-        else:
-            if self.gap is not None:
-                raise ValueError(f"a point with a value is not a gap ({self.entry})")
-            if not (math.isfinite(self.median_us) and self.median_us > 0):
-                raise ValueError(f"a median must be finite and > 0 µs, got {self.median_us!r}")
-            if self.n < 1:
-                raise ValueError(f"a median needs at least one sample, got n={self.n}")
-
-    @property
-    def is_gap(self) -> bool:
-        return self.median_us is None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"recorded_utc": self.recorded.isoformat(), "commit": self.commit, "entry": self.entry,
-                "median_us": self.median_us, "n": self.n, "gap": self.gap}
 
 
 @dataclass(frozen=True)
@@ -108,30 +68,7 @@ class Series:
                 "points": [p.to_dict() for p in self.points]}
 
 
-@dataclass(frozen=True)
-class EntryInfo:
-    """What the history keeps of one store entry."""
 
-    record_path: str
-    recorded: dt.datetime
-    commit: str | None
-    compiler_repo: str | None
-    triton_version: str
-    gpu_slug: str
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "recorded", _utc(self.recorded, "an entry's recorded time"))
-
-    @classmethod
-    def of(cls, entry: Entry) -> "EntryInfo":
-        m = entry.manifest
-        return cls(record_path=m.record_path, recorded=m.recorded, commit=m.compiler_commit,
-                   compiler_repo=m.compiler_repo, triton_version=m.triton_version, gpu_slug=m.gpu_slug)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"entry": self.record_path, "recorded_utc": self.recorded.isoformat(), "commit": self.commit,
-                "compiler_repo": self.compiler_repo, "triton_version": self.triton_version,
-                "gpu_slug": self.gpu_slug}
 
 
 @dataclass(frozen=True)
@@ -144,8 +81,8 @@ class MissingNightly:
     spacing_days: float  # the usual spacing it was measured against
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "after", _utc(self.after, "a hole's start"))
-        object.__setattr__(self, "before", _utc(self.before, "a hole's end"))
+        object.__setattr__(self, "after", as_utc(self.after, "a hole's start"))
+        object.__setattr__(self, "before", as_utc(self.before, "a hole's end"))
         if not self.after < self.before:
             raise ValueError("a missing nightly lies between an earlier and a later entry")
         if self.missing < 1 or not (math.isfinite(self.spacing_days) and self.spacing_days > 0):
@@ -186,7 +123,7 @@ class History:
 def missing_nightlies(times: Sequence[dt.datetime], factor: float = MISSING_FACTOR) -> list[MissingNightly]:
     """Intervals longer than ``factor`` times the median interval. Needs three entries (two
     intervals): with fewer there is no usual spacing to compare with."""
-    ordered = sorted(_utc(t, "an entry time") for t in times)
+    ordered = sorted(as_utc(t, "an entry time") for t in times)
     gaps = [(b - a).total_seconds() / 86400.0 for a, b in zip(ordered, ordered[1:])]
     if len(gaps) < 2:
         return []
@@ -197,37 +134,7 @@ def missing_nightlies(times: Sequence[dt.datetime], factor: float = MISSING_FACT
             for a, b, g in zip(ordered, ordered[1:], gaps) if g > factor * usual]
 
 
-def gap_reason(row: Row) -> str | None:
-    """Why a row gives no value for the history (None: its median counts)."""
-    if row.status is not RowStatus.OK:
-        error = " ".join(row.error.split())
-        error = error if len(error) <= MAX_REASON else error[: MAX_REASON - 1] + "…"
-        return f"{row.status.value}: {error}" if error else row.status.value
-    if row.markers:
-        kinds = sorted({m.split(" ", 1)[0] for m in row.markers if m.strip()})
-        return f"marked {', '.join(kinds)}"
-    if row.skipped is not None:
-        return f"not timed ({row.skipped.value})"
-    if not row.samples:
-        return "no samples"
-    return None
 
-
-def _point(info: EntryInfo, row: Row | None) -> Point:
-    common = dict(recorded=info.recorded, commit=info.commit, entry=info.record_path)
-    if row is None:
-        return Point(median_us=None, gap=ABSENT, **common)
-    reason = gap_reason(row)
-    if reason is not None:
-        return Point(median_us=None, gap=reason, **common)
-    summary = row.summary
-    assert summary is not None  # an ok row without a skip reason has samples (schema)
-    return Point(median_us=summary.median, n=summary.n, **common)
-
-
-def points_of(info: EntryInfo, rows: Sequence[Row]) -> dict[tuple[str, str, str], Point]:
-    """One entry's point of each of its rows: all a history keeps of the entry's rows."""
-    return {r.key: _point(info, r) for r in rows}
 
 
 def build_series(entries: Sequence[tuple[EntryInfo, Sequence[Row]]]) -> list[Series]:
@@ -245,7 +152,7 @@ def _series(maps: Sequence[tuple[EntryInfo, Mapping[tuple[str, str, str], Point]
             last[key] = i
     out = []
     for key in sorted(first):
-        points = [got.get(key) or _point(info, None) for info, got in maps[first[key]: last[key] + 1]]
+        points = [got.get(key) or point_of(info, None) for info, got in maps[first[key]: last[key] + 1]]
         out.append(Series(*key, points=tuple(points)))
     return out
 
@@ -280,20 +187,8 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
     if len(repos) > 1:  # two compilers' nightlies are two histories, not one with steps between them
         raise HistoryError(f"entries for runner class {runner_class}, suite {suite} in {store} are of {len(repos)} "
                            f"compiler repositories ({', '.join(repos)}); pass --compiler-repo with one of them")
-    # each entry's rows are cut to their points as soon as it is read: a year of a deep scan's
-    # rows, raw samples and all, would not fit in memory
-    loaded: list[tuple[EntryInfo, dict[tuple[str, str, str], Point]]] = []
-    for entry in found:
-        try:
-            check_files(entry.path, entry.manifest)
-            rows = load_run_timings(entry.path)
-        except (GateError, OSError) as exc:  # damage is a note, never a crash
-            if not any(f"{entry.path}:" in n for n in notes):  # the store's listing may have named it
-                notes.append(f"skipped {entry.path}: {exc}")
-            continue
-        info = EntryInfo.of(entry)
-        loaded.append((info, points_of(info, rows)))
-        del rows
+    with _collector_paused():
+        loaded = _read_entries(found, notes)
     if not loaded:
         on = f" on {wanted}" if wanted else ""
         why = f" ({len(notes)} damaged entr{'y' if len(notes) == 1 else 'ies'} skipped)" if notes else ""
@@ -303,3 +198,39 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
     return History(store=store, runner_class=runner_class, suite=suite, gpu_slug=loaded[0][0].gpu_slug,
                    entries=tuple(info for info, _ in loaded), series=tuple(_series(loaded)),
                    missing=tuple(missing), notes=tuple(notes) + tuple(m.note for m in missing))
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: reading a year of entries allocates tens of
+    millions of objects without reference cycles, and each collection they trigger walks every
+    point read so far (it more than doubled the time of reading a year). A caller that
+    disabled the collector itself is left as it was."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _read_entries(found: Sequence[Entry],
+                  notes: list[str]) -> list[tuple[EntryInfo, dict[tuple[str, str, str], Point]]]:
+    """Each entry read straight to its points (no rows kept: a year of a deep scan's rows, raw
+    samples and all, would not fit in memory); a damaged one is a note in ``notes``."""
+    loaded: list[tuple[EntryInfo, dict[tuple[str, str, str], Point]]] = []
+    for entry in found:
+        named = any(f"{entry.path}:" in n for n in notes)  # the store's listing found it damaged
+        info = EntryInfo.of(entry)
+        try:
+            if named:  # the listing checked every entry's files: only a named one is checked again
+                check_files(entry.path, entry.manifest)
+            points = entry_points(entry, info)
+        except (GateError, OSError) as exc:  # damage is a note, never a crash
+            if not named:
+                notes.append(f"skipped {entry.path}: {exc}")
+            continue
+        loaded.append((info, points))
+    return loaded

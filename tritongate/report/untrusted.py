@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.text import Text
 
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "|": "&#124;", "*": "&#42;",
              "_": "&#95;", "`": "&#96;", "[": "&#91;", "]": "&#93;", "\\": "&#92;", "~": "&#126;", "@": "&#64;",
@@ -86,6 +87,8 @@ def code_block(text: str, language: str = "") -> str:
 
 
 def terminal_text(value: Any, style: str = "") -> Text:
+    from rich.text import Text  # the terminal's renderers only: the gate's Markdown needs no rich
+
     return Text(neutralize(value), style=style)
 
 

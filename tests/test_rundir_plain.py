@@ -1,0 +1,144 @@
+"""``load_run``'s one-pass check of results.json rows (``validation.plainrows``) against the
+models it stands in for: on every damaged copy of a full row, either it sends the row to the
+models (which then say what is wrong), or the models accept the row too and the ``Row`` built
+is the same, float for float."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+import tritongate.rundir as rundir
+from tritongate.rundir import RunWriter, load_run
+from tritongate.schema import Correctness, MeasurementInfo, PairInfo, Row, Variant
+from tritongate.validation.plainrows import plain_rows
+from tritongate.validation.runfiles import ResultsDoc
+
+from tests.gate.helpers import IDENTITY, samples
+
+
+def full_row(**over: Any) -> Row:
+    pairing = PairInfo(pair_id="p1", side="base", went_first=(True, False, True, False, True), target_effect=0.01,
+                       detectable_effect=0.008, target_reached=True, min_rounds=5, max_rounds=20, confirm_rounds=3,
+                       inputs="shared", worker_pairs=(0, 0, 1, 1, 1), stopped_by="round_cap", confirm_from=2)
+    fields: dict[str, Any] = dict(
+        op="softmax", case="4096x4096", dtype="float16", timer="cuda-graph", samples=samples(20.0, seed=3),
+        params={"shape": [4096, 4096], "seed": 7, "scale": 0.5, "name": "x", "flag": True, "none": None},
+        markers=("AUTOTUNE_REPLAY_FALLBACK reason=key_missing kernel=k",),
+        measurement=MeasurementInfo(launches_per_sample=25, samples_per_round=5, warmup_calls=50, l2="warm",
+                                    shift_bytes=(512, 1024, 2048, 4096, 8192), pairing=pairing),
+        correctness=Correctness(ok=True, max_abs_err=-0.0, atol=1e-3, rtol=1e-3, detail="fine"),
+        variants=(Variant(kernel="k", name="BLOCK=4096", source_hash="s", binary_hash="b", launches=3),),
+        flops=1e9, bytes=2e6,
+        autotune={"mode": "replay", "sweep_benchmarks": 2, "kernels": [
+            {"kernel": "k", "config": {"kwargs": {"BLOCK": 1024}, "num_warps": 4}, "used": [1.5, None, "x"]}]})
+    fields.update(over)
+    return Row(**fields)
+
+
+def stored(row: Row) -> dict[str, Any]:
+    return json.loads(json.dumps(row.to_dict()))
+
+
+def built(doc: dict[str, Any]) -> str:
+    """What ``Row.from_dict`` makes of ``doc``: the row (repr tells 1 from 1.0), or its error."""
+    try:
+        row = Row.from_dict(doc)
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return repr(row) + json.dumps(row.to_dict())
+
+
+def by_models(doc: dict[str, Any]) -> str | None:
+    try:
+        results = ResultsDoc.model_validate({"schema_version": 3, "status": "complete", "rows": [doc]})
+    except ValidationError:
+        return None
+    return built(results.rows[0].model_dump())
+
+
+VALUES = [None, True, False, 0, 1, -1, 2**70, 0.0, -0.0, 1.5, -1.5, 1e308, math.nan, math.inf, -math.inf, "",
+          "x", "ok", "base", "x" * 1_001, "x" * 100_001, [], [1.0], [True], [0], [-1], ["a"], {}, {"a": 1.0},
+          {"a": math.nan}, [[[[]]]], "NOT A MARKER", "KIND key=value"]
+
+
+def paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
+    out = [prefix] if prefix else []
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:2]):
+            out += paths(v, (*prefix, i))
+    return out
+
+
+def damaged(base: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for path in paths(base):
+        for value in [*VALUES, "<delete>", "<extra key>"]:
+            doc = copy.deepcopy(base)
+            parent = doc
+            for p in path[:-1]:
+                parent = parent[p]
+            if value == "<delete>":
+                del parent[path[-1]]
+            elif value == "<extra key>":
+                if not isinstance(parent[path[-1]], dict):
+                    continue
+                parent[path[-1]]["unknown"] = 1
+            else:
+                parent[path[-1]] = copy.deepcopy(value)
+            out.append(doc)
+    return out
+
+
+ROWS = {"full": stored(full_row()),
+        "minimal": {"op": "a", "case": "b", "dtype": "c", "timer": "", "samples": [1.0, 2.0]},
+        "skipped": stored(full_row(samples=(), skipped="identical_binary", markers=())),
+        "error": stored(full_row(samples=(), status="error", error="boom", autotune=None, measurement=None))}
+
+
+@pytest.mark.parametrize("kind", list(ROWS))
+def test_a_row_as_tritongate_writes_it_takes_the_one_pass_check(kind):
+    doc = ROWS[kind]
+    plain = plain_rows([doc])
+    assert plain is not None
+    assert built(plain[0]) == by_models(doc)
+
+
+@pytest.mark.parametrize("kind", list(ROWS))
+def test_a_damaged_row_is_sent_to_the_models_or_read_as_they_read_it(kind):
+    docs = damaged(ROWS[kind])
+    assert len(docs) > 200
+    fast = 0
+    for doc in docs:
+        plain = plain_rows([doc])
+        if plain is None:
+            continue
+        fast += 1
+        models = by_models(doc)
+        assert models is not None, doc  # never accepts what the models refuse
+        assert built(plain[0]) == models, doc
+    assert fast > 20  # valid variants (an extra top-level key, an optional field dropped) stay fast
+
+
+@pytest.mark.parametrize("rows", [None, {}, "rows", [None], [[]], ["row"]])
+def test_rows_that_are_not_a_list_of_mappings_go_to_the_models(rows):
+    assert plain_rows(rows) is None
+
+
+def test_load_run_reads_the_same_run_either_way(tmp_path: Path, monkeypatch):
+    w = RunWriter(tmp_path / "run", IDENTITY, mode="replay")
+    w.extend([full_row(), full_row(op="add", autotune=None), full_row(op="mul", measurement=None, variants=())])
+    w.finish()
+    fast = load_run(tmp_path / "run")
+    monkeypatch.setattr(rundir, "plain_rows", lambda rows: None)
+    slow = load_run(tmp_path / "run")
+    assert repr(fast) == repr(slow)

@@ -1,0 +1,161 @@
+"""One store entry's points, read at a fraction of the cost of ``load_run_timings``.
+
+A year of nightlies of a deep scan is hundreds of ``results.json`` files of a few MB each;
+building a ``Row`` per row (and a Python object tree per document before pydantic sees it)
+was most of what ``history`` cost. Here the file is read once, its sha256 compared with the
+manifest's, and the document validated by the same pydantic model straight from its bytes
+(parsed in pydantic-core, no intermediate dicts). The rules ``Row`` applies (an ok row has
+samples or a skip reason, a failed row an error text, the stored summary matches the
+samples, one row per key, the run complete) are applied to each row's fields, and the
+summary is computed with the arithmetic of ``tritongate.stats.summarize``.
+
+Anything this reader does not accept (a damaged, edited, older or newer, or incomplete
+entry) is read again the way it always was, ``check_files`` and ``load_run_timings``: the
+entry is refused with the same one-line error as before, or, should that reader accept what
+this one refused, gives the same points. So this reader only ever accepts less than the full
+load, and for what it accepts gives the points the full load gives (a test holds it to that).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from math import nan
+from typing import Any
+
+import numpy as np
+
+from pydantic import ValidationError
+
+from tritongate import safefs
+from tritongate.baselines.store import Entry, check_files
+from tritongate.history.points import EntryInfo, Point, gap_text, points_of
+from tritongate.rundir import IDENTITY, MAX_JSON_BYTES, RESULTS, load_run_timings
+from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION
+from tritongate.validation.runfiles import IdentityDoc, ResultsDoc, RowDoc
+
+Key = tuple[str, str, str]
+_RESULTS = ResultsDoc.__pydantic_validator__
+_REL_TOL, _ABS_TOL = 1e-9, 1e-12  # Row's check of a stored summary against its samples
+_SUMMARY_FIELDS = ("n", "mean", "median", "q1", "q3", "iqr", "min", "max")
+
+
+class _Refused(Exception):
+    """This reader does not vouch for the entry; the full load decides."""
+
+
+def entry_points(entry: Entry, info: EntryInfo) -> dict[Key, Point]:
+    """The point of each row of ``entry``, as ``points_of(info, load_run_timings(...))`` gives
+    them. Raises what ``check_files`` or ``load_run_timings`` raise for an entry they refuse."""
+    try:
+        return _points(entry, info)
+    except _Refused:
+        check_files(entry.path, entry.manifest)
+        return points_of(info, load_run_timings(entry.path))
+
+
+def _read(entry: Entry, name: str) -> bytes:
+    if safefs.kind(entry.path, name) != "file":  # a link or a missing file: the full load says which
+        raise _Refused
+    try:
+        raw = safefs.read_bytes(entry.path, name, limit=MAX_JSON_BYTES)
+    except OSError:
+        raise _Refused from None
+    if len(raw) > MAX_JSON_BYTES:
+        raise _Refused
+    want = entry.manifest.files.get(name)
+    # the bytes parsed are the bytes hashed: the entry cannot change between check and read
+    if want is None or hashlib.sha256(raw).hexdigest() != want:
+        raise _Refused
+    return raw
+
+
+def _readable(version: Any) -> bool:
+    return (isinstance(version, int) and not isinstance(version, bool)
+            and MIN_READABLE_SCHEMA_VERSION <= version <= SCHEMA_VERSION)
+
+
+def _points(entry: Entry, info: EntryInfo) -> dict[Key, Point]:
+    raw = _read(entry, RESULTS)
+    identity_raw = _read(entry, IDENTITY)
+    try:
+        identity = json.loads(identity_raw)
+        if not isinstance(identity, dict) or not _readable(identity.get("schema_version")):
+            raise _Refused
+        IdentityDoc.model_validate(identity)
+        doc = _RESULTS.validate_json(raw)
+    except (ValidationError, ValueError, RecursionError):
+        raise _Refused from None
+    if not _readable(doc.schema_version) or doc.status != "complete":
+        raise _Refused
+    rows = doc.rows
+    medians = _medians(rows)
+    recorded, commit, where = info.recorded, info.commit, info.record_path
+    out: dict[Key, Point] = {}
+    for row, median in zip(rows, medians):
+        key = (row.op, row.case, row.dtype)
+        if key in out:
+            raise _Refused
+        reason = _gap(row)
+        out[key] = (Point(recorded, commit, where, median, len(row.samples)) if reason is None
+                    else Point(recorded, commit, where, None, 0, reason))
+    return out
+
+
+def _gap(row: RowDoc) -> str | None:
+    """``gap_reason`` of the ``Row`` this document makes, after the checks ``Row`` makes of
+    its status, samples and skip reason."""
+    if row.skipped is not None:
+        if row.samples or row.status != "ok":
+            raise _Refused
+    elif row.status == "ok" and not row.samples:
+        raise _Refused
+    if row.status != "ok" and not row.error:
+        raise _Refused
+    return gap_text(row.status, row.error, row.markers, row.skipped, bool(row.samples))
+
+
+def _medians(rows: list[RowDoc]) -> list[float | None]:
+    """Each row's median (None without samples), after checking its stored summary against
+    its samples as ``Row`` does: ``summarize``'s arithmetic, done for the rows of one sample
+    count at once (``math.isclose``'s test, elementwise)."""
+    medians: list[float | None] = [None] * len(rows)
+    by_count: dict[int, list[int]] = {}
+    for i, row in enumerate(rows):
+        if row.samples:
+            by_count.setdefault(len(row.samples), []).append(i)
+    try:
+        for n, members in by_count.items():
+            data = np.sort(np.array([rows[i].samples for i in members], dtype=float), axis=1)
+            if n == 1:
+                q1 = med = q3 = data[:, 0]
+            else:
+                q1, med, q3 = (_interpolated(data, q, n - 1) for q in (1, 2, 3))
+            actual = {"n": np.full(len(members), float(n)), "median": med, "q1": q1, "q3": q3, "iqr": q3 - q1,
+                      "min": data[:, 0], "max": data[:, -1],
+                      "mean": np.array([math.fsum(rows[i].samples) / n for i in members])}
+            stored_rows = [rows[i].summary for i in members]
+            for name in _SUMMARY_FIELDS:
+                stored = np.array([nan if s is None or (v := getattr(s, name)) is None else v for s in stored_rows],
+                                  dtype=float)
+                if not np.all(_isclose(stored, actual[name]) | np.isnan(stored)):
+                    raise _Refused
+            for i, m in zip(members, med.tolist()):
+                medians[i] = m
+    except (OverflowError, TypeError, ValueError):  # a stored value no float holds: the full load says
+        raise _Refused from None
+    return medians
+
+
+def _interpolated(data: np.ndarray, i: int, m: int) -> np.ndarray:
+    """``_quartiles_of``'s ``i``-th quartile of each sorted row (the same operations)."""
+    j, delta = divmod(i * m, 4)
+    return (data[:, j] * (4 - delta) + data[:, j + 1] * delta) / 4
+
+
+def _isclose(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)`` of finite values, elementwise."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        diff = np.abs(b - a)
+        return (a == b) | (diff <= np.abs(_REL_TOL * b)) | (diff <= np.abs(_REL_TOL * a)) | (diff <= _ABS_TOL)
