@@ -1291,7 +1291,7 @@ def test_a_hanging_interpreter_at_start_up_is_named_as_such(tmp_path):
 
 
 def test_the_paired_run_waits_for_start_up_as_long_as_the_row_timeout_says(monkeypatch):
-    from tritongate.pair.pool import WorkerPool
+    from tritongate.pair.pool import Side, WorkerPool
     from tritongate.pair.request import PairRequest
 
     seen = []
@@ -1304,10 +1304,16 @@ def test_the_paired_run_waits_for_start_up_as_long_as_the_row_timeout_says(monke
             seen.append((cmd, timeout_s))
             return {"backend": "cpu"}
 
+        def send(self, cmd, timeout_s, **kw):
+            return self.call(cmd, timeout_s, **kw)
+
+        def receive(self, answer):
+            return answer
+
     pool = WorkerPool(PairRequest(baseline=Path("b"), suite="s", out=Path("o"), row_timeout_s=5.0), Path("o"),
                       spawn=lambda spec: Worker())
     monkeypatch.setattr(pool, "_settings", lambda: {})
-    side = type("S", (), {"worker": Worker(), "name": "candidate", "hello": None})()
+    side = Side(name="candidate", build=None, pool=[Worker()], hellos=[{}])  # type: ignore[arg-type]
     pool.start(side)
     pool.plan(side)
     assert seen == [("init", 60.0), ("plan", 60.0)]

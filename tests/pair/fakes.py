@@ -286,6 +286,19 @@ class InProcessWorker:
         except Exception as exc:  # noqa: BLE001 - answered like the real worker does
             raise WorkerError(self.side, _classify(exc)) from None
 
+    def send(self, cmd: str, timeout_s: float, **args: Any) -> Any:
+        """Runs the call at once; ``receive`` hands over its answer or raises its error."""
+        try:
+            return ("answer", self.call(cmd, timeout_s, **args))
+        except WorkerError as exc:
+            return ("error", exc)
+
+    def receive(self, pending: Any) -> dict[str, Any]:
+        kind, value = pending
+        if kind == "error":
+            raise value
+        return value
+
     def kill(self) -> None:
         self.executor = None
 

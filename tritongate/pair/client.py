@@ -66,6 +66,16 @@ class WorkerError(Exception):
         self.check = answer.get("check")
 
 
+@dataclass(frozen=True)
+class Pending:
+    """A request sent to a worker whose answer is still to be read."""
+
+    seq: int
+    cmd: str
+    timeout_s: float
+    deadline: float  # time.monotonic() by which the answer must be in
+
+
 @dataclass
 class WorkerSpec:
     side: str
@@ -108,18 +118,26 @@ class WorkerProcess:
     def call(self, cmd: str, timeout_s: float, **args: Any) -> dict[str, Any]:
         """Send one request and wait for its answer. Raises ``WorkerFailure`` (the worker is
         then killed) or ``WorkerError`` (the worker is fine)."""
+        return self.receive(self.send(cmd, timeout_s, **args))
+
+    def send(self, cmd: str, timeout_s: float, **args: Any) -> Pending:
+        """Send one request without waiting: the parent can ask several workers at once and
+        collect each answer with ``receive`` (their deadlines run from here)."""
         if not self.alive:
             raise WorkerFailure(self.side, self._death(), kind="died")
         self._seq += 1
-        seq = self._seq
         try:
             assert self._proc is not None and self._proc.stdin is not None
-            self._proc.stdin.write(encode({"seq": seq, "cmd": cmd, "args": args}))
+            self._proc.stdin.write(encode({"seq": self._seq, "cmd": cmd, "args": args}))
             self._proc.stdin.flush()
         except (BrokenPipeError, OSError):
             self.kill()
             raise WorkerFailure(self.side, self._death(), kind="died") from None
-        answer = self._read(seq, time.monotonic() + timeout_s, cmd, timeout_s)
+        return Pending(self._seq, cmd, timeout_s, time.monotonic() + timeout_s)
+
+    def receive(self, pending: Pending) -> dict[str, Any]:
+        """The answer to ``pending``; raises as ``call`` does."""
+        answer = self._read(pending.seq, pending.deadline, pending.cmd, pending.timeout_s)
         if not answer.get("ok"):
             if answer.get("kind") == "fatal":
                 self.kill()

@@ -11,11 +11,12 @@ pool (which owns the workers' lives) and from ``rows`` (which judges and records
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Callable
 
 from tritongate.errors import MeasurementError, PreflightError, UsageError
-from tritongate.pair.client import WorkerError, WorkerFailure
+from tritongate.pair.client import Pending, WorkerError, WorkerFailure
 from tritongate.pair.pool import Side, WorkerPool
 from tritongate.pair.request import PairRequest
 from tritongate.pair.rows import (RowState, build_row, failed_row, identical, layout, precision_of, prepared_row,
@@ -38,25 +39,53 @@ class RowMeasurer:
         self._progress = progress
         self._clock = clock
         self.sharing_off = ""  # why shared inputs failed in this run (the rest of it then uses own)
+        self._preloaded_op = ""  # the op the pool's workers last prepared all at once
 
     def ask(self, side: Side, state: RowState, cmd: str, **args: Any) -> dict[str, Any] | None:
         """One request; a failure is recorded on the side's row state, never raised (except
         for whole-run errors)."""
+        return self.ask_both([(side, state, args)], cmd)[0]
+
+    def ask_both(self, asks: list[tuple[Side, RowState, dict[str, Any]]], cmd: str) -> list[dict[str, Any] | None]:
+        """``cmd`` to each side's worker at once, then each answer (None where that side failed,
+        as in ``ask``). Only for what times nothing (preparing a row, a warm-up with a known k,
+        finishing): the two workers then overlap on the host's cores instead of one waiting for
+        the other, which a row pays at every fresh worker pair."""
+        sent: list[tuple[Pending | None, float]] = []
+        for side, state, args in asks:
+            start = time.perf_counter()
+            sent.append((self._send(side, state, cmd, args), start))
+        answers: list[dict[str, Any] | None] = []
+        for (side, state, _), (pending, start) in zip(asks, sent):
+            answer = None if pending is None else self._guard(side, state, lambda: side.worker.receive(pending))
+            state.call_s[cmd] = state.call_s.get(cmd, 0.0) + time.perf_counter() - start
+            answers.append(answer)
+        return answers
+
+    def _send(self, side: Side, state: RowState, cmd: str, args: dict[str, Any]) -> Pending | None:
         if state.failure is not None:
             return None
+        return self._guard(side, state, lambda: side.worker.send(cmd, self.request.row_timeout_s, **args))
+
+    def _guard(self, side: Side, state: RowState, request: Callable[[], Any]) -> Any:
+        """``request()``, its failure recorded on the side's row state (None then)."""
         try:
-            return side.worker.call(cmd, self.request.row_timeout_s, **args)
-        except WorkerFailure as exc:
+            return request()
+        except (WorkerFailure, WorkerError) as exc:
+            self._record_failure(side, state, exc)
+        return None
+
+    def _record_failure(self, side: Side, state: RowState, exc: WorkerFailure | WorkerError) -> None:
+        if isinstance(exc, WorkerFailure):
             status = "timeout" if exc.kind == "timeout" else "error"
             state.failure = (status, f"{side.name} worker {exc.reason}")
             side.log.write(f"WORKER_FAILED side={side.name} kind={exc.kind} reason={exc.reason}")  # type: ignore[union-attr]
-        except WorkerError as exc:
-            if exc.kind in ("preflight", "usage"):
-                raise UsageError(f"{side.name} worker: {exc}") from None
-            state.failure = ("error", f"on the {side.name} side: {exc}")
-            if exc.check == "shared_inputs":
-                state.sharing_failed = str(exc)
-        return None
+            return
+        if exc.kind in ("preflight", "usage"):
+            raise UsageError(f"{side.name} worker: {exc}") from None
+        state.failure = ("error", f"on the {side.name} side: {exc}")
+        if exc.check == "shared_inputs":
+            state.sharing_failed = str(exc)
 
     def pair_row(self, item: PlannedRow, recorded_k: int | None, schedule: PairSchedule,
                  ledger: BudgetLedger) -> tuple[Row, Row]:
@@ -66,25 +95,50 @@ class RowMeasurer:
         for side in (base, cand):
             if side.gave_up:
                 states[side.name].failure = ("error", side.gave_up)
-        for side in (base, cand):
-            states[side.name].prepared = self.ask(side, states[side.name], "prepare", op=item.op,
-                                                  shape=list(item.shape), dtype=item.dtype,
-                                                  run_dir=str(self._pair_dir / side.name))
+        prepared = self.ask_both([(side, states[side.name], self._prepare_args(item, side)) for side in (base, cand)],
+                                 "prepare")
+        for side, answer in zip((base, cand), prepared):
+            states[side.name].prepared = answer
         ok = all(s.failure is None for s in states.values())
+        if ok and self._pool.measure_pairs > 1 and item.op != self._preloaded_op:
+            self._preload(item)
         same = ok and identical(prepared_row(states["base"].prepared), prepared_row(states["candidate"].prepared))
         if ok and not (same and not self.request.time_identical):
             self._time_row(item, recorded_k, schedule, ledger, states)
-        for side in (base, cand):
-            st = states[side.name]
-            if st.failure is None:
-                st.finished = self.ask(side, st, "finish")
-            elif side.worker.alive:
+        finishing = [(side, states[side.name], {}) for side in (base, cand) if states[side.name].failure is None]
+        failed = [side for side in (base, cand) if states[side.name].failure is not None]
+        for (side, st, _), answer in zip(finishing, self.ask_both(finishing, "finish")):
+            st.finished = answer
+        for side in failed:
+            if side.worker.alive:
                 try:  # close the row's autotune bookkeeping on a worker that is still fine
                     side.worker.call("abort", self.request.row_timeout_s)
                 except (WorkerFailure, WorkerError):
                     pass
+        for side in (base, cand):
+            st = states[side.name]
+            spent = " ".join(f"{cmd}={secs:.2f}" for cmd, secs in st.call_s.items())
+            side.log.write(f"ROW_SECONDS side={side.name} op={item.op} case={item.case} dtype={item.dtype} "  # type: ignore[union-attr]
+                           f"worker_pairs={len(set(st.worker_pairs)) or 1} {spent}")
         return (self._build_row(item, base, states, same, schedule),
                 self._build_row(item, cand, states, same, schedule))
+
+    def _preload(self, item: PlannedRow) -> None:
+        """The op's first row, prepared by the rest of the pool at once (``WorkerPool.preload``),
+        once the row's own pair has prepared it: an op that crashes or hangs a worker there
+        costs one worker pair, as it did before, not the pool."""
+        self._preloaded_op = item.op
+        start = time.perf_counter()
+        asked, failed = self._pool.preload({"op": item.op, "shape": list(item.shape), "dtype": item.dtype})
+        took = time.perf_counter() - start
+        first = next(iter(failed.values()), None)
+        for side in self._pool.sides.values():
+            side.log.write(f"OP_PRELOAD side={side.name} op={item.op} workers={asked} seconds={took:.2f} "  # type: ignore[union-attr]
+                           f"failed={len(failed)}" + (f" first_failure={first}" if first else ""))
+
+    def _prepare_args(self, item: PlannedRow, side: Side) -> dict[str, Any]:
+        return {"op": item.op, "shape": list(item.shape), "dtype": item.dtype,
+                "run_dir": str(self._pair_dir / side.name)}
 
     def _time_row(self, item: PlannedRow, recorded_k: int | None, schedule: PairSchedule,
                   ledger: BudgetLedger, states: dict[str, RowState]) -> None:
@@ -101,7 +155,7 @@ class RowMeasurer:
         for side in self._pool.sides.values():
             side.log.write(f"INPUTS_OWN_FROM_HERE op={item.op} case={item.case} dtype={item.dtype} why={broken}")  # type: ignore[union-attr]
         for name, st in states.items():  # the failed pairs are dropped: each side starts the row's timing afresh
-            states[name] = RowState(prepared=st.prepared)
+            states[name] = RowState(prepared=st.prepared, call_s=st.call_s)
         self._time_pairs(item, recorded_k, schedule, ledger, states, share=False)
 
     def _time_pairs(self, item: PlannedRow, recorded_k: int | None, schedule: PairSchedule,
@@ -127,12 +181,11 @@ class RowMeasurer:
         def new_worker_pair(i: int) -> bool:
             # the pairs so far are kept (each side's finish); the next worker pair of the pool
             # takes over (with a pool of one, both workers start afresh)
-            for side in (base, cand):
-                st = states[side.name]
-                answer = self.ask(side, st, "finish")
-                if answer is None:
-                    return False
-                st.parts.append(answer)
+            answers = self.ask_both([(side, states[side.name], {}) for side in (base, cand)], "finish")
+            if any(answer is None for answer in answers):
+                return False
+            for side, answer in zip((base, cand), answers):
+                states[side.name].parts.append(answer)  # type: ignore[arg-type]
             if pool.measure_pairs > 1:
                 m = pool.measure_pairs
                 try:
@@ -158,13 +211,12 @@ class RowMeasurer:
                     if why is not None:
                         states[side.name].failure = ("error", why)
                         return False
-            for side in (base, cand):
-                if self.ask(side, states[side.name], "prepare", op=item.op, shape=list(item.shape), dtype=item.dtype,
-                            run_dir=str(self._pair_dir / side.name)) is None:
-                    return False
-            for side in (base, cand):
-                if self.ask(side, states[side.name], "warm_up", k=int(warm["k"])) is None:
-                    return False
+            if None in self.ask_both([(side, states[side.name], self._prepare_args(item, side))
+                                      for side in (base, cand)], "prepare"):
+                return False
+            if None in self.ask_both([(side, states[side.name], {"k": int(warm["k"])}) for side in (base, cand)],
+                                     "warm_up"):
+                return False
             worker_pair[0] = base.current if pool.measure_pairs > 1 else worker_pair[0] + 1
             return True
 

@@ -58,8 +58,7 @@ class PairRunner:
                                  clock=self._clock)
         pool.make_sides()
         try:
-            for side in pool.sides.values():
-                pool.start(side)
+            pool.start_all([(side, 0) for side in pool.sides.values()])
             pool.check_same_device()
             base = pool.sides["base"]
             plan = pool.plan(base)

@@ -76,13 +76,30 @@ class WorkerPool:
     def start(self, side: Side, *, spawned: bool = False) -> None:
         """Start (unless ``spawned``: already started) and initialise the side's worker in use;
         its answer is the side's hello."""
+        self.start_all([(side, side.current)], spawned=spawned)
+
+    def start_all(self, workers: list[tuple[Side, int]], *, spawned: bool = False) -> None:
+        """Start (unless ``spawned``) and initialise worker ``j`` of each side given, all at once:
+        a worker's init imports torch, triton and the suite's ops and opens a device context
+        (seconds each on a GPU host), and waiting for one before asking the next made a pool of
+        8 worker pairs take 110 s to come up on the H200."""
+        timeout = startup_timeout(self.request.row_timeout_s)
+        settings = self._settings()
         if not spawned:
-            side.worker.start()
+            for side, j in workers:
+                side.pool[j].start()
+        sent = [(side, j, self._initialising(side, j, lambda w: w.send("init", timeout, settings=settings)))
+                for side, j in workers]
+        for side, j, pending in sent:
+            side.hellos[j] = self._initialising(side, j, lambda w: w.receive(pending))
+
+    def _initialising(self, side: Side, j: int, request: Any) -> Any:
+        """``request(worker)`` for worker ``j`` of ``side``'s start-up, its failure named."""
+        worker = side.pool[j]
         try:
-            side.hello = side.worker.call("init", startup_timeout(self.request.row_timeout_s),
-                                          settings=self._settings())
+            return request(worker)
         except WorkerError as exc:
-            side.worker.kill()
+            worker.kill()
             where = f"{side.name} build ({side.build.python})"
             if exc.kind == "preflight":
                 raise PreflightError(str(exc.check or "worker"), f"{where}: {exc}") from None
@@ -164,24 +181,53 @@ class WorkerPool:
         return None
 
     def grow(self, size: int) -> None:
-        """Start the pool's worker pairs up to ``size``: every process is started before any is
-        waited on, so their imports and device contexts come up side by side."""
+        """Start the pool's worker pairs up to ``size``, all at once (``start_all``)."""
         sides = list(self.sides.values())
-        first, keep = len(sides[0].pool), sides[0].current
+        first = len(sides[0].pool)
         for side in sides:
             for j in range(len(side.pool), size):
                 spec = side_worker_spec(self.request, side.name, side.build, self._pair_dir / "workers",
                                         label=f"{side.name}-{j}")
                 side.pool.append(self._spawn(spec))
                 side.hellos.append({})
-                side.pool[-1].start()
+        self.start_all([(side, j) for j in range(first, size) for side in sides])
+        keep = sides[0].current
         for j in range(first, size):
             for side in sides:
                 side.current = j
-                self.start(side, spawned=True)
             self.check_same_device()
         for side in sides:
             side.current = keep
+
+    def preload(self, prepare_args: dict[str, Any]) -> tuple[int, dict[int, Exception]]:
+        """Every other live worker of both sides (not the pair in use, which has just prepared
+        the row itself) prepares this row and drops it again, all at once: the
+        first row of an op in a worker pays for the op's code generation and compiles (about
+        3 s a worker for a FlagGems pointwise op on the H200), and a row's fresh worker pairs
+        each paid it in turn, one side after the other. Nothing is timed meanwhile, and no IR is
+        written (``run_dir`` None: the row's own prepare writes it). How many workers were
+        asked, and each failure by the worker's ``id`` (a worker that died or hung is killed,
+        and restarted when it is next used; an error answer comes again at the row's own
+        prepare)."""
+        args = {**prepare_args, "run_dir": None}
+        timeout = self.request.row_timeout_s
+        workers = [w for side in self.sides.values() for w in side.pool if w.alive and w is not side.worker]
+        asked = len(workers)
+        failed: dict[int, Exception] = {}
+        for cmd, cmd_args in (("prepare", args), ("abort", {})):
+            sent = []
+            for worker in workers:
+                try:
+                    sent.append((worker, worker.send(cmd, timeout, **cmd_args)))
+                except WorkerFailure as exc:
+                    failed[id(worker)] = exc
+            for worker, pending in sent:
+                try:
+                    worker.receive(pending)
+                except (WorkerFailure, WorkerError) as exc:
+                    failed.setdefault(id(worker), exc)
+            workers = [w for w in workers if w.alive]
+        return asked, failed
 
     def use_worker_pair(self, index: int, *, confirming: bool = False) -> None:
         """Use worker pair ``index`` of the measuring ones (``confirming``: of the confirming

@@ -40,6 +40,7 @@ class RowState:
     parts: list[dict[str, Any]] = field(default_factory=list)  # earlier worker pairs' finish answers
     stopped_by: str | None = None  # what the schedule says ended the row short
     confirm_from: int = 0  # the pair a confirmation of the row's call began at (0: none)
+    call_s: dict[str, float] = field(default_factory=dict)  # wall seconds spent per worker command (run.log)
 
 
 def layout(base: RowState, start: int = 0) -> PairLayout:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from tritongate.pair.build import CompilerBuild, package_path_dir
-from tritongate.pair.client import WorkerProcess, WorkerSpec
+from tritongate.pair.client import Pending, WorkerProcess, WorkerSpec
 from tritongate.pair.request import PairRequest
 
 
@@ -29,6 +29,10 @@ class Worker(Protocol):
     def start(self) -> None: ...
 
     def call(self, cmd: str, timeout_s: float, **args: Any) -> dict[str, Any]: ...
+
+    def send(self, cmd: str, timeout_s: float, **args: Any) -> Pending: ...
+
+    def receive(self, pending: Pending) -> dict[str, Any]: ...
 
     def kill(self) -> None: ...
 
