@@ -18,8 +18,8 @@ Cases (size = what grows):
   process importing the run path (``tritongate.runner``, torch, triton) and parsing the
   ``run`` command line (no size; compiles and the GPU's own start-up come on top);
 - ``batch-fresh`` / ``batch-worker``: ``tritongate batch`` of the first N ops of the builtin
-  smoke suite on the CPU interpreter, every attempt a fresh process (``--fresh-process``) or
-  in the lane's reused worker (the default); ``per_op_overhead_s`` is what an op's attempts
+  smoke suite on the CPU interpreter, every attempt a fresh process (the default) or
+  in the lane's reused worker (``--reuse-worker``); ``per_op_overhead_s`` is what an op's attempts
   took beyond the run's own ``wall_s`` (process start, imports, parsing; size: ops).
 
 Inputs are synthetic but valid: rows are the project's value objects (``Row``, ``PairInfo``,
@@ -512,9 +512,9 @@ def markdown(doc: dict[str, Any]) -> str:
             "history": f"`tritongate history --no-plots` (size: nights of {doc['history_rows']} rows)",
             "batch-merge": f"`tritongate batch-merge` of {BATCH_SHARDS} replay shards (size: rows)",
             "publish": "`tritongate baseline publish` of a record run (size: rows; reads: of its results.json)",
-            "batch-fresh": "`tritongate batch --fresh-process`, smoke ops on the CPU interpreter (size: ops; per op: "
+            "batch-fresh": "`tritongate batch` (a fresh process per op), smoke ops on the CPU interpreter (size: ops; per op: "
                            "the attempts' wall beyond the runs' own)",
-            "batch-worker": "`tritongate batch` (one reused worker), smoke ops on the CPU interpreter (size: ops; "
+            "batch-worker": "`tritongate batch --reuse-worker`, smoke ops on the CPU interpreter (size: ops; "
                             "per op: the attempts' wall beyond the runs' own)"}
     lines = [f"# Scale of the gate's machinery ({doc['label']})", "",
              f"{doc['date']}, {doc['machine']}: {doc['cpu']}, {doc['cores']} cores (shared), Python {doc['python']}, "

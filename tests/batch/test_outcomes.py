@@ -14,6 +14,7 @@ import pytest
 
 from tests.batch.fake_ops import call_count, calls, fake_command, write_suite
 from tritongate.batch import BatchRequest, OpStatus, run_batch
+from tritongate.batch.plan import WORKER_ATTEMPTS
 from tritongate.batch.proc import _has_live_member
 from tritongate.batch.status import read_csv
 from tritongate.rundir import load_run
@@ -39,7 +40,8 @@ def batch(tmp_path_factory):
     events = []
     t0 = time.monotonic()
     outcome = run_batch(BatchRequest(suite=str(suite), out=tmp / "out", command=fake_command(tmp / "state"),
-                                     op_timeout_s=TIMEOUT_S, kill_grace_s=GRACE_S), events.append)
+                                     op_timeout_s=TIMEOUT_S, kill_grace_s=GRACE_S,
+                                     worker_attempts=WORKER_ATTEMPTS), events.append)
     return {"outcome": outcome, "state": tmp / "state", "events": events, "wall": time.monotonic() - t0,
             "by_op": {r.op: r for r in outcome.results}}
 

@@ -149,11 +149,16 @@ def test_the_cli_picks_the_mode(tmp_path: Path) -> None:
     parser = argparse.ArgumentParser()
     add_batch_parser(parser.add_subparsers())
     base = ["batch", "--suite", "smoke", "--out", str(tmp_path)]
-    assert request_from_args(parser.parse_args(base)).worker_attempts == 32
+    # a fresh process per op unless asked: a reused worker measures the ops after its first
+    # differently on a GPU (bench/results/2026-12-03_h200_worker_vs_fresh.md)
+    assert request_from_args(parser.parse_args(base)).worker_attempts == 0
     assert request_from_args(parser.parse_args([*base, "--fresh-process"])).worker_attempts == 0
+    assert request_from_args(parser.parse_args([*base, "--reuse-worker"])).worker_attempts == 32
     assert request_from_args(parser.parse_args([*base, "--worker-attempts", "5"])).worker_attempts == 5
-    with pytest.raises(SystemExit):
-        parser.parse_args([*base, "--fresh-process", "--worker-attempts", "5"])
+    for both in (["--fresh-process", "--worker-attempts", "5"], ["--fresh-process", "--reuse-worker"],
+                 ["--reuse-worker", "--worker-attempts", "5"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args([*base, *both])
 
 
 TUNER_OP = Path(__file__).with_name("fake_ops") / "tuner_op.py"

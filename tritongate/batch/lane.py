@@ -33,17 +33,19 @@ gets a private DB of its own (deleted when it ends) that its ops share, instead 
 run that the first op would delete under the next (``autotune.tuner_cache``).
 
 Only a command of the form ``PYTHON -m MODULE ...`` or ``PYTHON SCRIPT.py ...`` (PYTHON:
-the batch's ``--python``) runs in a worker; anything else, and ``max_attempts=0``
-(``tritongate batch --fresh-process``), runs as a fresh process per attempt (``proc``).
+the batch's ``--python``) runs in a worker; anything else, and ``max_attempts=0`` (the
+default), runs as a fresh process per attempt (``proc``).
 
-Decision: the worker is the default. It removes almost all of an op's start-up (on an H200
-4.6–5.0 s → 0.14–0.23 s per op after the first, bench/results/2026-12-03_h200_batch_worker.md;
-on 2 CPU cores 4.2 s → 0.03 s, ..._cpu_scale_batch_worker.md), while what the batch records
-(rows, logs, exit status, classification, resume) stays that of a fresh process
-(tests/batch/test_worker.py); a worker is replaced after any failure. The differences above
-are not expected to move a row (a run warms up before it measures); no paired comparison of
-the two on a GPU has shown it yet. ``--fresh-process`` keeps the old path for an op that
-needs a pristine process.
+Decision: a fresh process per op is the default, the worker is ``--reuse-worker``. The worker
+removes almost all of an op's start-up (on an H200 4.6–5.0 s → 0.14–0.23 s per op after the
+first, bench/results/2026-12-03_h200_batch_worker.md; on 2 CPU cores 4.2 s → 0.03 s,
+..._cpu_scale_batch_worker.md), and what the batch records (rows, logs, exit status,
+classification, resume) stays that of a fresh process (tests/batch/test_worker.py). But it
+moves rows: on the H200 the ops after a worker's first measure 0.13–0.18 µs a launch slower
+(7–17 % on kernels of 1–2 µs; a plain torch graph in the same process slows alike), the
+same on repeated batches, and an op run first in a worker measures as in a fresh process
+(bench/results/2026-12-03_h200_worker_vs_fresh.md). A record's times would then depend on
+the ops before each one, and would not compare with a fresh process's.
 """
 
 from __future__ import annotations

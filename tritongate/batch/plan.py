@@ -29,7 +29,7 @@ MANIFEST_VERSION = 1
 PLAN_DIGEST = "plan_sha256"  # of the plan, written with it: a plan changed afterwards is refused
 OPS_DIR = "ops"
 RUN_DIR = "run"  # the merged, ordinary run directory
-WORKER_ATTEMPTS = 32  # attempts a lane's worker runs before it is replaced (tritongate.batch.lane)
+WORKER_ATTEMPTS = 32  # with --reuse-worker: attempts a lane's worker runs before it is replaced (batch.lane)
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,9 @@ class BatchRequest:
     python: str = sys.executable
     env: Mapping[str, str] = field(default_factory=dict)  # added to every op's environment
     command: CommandFactory | None = None  # None: tritongate_run(python)
-    worker_attempts: int = WORKER_ATTEMPTS  # per worker process; 0: a fresh process per attempt
+    # per worker process; 0 (the default): a fresh process per attempt. A reused worker measures
+    # the ops after its first differently on a GPU (bench/results/2026-12-03_h200_worker_vs_fresh.md)
+    worker_attempts: int = 0
 
     def __post_init__(self) -> None:
         if (self.out is None) == (self.resume is None):
@@ -333,7 +335,7 @@ def request_from_manifest(path: Path, **overrides: Any) -> BatchRequest:
             replay_root=Path(plan["replay_root"]) if plan.get("replay_root") else None,
             shard=(plan["shard"]["index"], plan["shard"]["count"]), devices=tuple(ex["devices"]),
             op_timeout_s=ex["op_timeout_s"], kill_grace_s=ex["kill_grace_s"], retries=ex["retries"],
-            python=ex["python"], env=dict(ex["env"]), worker_attempts=int(ex.get("worker_attempts", WORKER_ATTEMPTS)))
+            python=ex["python"], env=dict(ex["env"]), worker_attempts=int(ex.get("worker_attempts", 0)))
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{path / MANIFEST}: the plan is damaged ({type(exc).__name__}: {exc})") from exc
     return BatchRequest(**{**base, **{k: v for k, v in overrides.items() if v is not None}})
