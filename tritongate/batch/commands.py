@@ -97,8 +97,8 @@ def add_batch_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--python", type=_text, metavar="PY", help="interpreter of the op processes (default: this one)")
     e.add_argument("--env", type=_text, action="append", metavar="K=V", help="set in every op process (repeatable)")
     w = e.add_mutually_exclusive_group()
-    w.add_argument("--fresh-process", action="store_true",
-                   help="run every op attempt in a fresh `python -m tritongate run` process (the default)")
+    # the default now; still accepted (hidden) for command lines written when the worker was
+    w.add_argument("--fresh-process", action="store_true", help=argparse.SUPPRESS)
     w.add_argument("--reuse-worker", action="store_true",
                    help=f"run a device's ops one after another in one reused worker process, replaced after "
                         f"{WORKER_ATTEMPTS} attempts or any failure: Python's start and the torch/triton imports "
@@ -107,8 +107,8 @@ def add_batch_parser(sub: argparse._SubParsersAction) -> None:
                         "launch slower than in a fresh process): its records do not compare with a fresh "
                         "process's, and an op's time depends on the ops before it")
     w.add_argument("--worker-attempts", type=int, metavar="N",
-                   help="as --reuse-worker, replacing the worker after N attempts (0: --fresh-process); a resume "
-                        "keeps the batch's setting unless one of these is given")
+                   help="as --reuse-worker, replacing the worker after N attempts (0: a fresh process per op, the "
+                        "default); a resume keeps the batch's setting unless one of these is given")
     p.set_defaults(func=cmd_batch)
 
     m = sub.add_parser(

@@ -25,11 +25,6 @@ class Verdict(str, Enum):
     NEW = "NEW"
 
 
-# What stopped a row short of its target, and the option that gives it more.
-STOP_FLAGS = {"row_budget": "--row-budget", "run_budget": "--run-budget", "round_cap": "--max-rounds",
-              "unpaired": "tritongate pair", "too_few_samples": "--rounds"}
-
-
 def unconfirmed(r: "RowVerdict") -> bool:
     """A call made on fewer pairs than its paired run asks of a call (the budgets stopped it)."""
     return r.verdict is Verdict.UNCONFIRMED
@@ -52,7 +47,7 @@ class RowVerdict:
     # timed rows: did the row resolve its target (its detectable effect <= the op's minimum
     # effect, or a confirmed call)? None for rows that were not timed
     reached_target: bool | None = None
-    stopped_by: str | None = None  # what ended it short of its target (STOP_FLAGS); None when reached
+    stopped_by: str | None = None  # what ended it short of its target (gate_result words it); None when reached
 
     @property
     def key(self) -> tuple[str, str, str]:
