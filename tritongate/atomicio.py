@@ -6,7 +6,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 
 def _umask() -> int:
@@ -24,12 +24,23 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
     ``durable=False`` leaves out the fsync: still atomic for any reader and through a crash
     of the writing process, not through a crash of the machine (for files rewritten often,
     whose last version is written durably)."""
+    _replace(path, (data,), durable=durable)
+
+
+def write_pieces_atomic(path: Path, pieces: Iterable[str]) -> None:
+    """Text written piece by piece (a document too large to hold as one string), atomically
+    and durably as ``write_bytes_atomic``: a failure part-way leaves ``path`` as it was."""
+    _replace(path, (piece.encode("utf-8") for piece in pieces), durable=True)
+
+
+def _replace(path: Path, chunks: Iterable[bytes], *, durable: bool) -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for chunk in chunks:
+                f.write(chunk)
             f.flush()
             if durable:
                 os.fsync(f.fileno())

@@ -8,20 +8,12 @@ byte what ``json.dumps(doc, allow_nan=False) + "\\n"`` gives.
 
 from __future__ import annotations
 
+import itertools
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_FILE_MODE = 0o666 & ~_umask()  # what open() would give: mkstemp's files are 0600
+from tritongate.atomicio import write_pieces_atomic
 
 
 class Items:
@@ -52,20 +44,4 @@ def write_json_chunks_atomic(path: Path, doc: Mapping[str, Any]) -> None:
     """``doc`` as one line of JSON (and a newline) in ``path``: written to a temporary file in
     the same folder, synced, then renamed over ``path``, so a reader sees the old file or the
     new one, never half of either."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, _FILE_MODE)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            for piece in chunks(doc):
-                f.write(piece)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_pieces_atomic(path, itertools.chain(chunks(doc), ("\n",)))

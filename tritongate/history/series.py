@@ -15,20 +15,19 @@ entries longer than ``MISSING_FACTOR`` times the usual (median) spacing, reporte
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import gc
 import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from tritongate.baselines.manifest import BaselineError, check_runner_class, gpu_slug
 from tritongate.baselines.store import Entry, check_files, list_entries
 from tritongate.errors import GateError, UsageError
 from tritongate.history.entries import entry_points
 from tritongate.history.points import EntryInfo, Point, as_utc, point_of, points_of
+from tritongate.rundir import gc_paused
 from tritongate.schema import Row
 
 MISSING_FACTOR = 1.5  # an interval this many times the usual spacing hides a missing nightly
@@ -187,7 +186,7 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
     if len(repos) > 1:  # two compilers' nightlies are two histories, not one with steps between them
         raise HistoryError(f"entries for runner class {runner_class}, suite {suite} in {store} are of {len(repos)} "
                            f"compiler repositories ({', '.join(repos)}); pass --compiler-repo with one of them")
-    with _collector_paused():
+    with gc_paused():  # a year of entries: tens of millions of objects, no cycles
         loaded = _read_entries(found, notes)
     if not loaded:
         on = f" on {wanted}" if wanted else ""
@@ -198,22 +197,6 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
     return History(store=store, runner_class=runner_class, suite=suite, gpu_slug=loaded[0][0].gpu_slug,
                    entries=tuple(info for info, _ in loaded), series=tuple(_series(loaded)),
                    missing=tuple(missing), notes=tuple(notes) + tuple(m.note for m in missing))
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside: reading a year of entries allocates tens of
-    millions of objects without reference cycles, and each collection they trigger walks every
-    point read so far (it more than doubled the time of reading a year). A caller that
-    disabled the collector itself is left as it was."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _read_entries(found: Sequence[Entry],
