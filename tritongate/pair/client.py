@@ -14,7 +14,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from tritongate.pair.protocol import MAX_LINE, decode, encode
 
@@ -74,6 +74,38 @@ class Pending:
     cmd: str
     timeout_s: float
     deadline: float  # time.monotonic() by which the answer must be in
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One worker's answer to a request of ``ask_all``: its result, or why there is none."""
+
+    result: dict[str, Any] | None
+    error: WorkerFailure | WorkerError | None
+    seconds: float  # from the request's send to its answer being read
+
+
+def ask_all(requests: Sequence[tuple[Any, str, float, Mapping[str, Any]]]) -> list[Answer]:
+    """``(worker, cmd, timeout_s, args)`` each: every request is sent before any answer is
+    read, so the workers work side by side; a failure is returned in its place, not raised
+    (a ``WorkerFailure`` has killed its worker, as in ``call``)."""
+    sent: list[tuple[Pending | WorkerFailure, float]] = []
+    for worker, cmd, timeout_s, args in requests:
+        start = time.perf_counter()
+        try:
+            sent.append((worker.send(cmd, timeout_s, **args), start))
+        except WorkerFailure as exc:
+            sent.append((exc, start))
+    answers = []
+    for (worker, *_), (pending, start) in zip(requests, sent):
+        result, error = None, pending if isinstance(pending, WorkerFailure) else None
+        if error is None:
+            try:
+                result = worker.receive(pending)
+            except (WorkerFailure, WorkerError) as exc:
+                error = exc
+        answers.append(Answer(result, error, time.perf_counter() - start))
+    return answers
 
 
 @dataclass

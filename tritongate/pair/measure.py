@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tritongate.errors import MeasurementError, PreflightError, UsageError
-from tritongate.pair.client import Pending, WorkerError, WorkerFailure
+from tritongate.pair.client import WorkerError, WorkerFailure, ask_all
 from tritongate.pair.pool import Side, WorkerPool
 from tritongate.pair.request import PairRequest
 from tritongate.pair.rows import (RowState, build_row, failed_row, identical, layout, precision_of, prepared_row,
@@ -47,33 +47,24 @@ class RowMeasurer:
         return self.ask_both([(side, state, args)], cmd)[0]
 
     def ask_both(self, asks: list[tuple[Side, RowState, dict[str, Any]]], cmd: str) -> list[dict[str, Any] | None]:
-        """``cmd`` to each side's worker at once, then each answer (None where that side failed,
-        as in ``ask``). Only for what times nothing (preparing a row, a warm-up with a known k,
-        finishing): the two workers then overlap on the host's cores instead of one waiting for
-        the other, which a row pays at every fresh worker pair."""
-        sent: list[tuple[Pending | None, float]] = []
-        for side, state, args in asks:
-            start = time.perf_counter()
-            sent.append((self._send(side, state, cmd, args), start))
+        """``cmd`` to each side's worker at once (``ask_all``), then each answer (None where that
+        side failed, as in ``ask``). Only for what times nothing (preparing a row, a warm-up
+        with a known k, finishing): the two workers then overlap on the host's cores instead
+        of one waiting for the other, which a row pays at every fresh worker pair."""
+        live = [(side, state, args) for side, state, args in asks if state.failure is None]
+        got = ask_all([(side.worker, cmd, self.request.row_timeout_s, args) for side, _, args in live])
+        by_state = {id(state): answer for (_, state, _), answer in zip(live, got)}
         answers: list[dict[str, Any] | None] = []
-        for (side, state, _), (pending, start) in zip(asks, sent):
-            answer = None if pending is None else self._guard(side, state, lambda: side.worker.receive(pending))
-            state.call_s[cmd] = state.call_s.get(cmd, 0.0) + time.perf_counter() - start
-            answers.append(answer)
+        for side, state, _ in asks:
+            answer = by_state.get(id(state))
+            if answer is None:  # the side had failed before: nothing asked
+                answers.append(None)
+                continue
+            state.call_s[cmd] = state.call_s.get(cmd, 0.0) + answer.seconds
+            if answer.error is not None:
+                self._record_failure(side, state, answer.error)
+            answers.append(answer.result)
         return answers
-
-    def _send(self, side: Side, state: RowState, cmd: str, args: dict[str, Any]) -> Pending | None:
-        if state.failure is not None:
-            return None
-        return self._guard(side, state, lambda: side.worker.send(cmd, self.request.row_timeout_s, **args))
-
-    def _guard(self, side: Side, state: RowState, request: Callable[[], Any]) -> Any:
-        """``request()``, its failure recorded on the side's row state (None then)."""
-        try:
-            return request()
-        except (WorkerFailure, WorkerError) as exc:
-            self._record_failure(side, state, exc)
-        return None
 
     def _record_failure(self, side: Side, state: RowState, exc: WorkerFailure | WorkerError) -> None:
         if isinstance(exc, WorkerFailure):

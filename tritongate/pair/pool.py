@@ -17,7 +17,7 @@ from typing import Any
 from tritongate.backends import Backend, resolve_backend
 from tritongate.errors import MeasurementError, PreflightError, UsageError
 from tritongate.pair.build import CompilerBuild
-from tritongate.pair.client import WorkerError, WorkerFailure, startup_timeout
+from tritongate.pair.client import WorkerError, WorkerFailure, ask_all, startup_timeout
 from tritongate.pair.request import PairRequest
 from tritongate.pair.spawn import SpawnFn, Worker, side_worker_spec, worker_settings
 from tritongate.rowcase import describe
@@ -84,29 +84,26 @@ class WorkerPool:
         (seconds each on a GPU host), and waiting for one before asking the next made a pool of
         8 worker pairs take 110 s to come up on the H200."""
         timeout = startup_timeout(self.request.row_timeout_s)
-        settings = self._settings()
+        settings = {"settings": self._settings()}
         if not spawned:
             for side, j in workers:
                 side.pool[j].start()
-        sent = [(side, j, self._initialising(side, j, lambda w: w.send("init", timeout, settings=settings)))
-                for side, j in workers]
-        for side, j, pending in sent:
-            side.hellos[j] = self._initialising(side, j, lambda w: w.receive(pending))
+        answers = ask_all([(side.pool[j], "init", timeout, settings) for side, j in workers])
+        for (side, j), answer in zip(workers, answers):
+            if answer.error is not None:
+                self._start_failed(side, j, answer.error)
+            side.hellos[j] = answer.result  # type: ignore[assignment]
 
-    def _initialising(self, side: Side, j: int, request: Any) -> Any:
-        """``request(worker)`` for worker ``j`` of ``side``'s start-up, its failure named."""
-        worker = side.pool[j]
-        try:
-            return request(worker)
-        except WorkerError as exc:
-            worker.kill()
-            where = f"{side.name} build ({side.build.python})"
-            if exc.kind == "preflight":
-                raise PreflightError(str(exc.check or "worker"), f"{where}: {exc}") from None
-            raise UsageError(f"{where}: {exc}") from None
-        except WorkerFailure as exc:
+    def _start_failed(self, side: Side, j: int, exc: WorkerFailure | WorkerError) -> None:
+        """Raise the named error of worker ``j`` of ``side`` failing its start-up."""
+        if isinstance(exc, WorkerFailure):
             raise MeasurementError(f"the {side.name} build's worker ({side.build.python}) could not start: "
                                    f"{exc.reason}") from None
+        side.pool[j].kill()
+        where = f"{side.name} build ({side.build.python})"
+        if exc.kind == "preflight":
+            raise PreflightError(str(exc.check or "worker"), f"{where}: {exc}") from None
+        raise UsageError(f"{where}: {exc}") from None
 
     def plan(self, base: Side) -> dict[str, Any]:
         """The suite's planned rows, as the base worker reads them."""
@@ -215,17 +212,9 @@ class WorkerPool:
         asked = len(workers)
         failed: dict[int, Exception] = {}
         for cmd, cmd_args in (("prepare", args), ("abort", {})):
-            sent = []
-            for worker in workers:
-                try:
-                    sent.append((worker, worker.send(cmd, timeout, **cmd_args)))
-                except WorkerFailure as exc:
-                    failed[id(worker)] = exc
-            for worker, pending in sent:
-                try:
-                    worker.receive(pending)
-                except (WorkerFailure, WorkerError) as exc:
-                    failed.setdefault(id(worker), exc)
+            for worker, answer in zip(workers, ask_all([(w, cmd, timeout, cmd_args) for w in workers])):
+                if answer.error is not None:
+                    failed.setdefault(id(worker), answer.error)
             workers = [w for w in workers if w.alive]
         return asked, failed
 
