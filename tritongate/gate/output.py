@@ -24,10 +24,10 @@ from tritongate.gate.ir_evidence import IREvidence, collect
 from tritongate.gate.summary import per_op_records
 from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, GateResult, RowVerdict, Verdict
 from tritongate.report.untrusted import safe_url
-from tritongate.rundir import gc_paused
 from tritongate.report.verdict_markdown import render_verdict
 from tritongate.report.verdict_terminal import headline_text
 from tritongate.report.verdict_view import fallback_state
+from tritongate.rundir import gc_paused
 from tritongate.validation.verdictfile import VerdictDoc
 
 if TYPE_CHECKING:

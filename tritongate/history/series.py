@@ -67,9 +67,6 @@ class Series:
                 "points": [p.to_dict() for p in self.points]}
 
 
-
-
-
 @dataclass(frozen=True)
 class MissingNightly:
     """An interval between two consecutive entries long enough to hide ``missing`` nightlies."""
@@ -131,9 +128,6 @@ def missing_nightlies(times: Sequence[dt.datetime], factor: float = MISSING_FACT
         return []
     return [MissingNightly(after=a, before=b, missing=max(1, round(g / usual) - 1), spacing_days=usual)
             for a, b, g in zip(ordered, ordered[1:], gaps) if g > factor * usual]
-
-
-
 
 
 def build_series(entries: Sequence[tuple[EntryInfo, Sequence[Row]]]) -> list[Series]:
