@@ -79,7 +79,9 @@ def test_a_document_claiming_a_pass_over_regressed_rows_is_shown_failing() -> No
     d = doc([row("REGRESSED", base_median_us=10.0, cand_median_us=13.0), row()], passed=True,
             headline="✅ no regressions", counts={"REGRESSED": 0, "UNCHANGED": 2})
     body = render_comment_body(d)
-    assert body.splitlines()[1] == "### tritongate: ❌ failed (2 rows: 1 regressed, 1 unchanged)"
+    assert body.splitlines()[1].startswith("## ❌ 1 regression, worst add · 4096 · float16")
+    assert body.splitlines()[3] == ("> [!WARNING]\n> verdict.json says passed, but lists 1 REGRESSED, 0 REJECTED "
+                                    "and 0 policy-failing rows (exit code 0): shown as failing").split("\n")[0]
     assert "says passed, but lists 1 REGRESSED" in body and "no regressions" not in body
     assert judge(d).passed is False
 
@@ -113,7 +115,7 @@ def test_a_state_the_rows_do_not_give_is_shown_from_the_rows() -> None:
 
 def test_counts_that_disagree_with_the_rows_are_named() -> None:
     body = render_comment_body(doc([row()], passed=True, counts={"UNCHANGED": 5}))
-    assert "counts do not match its rows" in body and "(1 rows: 1 unchanged)" in body
+    assert "counts do not match its rows" in body and "\n1 row · 1 unchanged\n" in body
 
 
 @pytest.mark.parametrize("raw, needle", [
@@ -123,3 +125,26 @@ def test_counts_that_disagree_with_the_rows_are_named() -> None:
 def test_documents_the_model_refuses(raw: bytes, needle: str) -> None:
     with pytest.raises(UntrustedVerdictError, match=needle):
         parse_verdict_doc(raw, "verdict.json")
+
+
+def test_every_verdict_word_renders_under_a_contradiction() -> None:
+    """A contradictory document holding any word of the enum is rendered, never a KeyError (the
+    fallback table kept its own list of words, without UNCONFIRMED)."""
+    from tritongate.model.verdict import Verdict
+
+    rows = [row(v.value, op=f"op{i}") for i, v in enumerate(Verdict)]
+    body = render_comment_body(doc(rows, passed=True))
+    assert "[!WARNING]" in body and body.splitlines()[1].startswith("## ❌")
+
+
+def test_the_planted_golden_with_an_unconfirmed_row_and_a_forged_pass() -> None:
+    """The review's reproduction: the planted golden verdict, ``passed`` forged to true, one row
+    set to UNCONFIRMED (it raised ``KeyError: 'UNCONFIRMED'``)."""
+    from pathlib import Path
+
+    raw = json.loads((Path(__file__).parents[1] / "report" / "golden" / "planted.verdict.json").read_text())
+    raw["passed"] = True
+    raw["rows"][0]["verdict"] = "UNCONFIRMED"
+    body = render_comment_body(parse_verdict_doc(json.dumps(raw).encode(), "verdict.json"))
+    assert "> [!WARNING]" in body and "says passed" in body
+    assert body.splitlines()[1].startswith("## ❌")

@@ -13,7 +13,7 @@ from markdown_it import MarkdownIt
 from tritongate.gate.verdict_file import load_verdict
 from tritongate.report.verdict_markdown import COMMENT_LIMIT, STICKY_MARKER, render_verdict
 from tritongate.report.verdict_terminal import summary_lines
-from tritongate.validation.verdictfile import VerdictDoc
+from tritongate.model.verdict import VerdictDoc
 
 from tests.report.golden_verdicts import GOLDEN, KINDS, build
 

@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 
 from tritongate.calibrate.aim import RowAim
 from tritongate.calibrate.model import Calibration, PlantedOutcome, RowCalibration, fraction_key
+from tritongate.model.verdict import Verdict
 from tritongate.planting import row_key
 
 
@@ -38,7 +39,7 @@ class Step:
     delays_ns: Mapping[str, int] | None = None  # planted steps: the rows planted, with their spins
 
 
-_CALLS = {"slower": "REGRESSED", "faster": "IMPROVED"}
+_CALLS = {"slower": Verdict.REGRESSED, "faster": Verdict.IMPROVED}
 
 
 def step_rows(result: Any) -> tuple[StepRow, ...]:

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import SchemaVersionError, UsageError
+from tritongate.model.verdict import CALLED, Verdict
 from tritongate.planting import row_key
 
 SCHEMA = 2  # 2: rows carry their aim (spins timed, the effect aimed at), no gain
@@ -24,8 +25,8 @@ SIZE_CLASSES: tuple[tuple[str, float, float], ...] = (
     ("< 3 µs", 0.0, 3.0), ("3–10 µs", 3.0, 10.0), ("10–100 µs", 10.0, 100.0), ("≥ 100 µs", 100.0, math.inf))
 # The goals a calibration is held to: (fraction, smallest kernel time in µs, least catch rate).
 GOALS: tuple[tuple[float, float, float], ...] = ((0.02, 10.0, 0.95), (0.05, 0.0, 0.95))
-CAUGHT = "REGRESSED"
-TIMED_CALLS = ("REGRESSED", "IMPROVED", "UNCHANGED")
+CAUGHT = Verdict.REGRESSED
+TIMED_CALLS = (*CALLED, Verdict.UNCHANGED)
 
 
 def size_class(kernel_us: float) -> str:
@@ -84,7 +85,7 @@ class RowCalibration:
 
     @property
     def aa_false(self) -> int:
-        return sum(v in ("REGRESSED", "IMPROVED") for v in self.aa_verdicts)
+        return sum(v in CALLED for v in self.aa_verdicts)
 
     @property
     def aa_timed(self) -> int:

@@ -28,7 +28,7 @@ from tritongate.report.verdict_markdown import render_verdict
 from tritongate.report.verdict_terminal import headline_text
 from tritongate.report.verdict_view import fallback_state
 from tritongate.rundir import gc_paused
-from tritongate.validation.verdictfile import VerdictDoc
+from tritongate.model.verdict import VerdictDoc
 
 if TYPE_CHECKING:
     from tritongate.calibrate.model import CalibrationSummary

@@ -6,23 +6,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 from tritongate.gate.rule import TimingDecision
+from tritongate.model.verdict import Verdict
 from tritongate.schema import PairInfo
-
-
-class Verdict(str, Enum):
-    REGRESSED = "REGRESSED"
-    IMPROVED = "IMPROVED"
-    UNCONFIRMED = "UNCONFIRMED"  # called on fewer pairs than a confirmation needs: shown, never failing
-    UNCHANGED = "UNCHANGED"
-    IDENTICAL_BINARY = "IDENTICAL_BINARY"
-    REJECTED = "REJECTED"
-    NOT_COMPARABLE = "NOT_COMPARABLE"
-    MISSING = "MISSING"
-    NEW = "NEW"
 
 
 def unconfirmed(r: "RowVerdict") -> bool:

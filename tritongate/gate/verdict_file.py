@@ -10,7 +10,7 @@ from tritongate import __version__
 from tritongate.errors import RunDirError, SchemaVersionError
 from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION
 from tritongate.validation import validate
-from tritongate.validation.verdictfile import VerdictDoc, VerdictRowDoc
+from tritongate.model.verdict import VerdictDoc, VerdictRowDoc
 
 if TYPE_CHECKING:
     import pandas

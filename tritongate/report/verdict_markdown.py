@@ -30,7 +30,7 @@ from tritongate.report.untrusted import code_block, markdown_cell, safe_url
 from tritongate.report.verdict_view import (RowView, VerdictView, build_view, geomean_text, headline_parts,
                                             interval_text, notes, pct, row_target, side_text, target_text,
                                             where_parts)
-from tritongate.validation.verdictfile import VerdictDoc
+from tritongate.model.verdict import VerdictDoc
 
 STICKY_MARKER = "<!-- tritongate-verdict -->"
 COMMENT_LIMIT = 60_000  # GitHub refuses comment bodies over 65,536 characters
@@ -278,9 +278,9 @@ def _estimate_line(rows: list[RowView]) -> str:
 
 
 def render_verdict(doc: VerdictDoc | Mapping[str, Any], *, limit: int = COMMENT_LIMIT,
-                   docs_url: str | None = None) -> str:
+                   docs_url: str | None = None, warning: str | None = None) -> str:
     """The comment for a verdict.json document (a ``VerdictDoc`` or the parsed JSON, which is
-    validated here), at most ``limit`` characters."""
+    validated here), at most ``limit`` characters; ``warning`` (escaped) stands under the headline."""
     if not isinstance(doc, VerdictDoc):
         from tritongate.errors import RunDirError
         from tritongate.validation import validate
@@ -288,7 +288,10 @@ def render_verdict(doc: VerdictDoc | Mapping[str, Any], *, limit: int = COMMENT_
         doc = validate(VerdictDoc, doc, source="verdict.json", error=RunDirError)
     view = build_view(doc)
     with_ir = view.show_ir
-    head = [STICKY_MARKER, _headline(view), "", _counts(view), ""]
+    head = [STICKY_MARKER, _headline(view), ""]
+    if warning:
+        head += [f"> [!WARNING]\n> {cell(warning)}", ""]
+    head += [_counts(view), ""]
     if doc.baseline is not None and doc.baseline.line:
         head += [cell(doc.baseline.line), ""]
     if doc.artifact_url:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from tritongate.model.verdict import Verdict, VerdictDoc
 from tritongate.report.units import format_time
 from tritongate.report.untrusted import neutralize
 from tritongate.report.verdict_view import (RowView, VerdictView, build_view, geomean_text, headline_parts,
                                             interval_text, notes, pct, row_target, side_text, target_text,
                                             where_parts)
-from tritongate.validation.verdictfile import VerdictDoc
 
 MAX_LINES_PER_GROUP = 20  # the rest are in verdict.md and verdict.json
 
@@ -69,9 +69,9 @@ def summary_lines(doc: VerdictDoc | Mapping[str, Any]) -> list[str]:
         ("could not resolve their target", len(view.blind)), ("unchanged", view.unchanged)) if n]
     gm = geomean_text(doc, bool(view.regressed or view.improved))
     lines.append(" · ".join(counts) + (f" · {gm}" if gm else ""))
-    lines += _group("REGRESSED", view.regressed, _change)
-    lines += _group("IMPROVED", view.improved, _change)
-    lines += _group("UNCONFIRMED", view.unconfirmed, _change)
+    lines += _group(Verdict.REGRESSED, view.regressed, _change)
+    lines += _group(Verdict.IMPROVED, view.improved, _change)
+    lines += _group(Verdict.UNCONFIRMED, view.unconfirmed, _change)
     lines += _group(
         "NOT JUDGED", view.not_judged,
         lambda r: f"{r.doc.verdict}: {neutralize('; '.join(r.doc.reasons) or '–')}")

@@ -13,11 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from tritongate.validation.verdictfile import VerdictDoc, VerdictRowDoc, VerdictSideDoc
+from tritongate.model.verdict import CALLED, NOT_JUDGED, QUIET, Verdict, VerdictDoc, VerdictRowDoc, VerdictSideDoc
 
-CALLED = ("REGRESSED", "IMPROVED")
-NOT_JUDGED = ("REJECTED", "NOT_COMPARABLE", "MISSING", "NEW")
-QUIET = ("UNCHANGED", "IDENTICAL_BINARY")
 _TOL = 1e-9  # a detectable effect equal to its target (as floats) reached it
 
 
@@ -33,14 +30,14 @@ def row_target(row: Any) -> float | None:
 
 def unconfirmed(row: Any) -> bool:
     """A call made on fewer pairs than a call needs (the budgets stopped the row)."""
-    return _get(row, "verdict") == "UNCONFIRMED" or (
+    return _get(row, "verdict") == Verdict.UNCONFIRMED or (
         _get(row, "verdict") in CALLED and bool(_get(row, "call_unconfirmed")))
 
 
 def is_blind(row: Any) -> bool:
     """A timed row that found no change but could not have seen one of its target's size.
     A called row resolved its effect; a byte-identical one cannot differ."""
-    if _get(row, "verdict") != "UNCHANGED" or not _get(row, "timed"):
+    if _get(row, "verdict") != Verdict.UNCHANGED or not _get(row, "timed"):
         return False
     reached = _get(row, "reached_target")
     if reached is None:
@@ -164,11 +161,11 @@ def build_view(doc: VerdictDoc) -> VerdictView:
     if state is None:
         state, _ = fallback_state(doc.passed, doc.rows)
     unconf = [r for r in rows if unconfirmed(r.doc)]
-    regressed = sorted((r for r in rows if r.doc.verdict == "REGRESSED" and not unconfirmed(r.doc)),
+    regressed = sorted((r for r in rows if r.doc.verdict == Verdict.REGRESSED and not unconfirmed(r.doc)),
                        key=lambda r: -(r.doc.effect or 0))
-    improved = sorted((r for r in rows if r.doc.verdict == "IMPROVED" and not unconfirmed(r.doc)),
+    improved = sorted((r for r in rows if r.doc.verdict == Verdict.IMPROVED and not unconfirmed(r.doc)),
                       key=lambda r: r.doc.effect or 0)
-    ir_only = [r for r in rows if r.doc.verdict == "UNCHANGED" and r.ir_changed]
+    ir_only = [r for r in rows if r.doc.verdict == Verdict.UNCHANGED and r.ir_changed]
     blind = [r for r in rows if is_blind(r.doc)]
     shown = {id(r) for r in (*ir_only, *blind)}
     unchanged = sum(1 for r in rows if r.doc.verdict in QUIET and id(r) not in shown)
@@ -226,7 +223,7 @@ def headline_parts(view: VerdictView) -> tuple[str, list[str]]:
         n = len(view.blind) + len(view.unconfirmed)
         return "⚠️", [f"No regression found; {n} row{'' if n == 1 else 's'} could not resolve "
                       f"{target_text(view.targets)}{extra}"]
-    if rows and all(r.verdict == "IDENTICAL_BINARY" and not r.timed and any(AHEAD_OF_TIME in x for x in r.reasons)
+    if rows and all(r.verdict == Verdict.IDENTICAL_BINARY and not r.timed and any(AHEAD_OF_TIME in x for x in r.reasons)
                     for r in d.rows):
         # every row's kernels compiled byte-identical ahead of time: nothing ran (the pre-screen)
         return "✅", [f"0 of {rows} rows' kernels changed under this PR; no GPU time used"]

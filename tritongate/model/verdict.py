@@ -1,10 +1,12 @@
-"""The model of ``verdict.json`` (written by ``tritongate gate``), for tools that read it
-back and for the one renderer of the comment (``report.verdict_markdown``): the fields are
-typed; anything newer is kept as written. Fields the comment reads that older verdicts lack
-are optional, and the renderer works them out from the fields those verdicts have."""
+"""``verdict.json``: the words a row can be given (``Verdict``, the one list every module
+uses, the trusted comment included) and the document's model, for tools that read it back and
+for the renderers. The fields are typed; anything newer is kept as written. Fields the comment
+reads that older verdicts lack are optional, and the renderer works them out from the fields
+those verdicts have."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import Field
@@ -12,9 +14,34 @@ from pydantic import Field
 from tritongate.validation.core import OpenDoc
 from tritongate.validation.runfiles import NonNegFloat
 
-VerdictName = Literal["REGRESSED", "IMPROVED", "UNCONFIRMED", "UNCHANGED", "IDENTICAL_BINARY", "REJECTED",
-                      "NOT_COMPARABLE", "MISSING", "NEW"]
+
+class Verdict(StrEnum):
+    """A row's verdict. Adding a word here is the one change a new word needs: the groups
+    below, the display order and the document's allowed values follow from this list."""
+
+    REGRESSED = "REGRESSED"
+    IMPROVED = "IMPROVED"
+    UNCONFIRMED = "UNCONFIRMED"  # called on fewer pairs than a confirmation needs: shown, never failing
+    UNCHANGED = "UNCHANGED"
+    IDENTICAL_BINARY = "IDENTICAL_BINARY"
+    REJECTED = "REJECTED"
+    NOT_COMPARABLE = "NOT_COMPARABLE"
+    MISSING = "MISSING"
+    NEW = "NEW"
+
+
+CALLED = (Verdict.REGRESSED, Verdict.IMPROVED)  # timed and found different
+NOT_JUDGED = (Verdict.REJECTED, Verdict.NOT_COMPARABLE, Verdict.MISSING, Verdict.NEW)
+QUIET = (Verdict.UNCHANGED, Verdict.IDENTICAL_BINARY)
+FAILING = (Verdict.REGRESSED, Verdict.REJECTED)  # fail the gate whatever the document claims
+# every word in the order a reader wants them: what fails first, what is quiet last
+SEVERITY = (Verdict.REGRESSED, Verdict.REJECTED, Verdict.NOT_COMPARABLE, Verdict.MISSING, Verdict.UNCONFIRMED,
+            Verdict.IMPROVED, Verdict.NEW, Verdict.UNCHANGED, Verdict.IDENTICAL_BINARY)
+
+# verdict.json holds the words as strings; the model checks them strictly against the enum's values
+VerdictName = Literal[tuple(v.value for v in Verdict)]  # type: ignore[valid-type]
 GateState = Literal["pass", "blind", "fail"]
+StopReason = Literal["row_budget", "run_budget", "round_cap", "unpaired", "too_few_samples"]
 Interval = Annotated[list[float], Field(min_length=2, max_length=2)]
 
 
@@ -48,12 +75,10 @@ class VerdictRowDoc(OpenDoc):
     target_effect: Optional[NonNegFloat] = None
     target_reached: Optional[bool] = None
     reached_target: Optional[bool] = None  # the rule's own answer, where it gives one
-    stopped_by: Optional[str] = None  # what ended the row's rounds short of its target
+    stopped_by: Optional[StopReason] = None  # what ended the row's rounds short of its target
     max_rounds: Optional[int] = None
     confirm_rounds: Optional[int] = None
     call_unconfirmed: Optional[bool] = None
-    reached_target: Optional[bool] = None
-    stopped_by: Optional[Literal["row_budget", "run_budget", "round_cap", "unpaired", "too_few_samples"]] = None
     worker_pairs: Optional[int] = None
     order_effect: Optional[float] = None
     inputs: Optional[Literal["own", "shared"]] = None
