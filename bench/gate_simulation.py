@@ -1,14 +1,14 @@
 """The paired rule's false-call rate and power under each noise model, on the shipped GPU layout.
 
-CPU only, numpy. For every model of ``tritongate.gate.noise_models``, whole paired runs are
-drawn (``tritongate.gate.simulate.simulate_runs``): each row measured on the layout the
+CPU only, numpy. For every model of ``bench.sim.noise_models``, whole paired runs are
+drawn (``bench.sim.simulate.simulate_runs``): each row measured on the layout the
 orchestrator gives it (``GPU_POOL_PAIRS`` measuring pool pairs, a row's segments rotating over
 them, each row starting on the next; a call confirmed on as many others; ``--pool`` for another), what lives with a worker process shared
 by every pair it measures in the run, rows drawn to the cap (80 pairs, 5 samples a round) and
 their noise level cycling through pair SD 0.4 % (quiet), 1.2 % and 4 % (the H200 matmul on own
 inputs). Each row is judged four ways on the same sample paths:
 
-- **adaptive**: the shipped rule (``gate.batch.decide_paired`` = ``rule.decide``) and schedule
+- **adaptive**: the shipped rule (``bench.sim.paired_rule.decide_paired`` = ``rule.decide``) and schedule
   (``pair.orchestrator.default_schedule('cuda', 5)``: looks at 5, 10, 20, 40, 80 pairs; a call on
   fewer than 20 pairs is UNCONFIRMED, never failing), each call measured again on the
   confirming pool pairs and standing only if that calls it the same way: what a verdict says;
@@ -41,9 +41,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tritongate import __version__  # noqa: E402
-from tritongate.gate.noise_models import MODELS, NoiseModel  # noqa: E402
+from bench.sim.noise_models import MODELS, NoiseModel  # noqa: E402
 from tritongate.gate.policy import GatePolicy  # noqa: E402
-from tritongate.gate.simulate import simulate_runs  # noqa: E402
+from bench.sim.simulate import simulate_runs  # noqa: E402
 from tritongate.pair.request import GPU_POOL_PAIRS  # noqa: E402
 
 NOISE = (0.004, 0.012, 0.04)

@@ -32,7 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tritongate import __version__  # noqa: E402
-from tritongate.gate.batch import decide_before  # noqa: E402
+from bench.sim.paired_rule import decide_before  # noqa: E402
 from tritongate.gate.policy import GatePolicy  # noqa: E402
 from tritongate.gate.rule import PairLayout, Why, decide  # noqa: E402
 

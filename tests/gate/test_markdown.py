@@ -10,7 +10,7 @@ from tritongate.gate.policy import GatePolicy
 from tritongate.gate.rule import Why
 from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, Verdict, run_gate
 from tritongate.report.markdown import STICKY_MARKER, cell, render_markdown
-from tritongate.gate.simulate import synthetic_run
+from bench.sim.simulate import synthetic_run
 
 from tests.gate.helpers import binary, pair, paired_run, row
 from tests.report.golden_verdicts import untimed

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import random
 
-from tritongate.gate.batch import RowSamples, decide_rows
+from tritongate.gate.rule_rows import RowSamples, decide_rows
 from tritongate.gate.rule import PairLayout, Why, decide
 from tritongate.stats import summarize
 

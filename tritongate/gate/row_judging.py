@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from tritongate.gate.batch import RowSamples, decide_rows
+from tritongate.gate.rule_rows import RowSamples, decide_rows
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.row_comparability import (identical_binaries, paired_rows, row_marker_reasons, row_mismatch,
                                                row_rounds, row_status_reasons)

@@ -7,7 +7,7 @@ of pairs if the row's and the run's time budgets allow. The look uses the row's
 *precision* only (spreads: the noise floor and the IQR widths), never the difference of
 the medians, and the verdict is decided once, at the end: so adding rounds cannot steer a
 row towards a verdict, and an A/A row stays as unlikely to be called as with a fixed count
-(``tritongate.gate.simulate`` measures it).
+(``bench.sim.simulate`` measures it).
 
 One exception, which can only take calls away: a row that would be called with fewer than
 ``confirm_rounds`` pairs gets the next looks first, and is decided on all its pairs. A few

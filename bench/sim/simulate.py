@@ -8,7 +8,7 @@ sets sigma_total = r / 1.349, of which the round offsets carry the larger part.
 ``simulate`` draws two stored runs (unpaired) and gates them through ``run_gate``. Paired
 runs, with the noise that lives with a worker process (offsets, speed states, steps, drift),
 outlier rounds, order effects and budgets, are drawn many rows at a time by
-``tritongate.gate.noise_models`` and judged by ``tritongate.gate.batch`` (the paired rule and
+``bench.sim.noise_models`` and judged by ``bench.sim.paired_rule`` (the paired rule and
 schedule, vectorised) on the layout the orchestrator gives a GPU run (``row_layout``,
 ``confirm_layout``: ``tests/gate/test_simulate_layout.py`` holds them to a real paired run's
 recorded worker pairs): ``simulate_runs`` and ``simulate_paired_models`` are the entry points.
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from tritongate.gate.batch import BatchDecision, ScheduleOutcome, confirmed, decide_paired, schedule
+from bench.sim.paired_rule import BatchDecision, ScheduleOutcome, confirmed, decide_paired, schedule
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import GateResult, run_gate
 from tritongate.pair.request import default_pool_size, default_schedule
@@ -33,7 +33,7 @@ from tritongate.rundir import Run
 from tritongate.schema import MeasurementInfo, Row, RunStatus
 
 if TYPE_CHECKING:
-    from tritongate.gate.noise_models import NoiseModel
+    from bench.sim.noise_models import NoiseModel
 
 # Pooled relative IQRs of graph-timer rows measured on an H200: add 4K 0.25 %, softmax and
 # add 1M 0.5-0.7 %, matmuls and event-noisy rows 1-2.4 % (bench/results, verdict probe).
@@ -111,7 +111,7 @@ def simulate_runs(model: "NoiseModel", *, runs: int, rows_per_run: int, pair_sd:
     judged by the shipped rule and schedule (``default_schedule('cuda', per_round)``), each call
     measured again on the confirming pairs (``confirm_layout``) and standing only if that calls
     it the same way. ``pool``: measuring pool pairs other than the shipped (a comparison)."""
-    from tritongate.gate.noise_models import sample_run
+    from bench.sim.noise_models import sample_run
 
     policy = policy or GatePolicy()
     sched = default_schedule("cuda", per_round)
@@ -164,7 +164,7 @@ def _confirm(idx: np.ndarray, first: ScheduleOutcome, looks: list[int], labels: 
     """The confirmations of rows ``idx``: fresh paths on the confirming pairs, from the twin of
     the pool pair each row's measurement ended on, its pairs continuing the row's alternation;
     the run's persistent offsets apply, its stepped or drifting process (a measuring one) does not."""
-    from tritongate.gate.noise_models import sample_paths
+    from bench.sim.noise_models import sample_paths
 
     start = first.pairs[idx]
     last = labels[idx, start - 1]

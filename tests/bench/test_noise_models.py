@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tritongate.gate.noise_models import NoiseModel, sample_paths, sample_run
-from tritongate.gate.simulate import row_layout
+from bench.sim.noise_models import NoiseModel, sample_paths, sample_run
+from bench.sim.simulate import row_layout
 from tritongate.pair.orchestrator import default_schedule
 
 SCHED = default_schedule("cuda", 5)

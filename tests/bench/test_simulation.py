@@ -1,11 +1,11 @@
 """The gate's false-alarm rate and power on synthetic samples drawn at H200 noise levels
-(the noise model is in tritongate.gate.simulate)."""
+(the noise model is in bench.sim.simulate)."""
 
 import math
 
 import pytest
 
-from tritongate.gate.simulate import GRAPH_TIMER_REL_IQR, H200_REL_IQRS, simulate
+from bench.sim.simulate import GRAPH_TIMER_REL_IQR, H200_REL_IQRS, simulate
 from tritongate.gate.verdict import Verdict
 
 ROWS = 1000
@@ -33,7 +33,7 @@ def test_planted_5_percent_speedup_is_caught_too():
 
 
 def _model(name):
-    from tritongate.gate.noise_models import MODELS
+    from bench.sim.noise_models import MODELS
 
     return next(m for m in MODELS if m.name == name)
 
@@ -43,11 +43,11 @@ def _firm(out):
 
 
 def test_the_batch_rule_is_decide_row_by_row():
-    """The simulation judges rows with gate.batch; it must be the rule the gate runs."""
+    """The simulation judges rows with bench.sim.paired_rule; it must be the rule the gate runs."""
     import numpy as np
 
-    from tritongate.gate.batch import decide_paired
-    from tritongate.gate.noise_models import sample_paths
+    from bench.sim.paired_rule import decide_paired
+    from bench.sim.noise_models import sample_paths
     from tritongate.gate.policy import GatePolicy
     from tritongate.gate.rule import PairLayout, decide
 
@@ -71,7 +71,7 @@ def test_the_batch_rule_is_decide_row_by_row():
 @pytest.mark.parametrize("name", ["offsets 0.2 % per process", "two-state 0.6 %, dwell 50 rounds",
                                   "step +1.5 % on one worker", "outlier rounds 3x, 2 %"])
 def test_worker_level_noise_at_the_h200_offsets_calls_no_aa_row(name):
-    from tritongate.gate.simulate import simulate_paired_models
+    from bench.sim.simulate import simulate_paired_models
 
     out = simulate_paired_models(_model(name), rows=1000, pair_sd=0.004, shift=0.0, seed=11)
     assert _firm(out) == 0
@@ -82,8 +82,8 @@ def test_the_rule_before_worker_pairs_called_a_step_on_one_worker():
     pair, the mean of the pairs and its plain standard error: a tenth of A/A rows called."""
     import numpy as np
 
-    from tritongate.gate.batch import decide_before
-    from tritongate.gate.noise_models import sample_paths
+    from bench.sim.paired_rule import decide_before
+    from bench.sim.noise_models import sample_paths
 
     bf = np.arange(20) % 2 == 0
     base, cand = sample_paths(_model("step +1.5 % on one worker"), rows=1000, pairs=20, per_round=5, pair_sd=0.004,
@@ -93,7 +93,7 @@ def test_the_rule_before_worker_pairs_called_a_step_on_one_worker():
 
 
 def test_power_at_2_percent_on_quiet_rows_with_confirmation():
-    from tritongate.gate.simulate import simulate_paired_models
+    from bench.sim.simulate import simulate_paired_models
 
     out = simulate_paired_models(_model("offsets 0.2 % per process"), rows=400, pair_sd=0.004, shift=0.02, seed=12)
     caught = out.decision.called & ~out.unconfirmed & (out.decision.effect_log > 0)
@@ -101,7 +101,7 @@ def test_power_at_2_percent_on_quiet_rows_with_confirmation():
 
 
 def test_a_row_stopped_by_its_budget_is_unconfirmed_never_a_failure():
-    from tritongate.gate.simulate import simulate_paired_models
+    from bench.sim.simulate import simulate_paired_models
 
     out = simulate_paired_models(_model("few pairs (budget: 6)"), rows=500, pair_sd=0.004, shift=0.05, seed=13)
     # six pairs on two worker pairs resolve little: blind, and a call made on them is shown only
@@ -109,7 +109,7 @@ def test_a_row_stopped_by_its_budget_is_unconfirmed_never_a_failure():
 
 
 def test_the_adaptive_schedule_is_not_worse_than_20_fixed_pairs_on_the_same_paths():
-    from tritongate.gate.simulate import simulate_paired_models
+    from bench.sim.simulate import simulate_paired_models
 
     for name, sd in (("iid", 0.012), ("two-state 0.6 %, dwell 10 rounds", 0.004)):
         for shift in (0.0, 0.02):

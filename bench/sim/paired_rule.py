@@ -1,17 +1,9 @@
-"""The rule on many rows at once: for the gate (``decide_rows``) and for the simulation (numpy).
-
-``decide_rows`` is ``tritongate.gate.rule.decide`` for every timed row of a gate, result for
-result (``tests/gate/test_scale_decide.py`` checks it field by field): the rows share the
-floor's t quantile of each degrees of freedom (``floor_multiplier`` is a scipy call, most of a
-row's cost when made per row) and the layouts' arrays; the rest is ``rule.judge``, which
-``decide`` calls too. The estimate stays one
-``robust.estimate`` per row: numpy's sums over a batch round differently in the last bit, and
-a verdict must not depend on how many rows it was judged with.
+"""The paired rule on arrays of simulated rows that share one layout, for the simulation.
 
 ``decide_paired`` is ``tritongate.gate.rule.decide(paired=True)`` for a batch of rows that share
 one layout (pairs, order, worker pairs): the same estimate (``robust.estimate``), the same floor
-(``rule.floor_multiplier``) and the same conditions; ``tests/gate/test_batch.py`` checks that
-it agrees with ``decide`` row by row. ``decide_before`` is the rule as it was before worker
+(``rule.floor_multiplier``) and the same conditions; ``tests/bench/test_simulation.py`` checks
+that it agrees with ``decide`` row by row. ``decide_before`` is the rule as it was before worker
 pairs (mean of the pairs, its plain standard error, no order term, one worker pair), kept to
 publish the difference. ``schedule`` replays ``pair.schedule.run_schedule``'s looks on sample
 paths drawn to the cap, so an adaptive and a fixed count are judged on the same paths.
@@ -21,57 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
 from tritongate.gate.robust import estimate, order_signs
-from tritongate.gate.rule import AGREEMENT_P, PairLayout, TimingDecision, _evidence, floor_multiplier, judge
-from tritongate.stats import Summary, summarize
-
-
-@dataclass(frozen=True)
-class RowSamples:
-    """One row's part of a ``rule.decide`` call; ``base_summary``/``cand_summary``: the
-    samples' summaries where the caller has them (``Row.summary``), else made here."""
-
-    base: Sequence[float]
-    cand: Sequence[float]
-    base_per_round: int
-    cand_per_round: int
-    min_effect: float
-    paired: bool = False
-    layout: PairLayout | None = None
-    base_summary: Summary | None = None
-    cand_summary: Summary | None = None
-
-
-def decide_rows(rows: Sequence[RowSamples], *, noise_z: float, min_samples: int, process_sd: float = 0.0,
-                pair_inflation: float = 1.0) -> list[TimingDecision]:
-    """``[rule.decide(r.base, r.cand, ...) for r in rows]``, equal field for field."""
-    multipliers: dict[float, float] = {}
-    layouts: dict[tuple[PairLayout | None, int], tuple[np.ndarray, np.ndarray]] = {}
-
-    def multiplier(df: float) -> float:
-        if df not in multipliers:
-            multipliers[df] = floor_multiplier(noise_z, df)
-        return multipliers[df]
-
-    def arrays(layout: PairLayout | None, n: int) -> tuple[np.ndarray, np.ndarray]:
-        if (layout, n) not in layouts:
-            layouts[layout, n] = (layout or PairLayout()).arrays(n)
-        return layouts[layout, n]
-
-    out = []
-    for r in rows:
-        ev = _evidence(r.base, r.cand, base_per_round=r.base_per_round, cand_per_round=r.cand_per_round,
-                       paired=r.paired, layout=r.layout, process_sd=process_sd, pair_inflation=pair_inflation,
-                       arrays=lambda n, layout=r.layout: arrays(layout, n))
-        out.append(judge(ev, r.base, r.cand, r.base_summary or summarize(r.base), r.cand_summary or summarize(r.cand),
-                         base_per_round=r.base_per_round, cand_per_round=r.cand_per_round, paired=r.paired,
-                         layout=r.layout, min_effect=r.min_effect, noise_z=noise_z, min_samples=min_samples,
-                         mult=multiplier(ev.df)))
-    return out
+from tritongate.gate.rule import AGREEMENT_P, floor_multiplier
 
 
 @dataclass(frozen=True)

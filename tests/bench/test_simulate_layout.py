@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tritongate.gate.noise_models import NoiseModel, sample_run
-from tritongate.gate.simulate import confirm_layout, pool_pairs, row_layout
+from bench.sim.noise_models import NoiseModel, sample_run
+from bench.sim.simulate import confirm_layout, pool_pairs, row_layout
 from tritongate.pair.orchestrator import run_pair
 from tritongate.pair.request import GPU_POOL_PAIRS, default_schedule
 
