@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import software, software_line, write_results  # noqa: E402
+from benchlib import software, software_line, write_results
 
-from tritongate.calibrate.aim_worker import AIM_WARMUP_S, AimWorker  # noqa: E402
-from tritongate.pair.orchestrator import PairRequest  # noqa: E402
+from tritongate.calibrate.aim_worker import AIM_WARMUP_S, AimWorker
+from tritongate.pair.orchestrator import PairRequest
 
 
 def main() -> int:

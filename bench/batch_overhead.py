@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import write_results  # noqa: E402
+from benchlib import write_results
 
 RUN_WALL = re.compile(r"^RUN_COMPLETE .*\bwall_s=([0-9.]+)", re.MULTILINE)
 

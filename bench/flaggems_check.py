@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchlib import fresh_work_dir, timed  # noqa: E402
+from benchlib import fresh_work_dir, timed
 
 PY = [sys.executable, "-m", "tritongate"]
 

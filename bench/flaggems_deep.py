@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchlib import timed  # noqa: E402
+from benchlib import timed
 
 PY = [sys.executable, "-m", "tritongate"]
 SUITE = "flaggems-deep"

@@ -40,11 +40,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tritongate import __version__  # noqa: E402
-from bench.sim.noise_models import MODELS, NoiseModel  # noqa: E402
-from tritongate.gate.policy import GatePolicy  # noqa: E402
-from bench.sim.simulate import simulate_runs  # noqa: E402
-from tritongate.pair.request import GPU_POOL_PAIRS  # noqa: E402
+from tritongate import __version__
+from bench.sim.noise_models import MODELS, NoiseModel
+from tritongate.gate.policy import GatePolicy
+from bench.sim.simulate import simulate_runs
+from tritongate.pair.request import GPU_POOL_PAIRS
 
 NOISE = (0.004, 0.012, 0.04)
 SCAN, POWER_RUN = 1232, 36  # rows of an A/A run (a deep scan), of a power run

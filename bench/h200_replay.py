@@ -31,10 +31,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tritongate import __version__  # noqa: E402
-from bench.sim.paired_rule import decide_before  # noqa: E402
-from tritongate.gate.policy import GatePolicy  # noqa: E402
-from tritongate.gate.rule import PairLayout, Why, decide  # noqa: E402
+from tritongate import __version__
+from bench.sim.paired_rule import decide_before
+from tritongate.gate.policy import GatePolicy
+from tritongate.gate.rule import PairLayout, Why, decide
 
 SOURCE = Path(__file__).resolve().parent / "results" / "2026-11-30_h200_shared_inputs.json"
 WINDOW = 20

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib import fresh_work_dir, timed  # noqa: E402
+from benchlib import fresh_work_dir, timed
 
 PY = [sys.executable, "-m", "tritongate"]
 WGMMA = "ttng.warp_group_dot"

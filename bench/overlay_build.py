@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import software  # noqa: E402
+from benchlib import software
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchlib import software, timed  # noqa: E402
+from benchlib import software, timed
 
 DOT_OPS = ("matmul", "attention", "attention_causal")
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import fresh_work_dir, software, software_line, timed  # noqa: E402
+from benchlib import fresh_work_dir, software, software_line, timed
 
 QUERY = "clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active"
 

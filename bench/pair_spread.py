@@ -22,9 +22,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchlib import write_results  # noqa: E402
+from benchlib import write_results
 
-from tritongate.rundir import load_run  # noqa: E402
+from tritongate.rundir import load_run
 
 
 def pair_dirs(paths: list[str]) -> list[Path]:

@@ -20,10 +20,10 @@ import torch
 import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import graph_us_per_launch, software, write_results  # noqa: E402
+from benchlib import graph_us_per_launch, software, write_results
 
-from tritongate.ops.kernels.elementwise import add_kernel  # noqa: E402
-from tritongate.ops.kernels.planted import measure_clock_ghz  # noqa: E402
+from tritongate.ops.kernels.elementwise import add_kernel
+from tritongate.ops.kernels.planted import measure_clock_ghz
 
 REQUESTS_NS = (0, 10, 25, 50, 100, 250, 1000, 10000)
 LAUNCHES, REPS = 200, 21  # per launch: the median of 21 CUDA-graph replays of 200 launches

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tritongate.gate.rule import log_median_se  # noqa: E402
+from tritongate.gate.rule import log_median_se
 
 
 def main() -> int:

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import software, software_line, write_results  # noqa: E402
+from benchlib import software, software_line, write_results
 
 VARIANTS = ("default", "reload", "flush", "spread")
 

@@ -9,13 +9,20 @@ cycles for the runs after it.
 
 Needs a CUDA GPU; RECORD_RUN is a smoke record (its configs are replayed).
 """
-import gc, json, os, runpy, sys, threading, glob
+import gc
+import glob
+import json
+import os
+import runpy
+import sys
+import threading
 import torch
 
 W, REC = sys.argv[1], sys.argv[2]
 
 def graph_time(n=500, reps=21, blocker=200000):
-    x = torch.randn(4096, device="cuda"); y = torch.empty_like(x)
+    x = torch.randn(4096, device="cuda")
+    y = torch.empty_like(x)
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -29,8 +36,13 @@ def graph_time(n=500, reps=21, blocker=200000):
             torch.add(x, 1, out=y)
     ts = []
     for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(blocker); a.record(); g.replay(); b.record(); b.synchronize()
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(blocker)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
         ts.append(a.elapsed_time(b) * 1e3 / n)
     return round(sorted(ts)[reps // 2], 4)
 
@@ -47,16 +59,20 @@ def both():
 
 def host_submit(n=500):
     import time
-    x = torch.randn(4096, device="cuda"); y = torch.empty_like(x)
+    x = torch.randn(4096, device="cuda")
+    y = torch.empty_like(x)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         for _ in range(n):
             torch.add(x, 1, out=y)
-    g.replay(); torch.cuda.synchronize()
+    g.replay()
+    torch.cuda.synchronize()
     ts = []
     for _ in range(21):
         torch.cuda._sleep(20000000)  # ~10 ms: the host call returns while the GPU is still busy
-        t0 = time.perf_counter(); g.replay(); ts.append((time.perf_counter() - t0) * 1e6)
+        t0 = time.perf_counter()
+        g.replay()
+        ts.append((time.perf_counter() - t0) * 1e6)
         torch.cuda.synchronize()
     return round(sorted(ts)[10], 1)
 
@@ -75,7 +91,8 @@ for i, op in enumerate(sys.argv[3].split(",")):
         runpy.run_module("tritongate", run_name="__main__", alter_sys=True)
     except SystemExit as e:
         rc = e.code
-    sys.stdout.close(); sys.stdout = saved
+    sys.stdout.close()
+    sys.stdout = saved
     res = json.load(open(glob.glob(f"{out}/*/results.json")[0]))
     meds = {f"{r['op']}/{r['case']}/{r['dtype']}": round(r["summary"]["median"], 4) for r in res["rows"] if r.get("summary")}
     print("after", op, "rc", rc, meds, both(), json.dumps(state()), flush=True)

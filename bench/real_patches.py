@@ -25,9 +25,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchlib import software, timed  # noqa: E402
+from benchlib import software, timed
 
-from tritongate.overlay import make_overlay  # noqa: E402
+from tritongate.overlay import make_overlay
 
 
 def _verdict_dir(stdout: str) -> Path | None:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchlib import graph_us_per_launch, software, software_line, write_results  # noqa: E402
+from benchlib import graph_us_per_launch, software, software_line, write_results
 
 VARIANTS = ("own", "shared-A", "shared-B", "self")
 

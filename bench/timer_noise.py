@@ -28,8 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tritongate.harness import MeasureConfig, RowMeasurer, TimerKind, compare, measure  # noqa: E402
-from tritongate.stats import Change  # noqa: E402
+from tritongate.harness import MeasureConfig, RowMeasurer, TimerKind, compare, measure
+from tritongate.stats import Change
 
 # A/A placement modes: the default (shift + fresh segments every round) and what each
 # part buys. "none" still builds fresh inputs and a fresh graph every round.
@@ -125,7 +125,7 @@ class Worker:
     def close(self) -> None:
         try:
             self.ask(cmd="exit")
-        except Exception:
+        except Exception:  # noqa: BLE001 - the worker may already be gone: it is waited for below
             pass
         self.proc.wait(timeout=30)
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tritongate.github import outputs  # noqa: E402
-from tritongate.github.optin import decide, live_labels  # noqa: E402
-from tritongate.github.rest import DEFAULT_API_URL, GitHubClient, GitHubError  # noqa: E402
+from tritongate.github import outputs
+from tritongate.github.optin import decide, live_labels
+from tritongate.github.rest import DEFAULT_API_URL, GitHubClient, GitHubError
 
 
 def main(argv: list[str] | None = None) -> int:

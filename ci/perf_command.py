@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tritongate.github.optin import parse_command, run_command  # noqa: E402
-from tritongate.github.rest import DEFAULT_API_URL, GitHubClient, GitHubError  # noqa: E402
+from tritongate.github.optin import parse_command, run_command
+from tritongate.github.rest import DEFAULT_API_URL, GitHubClient, GitHubError
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,10 +30,10 @@ from typing import Callable, Mapping, NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tritongate.github.comment import (  # noqa: E402
+from tritongate.github.comment import (
     DEFAULT_BOT_LOGIN, Outcome, Target, VerdictInputError, post_verdict, read_verdict, validate_login,
     validate_key, validate_pr, validate_repo, validate_sha)
-from tritongate.github.rest import DEFAULT_API_URL, GitHubClient, GitHubError, validate_api_url  # noqa: E402
+from tritongate.github.rest import DEFAULT_API_URL, GitHubClient, GitHubError, validate_api_url
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_GITHUB = 0, 2, 4, 5
 PROG = "post_comment.py"

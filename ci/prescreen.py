@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tritongate.errors import UsageError  # noqa: E402
+from tritongate.errors import UsageError
 
 
 class _Parser(argparse.ArgumentParser):

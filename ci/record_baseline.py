@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tritongate.cli import main  # noqa: E402
+from tritongate.cli import main
 
 PUBLISH_HELP = """
 publishing (record_baseline.py only):

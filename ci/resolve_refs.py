@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tritongate.github import outputs  # noqa: E402
+from tritongate.github import outputs
 
 SHA = re.compile(r"[0-9a-f]{40}")
 

@@ -2,7 +2,8 @@
 # Set-up and the two everyday commands, on a fresh machine:
 #   bash scripts/dev.sh main   # install (once); record, replay and gate the builtin smoke suite
 #                              # (without a GPU: on the interpreter, then the kernels compiled ahead of time)
-#   bash scripts/dev.sh test   # install (once) and run the test suite
+#   bash scripts/dev.sh test   # install (once), lint, and run the test suite
+#                              # (add -m "not slow" for the fast loop)
 # The virtual environment lives in .venv; it is rebuilt when requirements-cpu.txt or
 # pyproject.toml change. Set TRITONGATE_PYTHON to choose the interpreter (default python3).
 set -euo pipefail
@@ -47,6 +48,9 @@ case "$cmd" in
     ;;
   test)
     ensure_env
+    # the lint (pyproject's [tool.ruff]) and the document layer's strict type check first: seconds
+    "$venv/bin/ruff" check --quiet tritongate bench tests ci scripts
+    "$venv/bin/mypy"
     exec "$venv/bin/python" -m pytest "$@"
     ;;
   *)

@@ -15,7 +15,7 @@ if not torch.cuda.is_available():
 for _var in ("TRITONGATE_CALIBRATION", "TRITONGATE_PLANTED_DELAY"):
     os.environ.pop(_var, None)
 
-from tritongate.schema import MeasurementInfo, Row
+from tritongate.schema import MeasurementInfo, Row  # noqa: E402 - after TRITON_INTERPRET is set
 
 
 class FakeGraph:

@@ -1245,6 +1245,7 @@ CI_CASES: list[tuple[str, str, Callable[[Ctx], list[str]], int, str]] = [  # id,
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CI_CASES, ids=[c[0] for c in CI_CASES])
 def test_ci_entry_bad_input(case, ctx: Ctx):
     _id, script, build, code, pattern = case
@@ -1388,6 +1389,7 @@ def test_baseline_list_notes_an_entry_whose_files_no_longer_match(tmp_path):
     assert len(notes) == 1 and re.search(r"damaged .*: .*shapes\.yaml does not match its sha256", notes[0]), notes
 
 
+@pytest.mark.slow
 def test_run_stopped_by_sigterm_exits_130_as_its_help_says(tmp_path):
     (tmp_path / "term_op.py").write_text(
         "import os, signal, time\nfrom tritongate.ops.registry import OpSpec\n"

@@ -74,6 +74,7 @@ def tryout_commands() -> list[str]:
     return [ln for ln in block.group(1).splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
 
 
+@pytest.mark.slow
 def test_the_readme_try_out_runs_as_written(tmp_path: Path) -> None:
     commands = tryout_commands()
     assert len(commands) == 3

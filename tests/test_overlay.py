@@ -49,6 +49,7 @@ def _triton_dir(python: Path) -> str:
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
+@pytest.mark.slow
 def test_an_overlay_holds_the_patched_pipeline_and_records_the_patch(tmp_path: Path) -> None:
     build = make_overlay(sys.executable, [PATCHES / "drop-hopper-pipeline.patch"], tmp_path / "ov")
     assert _triton_dir(build.python) == str(build.triton_dir)

@@ -3,6 +3,7 @@ outside the checkout, finds its suites, shape files and verdict template."""
 
 from __future__ import annotations
 
+import pytest
 import os
 import site
 import stat
@@ -14,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_the_wheel_works_from_any_directory(tmp_path):
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",

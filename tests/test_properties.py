@@ -207,6 +207,7 @@ def _write_and_gate(tmp: Path, docs: dict[str, Any], show: str = "cand") -> tupl
     return rc_show, rc_gate
 
 
+@pytest.mark.slow
 @settings(max_examples=300, **SETTINGS)
 @given(target=TARGETS, value=JSON_VALUES)
 def test_any_json_value_in_any_field_is_an_input_error_or_a_verdict_never_a_bug(target, value):
@@ -396,6 +397,7 @@ def render(s: str, tmp: Path, **kw) -> str:
     return md_path.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 @settings(max_examples=120, **SETTINGS)
 @given(s=HOSTILE_TEXT, long_error=st.booleans(), pair_ident=st.booleans(), mismatch=st.booleans())
 def test_any_string_leaves_verdict_md_well_formed(s, long_error, pair_ident, mismatch):

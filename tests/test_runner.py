@@ -28,6 +28,7 @@ def smoke_run(tmp_path_factory):
     return outcome, events
 
 
+@pytest.mark.slow
 def test_smoke_run_writes_a_complete_valid_run_dir(smoke_run):
     outcome, _ = smoke_run
     run = load_run(outcome.path)  # validates schema and completeness
@@ -122,6 +123,7 @@ def test_interrupted_run_loads_as_incomplete(tmp_path, monkeypatch):
     assert "RUN_FAILED KeyboardInterrupt" in (path / "run.log").read_text()
 
 
+@pytest.mark.slow
 def test_replay_of_the_smoke_record_tunes_nothing(smoke_run, tmp_path):
     record = smoke_run[0].path
     records = sorted(p.name for p in (record / "autotune_records").iterdir())

@@ -98,7 +98,7 @@ def make_device(backend: Backend, index: int = 0):
                                  f"package ({exc}); install it or pick another --backend") from exc
     try:
         return CudaDevice(index, api=backend.torch_api)
-    except Exception as exc:  # noqa: BLE001 - any failure to reach the device is this check
+    except Exception as exc:  # any failure to reach the device is this check
         var = backend.visibility_var
         raise PreflightError("device", f"no {backend.name} device is visible ({exc}); check the driver "
                              f"and {var}={os.environ.get(var, '<unset>')}, or use --backend cpu") from exc

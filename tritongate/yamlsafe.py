@@ -29,7 +29,7 @@ class _BoundedLoader(yaml.SafeLoader):
         self._nodes = 0
         self._depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D102 - PyYAML hook
+    def compose_node(self, parent: Any, index: Any) -> Any:  # a PyYAML hook
         if self.check_event(yaml.AliasEvent):
             self._aliases += 1
             if self._aliases > MAX_ALIASES:
@@ -46,7 +46,7 @@ class _BoundedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # noqa: D102 - PyYAML hook
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # a PyYAML hook
         # PyYAML keeps the last of two equal keys; in a suite or policy that silently drops
         # the first entry, so a repeated key is an error (merge keys `<<` are not repeats).
         seen: set[Any] = set()

@@ -87,6 +87,7 @@ def _run(tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> tupl
     return Path(proc.stdout.strip().splitlines()[-1]), proc.stderr
 
 
+@pytest.mark.slow
 def test_a_record_run_sweeps_in_shards_and_measures_with_their_winners(tmp_path: Path) -> None:
     run, err = _run(tmp_path, "--out", str(tmp_path / "rec"), "--sweep-gpus", "2",
                     env={ps.DEVICES_ENV: "0,1"})

@@ -163,6 +163,7 @@ def test_ci_find_baseline(tmp_path):
     assert usage.returncode == 2 and "--suite" in usage.stderr
 
 
+@pytest.mark.slow
 def test_ci_record_baseline_publish_end_to_end_on_cpu(tmp_path):
     store = tmp_path / "store"
     rec = _ci("record_baseline.py", "--suite", "smoke", "--backend", "cpu", "--ops", "add", "--out",

@@ -25,6 +25,7 @@ def real_batch(tmp_path_factory):
     return proc, tmp
 
 
+@pytest.mark.slow
 def test_a_real_batch_of_one_builtin_op_on_the_cpu(real_batch) -> None:
     proc, tmp = real_batch
     assert proc.returncode == 0, proc.stderr

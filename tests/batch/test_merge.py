@@ -44,6 +44,7 @@ def _statuses(batch: Path) -> dict[str, str]:
     return {line["op"]: line["status"] for line in read_csv(batch / "ops_status.csv")}
 
 
+@pytest.mark.slow
 def test_shards_run_round_robin_and_merge_to_the_whole_batch(scans) -> None:
     shards = scans["shards"]
     assert [json.loads((s / "batch.json").read_text())["plan"]["ops"] for s in shards] == \
@@ -66,6 +67,7 @@ def test_shards_run_round_robin_and_merge_to_the_whole_batch(scans) -> None:
     assert manifest["plan"]["shard"] is None and len(manifest["merged_from"]) == 3
 
 
+@pytest.mark.slow
 def test_the_merged_run_gates_and_replays_like_any_record_run(scans) -> None:
     whole = scans["whole"]
     run = load_run(whole / "run")
@@ -103,6 +105,7 @@ def test_the_merged_run_gates_and_replays_like_any_record_run(scans) -> None:
     assert load_run(again / "run").mode == "replay"
 
 
+@pytest.mark.slow
 def test_shards_that_do_not_belong_together_are_refused(scans) -> None:
     s1, s2, s3 = scans["shards"]
     tmp = scans["tmp"]

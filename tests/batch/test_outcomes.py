@@ -46,6 +46,7 @@ def batch(tmp_path_factory):
             "by_op": {r.op: r for r in outcome.results}}
 
 
+@pytest.mark.slow
 def test_the_batch_completes_with_exit_1_and_one_line_per_op(batch) -> None:
     outcome = batch["outcome"]
     assert outcome.exit_code == 1  # crash_b, fail_e failed, hang_h timed out
@@ -150,6 +151,7 @@ def test_the_merged_run_holds_every_passing_op(batch) -> None:
     assert all(float(s["latency_us"]) > 0 and s["backend"] == "cpu" for s in summary)
 
 
+@pytest.mark.slow
 def test_dtype_fallback_when_dtypes_name_none_of_an_ops(tmp_path: Path) -> None:
     """The seed's fallback: --dtypes the op cannot do -> its own dtypes, noted; and a
     restricted dtype the backend refuses -> the op's other dtypes, each alone."""

@@ -49,6 +49,7 @@ def _slow_pgid(state: Path) -> int:
     return next(c["pgid"] for c in calls(state) if c["op"] == "slow_c")
 
 
+@pytest.mark.slow
 def test_resume_after_kill_9_reuses_pass_and_skip_and_reruns_the_interrupted_op(tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "fake.yaml", OPS)
     state = tmp_path / "state"
@@ -87,6 +88,7 @@ def test_resume_after_kill_9_reuses_pass_and_skip_and_reruns_the_interrupted_op(
     assert [s["status"] for s in read_csv(fresh.path / "ops_status.csv")] == list(status.values())
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_batch_with_130_and_kills_the_running_op(tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "fake.yaml", {"ok_a": ["float32"], "slow_c": ["float32"]})
     state = tmp_path / "state"
@@ -112,6 +114,7 @@ def test_sigterm_stops_the_batch_with_130_and_kills_the_running_op(tmp_path: Pat
     assert call_count(state, "ok_a") == 1 and call_count(state, "slow_c") == 2
 
 
+@pytest.mark.slow
 def test_resume_reruns_fail_and_timeout_only(tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "fake.yaml", {"ok_a": ["float32"], "skip_b": ["float32"],
                                                  "fail_c": ["float32"], "hang_d": ["float32"]})
@@ -143,6 +146,7 @@ def test_a_resume_must_keep_the_plan_and_one_process_at_a_time(tmp_path: Path) -
     assert run_batch(request).exit_code == 0
 
 
+@pytest.mark.slow
 def test_orphans_are_checked_by_start_time_not_pid_alone(tmp_path: Path) -> None:
     """A ``.running`` file naming a pid that now belongs to someone else is removed, never acted on."""
     from tritongate.batch.proc import reap_orphan

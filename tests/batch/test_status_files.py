@@ -4,6 +4,7 @@ atomically (a reader polling them always parses a whole file), per-op result fil
 
 from __future__ import annotations
 
+import pytest
 import csv
 import json
 import threading
@@ -34,6 +35,7 @@ def _poll(root: Path, stop: threading.Event, seen: dict[str, list]) -> None:
                 seen[name].append(len(lines) - 1)
 
 
+@pytest.mark.slow
 def test_status_files_are_whole_at_every_read_and_devices_run_one_op_each(tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "fake.yaml", OPS)
     stop = threading.Event()

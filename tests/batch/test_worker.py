@@ -95,6 +95,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_a_stop_or_a_timeout_kills_the_workers_group(tmp_path: Path, lane: Lane) -> None:
     info, running, stop = tmp_path / "hang.json", tmp_path / ".running", threading.Event()
 

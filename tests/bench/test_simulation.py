@@ -108,6 +108,7 @@ def test_a_row_stopped_by_its_budget_is_unconfirmed_never_a_failure():
     assert _firm(out) == 0 and out.unconfirmed.any() and not out.reached.any()
 
 
+@pytest.mark.slow
 def test_the_adaptive_schedule_is_not_worse_than_20_fixed_pairs_on_the_same_paths():
     from bench.sim.simulate import simulate_paired_models
 

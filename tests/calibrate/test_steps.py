@@ -55,6 +55,7 @@ def _again(tmp_path, out, fractions=(0.02, 0.05), env=None):
     return cal, pairs, spawned, log
 
 
+@pytest.mark.slow
 def test_a_quiet_device_catches_every_planted_slowdown_of_2_and_5_percent(tmp_path):
     """matmul's launches gain 4 ns per ns spun (several waves); softmax hides the first 300 ns of
     a spin under its memory traffic: the aim step times that, and plants each size right."""
@@ -99,6 +100,7 @@ def test_a_quiet_device_catches_every_planted_slowdown_of_2_and_5_percent(tmp_pa
     assert (summary.aa_false, summary.caught, summary.planted_rows, summary.fraction) == (0, 3, 3, 0.02)
 
 
+@pytest.mark.slow
 def test_a_noisy_row_misses_what_its_noise_hides_and_the_classes_say_so(tmp_path):
     """matmul with 10 % placement noise per round: its A/A detectable effect is above 5 %, and
     its planted 2 % is not caught; the quiet rows still catch 2 % and 5 %. (Its 5 % may be: the
@@ -128,6 +130,7 @@ def test_a_row_whose_spin_costs_a_fixed_time_is_not_planted_at_sizes_below_it_an
         in md.read_text()
 
 
+@pytest.mark.slow
 def test_a_row_whose_time_moves_in_one_process_is_sized_by_paired_checks_and_caught(tmp_path):
     """matmul moves 3 % a round in the aim's worker only (a power-capped kernel): the aim is
     unsure of its sizes, so paired runs of its spin measure them; the planted runs that follow
@@ -158,6 +161,7 @@ def test_a_row_whose_time_moves_in_one_process_is_sized_by_paired_checks_and_cau
     assert all(g.met for g in cal.goals())
 
 
+@pytest.mark.slow
 def test_a_suite_without_builtin_ops_is_refused_before_anything_runs(tmp_path, monkeypatch):
     from tritongate.calibrate.commands import plantable_ops
     from tritongate.errors import UsageError
@@ -180,6 +184,7 @@ def test_a_suite_without_builtin_ops_is_refused_before_anything_runs(tmp_path, m
         sys.modules.pop("scale_shift", None)
 
 
+@pytest.mark.slow
 def test_a_calibration_stopped_part_way_resumes_without_measuring_a_finished_step_again(tmp_path):
     """The last planted step never finished (no step.json): a second run_calibration on the same
     folder reads back the A/A runs, the aim and the other planted steps, and runs only that one."""
@@ -208,6 +213,7 @@ def test_a_row_whose_aim_fails_is_a_miss_at_every_size_not_left_out(tmp_path):
     assert any("aim 2/3 softmax/64x512/float16: not aimed (" in line for line in log)
 
 
+@pytest.mark.slow
 def test_an_aim_stopped_part_way_goes_on_from_the_rows_it_had(tmp_path):
     from tritongate.calibrate.resume import AimProgress, load_aims, save_aims
 
@@ -224,6 +230,7 @@ def test_an_aim_stopped_part_way_goes_on_from_the_rows_it_had(tmp_path):
     assert load_aims(out).complete and set(load_aims(out).aims) == {r.key for r in cal.rows}
 
 
+@pytest.mark.slow
 def test_damaged_or_missing_resume_files_name_themselves_and_the_fix(tmp_path):
     import shutil
 

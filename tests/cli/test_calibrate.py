@@ -67,6 +67,7 @@ def test_resume_goes_on_with_the_calibrations_own_settings(tmp_path, capsys):
     assert sorted(p.name for p in cal.iterdir()) == [SETTINGS]
 
 
+@pytest.mark.slow
 def test_a_real_calibration_on_the_interpreter_then_resumed(tmp_path, capsys):
     """The real executor end to end (the aim's worker switching the planted spin with set_plant,
     the paired checks, the planted run) on one row under the interpreter; then a resume of the

@@ -1,3 +1,4 @@
+import pytest
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ def _ci(script, *args):
     return subprocess.run([sys.executable, str(ROOT / "ci" / script), *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_record_then_pair_through_the_ci_entry_points(tmp_path):
     rec = _ci("record_baseline.py", "--suite", "smoke", "--backend", "cpu", "--ops", "add",
               "--out", str(tmp_path / "base"))
@@ -34,6 +36,7 @@ def test_record_then_pair_through_the_ci_entry_points(tmp_path):
         assert f"side={side}" in (Path(paths[side].strip()) / "run.log").read_text()
 
 
+@pytest.mark.slow
 def test_ci_entry_points_pass_preflight_failures_through(tmp_path):
     rep = _ci("replay_candidate.py", str(tmp_path / "nope"), "--suite", "smoke", "--backend", "cpu",
               "--out", str(tmp_path / "cand"), "--base-python", sys.executable, "--cand-python", sys.executable)

@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 
@@ -57,6 +58,7 @@ def test_missing_or_incomplete_run_is_exit_2(tmp_path, capsys):
     assert "incomplete" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_whole_loop_on_the_cpu(tmp_path, capsys):
     """loop = record, then the paired check of this build against itself, then the gate."""
     from tritongate.rundir import load_run
@@ -65,11 +67,13 @@ def test_the_whole_loop_on_the_cpu(tmp_path, capsys):
     out = capsys.readouterr().out.strip().splitlines()
     paths = {line.split(":", 1)[0]: line.split(":", 1)[1].strip() for line in out
              if line.split(":", 1)[0] in ("record", "base", "candidate", "verdict")}
-    # the interpreter's noise is far above 1 %: no regression found, the rows could not resolve it
-    assert "⚠️ No regression found; 8 rows could not resolve 1 %" in out
+    # an A/A check: no regression. The interpreter's noise is far above 1 %, so most rows could
+    # not resolve it; how many did depends on the host's timing, which a test must not pin
+    headline = re.compile(r"(⚠️ No regression found; [1-8] rows? could not resolve 1 %|✅ No regression in 8 rows)$")
+    assert sum(bool(headline.match(line)) for line in out) == 1, out
     # the summary first, then the folders it wrote: the record with the pair's run directories
-    order = [next(i for i, line in enumerate(out) if line.startswith(key))
-             for key in ("8 rows (", "⚠️ No regression found", "record:", "base:", "candidate:", "verdict:")]
+    order = [next(i for i, line in enumerate(out) if line.startswith(key) or (key == "headline" and headline.match(line)))
+             for key in ("8 rows (", "headline", "record:", "base:", "candidate:", "verdict:")]
     assert order == sorted(order) and order[-1] == len(out) - 1
     record, base, cand = load_run(paths["record"]), load_run(paths["base"]), load_run(paths["candidate"])
     assert record.mode == "record" and base.mode == cand.mode == "replay"

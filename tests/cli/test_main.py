@@ -1,3 +1,4 @@
+import pytest
 import json
 import shlex
 import subprocess
@@ -141,6 +142,7 @@ def test_a_damaged_verdict_is_named(tmp_path):
         load_verdict(tmp_path / "verdict.json")
 
 
+@pytest.mark.slow
 def test_ops_lists_a_suites_own_ops_and_every_subcommand_names_its_exit_codes(capsys):
     assert main(["ops", "--suite", "tritongate/assets/examples/user_ops.yaml"]) == 0
     assert "scale_shift" in capsys.readouterr().out
@@ -162,6 +164,7 @@ def test_ops_with_a_suite_lists_exactly_that_suites_ops_and_rows(capsys):
     assert listed == ["add", "silu_mul", "softmax", "rmsnorm", "matmul", "attention", "attention_causal"]
 
 
+@pytest.mark.slow
 def test_a_reader_that_goes_away_stops_the_listing_quietly():
     # `true` exits before the interpreter has started: every write meets a closed pipe
     proc = subprocess.run(f"{shlex.quote(sys.executable)} -m tritongate ops --suite pr | true; "

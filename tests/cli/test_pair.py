@@ -29,6 +29,7 @@ def _pair(record: Path, out: Path, capsys, *extra: str) -> tuple[int, dict]:
     return code, paths
 
 
+@pytest.mark.slow
 def test_pair_of_a_build_with_itself_passes(record, tmp_path, capsys):
     from tests.gate.helpers import CALIBRATION, calibration_file
 
@@ -45,6 +46,7 @@ def test_pair_of_a_build_with_itself_passes(record, tmp_path, capsys):
     assert len(base.rows) == len(cand.rows) == 8
 
 
+@pytest.mark.slow
 def test_a_candidate_doing_double_work_is_never_called_faster(record, tmp_path, capsys):
     """End to end on the real interpreter: the knob reaches the candidate only, and the verdict
     says so in the direction that holds on a loaded machine (host timings there move by more
@@ -70,6 +72,7 @@ def test_bad_overlays_and_interpreters_are_usage_errors(record, tmp_path, capsys
     assert "not an executable file" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_cross_backend_baseline_is_refused_by_the_workers(record, tmp_path, capsys):
     fake = tmp_path / "other"
     fake.mkdir()
@@ -97,6 +100,7 @@ def test_a_cross_backend_baseline_is_refused_by_the_workers(record, tmp_path, ca
     (["--rounds", "1"], 2, "bad pairing schedule"),  # the suite read from the record, as given
     (["--suite", "pr"], 2, "--suite pr is suite 'pr', but BASELINE_RECORD"),
 ])
+@pytest.mark.slow
 def test_bad_suites_and_options_are_named_errors(record, tmp_path, capsys, extra, code, words):
     assert main(["pair", str(record), "--backend", "cpu", "--out", str(tmp_path), *extra]) == code
     assert words in capsys.readouterr().err
@@ -104,6 +108,7 @@ def test_bad_suites_and_options_are_named_errors(record, tmp_path, capsys, extra
         assert not any(tmp_path.glob("pair-*"))
 
 
+@pytest.mark.slow
 def test_a_candidate_with_a_planted_delay_says_so(record, tmp_path, capsys):
     """The calibration knob end to end: a plan of per-row delays (here 90 % of each row's
     recorded median) reaches exactly the candidate, in its params and its identity."""

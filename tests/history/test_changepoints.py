@@ -152,6 +152,7 @@ def _ruptures_pelt(z, min_size, pen):
     return ruptures.Pelt(custom_cost=_PrefixL2(), min_size=min_size, jump=1).fit(z).predict(pen=pen)
 
 
+@pytest.mark.slow
 def test_pelt_finds_what_ruptures_pelt_finds():
     rng = np.random.default_rng(7)
     shapes = []

@@ -146,6 +146,7 @@ def test_the_parser_sets_func_like_the_other_subcommands():
     assert commands.__doc__ and "exit codes" in commands.EXIT_CODES
 
 
+@pytest.mark.slow
 def test_the_nightlys_history_step_reads_its_own_compilers_entries(tmp_path):
     """`nightly_steps.sh history` as the record-baseline action runs it, on a store holding a
     FlagTree nightly beside this repository's: only this compiler's entries are its history."""

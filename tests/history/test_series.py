@@ -170,6 +170,7 @@ def test_series_and_holes_are_validated():
                  median_us=1.0, n=1).recorded.tzinfo == dt.timezone.utc
 
 
+@pytest.mark.slow
 def test_an_entry_s_rows_are_let_go_before_the_next_entry_is_read(store, monkeypatch):
     """A year of a deep scan's rows (raw samples and all) would not fit in memory: the
     history keeps each entry's points, never its rows (here through the full load, which an

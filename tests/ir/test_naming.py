@@ -227,6 +227,7 @@ _variant = st.builds(
     st.sampled_from(["fp16", "fp32", ""]), st.sampled_from([4, 8]), st.sampled_from([0, 8, 16]))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_variant, min_size=1, max_size=8), st.randoms())
 def test_any_group_gets_unique_safe_order_independent_names(group, rnd):

@@ -19,7 +19,7 @@ from tritongate.ir.store import IRStore
 from tritongate.rundir import RunWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ci"))
-import prescreen as ci_prescreen  # noqa: E402
+import prescreen as ci_prescreen
 
 ROWS = (("add", "4096", "float32"), ("matmul", "64x64x64", "float16"))
 

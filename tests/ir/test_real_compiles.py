@@ -4,6 +4,7 @@ TRITON_INTERPRET=1, Triton's language module is the interpreter's and real compi
 
 from __future__ import annotations
 
+import pytest
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_the_compiling_ir_tests_pass_in_a_process_of_their_own():
     env = {**os.environ, "TRITON_INTERPRET": "0"}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "python_files=check_*.py",

@@ -82,6 +82,7 @@ def test_flag_gems_failing_at_import_is_one_preflight_line(tmp_path, monkeypatch
               "GPU machine")
 
 
+@pytest.mark.slow
 def test_run_without_flag_gems_exits_3_with_the_check_and_no_traceback(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITONGATE_OPS_DIR")}
     env["PYTHONPATH"] = str(ROOT)
@@ -353,6 +354,7 @@ def _rows(run_dir: Path) -> list[dict]:
     return json.loads((run_dir / "results.json").read_text())["rows"]
 
 
+@pytest.mark.slow
 def test_collect_run_record_and_replay_on_the_stand_in(tmp_path):
     # the collect script, importing the stand-in: 5 ops ok, the other recipes missing, conv2d no recipe
     collect = subprocess.run([sys.executable, str(ROOT / "scripts" / "collect_flaggems_inventory.py"),

@@ -158,6 +158,7 @@ def test_no_modules_is_the_builtin_registry():
     assert registry_for((), search_dir=None) is REGISTRY
 
 
+@pytest.mark.slow
 def test_the_example_module_loads_beside_the_builtin_ops():
     import torch
 
@@ -186,6 +187,7 @@ def test_ops_from_two_modules(tmp_path, make_module):
 
 # -- end to end ------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_example_suite_runs_on_the_cpu(tmp_path):
     from tritongate.ops import builtin
     from tritongate.rundir import load_run
@@ -211,6 +213,7 @@ def test_the_example_suite_runs_on_the_cpu(tmp_path):
     assert len(module["sha256"]) == 16
 
 
+@pytest.mark.slow
 def test_a_pair_worker_loads_the_suite_modules_from_its_settings(tmp_path, monkeypatch):
     """Only the base worker is asked to plan: the other gets the suite in its init settings."""
     from tritongate.pair.executor import TritonExecutor

@@ -286,6 +286,7 @@ def test_a_pool_of_one_restarts_its_workers_for_each_fresh_worker_pair(tmp_path)
     assert made["base"].starts > 1 and all(len(set(r.pairing.worker_pairs)) >= 2 for r in outcome.result.rows)
 
 
+@pytest.mark.slow
 def test_a_stretched_check_spreads_its_rows_over_that_many_times_the_worker_pairs(tmp_path):
     """A calibration's check (schedule_scale 4) sizes a spin to a quarter of itself: its
     between-process error shrinks only with more processes, so its pool and each row's worker

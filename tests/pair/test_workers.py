@@ -60,6 +60,7 @@ def _by_op(outcome):
     return {r.op: r for r in outcome.result.rows}
 
 
+@pytest.mark.slow
 def test_a_crashing_worker_costs_one_row_and_is_restarted(tmp_path):
     outcome = run_pair(_request(tmp_path, cand_env={"TG_CRASH": "softmax"}, worker_pool=1))
     rows = _by_op(outcome)
@@ -78,6 +79,7 @@ def test_a_crashing_worker_costs_one_row_and_is_restarted(tmp_path):
     assert (outcome.path / "workers" / "candidate.log").read_text().count("--- worker start") == 2 + fresh
 
 
+@pytest.mark.slow
 def test_a_hanging_worker_is_killed_at_the_row_timeout(tmp_path):
     t0 = time.monotonic()
     outcome = run_pair(_request(tmp_path, cand_env={"TG_HANG": "add"}, row_timeout_s=2.0))
@@ -133,6 +135,7 @@ def test_ctrl_c_stops_the_workers_and_leaves_incomplete_run_dirs(tmp_path):
         assert _gone(run.identity["pair"]["worker_pid"])
 
 
+@pytest.mark.slow
 def test_kill_9_of_the_parent_leaves_incomplete_loadable_run_dirs(tmp_path):
     script = tmp_path / "parent.py"
     script.write_text(textwrap.dedent(f"""

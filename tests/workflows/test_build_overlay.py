@@ -6,6 +6,7 @@ the overlay's interpreter imports the patched pipeline."""
 
 from __future__ import annotations
 
+import pytest
 import hashlib
 import json
 import subprocess
@@ -26,6 +27,7 @@ def _pipeline(python: str) -> str:
     return (_triton_dir(python) / "backends" / "nvidia" / "compiler.py").read_text()
 
 
+@pytest.mark.slow
 def test_auto_builds_an_overlay_of_a_python_only_pr(tmp_path: Path) -> None:
     repo = compiler_repo(tmp_path, {NVIDIA: "drop-coalesce.patch"})
     run, status, outputs, seen = run_build_action(tmp_path, repo.path, cache_write="false", mode="auto",
@@ -48,6 +50,7 @@ def test_auto_builds_an_overlay_of_a_python_only_pr(tmp_path: Path) -> None:
     assert not (tmp_path / "ws" / ".tritongate-src").exists() or not any((tmp_path / "ws" / ".tritongate-src").iterdir())
 
 
+@pytest.mark.slow
 def test_overlay_from_a_patch_file_needs_no_checkout(tmp_path: Path) -> None:
     patch = PATCHES / "drop-hopper-pipeline.patch"
     run, status, outputs, seen = run_build_action(tmp_path, tmp_path, mode="overlay", patch=str(patch))
@@ -57,6 +60,7 @@ def test_overlay_from_a_patch_file_needs_no_checkout(tmp_path: Path) -> None:
     assert _pipeline(outputs["python"]).count("add_pipeline(pm, opt.num_stages, dump_enabled)") == 1
 
 
+@pytest.mark.slow
 def test_overlay_mode_leaves_out_compiled_files_and_names_them(tmp_path: Path) -> None:
     repo = compiler_repo(tmp_path, {NVIDIA: "drop-coalesce.patch", "lib/Coalesce.cpp": None})
     run, status, outputs, _ = run_build_action(tmp_path, repo.path, mode="overlay", **{"patch-from": "pr"},
@@ -89,6 +93,7 @@ def test_overlay_inputs_are_checked() -> None:
         assert proc.returncode == 2 and message in proc.stderr, (env, proc.stderr)
 
 
+@pytest.mark.slow
 def test_auto_builds_from_source_when_the_pr_changes_compiled_code(tmp_path: Path) -> None:
     """The source build of the merge commit; a trusted complete venv of it is in the shared
     cache (the nightly's), so the replay reuses it after checking its manifest."""

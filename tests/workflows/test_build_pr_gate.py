@@ -6,6 +6,7 @@ Stage prescreen with no store yet: the job stops after the builds and the baseli
 
 from __future__ import annotations
 
+import pytest
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ class HoldingRun(JobRun):
 
     live_steps: dict = {}
 
-    def run_steps(self, steps, contexts, env, shell, action_path=None, prefix=""):  # noqa: ANN001, ANN201
+    def run_steps(self, steps, contexts, env, shell, action_path=None, prefix=""):
         self.live_steps = contexts.setdefault("steps", {})
         return super().run_steps(steps, contexts, env, shell, action_path, prefix)
 
@@ -53,6 +54,7 @@ def _trusted_base(tmp: Path, commit: str) -> Path:
     return venv
 
 
+@pytest.mark.slow
 def test_auto_mode_gates_an_overlay_of_the_pr_against_the_base_build(tmp_path: Path) -> None:
     repo = compiler_repo(tmp_path, {NVIDIA: "drop-hopper-pipeline.patch"})
     base_venv = _trusted_base(tmp_path, repo.base)

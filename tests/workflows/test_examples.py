@@ -115,6 +115,7 @@ def test_the_cross_org_gate_decides_as_the_reusable_workflow(fixture, labels, pr
     assert condition(theirs["prescreen"]["if"], Evaluator(ctx)) == condition(fork_guard, Evaluator(ctx))
 
 
+@pytest.mark.slow
 def test_the_cross_org_prescreen_job_runs_through_the_action(tmp_path: Path) -> None:
     """The recipe's pre-screen job, its `uses:` resolved to this repository's action (a copy
     with a stand-in ci/prescreen.py); the one change: a cpu record of the smoke suite in mode

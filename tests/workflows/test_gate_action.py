@@ -146,6 +146,7 @@ def _check_common(out: Outcome) -> Path:
     return verdict_dir
 
 
+@pytest.mark.slow
 def test_gate_job_with_a_published_baseline_passes(tmp_path: Path) -> None:
     out = run_gate_job(tmp_path, server_with_store(tmp_path, publish_store(tmp_path)))
     log = out.run.log()
@@ -159,6 +160,7 @@ def test_gate_job_with_a_published_baseline_passes(tmp_path: Path) -> None:
     assert verdict["passed"] is True and verdict["counts"].get("REGRESSED", 0) == 0
 
 
+@pytest.mark.slow
 def test_gate_job_without_a_data_branch_records_a_baseline_and_fails_on_a_regression(tmp_path: Path) -> None:
     slower = tmp_path / "slower-python"
     slower.write_text(f'#!/bin/sh\nTRITONGATE_PLANTED_WORK=8 exec "{sys.executable}" "$@"\n')
@@ -175,6 +177,7 @@ def test_gate_job_without_a_data_branch_records_a_baseline_and_fails_on_a_regres
     assert verdict["passed"] is False and verdict["counts"]["REGRESSED"] == 2, verdict["counts"]
 
 
+@pytest.mark.slow
 def test_another_repositorys_baseline_is_not_this_prs(tmp_path: Path) -> None:
     # the store holds a FlagTree nightly under the same runner class and suite: an acme/triton PR records its own
     out = run_gate_job(tmp_path, server_with_store(tmp_path, publish_store(tmp_path, "git@github.com:flagos-ai/FlagTree.git")))
@@ -295,6 +298,7 @@ def test_events_without_a_base_need_the_base_ref_input(tmp_path: Path, event_nam
     assert ok.returncode == 0 and "base=main" in ok.stdout
 
 
+@pytest.mark.slow
 def test_the_compiler_repo_input_picks_that_repositorys_baseline(tmp_path: Path) -> None:
     # the same FlagTree entry is this PR's baseline once the job names FlagTree as its compiler
     store = publish_store(tmp_path, "git@github.com:flagos-ai/FlagTree.git")

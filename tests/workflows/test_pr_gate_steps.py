@@ -149,6 +149,7 @@ def _build_key(env: dict) -> str:
     return proc.stdout.strip()
 
 
+@pytest.mark.slow
 def test_build_action_plans_a_cached_source_build(tmp_path: Path) -> None:
     commit = "a" * 40
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TG_CACHE_ROOT": str(tmp_path / "c"),
@@ -167,6 +168,7 @@ def test_build_action_plans_a_cached_source_build(tmp_path: Path) -> None:
                                                      "cached": "true", "src": "", "fetch-depth": "1"}
 
 
+@pytest.mark.slow
 def test_the_build_key_covers_interpreter_and_build_settings(tmp_path: Path) -> None:
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TG_PYTHON": sys.executable}
     key = _build_key(env)
@@ -299,6 +301,7 @@ RECORD_ACTION = "./tritongate/.github/actions/record-baseline"
 RECORD_ACTION_DIR = REPO / ".github" / "actions" / "record-baseline"
 
 
+@pytest.mark.slow
 def test_nightly_records_checks_and_pushes_one_entry(tmp_path: Path) -> None:
     """Both nightly jobs on a schedule event (its documented payload: the cron string only),
     through the record-baseline action; the push goes to a local bare "GitHub", with and
@@ -391,6 +394,7 @@ def test_nightly_records_checks_and_pushes_one_entry(tmp_path: Path) -> None:
         assert "ghs_x" not in publish.log()
 
 
+@pytest.mark.slow
 def test_publish_refuses_an_entry_that_was_changed_on_the_way(tmp_path: Path) -> None:
     store = tmp_path / "store"
     proc = subprocess.run([sys.executable, str(REPO / "ci" / "record_baseline.py"), "--suite", "smoke", "--ops", "add",
@@ -462,6 +466,7 @@ def test_deep_scan_merges_one_shard_as_well_as_several(tmp_path: Path, shards: i
     assert "--allow-partial" not in merged and merged.count("/shards/shard-") == shards
 
 
+@pytest.mark.slow
 def test_a_pr_job_never_writes_the_shared_build_cache(tmp_path: Path) -> None:
     commit = "b" * 40
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TG_CACHE_ROOT": str(tmp_path / "shared"),

@@ -121,6 +121,7 @@ def result(tmp: Path, prescreen: str, gate: str, outputs: dict) -> subprocess.Co
     return subprocess.run(["bash", "-eo", "pipefail", str(tmp / "result.sh")], env=env, capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_no_kernel_changed_uploads_the_prescreen_verdict_and_skips_the_gpu(tmp_path: Path, store: Path) -> None:
     run, status, outputs, uploads = run_stage(tmp_path, "prescreen", 0, store)
     assert status == "success", run.log()
@@ -138,6 +139,7 @@ def test_no_kernel_changed_uploads_the_prescreen_verdict_and_skips_the_gpu(tmp_p
     assert decided.returncode == 0 and "0 of 5 rows" in (tmp_path / "summary.md").read_text()
 
 
+@pytest.mark.slow
 def test_changed_rows_run_the_gpu_job_on_them_only(tmp_path: Path, store: Path) -> None:
     run, status, outputs, uploads = run_stage(tmp_path, "prescreen", 2, store)
     assert status == "success", run.log()

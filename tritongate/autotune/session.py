@@ -89,7 +89,7 @@ def autotune_key(tuner: Any, args: tuple, kwargs: dict) -> Any:
     if _has_own_get_key(tuner):
         try:
             return tuner.get_key(named)
-        except Exception as exc:  # noqa: BLE001 - any failure means the key is unknown
+        except Exception as exc:  # any failure means the key is unknown
             if is_fatal(exc):
                 raise
             raise AutotuneKeyError(f"{type(tuner).__name__}.get_key: {type(exc).__name__}: {exc}") from exc
@@ -290,7 +290,7 @@ class AutotuneSession:
         watch = self._watch(tuner)
         try:
             result = original(tuner, *args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - the injected config no longer compiles/launches
+        except Exception as exc:  # the injected config no longer compiles/launches
             if is_fatal(exc):
                 raise
             self._failed.add(match)

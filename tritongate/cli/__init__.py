@@ -77,7 +77,7 @@ def _sigterm_interrupts() -> Iterator[None]:
         yield
         return
 
-    def _term(signum, frame):  # noqa: ARG001
+    def _term(signum, frame):  # a signal handler: both arguments unused
         raise KeyboardInterrupt
     previous = signal.signal(signal.SIGTERM, _term)
     try:

@@ -180,7 +180,7 @@ def _run_pair(request, color: bool, *, record: Path | None = None) -> int:
     from tritongate.pair.orchestrator import run_pair
 
     # CI cancels a job with SIGTERM: stop the workers and leave incomplete run dirs, like Ctrl-C.
-    def _term(signum, frame):  # noqa: ARG001
+    def _term(signum, frame):  # a signal handler: both arguments unused
         raise KeyboardInterrupt
     previous = signal.signal(signal.SIGTERM, _term)
     try:

@@ -294,13 +294,13 @@ class RowMeasurer:
     def _capture(self, fn: Launch, launches: int, *, phase: str) -> object:
         try:
             return self._device.capture(fn, launches)
-        except Exception as exc:  # noqa: BLE001 - classified below, fatal ones re-raised
+        except Exception as exc:  # classified below, fatal ones re-raised
             raise self._classify(phase, exc) from exc
 
     def _replay_s(self, graph: object, *, phase: str) -> float:
         try:
             return self._device.time_events(graph.replay)  # type: ignore[attr-defined]
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self._classify(phase, exc) from exc
 
     def _classify(self, phase: str, exc: BaseException) -> BaseException:

@@ -98,7 +98,7 @@ def export_inputs(tensors: Sequence[Any]) -> dict[str, Any]:
             try:
                 (device, handle, size, offset, ref_handle, ref_offset, event_handle,
                  event_sync) = storage._share_cuda_()
-            except Exception as exc:  # noqa: BLE001 - named below
+            except Exception as exc:  # named below
                 release({"storages": storages})  # the holds taken so far: no reader will see them
                 raise SharingError(f"UntypedStorage._share_cuda_ failed: {type(exc).__name__}: {exc}") from exc
             index[key] = len(storages)
@@ -139,7 +139,7 @@ def _open(entry: Any, device: int) -> Any:
             _unb64(entry["event_handle"], "event_handle"), bool(entry["event_sync_required"]))
     except SharingError:
         raise
-    except Exception as exc:  # noqa: BLE001 - named below
+    except Exception as exc:  # named below
         raise SharingError(f"UntypedStorage._new_shared_cuda failed: {type(exc).__name__}: {exc}") from exc
 
 

@@ -38,8 +38,9 @@ FAILING = (Verdict.REGRESSED, Verdict.REJECTED)  # fail the gate whatever the do
 SEVERITY = (Verdict.REGRESSED, Verdict.REJECTED, Verdict.NOT_COMPARABLE, Verdict.MISSING, Verdict.UNCONFIRMED,
             Verdict.IMPROVED, Verdict.NEW, Verdict.UNCHANGED, Verdict.IDENTICAL_BINARY)
 
-# verdict.json holds the words as strings; the model checks them strictly against the enum's values
-VerdictName = Literal[tuple(v.value for v in Verdict)]  # type: ignore[valid-type]
+# verdict.json holds the words as strings: read as the enum's members (lax for this one field,
+# strict for the rest), so anything but a word of the enum is refused
+VerdictName = Annotated[Verdict, Field(strict=False)]
 GateState = Literal["pass", "blind", "fail"]
 StopReason = Literal["row_budget", "run_budget", "round_cap", "unpaired", "too_few_samples"]
 Interval = Annotated[list[float], Field(min_length=2, max_length=2)]

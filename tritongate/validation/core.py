@@ -111,7 +111,7 @@ def _problem(err: Any, model: type[BaseModel] | None) -> str:
         return "is not a known key" + (f" (allowed: {', '.join(allowed)})" if allowed else "")
     if kind in _EXPECTED:
         expected = _EXPECTED[kind]
-    elif kind == "literal_error":
+    elif kind in ("literal_error", "enum"):
         expected = f"one of {ctx.get('expected', '?')}"
     elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         sign = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",

@@ -12,9 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository, for tests.batch.fake_ops
 
-from tests.batch.fake_ops import fake_command  # noqa: E402
-from tritongate.batch.commands import dispatch, execute  # noqa: E402
-from tritongate.batch.plan import BatchRequest, request_from_manifest  # noqa: E402
+from tests.batch.fake_ops import fake_command
+from tritongate.batch.commands import dispatch, execute
+from tritongate.batch.plan import BatchRequest, request_from_manifest
 
 
 def main() -> int:
