@@ -47,6 +47,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         result = run_prescreen(Path(args.baseline), args.base_python, args.cand_python, Path(args.out))
+        if result.verdict_dir is not None:
+            from tritongate.cli.common import append_step_summary
+
+            append_step_summary(result.verdict_dir / "verdict.md")
         github = outputs.output_path()
         if github:
             try:

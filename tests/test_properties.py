@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tritongate import markers
 from tritongate.cli import main
-from tritongate.gate.output import write_verdict
+from tritongate.gate.pipeline import write_result
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import run_gate
 from tritongate.rundir import IDENTITY, RESULTS, Run, RunWriter
@@ -392,7 +392,7 @@ def check_markdown(md: str, s: str) -> None:
 def render(s: str, tmp: Path, **kw) -> str:
     base, cand, policy = hostile_runs(s, **kw)
     result = run_gate(base, cand, policy, allow_mismatch=kw["mismatch"])
-    _, md_path = write_verdict(result, tmp)
+    md_path = write_result(result, tmp).md_path
     json.loads((tmp / "verdict.json").read_text())  # the JSON twin stays valid JSON
     return md_path.read_text(encoding="utf-8")
 

@@ -11,7 +11,7 @@ import pytest
 
 from tests.gate.helpers import pair, row
 from tritongate.gate.ir_evidence import HEAD_LINES, IR_DIFF_DIR, collect
-from tritongate.gate.output import write_verdict
+from tritongate.gate.pipeline import write_result
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import run_gate
 from tritongate.gate.verdict_file import load_verdict
@@ -92,7 +92,7 @@ def test_rows_point_at_their_changed_kernels(tmp_path: Path) -> None:
 def test_verdict_md_links_each_called_and_quietly_changed_row(tmp_path: Path) -> None:
     base, cand = runs(tmp_path)
     result = run_gate(base, cand, GatePolicy())
-    _, md_path = write_verdict(result, tmp_path / "verdict")
+    md_path = write_result(result, tmp_path / "verdict").md_path
     md = md_path.read_text()
     regressed = md.split("**🔴 Regressed")[1].split("\n**")[0]
     assert "| IR |" in regressed
@@ -115,7 +115,8 @@ def test_verdict_md_links_each_called_and_quietly_changed_row(tmp_path: Path) ->
 def test_runs_without_ir_give_no_ir_and_no_note(tmp_path: Path) -> None:
     base, cand = runs(tmp_path, base_ir=False, cand_ir=False)
     result = run_gate(base, cand, GatePolicy())
-    json_path, md_path = write_verdict(result, tmp_path / "verdict")
+    written = write_result(result, tmp_path / "verdict")
+    json_path, md_path = written.json_path, written.md_path
     md = md_path.read_text()
     assert "| IR |" not in md and "TTGIR" not in md and "IR comparison" not in md
     assert not (tmp_path / "verdict" / IR_DIFF_DIR).exists()
@@ -127,7 +128,7 @@ def test_runs_without_ir_give_no_ir_and_no_note(tmp_path: Path) -> None:
 def test_one_side_without_ir_is_a_note_not_a_failure(tmp_path: Path) -> None:
     base, cand = runs(tmp_path, cand_ir=False)
     result = run_gate(base, cand, GatePolicy())
-    _, md_path = write_verdict(result, tmp_path / "verdict")
+    md_path = write_result(result, tmp_path / "verdict").md_path
     md = md_path.read_text()
     assert re.search(r"\*\*Note:\*\* No IR comparison: the candidate run kept no TTGIR \(.*ttgir is absent\)", md)
     assert "**🔴 Regressed (1)**" in md and "| IR |" not in md
@@ -137,7 +138,8 @@ def test_a_damaged_index_leaves_the_verdict_standing(tmp_path: Path) -> None:
     base, cand = runs(tmp_path)
     (cand.path / "ttgir" / "index.tsv").write_text("not\tan\tindex\n", encoding="utf-8")
     result = run_gate(base, cand, GatePolicy())
-    json_path, md_path = write_verdict(result, tmp_path / "verdict")
+    written = write_result(result, tmp_path / "verdict")
+    json_path, md_path = written.json_path, written.md_path
     assert "No IR comparison: ValueError" in md_path.read_text()
     assert json.loads(json_path.read_text())["ir"]["note"].startswith("no IR comparison")
 
@@ -147,7 +149,7 @@ def test_hostile_ir_stays_inside_its_code_block(tmp_path: Path) -> None:
     evil = "    ```\n</details><script>x</script> @octocat #1 https://evil.example \u202e\n    ````\n"
     f = cand.path / "ttgir" / "m512" / "matmul_kernel" / "B64_w4.ttgir"
     f.write_text(ttgir(MMA + evil), encoding="utf-8")
-    _, md_path = write_verdict(run_gate(base, cand, GatePolicy()), tmp_path / "verdict")
+    md_path = write_result(run_gate(base, cand, GatePolicy()), tmp_path / "verdict").md_path
     md = md_path.read_text()
     block = re.search(r"\n(`{5,})diff\n(.*?)\n\1\n", md, re.S)  # the fence outgrows any run inside
     assert block is not None and "<script>" in block.group(2) and "\\u202e" in block.group(2)
@@ -164,7 +166,7 @@ def test_inline_diffs_are_bounded_in_count_and_length(tmp_path: Path) -> None:
     long_body = "".join(f"    %{j} = arith.addi %a, %b : i32 loc(#loc)\n" for j in range(200))
     write_ir(base.path, [(variant(MATMUL, f"m{i}", "w4", ("matmul/float16",)), ttgir(MMA)) for i in range(n)])
     write_ir(cand.path, [(variant(MATMUL, f"m{i}", "w4", ("matmul/float16",)), ttgir(long_body)) for i in range(n)])
-    _, md_path = write_verdict(run_gate(base, cand, GatePolicy()), tmp_path / "verdict")
+    md_path = write_result(run_gate(base, cand, GatePolicy()), tmp_path / "verdict").md_path
     md = md_path.read_text()
     assert md.count("smallest changed diff") == 12  # the inline budget; every row keeps its path
     assert md.count("1 of 1 kernel changed: <code>ir-diff/") == n

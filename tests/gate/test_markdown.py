@@ -5,7 +5,7 @@ verdicts (tests/report/test_verdict_markdown.py)."""
 import json
 import math
 
-from tritongate.gate.output import write_verdict
+from tritongate.gate.pipeline import Citations, write_result
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.rule import Why
 from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, Verdict, run_gate
@@ -109,15 +109,20 @@ def test_a_call_on_fewer_pairs_than_a_call_needs_is_unconfirmed(tmp_path):
     assert rows["early"]["call_unconfirmed"] is True and rows["confirmed"]["call_unconfirmed"] is False
 
 
-def test_step_summary_and_verdict_md_are_the_same_rendering_of_verdict_json(tmp_path, monkeypatch):
+def test_step_summary_and_verdict_md_are_the_same_rendering_of_verdict_json(tmp_path, monkeypatch, capsys):
+    """The library writes no job summary; the gate command appends verdict.md to it."""
+    from tritongate.cli import main
     from tritongate.report.verdict_markdown import render_verdict
 
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     base, cand = pair(tmp_path, [row(), row(case="b")], [row(median=23, seed=1), row(case="b", seed=2)])
-    json_path, md_path = write_verdict(run_gate(base, cand, GatePolicy()), tmp_path / "v",
-                                       artifact_url="https://github.com/o/r/actions/runs/1/artifacts/2")
+    write_result(run_gate(base, cand, GatePolicy()), tmp_path / "library")
+    assert summary.read_text() == "earlier step\n"
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "v"),
+                 "--artifact-url", "https://github.com/o/r/actions/runs/1/artifacts/2"]) == 1
+    json_path, md_path = tmp_path / "v" / "verdict.json", tmp_path / "v" / "verdict.md"
     assert summary.read_text() == "earlier step\n" + md_path.read_text() + "\n"
     doc = json.loads(json_path.read_text())
     assert render_verdict(doc) == md_path.read_text()  # what the trusted comment job draws
@@ -154,8 +159,8 @@ def test_long_verdicts_stay_under_the_limit_and_say_what_they_left_out(tmp_path)
     assert "380 more rows not shown; verdict.json has every row." in text
     assert text.index("Regressed (400)") < text.index("380 more rows")
     assert "1480 more ops not shown; verdict.json has every op." in text  # the per-op table keeps 20
-    out = write_verdict(result, tmp_path / "v")
-    written = json.loads(out[0].read_text())
+    out = write_result(result, tmp_path / "v")
+    written = json.loads(out.json_path.read_text())
     assert len(written["rows"]) == 1500 and len(written["per_op"]) == 1500  # the artifact has them all
 
 
@@ -214,7 +219,7 @@ def test_verdict_json_carries_the_calibration_and_reads_back(tmp_path):
     from tests.gate.helpers import CALIBRATION, calibration_summary
 
     result = run_gate(*pair(tmp_path, [row()], [row(seed=1)]), GatePolicy())
-    write_verdict(result, tmp_path / "with", calibration=calibration_summary())
+    write_result(result, tmp_path / "with", Citations(calibration=calibration_summary()))
     doc = json.loads((tmp_path / "with" / "verdict.json").read_text())
     assert doc["calibration"] == CALIBRATION and doc["calibration_line"] == CALIBRATED
     assert load_verdict(tmp_path / "with").passed

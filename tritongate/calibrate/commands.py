@@ -116,13 +116,11 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
 
 def _regate(request: Any, pair_dir: Path) -> Any:
     """A finished step's outcome, read back: its two run directories, gated again."""
-    from tritongate.gate.verdict import run_gate
+    from tritongate.gate.pipeline import judge_runs
     from tritongate.pair.request import PairOutcome
-    from tritongate.rundir import load_run
 
     base, cand = pair_dir / "base", pair_dir / "candidate"
-    return PairOutcome(path=pair_dir, base_path=base, cand_path=cand,
-                       result=run_gate(load_run(base), load_run(cand), request.policy))
+    return PairOutcome(path=pair_dir, base_path=base, cand_path=cand, result=judge_runs(base, cand, request.policy))
 
 
 def print_outcome(cal: Calibration, out: Path, md: Path, png: Path | None) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from tritongate.argtypes import shard_spec
 
@@ -123,6 +124,23 @@ def progress_printer(color: bool, *, verb: str = "measuring", row_text=_run_row_
         elif ev.kind == "note":
             print(f"note: {neutralize(ev.message)}", file=sys.stderr, flush=True)
     return show_plain
+
+
+def append_step_summary(markdown_path: Path) -> None:
+    """verdict.md appended to ``$GITHUB_STEP_SUMMARY`` when a workflow step sets it (what the
+    step wrote there before stays)."""
+    from tritongate.errors import UsageError
+
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not summary:
+        return
+    try:
+        text = Path(markdown_path).read_text(encoding="utf-8")
+        with open(summary, "a", encoding="utf-8") as f:
+            f.write(text + "\n")
+    except OSError as exc:
+        raise UsageError(f"GITHUB_STEP_SUMMARY={summary} cannot be appended to ({exc.strerror or exc}); the verdict "
+                         f"itself is in {Path(markdown_path).parent}; unset the variable or point it at a file") from exc
 
 
 def print_summary(verdict_json) -> None:

@@ -35,19 +35,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from tritongate.gate.output import write_verdict_files
-    from tritongate.gate.verdict import run_gate
+    from tritongate.cli.common import append_step_summary
     from tritongate.cli.folders import load_run_dir
+    from tritongate.gate.pipeline import Citations, gate_runs
     from tritongate.report.verdict_terminal import summary_lines
 
     policy = gate_policy(args)
     calibration = calibration_option(args)
     base = load_run_dir(Path(args.base), what="BASE_RUN: a run directory")
     cand = load_run_dir(Path(args.cand), what="CAND_RUN: a run directory")
-    result = run_gate(base, cand, policy, allow_mismatch=args.allow_mismatch)
-    artifact = artifact_url_option(args)
-    written = write_verdict_files(result, Path(args.out), artifact_url=artifact,
-                                  baseline=baseline_state_option(args), calibration=calibration)
+    cite = Citations(baseline=baseline_state_option(args), calibration=calibration,
+                     artifact_url=artifact_url_option(args))
+    gated = gate_runs(base, cand, Path(args.out), policy, cite=cite, allow_mismatch=args.allow_mismatch)
+    result, written = gated.result, gated.written
+    append_step_summary(written.md_path)
     # print_summary's lines, from the document just written rather than the file read back
     for line in summary_lines(written.doc):
         print(line)

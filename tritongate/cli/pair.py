@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tritongate.argtypes import nonempty_text
-from tritongate.cli.common import (HelpFormatter, counted, exit_codes, print_summary, progress_printer,
+from tritongate.cli.common import (HelpFormatter, append_step_summary, counted, exit_codes, print_summary, progress_printer,
                                    split_values, want_color)
 from tritongate.cli.options import (add_gate_options, add_measurement_options, add_pair_options,
                                     artifact_url_option, baseline_state_option, calibration_option,
@@ -192,6 +192,7 @@ def _run_pair(request, color: bool, *, record: Path | None = None) -> int:
     print(f"{counted(len(outcome.rows), 'row')} ({timed} timed) in {outcome.wall_s:.1f} s "
           f"({outcome.timed_s:.1f} s in the rows: compile, check, warm-up, timing)"
           + (f"; worker restarts: {outcome.restarts}" if any(outcome.restarts.values()) else ""))
+    append_step_summary(outcome.verdict_md)
     print_summary(outcome.verdict_json)
     if record is not None:
         print(f"record:    {record}")
@@ -217,23 +218,19 @@ def judged_something(result, folder: Path, *, row_timeout_s: float | None = None
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """Join the shards of a sharded paired run and gate them as one."""
-    from tritongate.gate.output import write_verdict
-    from tritongate.gate.verdict import run_gate
+    from tritongate.gate.pipeline import Citations, gate_runs
     from tritongate.pair.merge import merge_shards
-    from tritongate.rundir import load_run
 
     policy = gate_policy(args)
-    baseline = baseline_state_option(args)
-    calibration = calibration_option(args)
-    artifact = artifact_url_option(args)
+    cite = Citations(baseline=baseline_state_option(args), calibration=calibration_option(args),
+                     artifact_url=artifact_url_option(args))
     out = Path(args.out)
     merged = merge_shards([Path(p) for p in args.shards], out, allow_partial=args.allow_partial)
-    result = run_gate(load_run(merged.base), load_run(merged.candidate), policy)
-    if merged.missing:
-        result.notes.insert(0, f"partial: shard(s) {', '.join(f'{i}/{merged.count}' for i in merged.missing)} "
-                               "missing; their rows are not in this verdict")
-    json_path, md_path = write_verdict(result, out / "verdict", artifact_url=artifact, baseline=baseline,
-                                       calibration=calibration)
+    partial = ([f"partial: shard(s) {', '.join(f'{i}/{merged.count}' for i in merged.missing)} missing; their "
+                "rows are not in this verdict"] if merged.missing else [])
+    gated = gate_runs(merged.base, merged.candidate, out / "verdict", policy, cite=cite, notes=partial)
+    result, json_path, md_path = gated.result, gated.written.json_path, gated.written.md_path
+    append_step_summary(md_path)
     print(f"merged {len(merged.shards)} of {counted(merged.count, 'shard')}, {counted(merged.rows, 'row')}")
     print_summary(json_path)
     print(f"base:      {merged.base}")

@@ -1,6 +1,6 @@
 """The IR behind a verdict: the two runs' captured TTGIR compared, per verdict row.
 
-``write_verdict`` calls ``collect`` with both run directories: it writes ``ir-diff/``
+``gate.output.write_verdict_files`` calls ``collect`` with both run directories: it writes ``ir-diff/``
 next to ``verdict.md`` (the same folder ``tritongate ir-diff`` writes) and returns, for
 each (op, case, dtype) row, how many of the kernels it launched changed their IR, the path
 of its smallest diff inside the verdict folder and that diff's first lines. A reviewer who

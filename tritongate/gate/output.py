@@ -161,20 +161,13 @@ class WrittenVerdict:
     doc: VerdictDoc  # what verdict.json holds, validated
 
 
-def write_verdict(result: GateResult, out: Path, *, artifact_url: str | None = None,
-                  baseline: BaselineState | None = None,
-                  calibration: CalibrationSummary | None = None) -> tuple[Path, Path]:
-    """verdict.json, verdict.md and (when both runs kept TTGIR) ir-diff/ in ``out``;
-    ``baseline``: what the baseline lookup found, shown at the top; ``calibration``: the
-    runner's latest ``tritongate calibrate`` summary, cited in the footer."""
-    written = write_verdict_files(result, out, artifact_url=artifact_url, baseline=baseline, calibration=calibration)
-    return written.json_path, written.md_path
-
-
 def write_verdict_files(result: GateResult, out: Path, *, artifact_url: str | None = None,
                         baseline: BaselineState | None = None,
                         calibration: CalibrationSummary | None = None) -> WrittenVerdict:
-    """``write_verdict``, with the document it wrote (for a summary without reading it back)."""
+    """verdict.json, verdict.md and (when both runs kept TTGIR) ir-diff/ in ``out``, with the
+    document written (for a summary without reading it back); ``baseline``: what the baseline
+    lookup found, shown at the top; ``calibration``: the runner's latest ``tritongate
+    calibrate`` summary, cited in the footer. Callers go through ``gate.pipeline``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ir = collect(Path(result.base.path), Path(result.cand.path), out)
@@ -182,12 +175,4 @@ def write_verdict_files(result: GateResult, out: Path, *, artifact_url: str | No
         doc, validated = _document(result, ir, baseline, calibration, artifact_url)
         markdown = render_verdict(validated)
         _write_pair(out, doc, markdown)
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        try:
-            with open(summary, "a", encoding="utf-8") as f:
-                f.write(markdown + "\n")
-        except OSError as exc:
-            raise UsageError(f"GITHUB_STEP_SUMMARY={summary} cannot be appended to ({exc.strerror or exc}); "
-                             f"the verdict itself is in {out}; unset the variable or point it at a file") from exc
     return WrittenVerdict(out / VERDICT_JSON, out / VERDICT_MD, validated)

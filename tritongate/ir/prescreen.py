@@ -168,7 +168,7 @@ def write_zero_verdict(run: Any, out: Path, base_root: Path, cand_root: Path, to
     """``out/verdict/`` through the gate's writer: every row IDENTICAL_BINARY and untimed,
     which its renderer heads with ``zero_headline``; the AOT trees are the two sides (so its
     ``ir-diff/`` is the per-kernel evidence)."""
-    from tritongate.gate.output import write_verdict
+    from tritongate.gate.pipeline import write_result
     from tritongate.gate.policy import load_policy
     from tritongate.gate.verdict import AHEAD_OF_TIME_REASON, GateResult, RowVerdict, Verdict
 
@@ -180,5 +180,5 @@ def write_zero_verdict(run: Any, out: Path, base_root: Path, cand_root: Path, to
     result = GateResult(base=base, cand=cand, policy=policy, rows=rows,
                             notes=[f"pre-screen: {zero_headline(total)} (ahead-of-time TTGIR and cubin, {TARGET})"])
     verdict = out / VERDICT_DIR
-    write_verdict(result, verdict)
+    write_result(result, verdict)
     return verdict

@@ -125,15 +125,14 @@ class PairRunner:
                      t0=self._t0, timed_s=outcome.timed_s, sharing_off=self._rows.sharing_off)
 
     def _gate(self, outcome: PairOutcome) -> None:
-        from tritongate.gate.output import write_verdict
-        from tritongate.gate.verdict import run_gate
-        from tritongate.rundir import load_run
+        from tritongate.gate.pipeline import Citations, gate_runs
 
-        result = run_gate(load_run(outcome.base_path), load_run(outcome.cand_path), self.request.policy)
-        outcome.result = result
-        outcome.verdict_json, outcome.verdict_md = write_verdict(
-            result, self._pair_dir / "verdict", artifact_url=self.request.artifact_url,
-            baseline=self.request.baseline_state, calibration=self.request.calibration)
+        cite = Citations(baseline=self.request.baseline_state, calibration=self.request.calibration,
+                         artifact_url=self.request.artifact_url)
+        gated = gate_runs(outcome.base_path, outcome.cand_path, self._pair_dir / "verdict", self.request.policy,
+                          cite=cite)
+        outcome.result = gated.result
+        outcome.verdict_json, outcome.verdict_md = gated.written.json_path, gated.written.md_path
 
 
 def run_pair(request: PairRequest, progress: ProgressFn | None = None, *,

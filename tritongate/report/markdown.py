@@ -1,6 +1,6 @@
 """verdict.md for a ``GateResult`` in memory: its verdict.json document, rendered by the one
 renderer (``report.verdict_markdown.render_verdict``). For callers that hold a result and
-not a written verdict (tests, scripts); ``gate.output.write_verdict`` writes both files."""
+not a written verdict (tests, scripts); ``gate.pipeline.write_result`` writes both files."""
 
 from __future__ import annotations
 

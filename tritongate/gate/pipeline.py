@@ -1,0 +1,65 @@
+"""The one gate pipeline: two run directories, or rows already judged from other evidence,
+to a verdict folder (verdict.json, verdict.md, ir-diff/).
+
+Every command that produces a verdict goes through here: ``gate``, ``pair`` and ``loop``,
+``merge`` and the pre-screen write one with ``gate_runs`` or ``write_result``; ``calibrate``
+re-judges finished steps with ``judge_runs``. What a verdict cites beyond its two runs (the
+baseline lookup, the runner's calibration, the artifact's address) travels as one
+``Citations``, so no caller wires them on its own. Nothing here prints, exits or writes the
+job summary: the CLI does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from tritongate.gate.output import WrittenVerdict, write_verdict_files
+from tritongate.gate.policy import GatePolicy
+from tritongate.gate.verdict import GateResult, run_gate
+from tritongate.rundir import Run, load_run
+
+if TYPE_CHECKING:
+    from tritongate.calibrate.model import CalibrationSummary
+    from tritongate.gate.baseline_state import BaselineState
+
+
+@dataclass(frozen=True)
+class Citations:
+    """What a verdict cites beyond its two runs: the baseline lookup's outcome (shown at the
+    top), the runner's calibration (its footer) and where the artifact is (its link)."""
+
+    baseline: BaselineState | None = None
+    calibration: CalibrationSummary | None = None
+    artifact_url: str | None = None
+
+
+@dataclass(frozen=True)
+class GatedRuns:
+    result: GateResult
+    written: WrittenVerdict
+
+
+def judge_runs(base: Run | Path, cand: Run | Path, policy: GatePolicy, *, allow_mismatch: bool = False,
+               notes: Sequence[str] = ()) -> GateResult:
+    """Every row of ``cand`` judged against ``base`` (run directories are loaded and validated
+    here); ``notes`` lead the verdict's own."""
+    base_run = base if isinstance(base, Run) else load_run(base)
+    cand_run = cand if isinstance(cand, Run) else load_run(cand)
+    result = run_gate(base_run, cand_run, policy, allow_mismatch=allow_mismatch)
+    result.notes[:0] = list(notes)
+    return result
+
+
+def write_result(result: GateResult, out: Path, cite: Citations = Citations()) -> WrittenVerdict:
+    """``result`` as a verdict folder in ``out``."""
+    return write_verdict_files(result, Path(out), artifact_url=cite.artifact_url, baseline=cite.baseline,
+                               calibration=cite.calibration)
+
+
+def gate_runs(base: Run | Path, cand: Run | Path, out: Path, policy: GatePolicy, *, cite: Citations = Citations(),
+              allow_mismatch: bool = False, notes: Sequence[str] = ()) -> GatedRuns:
+    """Two run directories judged and written as a verdict folder in ``out``."""
+    result = judge_runs(base, cand, policy, allow_mismatch=allow_mismatch, notes=notes)
+    return GatedRuns(result=result, written=write_result(result, out, cite))
