@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, metavar="DIR", help="where prescreen.json and ir-diff/ go")
     args = parser.parse_args(argv)
     from tritongate.github import outputs
-    from tritongate.ir.prescreen import run_prescreen
+    from tritongate.prescreen import run_prescreen
 
     try:
         result = run_prescreen(Path(args.baseline), args.base_python, args.cand_python, Path(args.out))

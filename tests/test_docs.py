@@ -104,3 +104,15 @@ def test_the_readme_try_out_runs_as_written(tmp_path: Path) -> None:
         rows = list(csv.DictReader(f))
     assert [(r["op"], r["case"], r["dtype"]) for r in rows] == [("add", "4096", "float32")]
     assert rows[0]["samples_us"]
+
+
+def test_the_design_notes_name_every_module_as_its_docstring_does() -> None:
+    """docs/design-notes.md's module map is scripts/module_map.py's output: a module added,
+    moved or re-described without `python scripts/module_map.py --write` fails here."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("module_map", root / "scripts" / "module_map.py")
+    module_map = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module_map)
+    assert module_map.block() in (root / "docs" / "design-notes.md").read_text(encoding="utf-8")

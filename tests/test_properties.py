@@ -468,7 +468,7 @@ def _md_is_inert(md: str) -> None:
 @settings(max_examples=80, **SETTINGS)
 @given(device=FILE_TEXT, op=FILE_TEXT, case=FILE_TEXT, step=FILE_TEXT)
 def test_no_string_of_a_calibration_reaches_the_policy_file_or_its_report_unserialized(device, op, case, step):
-    from tritongate.calibrate.model import Calibration, RowCalibration
+    from tritongate.model.calibration import Calibration, RowCalibration
     from tritongate.calibrate.report import render as render_calibration
     from tritongate.calibrate.thresholds import write_thresholds
     from tritongate.errors import UsageError

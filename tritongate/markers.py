@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tritongate.harness.cuda_errors import one_line
 
 NO_CUDAGRAPH = "BENCHMARK_DIRECT_NO_CUDAGRAPH"
 REPLAY_FALLBACK = "AUTOTUNE_REPLAY_FALLBACK"
@@ -21,6 +20,13 @@ GPU_BUSY = "GPU_BUSY"
 GPU_THROTTLED = "GPU_THROTTLED"
 ROW_ERROR = "ROW_ERROR"
 ROW_TIMEOUT = "ROW_TIMEOUT"
+
+def one_line(text: str, limit: int = 200) -> str:
+    """A marker-safe reason: first non-empty line, no '=' ambiguity, bounded length."""
+    first = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "unknown")
+    first = re.sub(r"\s+", " ", first)
+    return first if len(first) <= limit else first[: limit - 3] + "..."
+
 
 _KIND = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")

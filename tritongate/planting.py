@@ -24,6 +24,8 @@ from typing import Any, Callable, Iterator, Mapping
 
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import UsageError
+from tritongate.model.keys import row_key as row_key, split_key as split_key  # re-exported: a plan names rows by them
+
 
 PLANTED_DELAY_ENV = "TRITONGATE_PLANTED_DELAY"
 SCHEMA = 1
@@ -51,16 +53,6 @@ class PlantPlan:
 
     def identity(self) -> dict[str, Any]:
         return {"file": self.path, "sha256": self.sha256, "fraction": self.fraction, "rows": len(self.delays_ns)}
-
-
-def row_key(op: str, case: str, dtype: str) -> str:
-    return f"{op}/{case}/{dtype}"
-
-
-def split_key(key: str) -> tuple[str, str, str]:
-    """``row_key``'s (op, case, dtype) back (a case never holds a slash)."""
-    op, case, dtype = key.split("/")
-    return op, case, dtype
 
 
 def write_plan(path: Path, fraction: float, delays_ns: Mapping[str, int]) -> Path:

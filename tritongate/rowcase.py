@@ -20,7 +20,7 @@ from typing import Any, Callable
 from tritongate import markers
 from tritongate.backends import Backend
 from tritongate.errors import UsageError
-from tritongate.harness.cuda_errors import one_line
+from tritongate.markers import one_line
 from tritongate.harness.measure import Measurement
 from tritongate.harness.shared_inputs import unshareable as unshareable_inputs
 from tritongate.ir.capture import CompiledSeen, RowIR, row_ir

@@ -235,7 +235,7 @@ class Runner:
             return None
         from tritongate.errors import GpuBusyError
         from tritongate.harness.gpu_state import read_gpu_state, read_idle_state
-        from tritongate.pair.executor import device_uuid
+        from tritongate.harness.device import device_uuid
 
         try:
             uuid = device_uuid("cuda", device, self.request.device_index)

@@ -15,7 +15,7 @@ import pytest
 from tests.batch.fake_ops import calls, fake_command, write_suite
 from tritongate.autotune.records import load_records
 from tritongate.batch import BatchRequest, OpStatus, merge_batches, run_batch
-from tritongate.batch.commands import main
+from tritongate.cli.batch import main
 from tritongate.batch.status import read_csv
 from tritongate.errors import UsageError
 from tritongate.gate.policy import GatePolicy

@@ -17,7 +17,7 @@ import pytest
 
 from tests.batch.fake_ops import calls, fake_command, write_suite
 from tritongate.batch import BatchRequest, OpStatus, run_batch
-from tritongate.batch.commands import add_batch_parser, request_from_args
+from tritongate.cli.batch import add_batch_parser, request_from_args
 from tritongate.batch.lane import Lane, worker_call
 from tritongate.batch.opflow import classify
 from tritongate.batch.plan import request_from_manifest

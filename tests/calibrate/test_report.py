@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tritongate.calibrate.commands import parse_fractions
+from tritongate.calibrate.run import parse_fractions
 from tritongate.calibrate.report import plot, render
 from tritongate.errors import UsageError
 
-from tests.calibrate.test_model import cal, row
+from tests.model.test_calibration import cal, row
 
 
 def test_the_table_escapes_names_from_user_ops_and_marks_catches():

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tritongate.calibrate.commands import run_calibration
-from tritongate.calibrate.model import CALIBRATION_JSON, load_summary
+from tritongate.calibrate.run import run_calibration
+from tritongate.model.calibration import CALIBRATION_JSON, load_summary
 from tritongate.pair.build import CompilerBuild
 from tritongate.pair.orchestrator import PairRequest, run_pair
 from tritongate.pair.request import MAX_POOL_PAIRS
@@ -163,7 +163,7 @@ def test_a_row_whose_time_moves_in_one_process_is_sized_by_paired_checks_and_cau
 
 @pytest.mark.slow
 def test_a_suite_without_builtin_ops_is_refused_before_anything_runs(tmp_path, monkeypatch):
-    from tritongate.calibrate.commands import plantable_ops
+    from tritongate.calibrate.run import plantable_ops
     from tritongate.errors import UsageError
     from tritongate.suites import ops_dir
 

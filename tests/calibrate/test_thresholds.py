@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tritongate.calibrate.model import Calibration, RowCalibration, load_calibration
+from tritongate.model.calibration import Calibration, RowCalibration, load_calibration
 from tritongate.calibrate.thresholds import derive, rewrite_ops_block, write_thresholds
 from tritongate.cli import main
 from tritongate.errors import UsageError

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from tritongate.calibrate.model import CALIBRATION_ENV
+from tritongate.model.calibration import CALIBRATION_ENV
 from tritongate.cli import main
 
 from tests.gate.helpers import CALIBRATION, calibration_file, pair, row

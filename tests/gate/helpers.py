@@ -6,7 +6,7 @@ import json
 import random
 from pathlib import Path
 
-from tritongate.calibrate.model import SCHEMA
+from tritongate.model.calibration import SCHEMA
 from tritongate.rundir import RunWriter, load_run
 from tritongate.schema import MeasurementInfo, Row, Variant
 
@@ -67,7 +67,7 @@ CALIBRATION = {"created_utc": "2026-11-30T03:12:00+00:00", "device": "NVIDIA H20
 
 
 def calibration_summary(**fields):
-    from tritongate.calibrate.model import CalibrationSummary
+    from tritongate.model.calibration import CalibrationSummary
 
     return CalibrationSummary(**{**CALIBRATION, **fields})
 

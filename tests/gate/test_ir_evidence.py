@@ -192,7 +192,7 @@ def test_a_binary_only_change_counts_as_changed_without_a_diff(tmp_path: Path) -
 
 @pytest.mark.parametrize("limit", [6000, 3000])
 def test_shortened_comments_drop_inline_diffs_first(tmp_path: Path, limit: int) -> None:
-    from tritongate.report.markdown import render_markdown
+    from tritongate.gate.output import render_markdown
     from tritongate.gate.ir_evidence import collect as collect_ir
 
     base, cand = runs(tmp_path)

@@ -9,7 +9,8 @@ from tritongate.gate.pipeline import Citations, write_result
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.rule import Why
 from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, Verdict, run_gate
-from tritongate.report.markdown import STICKY_MARKER, cell, render_markdown
+from tritongate.gate.output import render_markdown
+from tritongate.report.verdict_markdown import STICKY_MARKER, cell
 from bench.sim.simulate import synthetic_run
 
 from tests.gate.helpers import binary, pair, paired_run, row

@@ -205,7 +205,7 @@ def gets(stub: Stub) -> list[str]:
 
 # -- pure pieces ------------------------------------------------------------------------------
 def test_sticky_marker_equals_the_renderers():
-    from tritongate.report.markdown import STICKY_MARKER as rendered
+    from tritongate.report.verdict_markdown import STICKY_MARKER as rendered
 
     assert STICKY_MARKER == rendered
 

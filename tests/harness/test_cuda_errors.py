@@ -1,6 +1,7 @@
 import pytest
 
-from tritongate.harness.cuda_errors import fatal_cuda_error, one_line
+from tritongate.harness.cuda_errors import fatal_cuda_error
+from tritongate.markers import one_line
 
 DSA_HINT = "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from tritongate.batch.commands import main
+from tritongate.cli.batch import main
 
 sys.exit(main())

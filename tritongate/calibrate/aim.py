@@ -30,7 +30,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from tritongate.calibrate.model import fraction_key
+from tritongate.model.calibration import fraction_key
 from tritongate.planting import MAX_DELAY_NS
 
 MeasureUs = Callable[[int], float]  # spin per program (ns) -> the row's median time per launch (µs)

@@ -19,7 +19,7 @@ from typing import Callable, Mapping, Sequence
 
 from tritongate.calibrate.aim import TOLERANCE, RowAim
 from tritongate.calibrate.analysis import StepRow
-from tritongate.calibrate.model import fraction_key
+from tritongate.model.calibration import fraction_key
 from tritongate.planting import MAX_DELAY_NS
 
 CHECKS = 3  # paired runs per size at most

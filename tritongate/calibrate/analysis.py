@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from tritongate.calibrate.aim import RowAim
-from tritongate.calibrate.model import Calibration, PlantedOutcome, RowCalibration, fraction_key
+from tritongate.model.calibration import Calibration, PlantedOutcome, RowCalibration, fraction_key
 from tritongate.model.verdict import Verdict
 from tritongate.planting import row_key
 

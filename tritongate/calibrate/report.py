@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tritongate.atomicio import write_bytes_atomic, write_text_atomic
 from tritongate.baselines.manifest import suite_folder
-from tritongate.calibrate.model import SIZE_CLASSES, Calibration, false_verdicts, fraction_key
+from tritongate.model.calibration import SIZE_CLASSES, Calibration, false_verdicts, fraction_key
 from tritongate.report.units import format_time
 from tritongate.report.untrusted import markdown_cell
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 from tritongate.calibrate.aim import TOLERANCE, RowAim, unplanted_notes
 from tritongate.calibrate.aim_check import check_aims
 from tritongate.calibrate.analysis import Step, StepRow, analyse, step_rows
-from tritongate.calibrate.model import Calibration, fraction_key
+from tritongate.model.calibration import Calibration, fraction_key
 from tritongate.planting import PLANTED_DELAY_ENV, split_key, write_plan
 
 # A check's rows may grow to this many times the run's pairs, row budget and worker pairs (320

@@ -21,7 +21,7 @@ from typing import Mapping
 import yaml
 
 from tritongate.atomicio import write_text_atomic
-from tritongate.calibrate.model import Calibration
+from tritongate.model.calibration import Calibration
 from tritongate.errors import UsageError
 from tritongate.yamlsafe import comment_text, flow_scalar, load_bounded
 

@@ -14,15 +14,27 @@ from tritongate.cli.options import (add_gate_options, add_inputs_option, add_mea
                                     add_schedule_options, gate_policy)
 from tritongate.cli.pair import pair_progress, pair_request, record_suite
 from tritongate.errors import ExitCode, GateError, UsageError
+from tritongate.model.calibration import CALIBRATION_JSON, Calibration, false_verdicts
 
 _text = nonempty_text
 _finite = finite_number
 
 
+FOOTER = """exit codes:
+  0    calibrated (false verdicts and missed goals are findings: see calibration.md); the last line is calibration.md
+  2    usage or input error (bad fractions, a baseline that is not a record run, a threshold raise
+       refused without --allow-loosen: listed, nothing written; --resume of a folder that is not
+       a calibration, with other settings, or with a damaged step.json or aim.json)
+  3    preflight failed (the suite, the GPU)
+  4    internal error
+  130  interrupted: the steps finished so far are kept; go on with --resume CALDIR
+"""
+
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``calibrate``."""
-    from tritongate.calibrate.commands import FOOTER as CALIBRATE_FOOTER
-    from tritongate.calibrate.model import DEFAULT_FRACTIONS
+    from tritongate.model.calibration import DEFAULT_FRACTIONS
 
     cal = sub.add_parser(
         "calibrate", help="how far this runner's verdicts can be trusted: A/A and planted slowdowns",
@@ -35,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "with each step's pair directory, calibration.json (per row: A/A verdicts, detectable "
                     "effect, the smallest planted slowdown caught; per size class: catch rates), "
                     "calibration.md and calibration.png. Builtin ops only (the planted delay is theirs).",
-        epilog=CALIBRATE_FOOTER, formatter_class=HelpFormatter)
+        epilog=FOOTER, formatter_class=HelpFormatter)
     cal.add_argument("--suite", type=_text, metavar="NAME|PATH",
                      help="default: the suite of --baseline, else pr")
     cal.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
@@ -92,7 +104,7 @@ def _suite_setting(suite: str) -> str:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """A/A and planted-slowdown paired runs on this machine: calibration.json, .md, .png."""
-    from tritongate.calibrate.commands import calibration_dir, plantable_ops, print_outcome, run_calibration
+    from tritongate.calibrate.run import calibration_dir, plantable_ops, run_calibration
     from tritongate.pair.orchestrator import run_pair
 
     if args.allow_loosen and not args.write_thresholds:
@@ -102,10 +114,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise UsageError("--from needs --write-thresholds FILE (it only derives thresholds)")
         if args.resume:
             raise UsageError("--from derives thresholds without measuring; it does not go with --resume")
-        from tritongate.calibrate.model import load_calibration
+        from tritongate.model.calibration import load_calibration
 
         return _write_thresholds(load_calibration(Path(args.from_calibration)), args)
-    from tritongate.calibrate.model import DEFAULT_FRACTIONS
+    from tritongate.model.calibration import DEFAULT_FRACTIONS
     from tritongate.calibrate.resume import Settings, check_same, load_settings
 
     if args.baseline and not args.resume:  # the record says its suite; another --suite is refused
@@ -192,3 +204,17 @@ def _write_thresholds(cal: Any, args: argparse.Namespace) -> int:
     print(f"{path}: {counted(len(changes), 'per-op minimum effect')} changed" if changes else
           f"{path}: every per-op minimum effect already matches the calibration")
     return ExitCode.OK
+
+
+def print_outcome(cal: Calibration, out: Path, md: Path, png: Path | None) -> None:
+    print(f"A/A: {false_verdicts(cal.aa_false)} in {counted(cal.aa_rows, 'row')}")
+    for f in cal.fractions:
+        rate = cal.rate(f)
+        print(f"planted {f:.0%}: caught on {rate.caught} of {counted(rate.rows, 'row')}")
+    for g in cal.goals():
+        print(f"goal {'met' if g.met else 'MISSED' if g.met is False else 'n/a'}: {g.text()}")
+    print(f"calibration: {out / CALIBRATION_JSON}")
+    if png is not None:
+        print(f"plot:        {png}")
+    print(md)
+    sys.stdout.flush()

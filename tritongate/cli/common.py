@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tritongate.argtypes import shard_spec
+from tritongate.report.units import counted as counted  # re-exported: every command counts with it
 
 EXIT_CODE_TEXT = {
     0: "pass",
@@ -48,11 +49,6 @@ def use_formatter(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 use_formatter(sub)
-
-
-def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """``1 row``, ``2 rows``: a count with its noun, for every count printed."""
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def want_color(choice: str, stream: object) -> bool:

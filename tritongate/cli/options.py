@@ -155,7 +155,7 @@ def baseline_state_option(args: argparse.Namespace):
 def calibration_option(args: argparse.Namespace):
     """The runner's latest calibration summary: --calibration, else $TRITONGATE_CALIBRATION
     (empty: none), else None. A bad file is a ``UsageError`` naming it."""
-    from tritongate.calibrate.model import CALIBRATION_ENV, load_summary
+    from tritongate.model.calibration import CALIBRATION_ENV, load_summary
 
     option = getattr(args, "calibration", None)
     if option:

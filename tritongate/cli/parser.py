@@ -48,7 +48,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     build.add_overlay_parser(sub)
 
     from tritongate.baselines.commands import add_baseline_parser
-    from tritongate.batch.commands import add_batch_parser
+    from tritongate.cli.batch import add_batch_parser
     from tritongate.history.commands import add_history_parser
 
     add_baseline_parser(sub)

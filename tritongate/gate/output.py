@@ -24,14 +24,14 @@ from tritongate.gate.ir_evidence import IREvidence, collect
 from tritongate.gate.summary import per_op_records
 from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, GateResult, RowVerdict, Verdict
 from tritongate.report.untrusted import safe_url
-from tritongate.report.verdict_markdown import render_verdict
+from tritongate.report.verdict_markdown import COMMENT_LIMIT, render_verdict
 from tritongate.report.verdict_terminal import headline_text
 from tritongate.report.verdict_view import fallback_state
 from tritongate.rundir import gc_paused
 from tritongate.model.verdict import VerdictDoc
 
 if TYPE_CHECKING:
-    from tritongate.calibrate.model import CalibrationSummary
+    from tritongate.model.calibration import CalibrationSummary
     from tritongate.gate.baseline_state import BaselineState
 
 VERDICT_JSON = "verdict.json"
@@ -117,6 +117,14 @@ def _document(result: GateResult, ir: IREvidence | None, baseline: BaselineState
     validated = VerdictDoc.model_validate(doc)
     doc["headline"] = headline_text(validated)
     return doc, validated.model_copy(update={"headline": doc["headline"]})
+
+
+def render_markdown(result: GateResult, *, artifact_url: str | None = None, limit: int = COMMENT_LIMIT,
+                    ir: IREvidence | None = None, baseline: BaselineState | None = None,
+                    calibration: CalibrationSummary | None = None) -> str:
+    """verdict.md for a result in memory (tests, scripts), rendered from its verdict.json
+    document as a written verdict is."""
+    return render_verdict(verdict_document(result, ir, baseline, calibration, artifact_url), limit=limit)
 
 
 def verdict_json(doc: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ from tritongate.gate.verdict import GateResult, run_gate
 from tritongate.rundir import Run, load_run
 
 if TYPE_CHECKING:
-    from tritongate.calibrate.model import CalibrationSummary
+    from tritongate.model.calibration import CalibrationSummary
     from tritongate.gate.baseline_state import BaselineState
 
 

@@ -41,7 +41,7 @@ from typing import Any, Iterable, Literal
 
 from tritongate.github.rest import GitHubClient, GitHubError
 
-# Duplicated from tritongate.report.markdown (which imports pandas); a test keeps them equal.
+# Duplicated from tritongate.report.verdict_markdown (kept out of this module's imports); a test keeps them equal.
 STICKY_MARKER = "<!-- tritongate-verdict -->"
 STATE_PREFIX = "<!-- tritongate-state: "
 STATE_SUFFIX = " -->"

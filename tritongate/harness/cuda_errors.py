@@ -65,10 +65,3 @@ def fatal_cuda_error(text: str) -> str | None:
 
 def is_fatal(exc: BaseException) -> bool:
     return fatal_cuda_error(str(exc)) is not None
-
-
-def one_line(text: str, limit: int = 200) -> str:
-    """A marker-safe reason: first non-empty line, no '=' ambiguity, bounded length."""
-    first = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "unknown")
-    first = re.sub(r"\s+", " ", first)
-    return first if len(first) <= limit else first[: limit - 3] + "..."

@@ -7,9 +7,11 @@ clamping, placement shift, fallback markers) is tested on the CPU with a scripte
 
 from __future__ import annotations
 
+
 import contextlib
 import gc
-from typing import Callable, Iterator, Protocol
+import socket
+from typing import Any, Callable, Iterator, Protocol
 
 Launch = Callable[[], object]
 
@@ -172,3 +174,15 @@ class HostDevice:
 
     def release_cached(self) -> None:
         pass
+
+
+def device_uuid(backend_name: str, device: Any, index: int) -> str:
+    """The physical device both workers must share."""
+    if backend_name == "cuda":
+        import torch
+
+        uuid = str(torch.cuda.get_device_properties(index).uuid)
+        return uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
+    if backend_name == "cpu":
+        return f"host:{socket.gethostname()}"
+    return f"{backend_name}:{getattr(device, 'name', '?')}:{index}"

@@ -28,7 +28,8 @@ from typing import Callable
 from tritongate import markers
 from tritongate.errors import MeasurementError
 from tritongate.harness.clocks import Timer
-from tritongate.harness.cuda_errors import fatal_cuda_error, one_line
+from tritongate.harness.cuda_errors import fatal_cuda_error
+from tritongate.markers import one_line
 from tritongate.harness.device import Device, Launch
 from tritongate.stats import Summary, summarize
 

@@ -10,26 +10,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import socket
 from pathlib import Path
 from typing import Any
 
+from tritongate.harness.device import device_uuid
 from tritongate.errors import UsageError
 from tritongate.harness.measure import RowMeasurer
 from tritongate.ops.registry import Registry
 from tritongate.preflight import PlannedRow
-
-
-def device_uuid(backend_name: str, device: Any, index: int) -> str:
-    """The physical device both workers must share."""
-    if backend_name == "cuda":
-        import torch
-
-        uuid = str(torch.cuda.get_device_properties(index).uuid)
-        return uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
-    if backend_name == "cpu":
-        return f"host:{socket.gethostname()}"
-    return f"{backend_name}:{getattr(device, 'name', '?')}:{index}"
 
 
 def _suite_registry(suite: str, shape_file: str | None) -> tuple[Any, Registry]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from tritongate.calibrate.model import CalibrationSummary
+from tritongate.model.calibration import CalibrationSummary
 from tritongate.errors import UsageError
 from tritongate.gate.baseline_state import BaselineState
 from tritongate.gate.policy import GatePolicy

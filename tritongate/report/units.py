@@ -83,3 +83,8 @@ def format_time_range(lo_us: float, hi_us: float, *, digits: int = DIGITS) -> st
         raise ValueError(f"a time range needs lo <= hi, got {lo_us!r} > {hi_us!r}")
     unit, power = _unit_of(_round_sig(hi, digits))
     return f"{_number(lo, power, digits)}{RANGE_DASH}{_number(hi, power, digits)} {unit}"
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 row``, ``2 rows``: a count with its noun, for every count printed."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"

@@ -162,7 +162,7 @@ def _skipped(v: Any) -> bool:
 
 
 def _marker(m: Any) -> bool:
-    from tritongate.markers import parse_marker  # it imports the harness; most rows carry no marker
+    from tritongate.markers import parse_marker  # most rows carry no marker
 
     if not _text(m):
         return False

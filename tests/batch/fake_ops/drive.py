@@ -1,7 +1,7 @@
 """Run a batch of fake ops in its own process (for the tests that kill or signal it):
 ``python drive.py '{"state": ..., "suite": ..., "out": ... | "resume": ..., ...}'``.
 
-Goes through ``tritongate.batch.commands.execute`` and ``dispatch``, as the CLI does, with
+Goes through ``tritongate.cli.batch.execute`` and ``dispatch``, as the CLI does, with
 the fake command in place of ``tritongate run``."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository, for tests.batch.fake_ops
 
 from tests.batch.fake_ops import fake_command
-from tritongate.batch.commands import dispatch, execute
+from tritongate.cli.batch import dispatch, execute
 from tritongate.batch.plan import BatchRequest, request_from_manifest
 
 

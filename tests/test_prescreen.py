@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_row
-from tritongate.ir import prescreen
+from tritongate import prescreen
 from tritongate.ir.capture import RowIR
 from tritongate.ir.index import CompiledVariant
 from tritongate.ir.provenance import this_build, write_aot
 from tritongate.ir.store import IRStore
 from tritongate.rundir import RunWriter
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ci"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ci"))
 import prescreen as ci_prescreen
 
 ROWS = (("add", "4096", "float32"), ("matmul", "64x64x64", "float16"))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tritongate.batch.commands import main
+from tritongate.cli.batch import main
 from tritongate.batch.status import read_csv
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import run_gate
@@ -107,7 +107,7 @@ def test_a_batch_that_measured_nothing_exits_2(ops, shard, message, tmp_path, ca
 
     from tests.batch.fake_ops import fake_command, write_suite
     from tritongate.batch import BatchRequest
-    from tritongate.batch.commands import dispatch, execute
+    from tritongate.cli.batch import dispatch, execute
 
     suite = write_suite(tmp_path / "fake.yaml", ops)
     out = io.StringIO()

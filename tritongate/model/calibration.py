@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import SchemaVersionError, UsageError
 from tritongate.model.verdict import CALLED, Verdict
-from tritongate.planting import row_key
+from tritongate.model.keys import row_key
 
 SCHEMA = 2  # 2: rows carry their aim (spins timed, the effect aimed at), no gain
 SUMMARY_SCHEMAS = (1, 2)  # files whose summary a verdict can cite (its fields did not change)
@@ -247,9 +247,14 @@ def load_calibration(path: Path) -> Calibration:
             raise ValueError(f"expected a number or null, got {value!r}")
         return float(value)
 
+    def required(value: Any) -> float:
+        if (n := number(value)) is None:
+            raise ValueError("expected a number, got null")
+        return n
+
     try:
         rows = tuple(RowCalibration(
-            op=str(r["op"]), case=str(r["case"]), dtype=str(r["dtype"]), kernel_us=number(r["kernel_us"]),
+            op=str(r["op"]), case=str(r["case"]), dtype=str(r["dtype"]), kernel_us=required(r["kernel_us"]),
             zero_us=number(r.get("zero_us")),
             aa_verdicts=tuple(str(v) for v in r["aa_verdicts"]),
             aa_effects=tuple(number(e) for e in r["aa_effects"]), detectable=number(r.get("detectable")),

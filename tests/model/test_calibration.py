@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tritongate.calibrate.model import (Calibration, CalibrationSummary, PlantedOutcome, Rate, RowCalibration,
+from tritongate.model.calibration import (Calibration, CalibrationSummary, PlantedOutcome, Rate, RowCalibration,
                                         load_summary, size_class)
 from tritongate.errors import SchemaVersionError, UsageError
 
@@ -106,7 +106,7 @@ def test_a_bad_calibration_file_is_one_line_naming_it(tmp_path, body, error, fra
 
 
 def test_a_calibration_with_a_bad_row_is_one_line_not_a_crash(tmp_path):
-    from tritongate.calibrate.model import load_calibration
+    from tritongate.model.calibration import load_calibration
 
     c = cal([row("mid", 20.0, {"0.02": True})])
     doc = c.to_dict()
@@ -118,6 +118,17 @@ def test_a_calibration_with_a_bad_row_is_one_line_not_a_crash(tmp_path):
     (tmp_path / "calibration.json").write_text(json.dumps(doc))
     with pytest.raises(UsageError, match="more false verdicts or catches than rows"):
         load_summary(tmp_path)
+
+
+def test_a_row_without_its_kernel_time_is_refused_when_read_back(tmp_path):
+    """A null kernel_us was read as a row of no size class (a crash later, in the report)."""
+    from tritongate.model.calibration import load_calibration
+
+    doc = cal([row("mid", 20.0, {"0.02": True})]).to_dict()
+    doc["rows"][0]["kernel_us"] = None
+    (tmp_path / "calibration.json").write_text(json.dumps(doc))
+    with pytest.raises(UsageError, match=r"not a complete calibration \(ValueError: expected a number, got null"):
+        load_calibration(tmp_path)
 
 
 def test_a_schema_1_calibration_is_still_cited(tmp_path):

@@ -7,29 +7,19 @@ request and prints what it wrote.
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from tritongate.baselines.manifest import suite_folder
-from tritongate.calibrate.model import CALIBRATION_JSON, Calibration, false_verdicts
+from tritongate.model.calibration import CALIBRATION_JSON, Calibration
 from tritongate.calibrate.report import write_reports
 from tritongate.calibrate.steps import CalibrationPlan, calibrate
-from tritongate.cli.common import counted
+from tritongate.report.units import counted
 from tritongate.errors import UsageError
 from tritongate.rundir import new_run_dir
 
-FOOTER = """exit codes:
-  0    calibrated (false verdicts and missed goals are findings: see calibration.md); the last line is calibration.md
-  2    usage or input error (bad fractions, a baseline that is not a record run, a threshold raise
-       refused without --allow-loosen: listed, nothing written; --resume of a folder that is not
-       a calibration, with other settings, or with a damaged step.json or aim.json)
-  3    preflight failed (the suite, the GPU)
-  4    internal error
-  130  interrupted: the steps finished so far are kept; go on with --resume CALDIR
-"""
 
 
 def parse_fractions(text: str) -> tuple[float, ...]:
@@ -121,17 +111,3 @@ def _regate(request: Any, pair_dir: Path) -> Any:
 
     base, cand = pair_dir / "base", pair_dir / "candidate"
     return PairOutcome(path=pair_dir, base_path=base, cand_path=cand, result=judge_runs(base, cand, request.policy))
-
-
-def print_outcome(cal: Calibration, out: Path, md: Path, png: Path | None) -> None:
-    print(f"A/A: {false_verdicts(cal.aa_false)} in {counted(cal.aa_rows, 'row')}")
-    for f in cal.fractions:
-        rate = cal.rate(f)
-        print(f"planted {f:.0%}: caught on {rate.caught} of {counted(rate.rows, 'row')}")
-    for g in cal.goals():
-        print(f"goal {'met' if g.met else 'MISSED' if g.met is False else 'n/a'}: {g.text()}")
-    print(f"calibration: {out / CALIBRATION_JSON}")
-    if png is not None:
-        print(f"plot:        {png}")
-    print(md)
-    sys.stdout.flush()
