@@ -1132,7 +1132,8 @@ def assert_refused(rc: int, out: str, err: str, *, code: int, pattern: str, chec
 @pytest.fixture
 def ctx(tmp_path, monkeypatch, corpus_runs):
     environ = dict(os.environ)  # restored exactly afterwards: a backend's set-up writes os.environ
-    for var in ("GITHUB_STEP_SUMMARY", "TRITONGATE_ARTIFACT_URL", "TRITONGATE_OPS_DIR", "TRITONGATE_PLANTED_WORK",
+    for var in ("GITHUB_STEP_SUMMARY", "TRITONGATE_ARTIFACT_URL", "TRITONGATE_VERDICT_TEMPLATE", "TRITONGATE_OPS_DIR",
+                "TRITONGATE_PLANTED_WORK",
                 "TRITONGATE_PLANTED_DELAY", "TRITONGATE_CALIBRATION", "TRITONGATE_SWEEP_DEVICES", "TRITONGATE_ISOLATE_TUNER_CACHE", "ZL_ISOLATE_TUNER_CACHE", "FLAGGEMS_DB_URL", "TRITONGATE_COMPILER_REF",
                 "TRITONGATE_COMMIT", "GITHUB_SHA", "NO_COLOR", "TRITON_DISABLE_LINE_INFO"):
         monkeypatch.delenv(var, raising=False)

@@ -18,7 +18,7 @@ from pathlib import Path
 from tests.gate.helpers import pair, row
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("pandas", "scipy", "jinja2", "torch", "triton", "matplotlib", "ruptures")
+HEAVY = ("pandas", "scipy", "torch", "triton", "matplotlib", "ruptures")
 AT_RUN = tuple(m for m in HEAVY if m != "scipy")
 
 PROBE = """

@@ -46,7 +46,7 @@ SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=list(Heal
 
 @pytest.fixture(autouse=True)
 def _quiet_environment(monkeypatch):
-    for var in ("GITHUB_STEP_SUMMARY", "TRITONGATE_ARTIFACT_URL", "TRITONGATE_OPS_DIR", "NO_COLOR"):
+    for var in ("GITHUB_STEP_SUMMARY", "TRITONGATE_ARTIFACT_URL", "TRITONGATE_VERDICT_TEMPLATE", "TRITONGATE_OPS_DIR", "NO_COLOR"):
         monkeypatch.delenv(var, raising=False)
     logs = tempfile.mkdtemp(prefix="tritongate-prop-logs-")
     monkeypatch.setenv("TRITONGATE_LOG_DIR", logs)

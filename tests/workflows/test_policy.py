@@ -310,7 +310,7 @@ def test_the_comment_renderer_imports_no_compiler_and_no_pandas() -> None:
             "(d / 'verdict.json').write_text(json.dumps({'schema_version': 3, 'passed': True, 'exit_code': 0,\n"
             "    'headline': 'h', 'base': {}, 'candidate': {}, 'rows': []}))\n"
             "read_verdict(d)\n"
-            "heavy = sorted({n.split('.')[0] for n in sys.modules} & {'torch', 'triton', 'pandas', 'jinja2',\n"
+            "heavy = sorted({n.split('.')[0] for n in sys.modules} & {'torch', 'triton', 'pandas',\n"
             "    'matplotlib', 'ruptures', 'requests'})\n"
             "assert not heavy, heavy\n")
     proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 from tritongate.argtypes import nonempty_text
 from tritongate.cli.common import HelpFormatter, exit_codes
 from tritongate.cli.options import (add_gate_options, artifact_url_option, baseline_state_option,
-                                    calibration_option, gate_policy)
+                                    calibration_option, gate_policy, verdict_template_option)
 
 _text = nonempty_text
 
@@ -42,11 +42,13 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     policy = gate_policy(args)
     calibration = calibration_option(args)
+    template = verdict_template_option(args)
     base = load_run_dir(Path(args.base), what="BASE_RUN: a run directory")
     cand = load_run_dir(Path(args.cand), what="CAND_RUN: a run directory")
     cite = Citations(baseline=baseline_state_option(args), calibration=calibration,
                      artifact_url=artifact_url_option(args))
-    gated = gate_runs(base, cand, Path(args.out), policy, cite=cite, allow_mismatch=args.allow_mismatch)
+    gated = gate_runs(base, cand, Path(args.out), policy, cite=cite, allow_mismatch=args.allow_mismatch,
+                      template=template)
     result, written = gated.result, gated.written
     append_step_summary(written.md_path)
     # print_summary's lines, from the document just written rather than the file read back

@@ -132,7 +132,7 @@ def add_gate_options(p: argparse.ArgumentParser, *, calibration: bool = True) ->
                         "e.g. 0.003 for 0.3%%: the least between-worker-pair part of a paired row's standard error "
                         "(default 0.003)")
     if not calibration:
-        p.set_defaults(max_missing=None, strict=False, fail_on_blind=False, artifact_url=None)
+        p.set_defaults(max_missing=None, strict=False, fail_on_blind=False, artifact_url=None, verdict_template=None)
         return
     g.add_argument("--max-missing", type=int, metavar="N", help="missing rows tolerated (default 0)")
     g.add_argument("--strict", action="store_true", help="rejected and not-comparable rows fail too")
@@ -141,6 +141,10 @@ def add_gate_options(p: argparse.ArgumentParser, *, calibration: bool = True) ->
                         "headline becomes ❌ (default: shown, passing)")
     g.add_argument("--artifact-url", type=url_arg, metavar="URL",
                    help="link to the uploaded run dirs and IR diffs (or TRITONGATE_ARTIFACT_URL)")
+    g.add_argument("--verdict-template", type=_text, metavar="J2",
+                   help="a jinja2 file laying out verdict.md and the job summary instead of the shipped "
+                        "one (or TRITONGATE_VERDICT_TEMPLATE; docs/reading-the-verdict.md says what it "
+                        "receives); verdict.json and the PR comment stay as shipped")
 
 
 def baseline_state_option(args: argparse.Namespace):
@@ -192,6 +196,23 @@ def gate_policy(args: argparse.Namespace):
                        max_missing=args.max_missing, strict=args.strict or None,
                        fail_on_blind=getattr(args, "fail_on_blind", False) or None,
                        process_sd=getattr(args, "process_sd", None))
+
+
+def verdict_template_option(args: argparse.Namespace) -> Path | None:
+    """--verdict-template, else $TRITONGATE_VERDICT_TEMPLATE, else None (the shipped layout);
+    read and compiled here, so a bad file stops the command before anything is measured."""
+    from tritongate.report.verdict_markdown import load_template
+
+    value = getattr(args, "verdict_template", None) or os.environ.get("TRITONGATE_VERDICT_TEMPLATE", "").strip()
+    if not value:
+        return None
+    try:
+        load_template(Path(value))
+    except UsageError as exc:
+        if not getattr(args, "verdict_template", None):
+            exc.args = (f"TRITONGATE_VERDICT_TEMPLATE={value}: {exc}",)
+        raise
+    return Path(value)
 
 
 def artifact_url_option(args: argparse.Namespace) -> str | None:

@@ -13,7 +13,7 @@ from tritongate.cli.common import (HelpFormatter, append_step_summary, counted, 
                                    split_values, want_color)
 from tritongate.cli.options import (add_gate_options, add_measurement_options, add_pair_options,
                                     artifact_url_option, baseline_state_option, calibration_option,
-                                    changed_from_option, gate_policy)
+                                    changed_from_option, gate_policy, verdict_template_option)
 from tritongate.errors import ExitCode, MeasurementError, UsageError
 
 _text = nonempty_text
@@ -170,7 +170,8 @@ def pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy, ca
         config_overrides=overrides, schedule_overrides=schedule, time_identical=args.time_identical,
         share_inputs=args.inputs == "shared", row_timeout_s=args.row_timeout, allow_busy_gpu=args.allow_busy_gpu,
         isolate_tuner_cache=isolation_requested(args.isolate_tuner_cache), policy=policy,
-        artifact_url=artifact_url_option(args), changed_from=changed_from_option(args, baseline, base, cand),
+        artifact_url=artifact_url_option(args), verdict_template=verdict_template_option(args),
+        changed_from=changed_from_option(args, baseline, base, cand),
         baseline_state=baseline_state_option(args), calibration=calibration, shard=getattr(args, "shard", None))
 
 
@@ -222,13 +223,15 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from tritongate.pair.merge import merge_shards
 
     policy = gate_policy(args)
+    template = verdict_template_option(args)  # a bad template stops the merge before it starts
     cite = Citations(baseline=baseline_state_option(args), calibration=calibration_option(args),
                      artifact_url=artifact_url_option(args))
     out = Path(args.out)
     merged = merge_shards([Path(p) for p in args.shards], out, allow_partial=args.allow_partial)
     partial = ([f"partial: shard(s) {', '.join(f'{i}/{merged.count}' for i in merged.missing)} missing; their "
                 "rows are not in this verdict"] if merged.missing else [])
-    gated = gate_runs(merged.base, merged.candidate, out / "verdict", policy, cite=cite, notes=partial)
+    gated = gate_runs(merged.base, merged.candidate, out / "verdict", policy, cite=cite, notes=partial,
+                      template=template)
     result, json_path, md_path = gated.result, gated.written.json_path, gated.written.md_path
     append_step_summary(md_path)
     print(f"merged {len(merged.shards)} of {counted(merged.count, 'shard')}, {counted(merged.rows, 'row')}")

@@ -52,14 +52,16 @@ def judge_runs(base: Run | Path, cand: Run | Path, policy: GatePolicy, *, allow_
     return result
 
 
-def write_result(result: GateResult, out: Path, cite: Citations = Citations()) -> WrittenVerdict:
-    """``result`` as a verdict folder in ``out``."""
+def write_result(result: GateResult, out: Path, cite: Citations = Citations(), *,
+                 template: Path | None = None) -> WrittenVerdict:
+    """``result`` as a verdict folder in ``out``; ``template``: verdict.md's jinja2 layout, when
+    not the shipped one (verdict.json is the same either way)."""
     return write_verdict_files(result, Path(out), artifact_url=cite.artifact_url, baseline=cite.baseline,
-                               calibration=cite.calibration)
+                               calibration=cite.calibration, template=template)
 
 
 def gate_runs(base: Run | Path, cand: Run | Path, out: Path, policy: GatePolicy, *, cite: Citations = Citations(),
-              allow_mismatch: bool = False, notes: Sequence[str] = ()) -> GatedRuns:
+              allow_mismatch: bool = False, notes: Sequence[str] = (), template: Path | None = None) -> GatedRuns:
     """Two run directories judged and written as a verdict folder in ``out``."""
     result = judge_runs(base, cand, policy, allow_mismatch=allow_mismatch, notes=notes)
-    return GatedRuns(result=result, written=write_result(result, out, cite))
+    return GatedRuns(result=result, written=write_result(result, out, cite, template=template))

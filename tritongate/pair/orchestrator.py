@@ -130,7 +130,7 @@ class PairRunner:
         cite = Citations(baseline=self.request.baseline_state, calibration=self.request.calibration,
                          artifact_url=self.request.artifact_url)
         gated = gate_runs(outcome.base_path, outcome.cand_path, self._pair_dir / "verdict", self.request.policy,
-                          cite=cite)
+                          cite=cite, template=self.request.verdict_template)
         outcome.result = gated.result
         outcome.verdict_json, outcome.verdict_md = gated.written.json_path, gated.written.md_path
 

@@ -75,6 +75,7 @@ class PairRequest:
     device_index: int = 0
     policy: GatePolicy = field(default_factory=GatePolicy)
     artifact_url: str | None = None
+    verdict_template: Path | None = None  # verdict.md's layout, when not the shipped one
     executor: str = DEFAULT_EXECUTOR
     cache_root: Path | None = None  # private TRITON_CACHE_DIRs live here (default OUT/.triton-cache)
     changed_from: ChangedRows | None = None  # rows unchanged ahead of time are not run

@@ -22,7 +22,9 @@ how many it left out.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 from tritongate.report.units import format_time
@@ -139,10 +141,6 @@ def _inline_diffs(sections: list[tuple[str, int, list[str], list[RowView]]], bud
                 continue
             budget.diffs -= 1
             lines += block
-
-
-def _section(title: str, n: int, body: list[str], budget: _Budget) -> list[str]:
-    return [f"**{title} ({n})**", "", *body, ""] if body else []
 
 
 def _not_judged(rows: list[RowView]) -> _Table:
@@ -278,9 +276,12 @@ def _estimate_line(rows: list[RowView]) -> str:
 
 
 def render_verdict(doc: VerdictDoc | Mapping[str, Any], *, limit: int = COMMENT_LIMIT,
-                   docs_url: str | None = None, warning: str | None = None) -> str:
+                   docs_url: str | None = None, warning: str | None = None,
+                   template: Path | None = None) -> str:
     """The comment for a verdict.json document (a ``VerdictDoc`` or the parsed JSON, which is
-    validated here), at most ``limit`` characters; ``warning`` (escaped) stands under the headline."""
+    validated here), at most ``limit`` characters; ``warning`` (escaped) stands under the
+    headline. The layout is the shipped template (``templates/verdict.md.j2``) unless
+    ``template`` names another (rendered sandboxed, with the same names)."""
     if not isinstance(doc, VerdictDoc):
         from tritongate.errors import RunDirError
         from tritongate.validation import validate
@@ -288,27 +289,23 @@ def render_verdict(doc: VerdictDoc | Mapping[str, Any], *, limit: int = COMMENT_
         doc = validate(VerdictDoc, doc, source="verdict.json", error=RunDirError)
     view = build_view(doc)
     with_ir = view.show_ir
-    head = [STICKY_MARKER, _headline(view), ""]
-    if warning:
-        head += [f"> [!WARNING]\n> {cell(warning)}", ""]
-    head += [_counts(view), ""]
-    if doc.baseline is not None and doc.baseline.line:
-        head += [cell(doc.baseline.line), ""]
-    if doc.artifact_url:
-        head += [f"📦 [Run directories, verdict.json and TTGIR diffs]({safe_url(doc.artifact_url)})", ""]
-    tail = ["", _where(view), ""]
-    if ir_line := _ir_line(doc):
-        tail += [ir_line, ""]
-    for n in notes(doc):
-        tail += [f"**Note:** {cell(n)}", ""]
-    if doc.calibration_line:
-        tail += [f"<sub>{_calibration(doc.calibration_line)}</sub>", ""]
-    if policy := _policy_line(doc):
-        tail += [policy, ""]
-    tail.append(_reading(docs_url))
-    budget = _Budget(limit - len("\n".join(head + tail)) - 1500)  # 1500: titles, "… N more" lines, <details> tags
+    ctx: dict[str, Any] = {
+        "marker": STICKY_MARKER, "headline": _headline(view), "warning": cell(warning) if warning else "",
+        "counts": _counts(view), "baseline": cell(doc.baseline.line) if doc.baseline and doc.baseline.line else "",
+        "artifact_url": safe_url(doc.artifact_url) if doc.artifact_url else "",
+        "where": _where(view), "ir_line": _ir_line(doc), "notes": [cell(n) for n in notes(doc)],
+        "calibration": _calibration(doc.calibration_line) if doc.calibration_line else "",
+        "policy": _policy_line(doc), "reading": _reading(docs_url)}
+    # what stands around the tables, as the shipped layout prints it: the tables get the rest
+    fixed = [ctx["marker"], ctx["headline"], "", *([f"> [!WARNING]\n> {ctx['warning']}", ""] if warning else []),
+             ctx["counts"], "", *([ctx["baseline"], ""] if ctx["baseline"] else []),
+             *([_ARTIFACT.format(url=ctx["artifact_url"]), ""] if ctx["artifact_url"] else []),
+             "", ctx["where"], "", *([ctx["ir_line"], ""] if ctx["ir_line"] else []),
+             *(line for n in ctx["notes"] for line in (f"**Note:** {n}", "")),
+             *([f"<sub>{ctx['calibration']}</sub>", ""] if ctx["calibration"] else []),
+             *([ctx["policy"], ""] if ctx["policy"] else []), ctx["reading"]]
+    budget = _Budget(limit - len("\n".join(fixed)) - 1500)  # 1500: titles, "… N more" lines, <details> tags
 
-    body: list[str] = []
     changed = [*view.regressed, *view.improved, *view.unconfirmed, *view.ir_only]
     sections: list[tuple[str, int, list[str], list[RowView]]] = []
     for title, rows, ir_rows in (
@@ -322,33 +319,80 @@ def render_verdict(doc: VerdictDoc | Mapping[str, Any], *, limit: int = COMMENT_
             sections.append((title, len(rows), table.render(budget), rows if ir_rows else []))
     estimate = _estimate_line(changed) if any(r.doc.timed for r in changed) else ""
     budget.left -= len(estimate) + 2
-    blind_lines: list[str] = []
+    blind = None
     if view.blind or view.unconfirmed:
         why = ("These rows ran under the Triton interpreter with the host timer, whose noise is far "
                "above a GPU's: a change smaller than the resolution shown could have gone unseen."
                if view.interpreter else "A change smaller than the resolution shown could have gone unseen.")
         budget.left -= len(why) + 2
-        blind_lines = [why, "", *_blind(view).render(budget)]
+        blind = {"title": f"⏳ Could not resolve {target_text(view.targets)}", "n": len(view.blind) + len(view.unconfirmed),
+                 "lines": [why, "", *_blind(view).render(budget)]}
     per_op = _per_op(doc)
     details_rows = _full_table(view).render(budget)
     ops = per_op.render(budget) if per_op.lines else []
     _inline_diffs(sections, budget)
-    for title, n, lines, _ in sections:
-        body += _section(title, n, lines, budget)
-    if estimate:
-        body += [estimate, ""]
-    if blind_lines:
-        n = len(view.blind) + len(view.unconfirmed)
-        body += _section(f"⏳ Could not resolve {target_text(view.targets)}", n, blind_lines, budget)
-    summary = (f"{view.unchanged} unchanged" if view.unchanged else "no other rows") + \
-        (f" · all {len(doc.rows)} rows" if len(doc.rows) > 1 else " · the row in full")
-    body += ["<details><summary>" + summary + "</summary>", "", *details_rows, ""]
-    if ops:
-        body += ["Speedup by op (base / candidate; the most changed first):", "", *ops, ""]
-    body += ["</details>"]
-    text = "\n".join(head + body + tail) + "\n"
+    ctx.update(
+        sections=[{"title": title, "n": n, "lines": lines} for title, n, lines, _ in sections if lines],
+        estimate=estimate, blind=blind, details_rows=details_rows, per_op=ops, doc=doc, view=view,
+        details_summary=(f"{view.unchanged} unchanged" if view.unchanged else "no other rows")
+        + (f" · all {len(doc.rows)} rows" if len(doc.rows) > 1 else " · the row in full"))
+    text = _render(template, ctx)
     if len(text) > limit:  # only a tiny limit gets here: every table has already given up its rows
         text = text[: limit - 200].rsplit("\n", 1)[0]
         text += "\n\n</details>" * max(0, text.count("<details>") - text.count("</details>"))
         text += "\n\n_… cut at the size limit; see verdict.json._\n"
     return text
+
+
+def _render(template: Path | None, ctx: dict[str, Any]) -> str:
+    """The template filled in. A user's template that fails while rendering (a name it does not
+    get, an attribute the sandbox refuses) loses nothing: the shipped one renders the verdict,
+    with a warning naming the failure under the headline."""
+    import jinja2
+
+    try:
+        return str(load_template(template).render(ctx))
+    except jinja2.TemplateError as exc:
+        if template is None:
+            raise
+        problem = f"the verdict template {template} failed ({type(exc).__name__}: {exc}); shown in the shipped layout"
+        ctx = {**ctx, "warning": f"{ctx['warning']}; {cell(problem)}" if ctx["warning"] else cell(problem)}
+        return str(load_template(None).render(ctx))
+
+
+_ARTIFACT = "📦 [Run directories, verdict.json and TTGIR diffs]({url})"
+TEMPLATE = Path(__file__).parent / "templates" / "verdict.md.j2"
+
+
+def load_template(path: Path | None) -> Any:
+    """The template ``render_verdict`` uses (``None``: the shipped one), read and compiled;
+    an unreadable or malformed file is a ``UsageError`` naming it."""
+    source = TEMPLATE if path is None else Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        from tritongate.errors import UsageError
+
+        raise UsageError(f"the verdict template {source} cannot be read ({getattr(exc, 'strerror', None) or exc}); "
+                         "pass a readable jinja2 file or leave --verdict-template out") from None
+    return _compile(str(source), text, path is None)
+
+
+@functools.cache
+def _compile(source: str, text: str, shipped: bool) -> Any:
+    """A template compiled once per text. The shipped one as is; a user's in a sandbox (a
+    template can reach Python objects; the sandbox stops it from calling into them)."""
+    import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
+
+    options: dict[str, Any] = {"trim_blocks": True, "lstrip_blocks": True, "keep_trailing_newline": True,
+                               "undefined": jinja2.StrictUndefined, "autoescape": False}
+    env = jinja2.Environment(**options) if shipped else SandboxedEnvironment(**options)
+    env.filters["cell"] = cell
+    try:
+        return env.from_string(text)
+    except jinja2.TemplateSyntaxError as exc:
+        from tritongate.errors import UsageError
+
+        raise UsageError(f"the verdict template {source}: line {exc.lineno}: {exc.message}; fix it, or leave "
+                         "--verdict-template out for the shipped one") from None

@@ -43,7 +43,7 @@ out() {
 
 # Runtime dependencies of tritongate beside torch and the compiler (pyproject.toml's bounds):
 # the parent of a paired run needs all of them; a worker needs numpy and pyyaml.
-TG_DEPS=("numpy>=1.26" "pyyaml>=6.0" "pandas>=2.1" "scipy>=1.11" "rich>=13.0" "pydantic>=2.7,<3"
+TG_DEPS=("numpy>=1.26" "pyyaml>=6.0" "pandas>=2.1" "scipy>=1.11" "jinja2>=3.1" "rich>=13.0" "pydantic>=2.7,<3"
          "matplotlib>=3.8")
 
 mode="${TG_MODE:-}"
