@@ -26,7 +26,7 @@ from typing import Mapping
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tritongate.baselines.commands import main
+from tritongate.cli.baseline import main
 
 ENV_REPOS = ("TG_COMPILER_REPO", "GITHUB_REPOSITORY")
 

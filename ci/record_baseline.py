@@ -74,7 +74,7 @@ def run(argv: list[str]) -> int:
         return main(["run", *rest])
     if not opts.publish.strip() or not (opts.runner_class or "").strip():
         return _usage("--publish needs a store folder and --runner-class RC (an unset variable?)")
-    from tritongate.baselines.commands import main as baseline_main
+    from tritongate.cli.baseline import main as baseline_main
     from tritongate.baselines.manifest import BaselineError, check_runner_class
     from tritongate.baselines.repo import parse_repo
 

@@ -544,7 +544,7 @@ def test_no_cell_of_a_csv_export_is_a_spreadsheet_formula(op, case, error):
 def test_no_string_reaches_a_yaml_key_or_comment_or_a_github_output_line_unserialized(value):
     import yaml
 
-    from tritongate.baselines.commands import single_line
+    from tritongate.cli.baseline import single_line
     from tritongate.yamlsafe import comment_text, flow_scalar
 
     doc = f"a: 1\n{flow_scalar(value)}: {flow_scalar(value)}  # {comment_text(value)}\nb: 2\n"

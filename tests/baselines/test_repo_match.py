@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tritongate.baselines import BaselineError, State, find, list_entries, parse_repo, publish
-from tritongate.baselines.commands import main
+from tritongate.cli.baseline import main
 
 from tests.baselines.test_store import DAY, T0, lookup, make_record
 

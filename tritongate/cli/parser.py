@@ -47,9 +47,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     inspect.add_show_parser(sub)
     build.add_overlay_parser(sub)
 
-    from tritongate.baselines.commands import add_baseline_parser
+    from tritongate.cli.baseline import add_baseline_parser
     from tritongate.cli.batch import add_batch_parser
-    from tritongate.history.commands import add_history_parser
+    from tritongate.cli.history import add_history_parser
 
     add_baseline_parser(sub)
     add_batch_parser(sub)

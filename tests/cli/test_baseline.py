@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tritongate.baselines.commands import add_baseline_parser, main, single_line
+from tritongate.cli.baseline import add_baseline_parser, main, single_line
 from tritongate.baselines.store import publish
 
 from tests.baselines.test_store import T0, make_record

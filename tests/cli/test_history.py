@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tritongate.history import commands
+from tritongate.cli import history as commands
 from tritongate.cli import main as cli_main
-from tritongate.history.commands import add_history_parser, run_history
+from tritongate.cli.history import add_history_parser, run_history
 
 from tests.gate.helpers import row
 from tests.history.helpers import commit, publish_nights
