@@ -34,14 +34,17 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping, get_args
 
 from tritongate.stats import Summary, summarize
 
 SCHEMA_VERSION = 3
 MIN_READABLE_SCHEMA_VERSION = 1  # 2 and 3 only added optional fields
-PAIR_INPUTS = ("own", "shared")
-STOPPED_BY = ("row_budget", "run_budget", "round_cap")
+# the allowed values of a row's pairing, spelt once: the models and the plain check take them from here
+PairInputs = Literal["own", "shared"]
+PairStop = Literal["row_budget", "run_budget", "round_cap"]
+PAIR_INPUTS: tuple[str, ...] = get_args(PairInputs)
+STOPPED_BY: tuple[str, ...] = get_args(PairStop)
 
 
 class RunStatus(str, Enum):

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import Field
 
+from tritongate.schema import PairInputs, PairStop
 from tritongate.validation.core import OpenDoc
 from tritongate.validation.runfiles import NonNegFloat
 
@@ -42,7 +43,7 @@ SEVERITY = (Verdict.REGRESSED, Verdict.REJECTED, Verdict.NOT_COMPARABLE, Verdict
 # strict for the rest), so anything but a word of the enum is refused
 VerdictName = Annotated[Verdict, Field(strict=False)]
 GateState = Literal["pass", "blind", "fail"]
-StopReason = Literal["row_budget", "run_budget", "round_cap", "unpaired", "too_few_samples"]
+StopReason = Literal[PairStop, "unpaired", "too_few_samples"]  # a paired row's stops, or the rule's
 Interval = Annotated[list[float], Field(min_length=2, max_length=2)]
 
 
@@ -82,7 +83,7 @@ class VerdictRowDoc(OpenDoc):
     call_unconfirmed: Optional[bool] = None
     worker_pairs: Optional[int] = None
     order_effect: Optional[float] = None
-    inputs: Optional[Literal["own", "shared"]] = None
+    inputs: Optional[PairInputs] = None
     timing_change: Optional[str] = None
     speedup: Optional[float] = None
     effect: Optional[float] = None

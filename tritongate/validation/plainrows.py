@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from tritongate.schema import PAIR_INPUTS, STOPPED_BY
+
 _INT_MAX = 2**63
 _TEXT_MAX = 100_000
 _NAME_MAX = 1_000
@@ -30,7 +32,7 @@ _PAIRING = frozenset({"pair_id", "side", "went_first", "target_effect", "detecta
                       "min_rounds", "max_rounds", "confirm_rounds", "inputs", "worker_pairs", "stopped_by",
                       "confirm_from"})
 _PAIRING_REQUIRED = frozenset({"pair_id", "side"})
-_STOPPED_BY = (None, "row_budget", "run_budget", "round_cap")
+_STOPPED_BY = (None, *STOPPED_BY)
 _CORRECTNESS = frozenset({"ok", "max_abs_err", "atol", "rtol", "detail"})
 _VARIANT = frozenset({"kernel", "name", "source_hash", "binary_hash", "launches"})
 _VARIANT_REQUIRED = frozenset({"kernel", "name"})
@@ -197,7 +199,7 @@ def _pairing(p: Any) -> bool:
             and (get("target_reached") is None or type(p["target_reached"]) is bool)
             and _count(get("min_rounds", 0)) and _count(get("max_rounds", 0))
             and _count(get("confirm_rounds", 0)) and _count(get("confirm_from", 0))
-            and type(inputs) is str and inputs in ("own", "shared") and _counts(get("worker_pairs", []))
+            and type(inputs) is str and inputs in PAIR_INPUTS and _counts(get("worker_pairs", []))
             and (stopped_by is None or (type(stopped_by) is str and stopped_by in _STOPPED_BY)))
 
 

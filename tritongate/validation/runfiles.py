@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import AfterValidator, Field, JsonValue, StringConstraints
 
+from tritongate.schema import PairInputs, PairStop
 from tritongate.validation.core import OpenDoc, StrictDoc
 
 Text = Annotated[str, StringConstraints(max_length=100_000)]
@@ -66,9 +67,9 @@ class PairingDoc(StrictDoc):
     min_rounds: NonNegInt = 0
     max_rounds: NonNegInt = 0
     confirm_rounds: NonNegInt = 0
-    inputs: Literal["own", "shared"] = "own"
+    inputs: PairInputs = "own"
     worker_pairs: list[NonNegInt] = []
-    stopped_by: Optional[Literal["row_budget", "run_budget", "round_cap"]] = None
+    stopped_by: Optional[PairStop] = None
     confirm_from: NonNegInt = 0
 
 
