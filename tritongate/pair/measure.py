@@ -70,7 +70,7 @@ class RowMeasurer:
         if isinstance(exc, WorkerFailure):
             status = "timeout" if exc.kind == "timeout" else "error"
             state.failure = (status, f"{side.name} worker {exc.reason}")
-            side.log.write(f"WORKER_FAILED side={side.name} kind={exc.kind} reason={exc.reason}")  # type: ignore[union-attr]
+            side.log.write(f"WORKER_FAILED side={side.name} kind={exc.kind} reason={exc.reason}")
             return
         if exc.kind in ("preflight", "usage"):
             raise UsageError(f"{side.name} worker: {exc}") from None
@@ -109,7 +109,7 @@ class RowMeasurer:
         for side in (base, cand):
             st = states[side.name]
             spent = " ".join(f"{cmd}={secs:.2f}" for cmd, secs in st.call_s.items())
-            side.log.write(f"ROW_SECONDS side={side.name} op={item.op} case={item.case} dtype={item.dtype} "  # type: ignore[union-attr]
+            side.log.write(f"ROW_SECONDS side={side.name} op={item.op} case={item.case} dtype={item.dtype} "
                            f"worker_pairs={len(set(st.worker_pairs)) or 1} {spent}")
         return (self._build_row(item, base, states, same, schedule),
                 self._build_row(item, cand, states, same, schedule))
@@ -124,7 +124,7 @@ class RowMeasurer:
         took = time.perf_counter() - start
         first = next(iter(failed.values()), None)
         for side in self._pool.sides.values():
-            side.log.write(f"OP_PRELOAD side={side.name} op={item.op} workers={asked} seconds={took:.2f} "  # type: ignore[union-attr]
+            side.log.write(f"OP_PRELOAD side={side.name} op={item.op} workers={asked} seconds={took:.2f} "
                            f"failed={len(failed)}" + (f" first_failure={first}" if first else ""))
 
     def _prepare_args(self, item: PlannedRow, side: Side) -> dict[str, Any]:
@@ -144,7 +144,7 @@ class RowMeasurer:
                   "rest of the run time each side on its own inputs"
         self._progress(Progress("note", message=message))
         for side in self._pool.sides.values():
-            side.log.write(f"INPUTS_OWN_FROM_HERE op={item.op} case={item.case} dtype={item.dtype} why={broken}")  # type: ignore[union-attr]
+            side.log.write(f"INPUTS_OWN_FROM_HERE op={item.op} case={item.case} dtype={item.dtype} why={broken}")
         for name, st in states.items():  # the failed pairs are dropped: each side starts the row's timing afresh
             states[name] = RowState(prepared=st.prepared, call_s=st.call_s)
         self._time_pairs(item, recorded_k, schedule, ledger, states, share=False)
@@ -194,7 +194,7 @@ class RowMeasurer:
                     if side.gave_up:
                         states[side.name].failure = ("error", side.gave_up)
                         return False
-                    side.log.write(f"WORKER_PAIR_NEXT side={side.name} pair={side.current} "  # type: ignore[union-attr]
+                    side.log.write(f"WORKER_PAIR_NEXT side={side.name} pair={side.current} "
                                    f"pid={side.worker.pid} op={item.op} case={item.case} dtype={item.dtype}")
             else:
                 for side in (base, cand):
@@ -270,7 +270,7 @@ class RowMeasurer:
         try:
             side.worker.call("unshare", self.request.row_timeout_s, release=release)
         except (WorkerFailure, WorkerError) as exc:
-            side.log.write(f"UNSHARE_FAILED side={side.name} reason={exc}")  # type: ignore[union-attr]
+            side.log.write(f"UNSHARE_FAILED side={side.name} reason={exc}")
 
     def _share_inputs(self, item: PlannedRow, warm: dict[str, dict[str, Any]]) -> bool:
         """Whether this row's pairs share their inputs: asked for, and both sides can."""
@@ -279,7 +279,7 @@ class RowMeasurer:
         why = {name: str(answer.get("unshareable", "the worker cannot share inputs")) for name, answer in warm.items()}
         for name, reason in why.items():
             if reason:
-                self._pool.sides[name].log.write(  # type: ignore[union-attr]
+                self._pool.sides[name].log.write(
                     f"INPUTS_OWN op={item.op} case={item.case} dtype={item.dtype} side={name} why={reason}")
         return not any(why.values())
 

@@ -37,10 +37,22 @@ class Side:
     pool: list[Worker]
     hellos: list[dict[str, Any]] = field(default_factory=list)
     current: int = 0  # the worker pair in use
-    writer: RunWriter | None = None
-    log: RunLog | None = None
+    opened_writer: RunWriter | None = None  # the run directory, once rundirs.open_sides opened it
+    opened_log: RunLog | None = None
     restarts: int = 0
     gave_up: str = ""  # why this side runs no more rows
+
+    @property
+    def writer(self) -> RunWriter:
+        if self.opened_writer is None:
+            raise RuntimeError(f"the {self.name} side's run directory is not open yet")
+        return self.opened_writer
+
+    @property
+    def log(self) -> RunLog:
+        if self.opened_log is None:
+            raise RuntimeError(f"the {self.name} side's run.log is not open yet")
+        return self.opened_log
 
     @property
     def worker(self) -> Worker:
@@ -151,15 +163,15 @@ class WorkerPool:
             return
         if side.restarts >= MAX_RESTARTS:
             side.gave_up = f"the {side.name} worker failed {side.restarts} times; its remaining rows were not run"
-            side.log.write(f"WORKER_GAVE_UP side={side.name} restarts={side.restarts}")  # type: ignore[union-attr]
+            side.log.write(f"WORKER_GAVE_UP side={side.name} restarts={side.restarts}")
             return
         side.restarts += 1
-        side.log.write(f"WORKER_RESTART side={side.name} restart={side.restarts}")  # type: ignore[union-attr]
+        side.log.write(f"WORKER_RESTART side={side.name} restart={side.restarts}")
         try:
             self.start(side)
         except (MeasurementError, UsageError) as exc:
             side.gave_up = f"the {side.name} worker could not be restarted: {exc}"
-            side.log.write(f"WORKER_GAVE_UP side={side.name} reason={exc}")  # type: ignore[union-attr]
+            side.log.write(f"WORKER_GAVE_UP side={side.name} reason={exc}")
             return
         self.check_same_device()
 
@@ -174,7 +186,7 @@ class WorkerPool:
             self.start(side)
         except (MeasurementError, UsageError, PreflightError) as exc:
             return f"the {side.name} worker could not be started afresh for the row: {exc}"
-        side.log.write(f"WORKER_PAIR_FRESH side={side.name} pid={side.worker.pid}")  # type: ignore[union-attr]
+        side.log.write(f"WORKER_PAIR_FRESH side={side.name} pid={side.worker.pid}")
         return None
 
     def grow(self, size: int) -> None:

@@ -64,10 +64,10 @@ def open_sides(request: PairRequest, sides: Iterable[Side], pair_dir: Path, plan
     shapes_text = yaml.safe_dump(plan["shapes"], sort_keys=False)
     for side in sides:
         path = pair_dir / side.name
-        side.writer = RunWriter(path, run_identity(request, side, plan, gpu_before, schedule, pair_id=pair_id,
+        side.opened_writer = RunWriter(path, run_identity(request, side, plan, gpu_before, schedule, pair_id=pair_id,
                                                    worker_pool=worker_pool), mode="replay")
         write_text_atomic(path / "shapes.yaml", shapes_text)
-        side.log = RunLog(path / LOG)
+        side.opened_log = RunLog(path / LOG)
         side.log.write(f"tritongate pair  side={side.name}  suite={plan['suite']['name']}  "
                        f"backend={side.hello.get('backend')}  device={side.hello.get('device')}  "
                        f"rows={rows}  compiler={side.hello.get('compiler_ref')}  "
@@ -79,10 +79,10 @@ def write_row(side: Side, row: Row, extra_markers: tuple[str, ...]) -> None:
     (the device's state before the run)."""
     if extra_markers and row.status is RowStatus.OK:
         row = replace(row, markers=row.markers + extra_markers)
-    side.writer.add(row)  # type: ignore[union-attr]
-    side.log.write(row_line(row))  # type: ignore[union-attr]
+    side.writer.add(row)
+    side.log.write(row_line(row))
     for m in row.markers:
-        side.log.write(m)  # type: ignore[union-attr]
+        side.log.write(m)
 
 
 def finish_sides(sides: Iterable[Side], *, rows: int, gpu_after: Any, clock: Callable[[], float], t0: float,
@@ -90,23 +90,23 @@ def finish_sides(sides: Iterable[Side], *, rows: int, gpu_after: Any, clock: Cal
     """Complete each side's run: what the run learnt on the way goes into its identity (its
     wall time on ``clock``, from ``t0``)."""
     for side in sides:
-        side.writer.set_identity_extra({"gpu_state_after": gpu_after,  # type: ignore[union-attr]
+        side.writer.set_identity_extra({"gpu_state_after": gpu_after,
                                         "wall_s": round(clock() - t0, 3),
                                         "timed_s": round(timed_s, 3), "restarts": side.restarts,
                                         "shared_inputs_failed": sharing_off or None})
-        side.writer.finish()  # type: ignore[union-attr]
-        side.log.write(f"RUN_COMPLETE rows={rows} restarts={side.restarts}")  # type: ignore[union-attr]
+        side.writer.finish()
+        side.log.write(f"RUN_COMPLETE rows={rows} restarts={side.restarts}")
 
 
 def fail_sides(sides: Iterable[Side], why: str) -> bool:
     """Mark each side's run failed (``why``) and close its log; whether any run had begun."""
     begun = False
     for side in sides:
-        if side.writer is not None:
-            side.writer.fail(why)
+        if side.opened_writer is not None:
+            side.opened_writer.fail(why)
             begun = True
-        if side.log is not None:
-            side.log.write(f"RUN_FAILED {why}")
+        if side.opened_log is not None:
+            side.opened_log.write(f"RUN_FAILED {why}")
             side.log.close()
     return begun
 
