@@ -180,7 +180,7 @@ def prepare_gate(n: int, work: Path) -> None:
 
 def prepare_history(nights: int, work: Path, rows_per_night: int) -> None:
     from tritongate.autotune.records import Record, write_records
-    from tritongate.baselines.store import publish
+    from tritongate.baselines.publishing import publish
 
     rng = random.Random(3)
     for night in range(nights):

@@ -91,7 +91,7 @@ def test_a_plan_naming_a_row_of_an_op_that_cannot_plant_fails_that_row(tmp_path)
 ])
 def test_a_planted_run_is_never_published_and_a_gate_says_what_it_is(tmp_path, knob, text):
     from tritongate.baselines.manifest import BaselineError
-    from tritongate.baselines.store import publish
+    from tritongate.baselines.publishing import publish
     from tritongate.gate.policy import GatePolicy
     from tritongate.gate.verdict import run_gate
     from tritongate.rundir import load_run

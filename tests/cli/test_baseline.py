@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tritongate.cli.baseline import add_baseline_parser, main, single_line
-from tritongate.baselines.store import publish
+from tritongate.baselines.publishing import publish
 
 from tests.baselines.test_store import T0, make_record
 

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from tritongate.baselines.store import publish
+from tritongate.baselines.publishing import publish
 from tritongate.history.points import Point
 from tritongate.history.series import Series
 from tritongate.schema import Row

@@ -58,7 +58,7 @@ def _store(args: argparse.Namespace) -> Path:
 # -- publish -------------------------------------------------------------------------------
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from tritongate.baselines.store import publish
+    from tritongate.baselines.publishing import publish
 
     entry = publish(_store(args), Path(args.run), runner_class=args.runner_class,
                     compiler_repo=args.compiler_repo, compiler_commit=args.compiler_commit)

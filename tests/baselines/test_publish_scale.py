@@ -6,7 +6,7 @@ import pytest
 
 import tritongate.rundir as rundir
 from tritongate.baselines import BaselineError, publish
-from tritongate.baselines import store as store_module
+from tritongate.baselines import publishing as store_module
 from tritongate.rundir import RESULTS, load_run
 
 from tests.baselines.test_store import T0, make_record
