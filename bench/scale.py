@@ -217,18 +217,19 @@ def prepare_publish(n: int, work: Path) -> None:
 
 
 def _count_results_reads() -> list[str]:
-    """Every read of a results.json from here on (``load_run`` reads it through this)."""
+    """Every read of a results.json from here on (every reader of a run's files reads their
+    bytes through this)."""
     import tritongate.rundir as rundir
 
     reads: list[str] = []
-    real = rundir.read_json_object
+    real = rundir._read_bytes
 
-    def counting(path: Path, what: str, **kw: Any) -> dict[str, Any]:
+    def counting(path: Path, error: Any) -> bytes:
         if path.name == rundir.RESULTS:
             reads.append(str(path))
-        return real(path, what, **kw)
+        return real(path, error)
 
-    rundir.read_json_object = counting  # type: ignore[assignment]
+    rundir._read_bytes = counting  # type: ignore[assignment]
     return reads
 
 

@@ -25,10 +25,10 @@ from tritongate import __version__
 from tritongate import safefs
 from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.errors import IncompleteRunError, RunDirError, SchemaVersionError, UsageError
-from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, TIMING_FIELDS, Row, RunStatus
+from tritongate.schema import (MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, TIMING_FIELDS, Correctness, MeasurementInfo,
+                               PairInfo, Row, RowStatus, RunStatus, SkipReason, Variant)
 from tritongate.validation import validate
-from tritongate.validation.plainrows import plain_rows
-from tritongate.validation.runfiles import IdentityDoc, ResultsDoc
+from tritongate.validation.runfiles import IdentityDoc, ResultsDoc, RowDoc
 
 if TYPE_CHECKING:
     import pandas
@@ -193,13 +193,7 @@ def read_json_object(path: Path, what: str, *, error: Callable[[str], Exception]
         raise error(missing or f"{path} is missing: {path.parent} is not a tritongate run directory "
                                f"(no {what}); pass a run directory (what `tritongate run` printed, or "
                                "the base/ or candidate/ of a pair directory)")
-    try:
-        raw = safefs.read_bytes(path.parent, path.name, limit=MAX_JSON_BYTES)
-    except OSError as exc:
-        raise error(f"{path} cannot be read ({exc.strerror or exc})") from None
-    if len(raw) > MAX_JSON_BYTES:
-        raise error(f"{path} is larger than {MAX_JSON_BYTES // 2**20} MiB; it was not written by "
-                          "tritongate (or is damaged)")
+    raw = _read_bytes(path, error)
     try:
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
@@ -208,6 +202,18 @@ def read_json_object(path: Path, what: str, *, error: Callable[[str], Exception]
     if not isinstance(data, dict):
         raise error(f"{path} must hold a JSON object")
     return data
+
+
+def _read_bytes(path: Path, error: Callable[[str], Exception]) -> bytes:
+    """A plain file's bytes, at most ``MAX_JSON_BYTES``, or ``error`` with one line."""
+    try:
+        raw = safefs.read_bytes(path.parent, path.name, limit=MAX_JSON_BYTES)
+    except OSError as exc:
+        raise error(f"{path} cannot be read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_JSON_BYTES:
+        raise error(f"{path} is larger than {MAX_JSON_BYTES // 2**20} MiB; it was not written by "
+                    "tritongate (or is damaged)")
+    return raw
 
 
 def check_version(path: Path, data: Mapping[str, Any], *, error: type[Exception] = SchemaVersionError) -> None:
@@ -292,21 +298,63 @@ def load_run(path: Path, *, allow_incomplete: bool = False) -> Run:
     """
     path = Path(path)
     with gc_paused():
-        results_raw, identity = _read_docs(path)
-        # rows as tritongate writes them pass one cheap check; any other goes to the models,
-        # which refuse it with the message that names the row and field (or accept it)
-        plain = plain_rows(results_raw.get("rows"))
-        if plain is None:
-            results = validate(ResultsDoc, results_raw, source=path / RESULTS, error=RunDirError)
-            docs: list[Any] = [doc.model_dump() for doc in results.rows]
+        results = _results_from_bytes(path)
+        if results is None:  # the file as parsed, its version checked, then the message naming the row and field
+            results, identity = _load_docs(path, allow_incomplete=True)
         else:
-            results = validate(ResultsDoc, {**results_raw, "rows": []}, source=path / RESULTS, error=RunDirError)
-            docs = plain
-        validate(IdentityDoc, identity, source=path / IDENTITY, error=RunDirError)
-        _check_rows(path, results, [(d["op"], d["case"], d["dtype"]) for d in docs],
+            identity = read_json_object(path / IDENTITY, IDENTITY)
+            check_version(path / IDENTITY, identity)
+            validate(IdentityDoc, identity, source=path / IDENTITY, error=RunDirError)
+        _check_rows(path, results, [(doc.op, doc.case, doc.dtype) for doc in results.rows],
                     allow_incomplete=allow_incomplete)
-        rows = _rows(path, docs, Row.from_dict)
+        rows = _rows(path, results.rows, row_of)
     return Run(path=path, status=RunStatus(results.status), identity=identity, rows=rows, mode=results.mode)
+
+
+def _results_from_bytes(path: Path) -> ResultsDoc | None:
+    """results.json validated straight from its bytes (pydantic parses and checks in one pass,
+    the way to read a large run), of a schema this version reads; None when the model refuses
+    it, for the caller to read it again the slow way, whose errors say what is wrong."""
+    from pydantic import ValidationError
+
+    file = path / RESULTS
+    if not path.is_dir() or safefs.kind(path, RESULTS) != "file":
+        return None
+    raw = _read_bytes(file, RunDirError)
+    try:
+        results = ResultsDoc.model_validate_json(raw)
+    except ValidationError:
+        return None
+    check_version(file, {"schema_version": results.schema_version, "tool_version": results.tool_version})
+    return results
+
+
+def row_of(doc: RowDoc) -> Row:
+    """The ``Row`` a validated results.json row describes (its stored summary checked against
+    its samples); ``ValueError`` where the row's own rules refuse it."""
+    m, c, a = doc.measurement, doc.correctness, doc.autotune
+    measurement = None
+    if m is not None:
+        p = m.pairing
+        pairing = None if p is None else PairInfo(
+            pair_id=p.pair_id, side=p.side, went_first=tuple(p.went_first), target_effect=p.target_effect,
+            detectable_effect=p.detectable_effect, target_reached=p.target_reached, min_rounds=p.min_rounds,
+            max_rounds=p.max_rounds, confirm_rounds=p.confirm_rounds, inputs=p.inputs,
+            worker_pairs=tuple(p.worker_pairs), stopped_by=p.stopped_by, confirm_from=p.confirm_from)
+        measurement = MeasurementInfo(launches_per_sample=m.launches_per_sample, samples_per_round=m.samples_per_round,
+                                      warmup_calls=m.warmup_calls, l2=m.l2, shift_bytes=tuple(m.shift_bytes),
+                                      pairing=pairing)
+    row = Row(op=doc.op, case=doc.case, dtype=doc.dtype, timer=doc.timer, samples=tuple(doc.samples),
+              status=RowStatus(doc.status), params=dict(doc.params), markers=tuple(doc.markers),
+              measurement=measurement,
+              correctness=None if c is None else Correctness(ok=c.ok, max_abs_err=c.max_abs_err, atol=c.atol,
+                                                             rtol=c.rtol, detail=c.detail),
+              variants=tuple(Variant(kernel=v.kernel, name=v.name, source_hash=v.source_hash,
+                                     binary_hash=v.binary_hash, launches=v.launches) for v in doc.variants),
+              error=doc.error, flops=doc.flops, bytes=doc.bytes, autotune=None if a is None else a.model_dump(),
+              skipped=None if doc.skipped is None else SkipReason(doc.skipped))
+    row.check_stored_summary(None if doc.summary is None else doc.summary.model_dump())
+    return row
 
 
 def load_run_timings(path: Path) -> tuple[Row, ...]:

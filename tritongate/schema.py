@@ -261,7 +261,7 @@ class Row:
             error=d.get("error", ""), flops=d.get("flops"), bytes=d.get("bytes"),
             autotune=d.get("autotune"), skipped=d.get("skipped"),
         )
-        row._check_stored_summary(d.get("summary"))
+        row.check_stored_summary(d.get("summary"))
         return row
 
     @classmethod
@@ -272,10 +272,10 @@ class Row:
         row = cls(op=d["op"], case=d["case"], dtype=d["dtype"], timer=d["timer"], samples=tuple(d["samples"]),
                   status=RowStatus(d.get("status", "ok")), markers=tuple(d.get("markers") or ()),
                   error=d.get("error", ""), skipped=d.get("skipped"))
-        row._check_stored_summary(d.get("summary"))
+        row.check_stored_summary(d.get("summary"))
         return row
 
-    def _check_stored_summary(self, stored: Mapping[str, Any] | None) -> None:
+    def check_stored_summary(self, stored: Mapping[str, Any] | None) -> None:
         if stored and self.summary:  # every field a reader without numpy might take, not the median only
             actual = self.summary.to_dict()
             for name, value in stored.items():

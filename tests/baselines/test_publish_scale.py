@@ -13,16 +13,17 @@ from tests.baselines.test_store import T0, make_record
 
 
 def _count_results_reads(monkeypatch) -> list[str]:
-    """Every read of a results.json, by whoever reads it (load_run reads it through here)."""
+    """Every read of a results.json, by whoever reads it (every reader of a run's files reads
+    their bytes through here)."""
     reads: list[str] = []
-    real = rundir.read_json_object
+    real = rundir._read_bytes
 
-    def counting(path, what, **kw):
+    def counting(path, error):
         if path.name == RESULTS:
             reads.append(str(path))
-        return real(path, what, **kw)
+        return real(path, error)
 
-    monkeypatch.setattr(rundir, "read_json_object", counting)
+    monkeypatch.setattr(rundir, "_read_bytes", counting)
     return reads
 
 
