@@ -45,10 +45,10 @@ def stored(row: Row) -> dict[str, Any]:
     return json.loads(json.dumps(row.to_dict()))
 
 
-def built(doc: dict[str, Any]) -> str:
-    """What ``Row.from_dict`` makes of ``doc``: the row (repr tells 1 from 1.0), or its error."""
+def built(doc: Any) -> str:
+    """What ``row_of`` makes of a validated row: the row (repr tells 1 from 1.0), or its error."""
     try:
-        row = Row.from_dict(doc)
+        row = row_of(doc)
     except (KeyError, TypeError, ValueError) as exc:
         return f"{type(exc).__name__}: {exc}"
     return repr(row) + json.dumps(row.to_dict())
@@ -64,7 +64,7 @@ def by_models(doc: dict[str, Any]) -> str | None:
         results = ResultsDoc.model_validate(document(doc))
     except ValidationError:
         return None
-    return built(results.rows[0].model_dump())
+    return built(results.rows[0])
 
 
 def by_bytes(doc: dict[str, Any]) -> str | None:
@@ -73,11 +73,7 @@ def by_bytes(doc: dict[str, Any]) -> str | None:
         results = ResultsDoc.model_validate_json(json.dumps(document(doc)).encode())
     except ValidationError:
         return None
-    try:
-        row = row_of(results.rows[0])
-    except (KeyError, TypeError, ValueError) as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return repr(row) + json.dumps(row.to_dict())
+    return built(results.rows[0])
 
 
 VALUES = [None, True, False, 0, 1, -1, 2**70, 0.0, -0.0, 1.5, -1.5, 1e308, math.nan, math.inf, -math.inf, "",

@@ -1,6 +1,10 @@
+import json
+
 import pytest
 
-from tritongate.schema import Correctness, Row, RowStatus, Variant
+from tritongate.rundir import pairing_of, row_of
+from tritongate.schema import Correctness, RowStatus, Variant
+from tritongate.validation.runfiles import PairingDoc, RowDoc
 
 from tests.conftest import make_row
 
@@ -12,7 +16,7 @@ def test_row_round_trips_through_json_dict():
                    params={"shape": [4096]}, flops=1.0, bytes=49152.0)
     d = row.to_dict()
     assert d["summary"]["median"] == 1.0 and d["summary"]["iqr"] == pytest.approx(0.05)
-    assert Row.from_dict(d) == row
+    assert row_of(RowDoc.model_validate(json.loads(json.dumps(d)))) == row
 
 
 def test_row_validation():
@@ -32,15 +36,15 @@ def test_edited_summary_is_detected():
     d = make_row().to_dict()
     d["summary"]["median"] = 0.5
     with pytest.raises(ValueError, match="edited"):
-        Row.from_dict(d)
+        row_of(RowDoc.model_validate(d))
 
 
 def test_pairing_says_whose_inputs_a_pair_read():
     from tritongate.schema import PairInfo
 
     shared = PairInfo(pair_id="p", side="base", went_first=(True, False), inputs="shared")
-    assert PairInfo.from_dict(shared.to_dict()) == shared and shared.to_dict()["inputs"] == "shared"
+    assert pairing_of(PairingDoc.model_validate(shared.to_dict())) == shared and shared.to_dict()["inputs"] == "shared"
     older = {k: v for k, v in shared.to_dict().items() if k != "inputs"}  # written before the key
-    assert PairInfo.from_dict(older).inputs == "own"
+    assert pairing_of(PairingDoc.model_validate(older)).inputs == "own"
     with pytest.raises(ValueError, match="pairing inputs must be one of own, shared, got 'theirs'"):
         PairInfo(pair_id="p", side="base", went_first=(), inputs="theirs")

@@ -28,7 +28,7 @@ from tritongate.errors import IncompleteRunError, RunDirError, SchemaVersionErro
 from tritongate.schema import (MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, TIMING_FIELDS, Correctness, MeasurementInfo,
                                PairInfo, Row, RowStatus, RunStatus, SkipReason, Variant)
 from tritongate.validation import validate
-from tritongate.validation.runfiles import IdentityDoc, ResultsDoc, RowDoc
+from tritongate.validation.runfiles import IdentityDoc, PairingDoc, ResultsDoc, RowDoc
 
 if TYPE_CHECKING:
     import pandas
@@ -329,21 +329,23 @@ def _results_from_bytes(path: Path) -> ResultsDoc | None:
     return results
 
 
+def pairing_of(p: PairingDoc) -> PairInfo:
+    """A validated pairing as the value a row holds."""
+    return PairInfo(pair_id=p.pair_id, side=p.side, went_first=tuple(p.went_first), target_effect=p.target_effect,
+                    detectable_effect=p.detectable_effect, target_reached=p.target_reached, min_rounds=p.min_rounds,
+                    max_rounds=p.max_rounds, confirm_rounds=p.confirm_rounds, inputs=p.inputs,
+                    worker_pairs=tuple(p.worker_pairs), stopped_by=p.stopped_by, confirm_from=p.confirm_from)
+
+
 def row_of(doc: RowDoc) -> Row:
     """The ``Row`` a validated results.json row describes (its stored summary checked against
-    its samples); ``ValueError`` where the row's own rules refuse it."""
+    its samples): the one reader of a stored row. ``ValueError`` where the row's own rules
+    refuse it."""
     m, c, a = doc.measurement, doc.correctness, doc.autotune
-    measurement = None
-    if m is not None:
-        p = m.pairing
-        pairing = None if p is None else PairInfo(
-            pair_id=p.pair_id, side=p.side, went_first=tuple(p.went_first), target_effect=p.target_effect,
-            detectable_effect=p.detectable_effect, target_reached=p.target_reached, min_rounds=p.min_rounds,
-            max_rounds=p.max_rounds, confirm_rounds=p.confirm_rounds, inputs=p.inputs,
-            worker_pairs=tuple(p.worker_pairs), stopped_by=p.stopped_by, confirm_from=p.confirm_from)
-        measurement = MeasurementInfo(launches_per_sample=m.launches_per_sample, samples_per_round=m.samples_per_round,
-                                      warmup_calls=m.warmup_calls, l2=m.l2, shift_bytes=tuple(m.shift_bytes),
-                                      pairing=pairing)
+    measurement = None if m is None else MeasurementInfo(
+        launches_per_sample=m.launches_per_sample, samples_per_round=m.samples_per_round,
+        warmup_calls=m.warmup_calls, l2=m.l2, shift_bytes=tuple(m.shift_bytes),
+        pairing=None if m.pairing is None else pairing_of(m.pairing))
     row = Row(op=doc.op, case=doc.case, dtype=doc.dtype, timer=doc.timer, samples=tuple(doc.samples),
               status=RowStatus(doc.status), params=dict(doc.params), markers=tuple(doc.markers),
               measurement=measurement,

@@ -145,11 +145,6 @@ class PairInfo:
                 "worker_pairs": list(self.worker_pairs), "stopped_by": self.stopped_by,
                 "confirm_from": self.confirm_from}
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "PairInfo":
-        return cls(**{**d, "went_first": tuple(d.get("went_first") or ()),
-                      "worker_pairs": tuple(d.get("worker_pairs") or ())})
-
 
 @dataclass(frozen=True)
 class MeasurementInfo:
@@ -171,12 +166,6 @@ class MeasurementInfo:
                 "samples_per_round": self.samples_per_round, "warmup_calls": self.warmup_calls,
                 "l2": self.l2, "shift_bytes": list(self.shift_bytes),
                 "pairing": self.pairing.to_dict() if self.pairing else None}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "MeasurementInfo":
-        pairing = d.get("pairing")
-        return cls(**{**d, "shift_bytes": tuple(d.get("shift_bytes", ())),
-                      "pairing": PairInfo.from_dict(pairing) if pairing else None})
 
 
 # The fields of a stored row that ``Row.timing_of`` reads.
@@ -248,26 +237,9 @@ class Row:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Row":
-        meas = d.get("measurement")
-        corr = d.get("correctness")
-        row = cls(
-            op=d["op"], case=d["case"], dtype=d["dtype"], timer=d["timer"],
-            samples=tuple(d["samples"]), status=RowStatus(d.get("status", "ok")),
-            params=dict(d.get("params") or {}), markers=tuple(d.get("markers") or ()),
-            measurement=MeasurementInfo.from_dict(meas) if meas else None,
-            correctness=Correctness(**corr) if corr else None,
-            variants=tuple(Variant(**v) for v in d.get("variants") or ()),
-            error=d.get("error", ""), flops=d.get("flops"), bytes=d.get("bytes"),
-            autotune=d.get("autotune"), skipped=d.get("skipped"),
-        )
-        row.check_stored_summary(d.get("summary"))
-        return row
-
-    @classmethod
     def timing_of(cls, d: Mapping[str, Any]) -> "Row":
         """A row's key, timer, status, samples, markers, error and skip reason only (no params,
-        variants, measurement or correctness), checked as ``from_dict`` checks them: what a
+        variants, measurement or correctness), checked as ``rundir.row_of`` checks them: what a
         reader of many runs' timings needs (``history``), at a fraction of the cost."""
         row = cls(op=d["op"], case=d["case"], dtype=d["dtype"], timer=d["timer"], samples=tuple(d["samples"]),
                   status=RowStatus(d.get("status", "ok")), markers=tuple(d.get("markers") or ()),
