@@ -252,8 +252,16 @@ def load_run_docs(path: Path, *, allow_incomplete: bool = False) -> tuple[Result
 
 
 def _load_docs(path: Path, *, allow_incomplete: bool) -> tuple[ResultsDoc, dict[str, Any]]:
-    results_raw, identity = _read_docs(path)
-    results = validate(ResultsDoc, results_raw, source=path / RESULTS, error=RunDirError)
+    if not path.is_dir():
+        raise RunDirError(f"{path} is not a directory; pass a run directory printed by "
+                          "`tritongate run`")
+    results = _results_from_bytes(path)
+    if results is None:  # parsed first, versions checked, then the models' message naming the row and field
+        results_raw, identity = _read_docs(path)
+        results = validate(ResultsDoc, results_raw, source=path / RESULTS, error=RunDirError)
+    else:
+        identity = read_json_object(path / IDENTITY, IDENTITY)
+        check_version(path / IDENTITY, identity)
     validate(IdentityDoc, identity, source=path / IDENTITY, error=RunDirError)
     _check_rows(path, results, [(doc.op, doc.case, doc.dtype) for doc in results.rows],
                 allow_incomplete=allow_incomplete)
@@ -262,9 +270,6 @@ def _load_docs(path: Path, *, allow_incomplete: bool) -> tuple[ResultsDoc, dict[
 
 def _read_docs(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """results.json and run_identity.json as parsed, of schemas this version reads."""
-    if not path.is_dir():
-        raise RunDirError(f"{path} is not a directory; pass a run directory printed by "
-                          "`tritongate run`")
     results_raw = read_json_object(path / RESULTS, RESULTS)
     check_version(path / RESULTS, results_raw)
     identity = read_json_object(path / IDENTITY, IDENTITY)
@@ -298,15 +303,7 @@ def load_run(path: Path, *, allow_incomplete: bool = False) -> Run:
     """
     path = Path(path)
     with gc_paused():
-        results = _results_from_bytes(path)
-        if results is None:  # the file as parsed, its version checked, then the message naming the row and field
-            results, identity = _load_docs(path, allow_incomplete=True)
-        else:
-            identity = read_json_object(path / IDENTITY, IDENTITY)
-            check_version(path / IDENTITY, identity)
-            validate(IdentityDoc, identity, source=path / IDENTITY, error=RunDirError)
-        _check_rows(path, results, [(doc.op, doc.case, doc.dtype) for doc in results.rows],
-                    allow_incomplete=allow_incomplete)
+        results, identity = _load_docs(path, allow_incomplete=allow_incomplete)
         rows = _rows(path, results.rows, row_of)
     return Run(path=path, status=RunStatus(results.status), identity=identity, rows=rows, mode=results.mode)
 
@@ -318,7 +315,7 @@ def _results_from_bytes(path: Path) -> ResultsDoc | None:
     from pydantic import ValidationError
 
     file = path / RESULTS
-    if not path.is_dir() or safefs.kind(path, RESULTS) != "file":
+    if safefs.kind(path, RESULTS) != "file":
         return None
     raw = _read_bytes(file, RunDirError)
     try:

@@ -40,7 +40,7 @@ from tritongate.stats import Summary, summarize
 
 SCHEMA_VERSION = 3
 MIN_READABLE_SCHEMA_VERSION = 1  # 2 and 3 only added optional fields
-# the allowed values of a row's pairing, spelt once: the models and the plain check take them from here
+# the allowed values of a row's pairing, spelt once: results.json's model and verdict.json's take them from here
 PairInputs = Literal["own", "shared"]
 PairStop = Literal["row_budget", "run_budget", "round_cap"]
 PAIR_INPUTS: tuple[str, ...] = get_args(PairInputs)

@@ -7,13 +7,9 @@ import typing
 import pytest
 
 from tritongate.errors import RunDirError
-from tritongate.model.verdict import (CALLED, FAILING, NOT_JUDGED, QUIET, SEVERITY, Verdict, VerdictName,
+from tritongate.model.verdict import (CALLED, FAILING, NOT_JUDGED, QUIET, Verdict, VerdictName,
                                       VerdictRowDoc)
 from tritongate.validation import validate
-
-
-def test_the_display_order_names_every_word_once() -> None:
-    assert sorted(SEVERITY) == sorted(Verdict) and len(SEVERITY) == len(set(SEVERITY))
 
 
 def test_the_groups_are_words_of_the_enum_and_do_not_overlap() -> None:

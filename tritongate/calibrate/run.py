@@ -1,8 +1,8 @@
-"""``tritongate calibrate``: the steps on this machine, then calibration.json, .md and .png.
+"""``tritongate calibrate``'s work: the steps on this machine, then calibration.json, .md and .png.
 
-The parser lives in ``tritongate.cli`` (it shares the measurement and gate options of ``pair``
-and the record step of ``loop``); this module runs the calibration from a template pair
-request and prints what it wrote.
+The command (``tritongate.cli.calibrate``) parses the options, shared with ``pair`` and the
+record step of ``loop``, and prints the outcome; this module runs the calibration from a
+template pair request and writes it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from tritongate.calibrate.steps import CalibrationPlan, calibrate
 from tritongate.report.units import counted
 from tritongate.errors import UsageError
 from tritongate.rundir import new_run_dir
-
 
 
 def parse_fractions(text: str) -> tuple[float, ...]:

@@ -31,7 +31,6 @@ FOOTER = """exit codes:
 """
 
 
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``calibrate``."""
     from tritongate.model.calibration import DEFAULT_FRACTIONS

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from tritongate.argtypes import nonempty_text
-from tritongate.cli.common import (HelpFormatter, append_step_summary, counted, exit_codes, print_summary, progress_printer,
-                                   split_values, want_color)
+from tritongate.cli.common import (HelpFormatter, append_step_summary, counted, exit_codes, print_summary,
+                                   progress_printer, split_values, want_color)
 from tritongate.cli.options import (add_gate_options, add_measurement_options, add_pair_options,
                                     artifact_url_option, baseline_state_option, calibration_option,
                                     changed_from_option, gate_policy, verdict_template_option)

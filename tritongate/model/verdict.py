@@ -18,7 +18,7 @@ from tritongate.validation.runfiles import NonNegFloat
 
 class Verdict(StrEnum):
     """A row's verdict. Adding a word here is the one change a new word needs: the groups
-    below, the display order and the document's allowed values follow from this list."""
+    below and the document's allowed values follow from this list."""
 
     REGRESSED = "REGRESSED"
     IMPROVED = "IMPROVED"
@@ -35,9 +35,6 @@ CALLED = (Verdict.REGRESSED, Verdict.IMPROVED)  # timed and found different
 NOT_JUDGED = (Verdict.REJECTED, Verdict.NOT_COMPARABLE, Verdict.MISSING, Verdict.NEW)
 QUIET = (Verdict.UNCHANGED, Verdict.IDENTICAL_BINARY)
 FAILING = (Verdict.REGRESSED, Verdict.REJECTED)  # fail the gate whatever the document claims
-# every word in the order a reader wants them: what fails first, what is quiet last
-SEVERITY = (Verdict.REGRESSED, Verdict.REJECTED, Verdict.NOT_COMPARABLE, Verdict.MISSING, Verdict.UNCONFIRMED,
-            Verdict.IMPROVED, Verdict.NEW, Verdict.UNCHANGED, Verdict.IDENTICAL_BINARY)
 
 # verdict.json holds the words as strings: read as the enum's members (lax for this one field,
 # strict for the rest), so anything but a word of the enum is refused
