@@ -78,3 +78,15 @@ def test_gate_takes_the_template_for_verdict_md_only_and_refuses_a_bad_one_befor
     capsys.readouterr()
     assert main(args + [str(tmp_path / "bad"), "--verdict-template", str(bad)]) == 2
     assert "bad.md.j2: line 1" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+
+
+def test_a_bad_template_from_the_environment_names_the_variable(tmp_path, capsys, monkeypatch):
+    from tritongate.cli import main
+    from tests.gate.helpers import pair, row
+
+    base, cand = pair(tmp_path, [row()], [row(seed=1)])
+    monkeypatch.setenv("TRITONGATE_VERDICT_TEMPLATE", str(tmp_path / "gone.md.j2"))
+    assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "v")]) == 2
+    err = capsys.readouterr().err
+    assert "TRITONGATE_VERDICT_TEMPLATE=" in err and "gone.md.j2" in err and "cannot be read" in err
+    assert not (tmp_path / "v").exists()
