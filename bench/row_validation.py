@@ -1,8 +1,9 @@
 """What reading a results.json's rows costs, by way of reading them: pydantic's strict
-``model_validate_json`` of the file's bytes with ``rundir.row_of`` per row (what ``load_run``
-does), against parsing first and validating the parsed document (its slow way, taken for a
-file the fast way refuses, for the message), each with the collector paused as ``load_run``
-pauses it. CPU only.
+``model_validate_json`` of the file's bytes into ``ResultsDoc`` (its rows are ``Row``s), then
+each stored summary checked against its samples (``rundir.checked_rows``, what ``load_run``
+does), against parsing first and validating the document again from its re-encoded text
+(the slow way, taken for a file the fast way refuses, for the message), each with the
+collector paused as ``load_run`` pauses it. CPU only.
 
     python bench/row_validation.py --rows 10000 --out bench/results
 """
@@ -24,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from scale import prepare_gate  # noqa: E402 - after the checkout is on the path
-from tritongate.rundir import row_of  # noqa: E402
-from tritongate.validation.runfiles import ResultsDoc  # noqa: E402
+from tritongate.rundir import checked_rows  # noqa: E402
+from tritongate.schema import ResultsDoc  # noqa: E402
 
 
 def times(fn, repeat: int) -> list[float]:
@@ -53,11 +54,12 @@ def main() -> int:
         data = (Path(tmp) / "base" / "results.json").read_bytes()
     ways = {
         "json.loads alone": lambda: json.loads(data),
-        "model_validate_json alone": lambda: ResultsDoc.model_validate_json(data),
-        "model_validate_json + row_of (load_run)":
-            lambda: [row_of(d) for d in ResultsDoc.model_validate_json(data).rows],
-        "json.loads + model_validate + row_of (the slow way)":
-            lambda: [row_of(d) for d in ResultsDoc.model_validate(json.loads(data)).rows],
+        "model_validate_json alone": lambda: ResultsDoc.model_validate_json(data, strict=True),
+        "model_validate_json + checked_rows (load_run)":
+            lambda: checked_rows(Path("x"), ResultsDoc.model_validate_json(data, strict=True).rows),
+        "json.loads + json.dumps + model_validate_json + checked_rows (the slow way)":
+            lambda: checked_rows(Path("x"), ResultsDoc.model_validate_json(json.dumps(json.loads(data)),
+                                                                            strict=True).rows),
     }
     samples = {name: times(fn, args.repeat) for name, fn in ways.items()}
     import pydantic

@@ -25,10 +25,9 @@ from tritongate import __version__
 from tritongate import safefs
 from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.errors import IncompleteRunError, RunDirError, SchemaVersionError, UsageError
-from tritongate.schema import (MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, TIMING_FIELDS, Correctness, MeasurementInfo,
-                               PairInfo, Row, RowStatus, RunStatus, SkipReason, Variant)
-from tritongate.validation import validate
-from tritongate.validation.runfiles import IdentityDoc, PairingDoc, ResultsDoc, RowDoc
+from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, ResultsDoc, Row, RunStatus
+from tritongate.validation import describe, validate
+from tritongate.validation.runfiles import IdentityDoc
 
 if TYPE_CHECKING:
     import pandas
@@ -242,10 +241,10 @@ def terminal_safe(value: Any) -> str:
 
 
 def load_run_docs(path: Path, *, allow_incomplete: bool = False) -> tuple[ResultsDoc, dict[str, Any]]:
-    """A run directory's validated ``results.json`` document and its identity, without building
-    a ``Row`` per row: what a reader that needs a few fields of many runs (``history``) pays.
-    Checks what ``load_run`` checks of the documents (versions, schema, one row per key,
-    completeness) and raises as it does.
+    """A run directory's validated ``results.json`` and its identity, the rows' stored
+    summaries not yet checked against their samples: for a reader that checks them its own way
+    (``history``, many runs at once). Checks the rest of what ``load_run`` checks (versions,
+    schema, one row per key, completeness) and raises as it does.
     """
     with gc_paused():
         return _load_docs(Path(path), allow_incomplete=allow_incomplete)
@@ -258,14 +257,24 @@ def _load_docs(path: Path, *, allow_incomplete: bool) -> tuple[ResultsDoc, dict[
     results = _results_from_bytes(path)
     if results is None:  # parsed first, versions checked, then the models' message naming the row and field
         results_raw, identity = _read_docs(path)
-        results = validate(ResultsDoc, results_raw, source=path / RESULTS, error=RunDirError)
+        results = _results_of(path, json.dumps(results_raw))
     else:
         identity = read_json_object(path / IDENTITY, IDENTITY)
         check_version(path / IDENTITY, identity)
     validate(IdentityDoc, identity, source=path / IDENTITY, error=RunDirError)
-    _check_rows(path, results, [(doc.op, doc.case, doc.dtype) for doc in results.rows],
-                allow_incomplete=allow_incomplete)
+    _check_rows(path, results, [row.key for row in results.rows], allow_incomplete=allow_incomplete)
     return results, identity
+
+
+def _results_of(path: Path, raw: str | bytes) -> ResultsDoc:
+    """results.json's text as its one type, strictly (a boolean is not a number); a
+    ``RunDirError`` naming the row and field otherwise."""
+    from pydantic import ValidationError
+
+    try:
+        return ResultsDoc.model_validate_json(raw, strict=True)
+    except ValidationError as exc:
+        raise RunDirError(describe(exc, path / RESULTS, ResultsDoc)) from None
 
 
 def _read_docs(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -304,7 +313,7 @@ def load_run(path: Path, *, allow_incomplete: bool = False) -> Run:
     path = Path(path)
     with gc_paused():
         results, identity = _load_docs(path, allow_incomplete=allow_incomplete)
-        rows = _rows(path, results.rows, row_of)
+        rows = checked_rows(path, results.rows)
     return Run(path=path, status=RunStatus(results.status), identity=identity, rows=rows, mode=results.mode)
 
 
@@ -312,66 +321,24 @@ def _results_from_bytes(path: Path) -> ResultsDoc | None:
     """results.json validated straight from its bytes (pydantic parses and checks in one pass,
     the way to read a large run), of a schema this version reads; None when the model refuses
     it, for the caller to read it again the slow way, whose errors say what is wrong."""
-    from pydantic import ValidationError
-
     file = path / RESULTS
     if safefs.kind(path, RESULTS) != "file":
         return None
     raw = _read_bytes(file, RunDirError)
     try:
-        results = ResultsDoc.model_validate_json(raw)
-    except ValidationError:
+        results = _results_of(path, raw)
+    except RunDirError:
         return None
     check_version(file, {"schema_version": results.schema_version, "tool_version": results.tool_version})
     return results
 
 
-def pairing_of(p: PairingDoc) -> PairInfo:
-    """A validated pairing as the value a row holds."""
-    return PairInfo(pair_id=p.pair_id, side=p.side, went_first=tuple(p.went_first), target_effect=p.target_effect,
-                    detectable_effect=p.detectable_effect, target_reached=p.target_reached, min_rounds=p.min_rounds,
-                    max_rounds=p.max_rounds, confirm_rounds=p.confirm_rounds, inputs=p.inputs,
-                    worker_pairs=tuple(p.worker_pairs), stopped_by=p.stopped_by, confirm_from=p.confirm_from)
-
-
-def row_of(doc: RowDoc) -> Row:
-    """The ``Row`` a validated results.json row describes (its stored summary checked against
-    its samples): the one reader of a stored row. ``ValueError`` where the row's own rules
-    refuse it."""
-    m, c, a = doc.measurement, doc.correctness, doc.autotune
-    measurement = None if m is None else MeasurementInfo(
-        launches_per_sample=m.launches_per_sample, samples_per_round=m.samples_per_round,
-        warmup_calls=m.warmup_calls, l2=m.l2, shift_bytes=tuple(m.shift_bytes),
-        pairing=None if m.pairing is None else pairing_of(m.pairing))
-    row = Row(op=doc.op, case=doc.case, dtype=doc.dtype, timer=doc.timer, samples=tuple(doc.samples),
-              status=RowStatus(doc.status), params=dict(doc.params), markers=tuple(doc.markers),
-              measurement=measurement,
-              correctness=None if c is None else Correctness(ok=c.ok, max_abs_err=c.max_abs_err, atol=c.atol,
-                                                             rtol=c.rtol, detail=c.detail),
-              variants=tuple(Variant(kernel=v.kernel, name=v.name, source_hash=v.source_hash,
-                                     binary_hash=v.binary_hash, launches=v.launches) for v in doc.variants),
-              error=doc.error, flops=doc.flops, bytes=doc.bytes, autotune=None if a is None else a.model_dump(),
-              skipped=None if doc.skipped is None else SkipReason(doc.skipped))
-    row.check_stored_summary(None if doc.summary is None else doc.summary.model_dump())
-    return row
-
-
-def load_run_timings(path: Path) -> tuple[Row, ...]:
-    """A complete run's rows as ``Row.timing_of`` builds them (key, timer, status, samples,
-    markers, error, skip reason): validated and checked as ``load_run`` does, without building
-    each row's variants, measurement and correctness, most of the cost of reading a year of
-    nightlies (``history``). Raises as ``load_run`` does."""
-    path = Path(path)
-    with gc_paused():
-        results, _ = load_run_docs(path)
-        return _rows(path, results.rows, lambda doc: Row.timing_of(doc.model_dump(include=TIMING_FIELDS)))
-
-
-def _rows(path: Path, docs: Iterable[Any], build: Callable[[Any], Row]) -> tuple[Row, ...]:
-    rows = []
-    for i, doc in enumerate(docs):
+def checked_rows(path: Path, rows: Iterable[Row]) -> tuple[Row, ...]:
+    """``rows`` of ``path``'s results.json, each stored summary checked against its samples."""
+    out = tuple(rows)
+    for i, row in enumerate(out):
         try:
-            rows.append(build(doc))
-        except (KeyError, TypeError, ValueError) as exc:
+            row.check_stored_summary()
+        except ValueError as exc:
             raise RunDirError(f"{path / RESULTS}: rows[{i}]: {exc}") from exc
-    return tuple(rows)
+    return out

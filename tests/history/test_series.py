@@ -182,20 +182,20 @@ def test_an_entry_s_rows_are_let_go_before_the_next_entry_is_read(store, monkeyp
 
     store, _ = store
     alive: list[weakref.ref] = []
-    real = entries_mod.load_run_timings
+    real = entries_mod.load_run
 
-    def timings(path):
+    def full_load(path):
         gc.collect()
         assert not [r for r in alive if r() is not None], "the previous entry's rows are still held"
-        rows = real(path)
-        alive.extend(weakref.ref(r) for r in rows)
-        return rows
+        run = real(path)
+        alive.extend(weakref.ref(r) for r in run.rows)
+        return run
 
     def refuse(entry, info):
         raise entries_mod._Refused
 
     monkeypatch.setattr(entries_mod, "_points", refuse)
-    monkeypatch.setattr(entries_mod, "load_run_timings", timings)
+    monkeypatch.setattr(entries_mod, "load_run", full_load)
     h = load_history(store, "h200", "pr")
     assert len(h.entries) == 5 and len(alive) > 10
 
@@ -207,18 +207,18 @@ def _cheap_only(monkeypatch):
     def full(*args, **kwargs):
         raise AssertionError("the full load was used")
 
-    monkeypatch.setattr(entries_mod, "load_run_timings", full)
+    monkeypatch.setattr(entries_mod, "load_run", full)
     monkeypatch.setattr(entries_mod, "check_files", full)
 
 
 def test_an_entry_s_timings_give_the_points_its_full_load_gives(store, monkeypatch):
-    """The history reads each entry through ``entry_points`` (no ``Row`` built, the document
-    validated straight from its bytes): every point, gaps and their reasons included, is the
-    one ``load_run_timings`` and a full ``load_run`` of the entry give."""
+    """The history reads each entry through ``entry_points`` (the stored summaries checked all
+    at once): every point, gaps and their reasons included, is the one a full ``load_run`` of
+    the entry gives."""
     from tritongate.baselines.store import list_entries
     from tritongate.history.entries import entry_points
     from tritongate.history.points import EntryInfo, points_of
-    from tritongate.rundir import load_run, load_run_timings
+    from tritongate.rundir import load_run
 
     store, _ = store
     entries, _ = list_entries(store, runner_class="h200", suite="pr")
@@ -226,8 +226,7 @@ def test_an_entry_s_timings_give_the_points_its_full_load_gives(store, monkeypat
     full = {}
     for entry in entries:
         info = EntryInfo.of(entry)
-        full[entry.path] = points_of(info, load_run_timings(entry.path))
-        assert full[entry.path] == points_of(info, load_run(entry.path).rows)
+        full[entry.path] = points_of(info, load_run(entry.path).rows)
     _cheap_only(monkeypatch)
     for entry in entries:
         assert entry_points(entry, EntryInfo.of(entry)) == full[entry.path]
@@ -254,12 +253,12 @@ def _republish(entry, doc) -> None:
     (lambda r: r.update(status="error", error=""), "needs an error text"),
 ])
 def test_a_row_the_full_load_refuses_skips_its_entry_with_a_note(tmp_path, edit, match):
-    """Reading only the timings checks what the full load checks: a row it would refuse
-    makes the entry a note, never a point."""
+    """The entry reader checks what the full load checks: a row it would refuse makes the
+    entry a note, never a point."""
     import json
 
     from tritongate.baselines.store import list_entries
-    from tritongate.rundir import load_run, load_run_timings
+    from tritongate.rundir import load_run
 
     store = tmp_path / "store"
     publish_nights(store, tmp_path / "runs", [_night(0), _night(5)])
@@ -268,15 +267,14 @@ def test_a_row_the_full_load_refuses_skips_its_entry_with_a_note(tmp_path, edit,
     doc = json.loads(path.read_text())
     edit(doc["rows"][0])
     path.write_text(json.dumps(doc))
-    for read in (load_run_timings, lambda p: load_run(p).rows):
-        with pytest.raises(Exception, match=match):
-            read(path.parent)
+    with pytest.raises(Exception, match=match):
+        load_run(path.parent)
     _republish(path.parent, doc)  # the sha256 matches again: the contents alone are refused
     h = load_history(store, "h200", "pr")
     assert len(h.entries) == 1 and len(h.notes) == 1
     assert h.notes[0].startswith(f"skipped {path.parent}: ") and re.search(match, h.notes[0])
     with pytest.raises(Exception, match=match):
-        load_run_timings(path.parent)
+        load_run(path.parent)
 
 
 @pytest.mark.parametrize("edit,match", [
@@ -293,7 +291,7 @@ def test_an_entry_the_full_load_refuses_is_a_note_with_the_full_load_s_error(tmp
     import json
 
     from tritongate.baselines.store import list_entries
-    from tritongate.rundir import load_run_timings
+    from tritongate.rundir import load_run
 
     store = tmp_path / "store"
     publish_nights(store, tmp_path / "runs", [_night(0), _night(5)])
@@ -303,7 +301,7 @@ def test_an_entry_the_full_load_refuses_is_a_note_with_the_full_load_s_error(tmp
     edit(doc)
     _republish(entry, doc)
     with pytest.raises(Exception, match=match) as refused:
-        load_run_timings(entry)
+        load_run(entry)
     h = load_history(store, "h200", "pr")
     assert len(h.entries) == 1 and h.notes == (f"skipped {entry}: {refused.value}",)
 

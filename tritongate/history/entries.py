@@ -1,16 +1,14 @@
-"""One store entry's points, read at a fraction of the cost of ``load_run_timings``.
+"""One store entry's points, read at a fraction of the cost of ``load_run``.
 
 A year of nightlies of a deep scan is hundreds of ``results.json`` files of a few MB each;
-building a ``Row`` per row (and a Python object tree per document before pydantic sees it)
-was most of what ``history`` cost. Here the file is read once, its sha256 compared with the
-manifest's, and the document validated by the same pydantic model straight from its bytes
-(parsed in pydantic-core, no intermediate dicts). The rules ``Row`` applies (an ok row has
-samples or a skip reason, a failed row an error text, the stored summary matches the
-samples, one row per key, the run complete) are applied to each row's fields, and the
-summary is computed with the arithmetic of ``tritongate.stats.summarize``.
+checking each row's stored summary against its samples one row at a time was most of what
+``history`` cost. Here the file is read once, its sha256 compared with the manifest's, the
+document validated as its one type (``ResultsDoc``, straight from its bytes), and the stored
+summaries checked for all the rows of one sample count at once, with the arithmetic of
+``tritongate.stats.summarize``; one row per key and a complete run are required.
 
 Anything this reader does not accept (a damaged, edited, older or newer, or incomplete
-entry) is read again the way it always was, ``check_files`` and ``load_run_timings``: the
+entry) is read again the way it always was, ``check_files`` and ``load_run``: the
 entry is refused with the same one-line error as before, or, should that reader accept what
 this one refused, gives the same points. So this reader only ever accepts less than the full
 load, and for what it accepts gives the points the full load gives (a test holds it to that).
@@ -30,10 +28,10 @@ from pydantic import ValidationError
 
 from tritongate import safefs
 from tritongate.baselines.store import Entry, check_files
-from tritongate.history.points import EntryInfo, Point, gap_text, points_of
-from tritongate.rundir import IDENTITY, MAX_JSON_BYTES, RESULTS, load_run_timings
-from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION
-from tritongate.validation.runfiles import IdentityDoc, ResultsDoc, RowDoc
+from tritongate.history.points import EntryInfo, Point, gap_reason, points_of
+from tritongate.rundir import IDENTITY, MAX_JSON_BYTES, RESULTS, load_run
+from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, ResultsDoc, Row
+from tritongate.validation.runfiles import IdentityDoc
 
 Key = tuple[str, str, str]
 _RESULTS = ResultsDoc.__pydantic_validator__
@@ -46,13 +44,13 @@ class _Refused(Exception):
 
 
 def entry_points(entry: Entry, info: EntryInfo) -> dict[Key, Point]:
-    """The point of each row of ``entry``, as ``points_of(info, load_run_timings(...))`` gives
-    them. Raises what ``check_files`` or ``load_run_timings`` raise for an entry they refuse."""
+    """The point of each row of ``entry``, as ``points_of(info, load_run(...).rows)`` gives
+    them. Raises what ``check_files`` or ``load_run`` raise for an entry they refuse."""
     try:
         return _points(entry, info)
     except _Refused:
         check_files(entry.path, entry.manifest)
-        return points_of(info, load_run_timings(entry.path))
+        return points_of(info, load_run(entry.path).rows)
 
 
 def _read(entry: Entry, name: str) -> bytes:
@@ -84,7 +82,7 @@ def _points(entry: Entry, info: EntryInfo) -> dict[Key, Point]:
         if not isinstance(identity, dict) or not _readable(identity.get("schema_version")):
             raise _Refused
         IdentityDoc.model_validate(identity)
-        doc = _RESULTS.validate_json(raw)
+        doc = _RESULTS.validate_json(raw, strict=True)
     except (ValidationError, ValueError, RecursionError):
         raise _Refused from None
     if not _readable(doc.schema_version) or doc.status != "complete":
@@ -97,26 +95,13 @@ def _points(entry: Entry, info: EntryInfo) -> dict[Key, Point]:
         key = (row.op, row.case, row.dtype)
         if key in out:
             raise _Refused
-        reason = _gap(row)
+        reason = gap_reason(row)
         out[key] = (Point(recorded, commit, where, median, len(row.samples)) if reason is None
                     else Point(recorded, commit, where, None, 0, reason))
     return out
 
 
-def _gap(row: RowDoc) -> str | None:
-    """``gap_reason`` of the ``Row`` this document makes, after the checks ``Row`` makes of
-    its status, samples and skip reason."""
-    if row.skipped is not None:
-        if row.samples or row.status != "ok":
-            raise _Refused
-    elif row.status == "ok" and not row.samples:
-        raise _Refused
-    if row.status != "ok" and not row.error:
-        raise _Refused
-    return gap_text(row.status, row.error, row.markers, row.skipped, bool(row.samples))
-
-
-def _medians(rows: list[RowDoc]) -> list[float | None]:
+def _medians(rows: list[Row]) -> list[float | None]:
     """Each row's median (None without samples), after checking its stored summary against
     its samples as ``Row`` does: ``summarize``'s arithmetic, done for the rows of one sample
     count at once (``math.isclose``'s test, elementwise)."""
@@ -135,7 +120,7 @@ def _medians(rows: list[RowDoc]) -> list[float | None]:
             actual = {"n": np.full(len(members), float(n)), "median": med, "q1": q1, "q3": q3, "iqr": q3 - q1,
                       "min": data[:, 0], "max": data[:, -1],
                       "mean": np.array([math.fsum(rows[i].samples) / n for i in members])}
-            stored_rows = [rows[i].summary for i in members]
+            stored_rows = [rows[i].stored_summary for i in members]
             for name in _SUMMARY_FIELDS:
                 stored = np.array([nan if s is None or (v := getattr(s, name)) is None else v for s in stored_rows],
                                   dtype=float)

@@ -84,13 +84,7 @@ class EntryInfo:
 
 def gap_reason(row: Row) -> str | None:
     """Why a row gives no value for the history (None: its median counts)."""
-    return gap_text(row.status.value, row.error, row.markers,
-                    None if row.skipped is None else row.skipped.value, bool(row.samples))
-
-
-def gap_text(status: str, error: str, markers: Sequence[str], skipped: str | None,
-             has_samples: bool) -> str | None:
-    """``gap_reason`` from a row's fields as stored (the entry reader has no ``Row``)."""
+    status, error, markers = row.status.value, row.error, row.markers
     if status != RowStatus.OK.value:
         error = " ".join(error.split())
         error = error if len(error) <= MAX_REASON else error[: MAX_REASON - 1] + "…"
@@ -98,9 +92,9 @@ def gap_text(status: str, error: str, markers: Sequence[str], skipped: str | Non
     if markers:
         kinds = sorted({m.split(" ", 1)[0] for m in markers if m.strip()})
         return f"marked {', '.join(kinds)}"
-    if skipped is not None:
-        return f"not timed ({skipped})"
-    if not has_samples:
+    if row.skipped is not None:
+        return f"not timed ({row.skipped.value})"
+    if not row.samples:
         return "no samples"
     return None
 

@@ -11,9 +11,8 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import Field
 
-from tritongate.schema import PairInputs, PairStop
+from tritongate.schema import NonNegFloat, PairInputs, PairStop
 from tritongate.validation.core import OpenDoc
-from tritongate.validation.runfiles import NonNegFloat
 
 
 class Verdict(StrEnum):

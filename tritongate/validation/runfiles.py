@@ -1,22 +1,15 @@
-"""The models of what a run directory holds: ``results.json``, ``run_identity.json`` and
-``autotune_records/``. Strict types; the value rules (an ok row has samples, a skipped row
-has none, ...) stay with the value objects in ``tritongate.schema``."""
+"""The models of what a run directory holds besides its rows: ``run_identity.json`` and
+``autotune_records/``. Strict types. ``results.json`` and its rows are ``tritongate.schema``'s
+``ResultsDoc`` and ``Row``, one type each for the value, its check and its JSON form."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import AfterValidator, Field, JsonValue, StringConstraints
+from pydantic import AfterValidator, JsonValue
 
-from tritongate.schema import PairInputs, PairStop
+from tritongate.schema import Name, NonNegInt, PosInt, Text
 from tritongate.validation.core import OpenDoc, StrictDoc
-
-Text = Annotated[str, StringConstraints(max_length=100_000)]
-Name = Annotated[str, StringConstraints(min_length=1, max_length=1_000)]
-NonNegInt = Annotated[int, Field(ge=0)]
-PosInt = Annotated[int, Field(ge=1)]
-NonNegFloat = Annotated[float, Field(ge=0)]
-Sample = Annotated[float, Field(gt=0)]  # µs per launch; finiteness from allow_inf_nan=False
 
 
 def _scalar(value: Any) -> Any:
@@ -26,108 +19,6 @@ def _scalar(value: Any) -> Any:
 
 
 Scalar = Annotated[JsonValue, AfterValidator(_scalar)]
-
-
-def _marker(value: str) -> str:
-    from tritongate.markers import parse_marker
-
-    try:  # the gate parses every marker: a malformed one is refused here
-        parse_marker(value)
-    except ValueError as exc:
-        raise ValueError(f"not a marker line (KIND key=value ...): {exc}") from None
-    return value
-
-
-MarkerLine = Annotated[Text, AfterValidator(_marker)]
-
-
-class VariantDoc(StrictDoc):
-    kernel: Name
-    name: Name
-    source_hash: Text = ""
-    binary_hash: Text = ""
-    launches: NonNegInt = 0
-
-
-class CorrectnessDoc(StrictDoc):
-    ok: bool
-    max_abs_err: Optional[float] = None
-    atol: Optional[NonNegFloat] = None
-    rtol: Optional[NonNegFloat] = None
-    detail: Text = ""
-
-
-class PairingDoc(StrictDoc):
-    pair_id: Name
-    side: Literal["base", "candidate"]
-    went_first: list[bool] = []
-    target_effect: Optional[NonNegFloat] = None
-    detectable_effect: Optional[NonNegFloat] = None
-    target_reached: Optional[bool] = None
-    min_rounds: NonNegInt = 0
-    max_rounds: NonNegInt = 0
-    confirm_rounds: NonNegInt = 0
-    inputs: PairInputs = "own"
-    worker_pairs: list[NonNegInt] = []
-    stopped_by: Optional[PairStop] = None
-    confirm_from: NonNegInt = 0
-
-
-class MeasurementDoc(StrictDoc):
-    launches_per_sample: PosInt
-    samples_per_round: PosInt
-    warmup_calls: NonNegInt
-    l2: Name
-    shift_bytes: list[NonNegInt] = []
-    pairing: Optional[PairingDoc] = None
-
-
-class SummaryDoc(StrictDoc):
-    """For readers without numpy; every field present is checked against the samples on load."""
-
-    median: float
-    n: Optional[int] = None
-    mean: Optional[float] = None
-    q1: Optional[float] = None
-    q3: Optional[float] = None
-    iqr: Optional[float] = None
-    min: Optional[float] = None
-    max: Optional[float] = None
-
-
-class AutotuneDoc(StrictDoc):
-    mode: Optional[Name] = None
-    sweep_benchmarks: NonNegInt = 0
-    kernels: list[dict[str, JsonValue]] = []
-
-
-class RowDoc(StrictDoc):
-    op: Name
-    case: Name
-    dtype: Name
-    timer: Text
-    samples: list[Sample]
-    status: Literal["ok", "error", "timeout"] = "ok"
-    params: dict[str, JsonValue] = {}
-    markers: list[MarkerLine] = []
-    measurement: Optional[MeasurementDoc] = None
-    correctness: Optional[CorrectnessDoc] = None
-    variants: list[VariantDoc] = []
-    error: Text = ""
-    flops: Optional[NonNegFloat] = None
-    bytes: Optional[NonNegFloat] = None
-    autotune: Optional[AutotuneDoc] = None
-    skipped: Optional[Literal["identical_binary", "other_side_failed", "unchanged_ahead_of_time"]] = None
-    summary: Optional[SummaryDoc] = None
-
-
-class ResultsDoc(StrictDoc):
-    schema_version: int
-    tool_version: Text = "unknown"
-    status: Literal["running", "complete", "failed"]
-    mode: Literal["record", "replay"] = "record"
-    rows: list[RowDoc]
-    failure: Text = ""
 
 
 # -- run_identity.json: what the gate reads is typed; the rest is kept as written ----------
