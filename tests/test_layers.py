@@ -16,7 +16,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("documents", {"errors", "stats", "schema", "model", "validation", "markers", "atomicio"}),
     ("files and text", {"safefs", "yamlsafe", "rundir", "runlog", "argtypes", "sharding", "report", "overlay",
                         "identity"}),
-    ("measuring", {"harness", "ops", "suites", "autotune", "ir", "variants", "planting", "rowcase", "backends",
+    ("measuring", {"harness", "ops", "suites", "autotune", "ir", "rowcase", "backends",
                    "preflight", "interpreter_cost", "progress", "runner"}),
     ("judging and the gate pipeline", {"gate"}),
     ("pairing", {"pair"}),
@@ -59,3 +59,56 @@ def test_every_import_points_to_its_own_layer_or_below() -> None:
 def test_a_layer_imports_nothing_from_the_layers_above(layer: str) -> None:
     """The same rule, a layer at a time, so a failure names the layer it broke."""
     assert [line for line in upward_imports() if f"({layer}) imports" in line] == []
+
+
+def package_cycles() -> list[list[str]]:
+    """The cycles among packages and top-level modules (each a strongly connected set of two
+    or more), imports inside functions and for type checking included."""
+    edges: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        for target in targets:
+            a, b = unit(module), unit(target)
+            if a != b and "tritongate" not in (a, b):
+                edges.setdefault(a, set()).add(b)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_two_packages_import_each_other_even_through_others() -> None:
+    """Within a layer too, packages form an order: a package can be read, moved or tested with
+    what it imports and never the other way round."""
+    assert package_cycles() == []
+
+
+def test_the_cycle_finder_finds_a_cycle(monkeypatch) -> None:
+    import tests.test_layers as layers
+
+    graph = {"tritongate.ir.a": {"tritongate.autotune.b"}, "tritongate.autotune.b": {"tritongate.ir.c"}}
+    monkeypatch.setattr(layers, "import_graph", lambda: graph)
+    assert layers.package_cycles() == [["autotune", "ir"]]

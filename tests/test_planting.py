@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tritongate.errors import UsageError
-from tritongate.planting import (PLANTED_DELAY_ENV, Plant, host_delayed, load_plan, planted, active, row_key,
+from tritongate.ops.planting import (PLANTED_DELAY_ENV, Plant, host_delayed, load_plan, planted, active, row_key,
                                  write_plan)
 
 

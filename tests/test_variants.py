@@ -3,7 +3,7 @@ import sys
 import types
 from types import SimpleNamespace
 
-from tritongate.variants import LaunchRecorder, record_launches, variant_name
+from tritongate.ir.variants import LaunchRecorder, record_launches, variant_name
 
 
 def compiled(cache_key: str, cubin: bytes):

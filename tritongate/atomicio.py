@@ -1,4 +1,5 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of either."""
+"""Atomic file writes: a reader sees the old file or the new one, never half of either; and
+``jsonable``, what a written value becomes when JSON cannot hold it as it is."""
 
 from __future__ import annotations
 
@@ -16,6 +17,18 @@ def _umask() -> int:
 
 
 _FILE_MODE = 0o666 & ~_umask()  # what open() would give: mkstemp's files are 0600
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON can hold it: sequences as lists, mapping keys as text, anything else
+    that is not a JSON scalar as its ``str`` (a dtype, a Triton constexpr)."""
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
 
 
 def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:

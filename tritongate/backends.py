@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from tritongate.errors import PreflightError
 from tritongate.harness.measure import MeasureConfig, TimerKind
@@ -102,3 +103,15 @@ def make_device(backend: Backend, index: int = 0):
         var = backend.visibility_var
         raise PreflightError("device", f"no {backend.name} device is visible ({exc}); check the driver "
                              f"and {var}={os.environ.get(var, '<unset>')}, or use --backend cpu") from exc
+
+
+CAPTURE_ONLY_ENV = "TRITONGATE_CAPTURE_ONLY"
+
+
+def capture_only_requested(backend: str, environ: Any = None) -> bool:
+    """``TRITONGATE_CAPTURE_ONLY=1`` on the interpreter backend: an IR index capture, which
+    times nothing and executes no kernel, so it may replay another backend's autotune
+    configs (a GPU record's: the index then holds what the GPU launched) and index dtypes
+    the interpreter cannot compute (bfloat16)."""
+    env = os.environ if environ is None else environ
+    return backend == "cpu" and env.get(CAPTURE_ONLY_ENV, "") in ("1", "true", "yes")

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from tritongate.backends import Backend
+from tritongate.backends import Backend, capture_only_requested
 from tritongate.errors import PreflightError
-from tritongate.ir.capture import capture_only_requested
 from tritongate.ops.registry import Registry, case_id
 from tritongate.suites import Shape, Suite
 

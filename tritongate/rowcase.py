@@ -25,10 +25,10 @@ from tritongate.harness.measure import Measurement
 from tritongate.harness.shared_inputs import unshareable as unshareable_inputs
 from tritongate.ir.capture import CompiledSeen, RowIR, row_ir
 from tritongate.ops.registry import Registry
-from tritongate.planting import PLANTED_DELAY_ENV, Plant, PlantPlan, make_plant, planted, row_key
+from tritongate.ops.planting import PLANTED_DELAY_ENV, Plant, PlantPlan, make_plant, planted, row_key
 from tritongate.preflight import PlannedRow
 from tritongate.schema import Correctness, MeasurementInfo, PairInfo, Row, RowStatus, Variant
-from tritongate.variants import LaunchRecorder
+from tritongate.ir.variants import LaunchRecorder
 
 BASE_SEED = 20261129
 PLANTED_WORK_ENV = "TRITONGATE_PLANTED_WORK"
@@ -131,7 +131,7 @@ def prepare_row(item: PlannedRow, backend: Backend, device: Any, device_index: i
     import torch
 
     from tritongate.ir.capture import observe_compiled
-    from tritongate.variants import record_launches
+    from tritongate.ir.variants import record_launches
 
     if registry is None:
         from tritongate.ops.builtin import REGISTRY as registry

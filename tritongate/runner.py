@@ -33,7 +33,7 @@ from tritongate.interpreter_cost import slow_rows
 from tritongate.ir.store import IRStore
 from tritongate.ops.registry import Registry
 from tritongate.preflight import PlannedRow, check_out_dir, plan_rows
-from tritongate.planting import PlantPlan, load_plan
+from tritongate.ops.planting import PlantPlan, load_plan
 from tritongate.rundir import LOG, RunWriter, new_run_dir
 from tritongate.progress import Progress, ProgressFn, row_line
 from tritongate.runlog import RunLog

@@ -44,6 +44,7 @@ from pydantic_core import to_jsonable_python
 
 from tritongate.stats import Summary, summarize
 from tritongate.validation.core import StrictDoc
+from tritongate.validation.fields import Name, NonNegFloat, NonNegInt, PosInt, Text
 
 SCHEMA_VERSION = 3
 MIN_READABLE_SCHEMA_VERSION = 1  # 2 and 3 only added optional fields
@@ -57,11 +58,6 @@ STOPPED_BY: tuple[str, ...] = get_args(PairStop)
 # file is read (``ResultsDoc.model_validate_json``: a boolean is not a number, NaN not a time).
 VALUES = ConfigDict(extra="ignore", allow_inf_nan=False, populate_by_name=True)
 
-Text = Annotated[str, Field(max_length=100_000)]
-Name = Annotated[str, Field(min_length=1, max_length=1_000)]
-NonNegInt = Annotated[int, Field(ge=0)]
-PosInt = Annotated[int, Field(ge=1)]
-NonNegFloat = Annotated[float, Field(ge=0)]
 Sample = Annotated[float, Field(gt=0, lt=1e15)]  # µs per launch; below 1e15 its summary arithmetic stays finite
 
 

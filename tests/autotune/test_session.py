@@ -14,7 +14,7 @@ from tritongate import markers
 from tritongate.autotune.configs import config_to_dict
 from tritongate.autotune.records import Record, RecordSet
 from tritongate.autotune.session import AutotuneSession, autotune_key, autotune_session
-from tritongate.variants import record_launches
+from tritongate.ir.variants import record_launches
 
 
 class ScriptedBench:

@@ -112,7 +112,7 @@ def test_bad_suites_and_options_are_named_errors(record, tmp_path, capsys, extra
 def test_a_candidate_with_a_planted_delay_says_so(record, tmp_path, capsys):
     """The calibration knob end to end: a plan of per-row delays (here 90 % of each row's
     recorded median) reaches exactly the candidate, in its params and its identity."""
-    from tritongate.planting import row_key, write_plan
+    from tritongate.ops.planting import row_key, write_plan
 
     rows = load_run(record).rows
     delays = {row_key(r.op, r.case, r.dtype): int(0.9 * sorted(r.samples)[len(r.samples) // 2] * 1000)

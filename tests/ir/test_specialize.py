@@ -15,7 +15,7 @@ from tests.ir.compiled.aot_kernels import DIV16, add_source
 from tritongate.ir.capture import observe_compiled, row_ir
 from tritongate.ir.specialize import specialize_launch
 from tritongate.ops.kernels.elementwise import add_kernel_fixed
-from tritongate.variants import record_launches
+from tritongate.ir.variants import record_launches
 
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="interpreter session only")
 
@@ -72,7 +72,8 @@ def test_a_launch_triton_cannot_specialize_is_a_note_never_a_failed_row() -> Non
 def test_capture_only_indexes_launches_without_executing_them(monkeypatch: pytest.MonkeyPatch) -> None:
     from triton.runtime.interpreter import InterpretedFunction
 
-    from tritongate.ir.capture import CAPTURE_ONLY_ENV, install_capture_only
+    from tritongate.backends import CAPTURE_ONLY_ENV
+    from tritongate.ir.capture import install_capture_only
 
     monkeypatch.setattr(InterpretedFunction, "run", InterpretedFunction.run)  # restored after the test
     assert not install_capture_only({"TRITON_INTERPRET": "1"})  # off unless asked for
@@ -88,7 +89,7 @@ def test_capture_only_indexes_launches_without_executing_them(monkeypatch: pytes
 
 
 def test_capture_only_is_an_interpreter_option_only() -> None:
-    from tritongate.ir.capture import CAPTURE_ONLY_ENV, capture_only_requested
+    from tritongate.backends import CAPTURE_ONLY_ENV, capture_only_requested
 
     assert capture_only_requested("cpu", {CAPTURE_ONLY_ENV: "1"})
     assert not capture_only_requested("cuda", {CAPTURE_ONLY_ENV: "1"})  # a GPU run always executes and times

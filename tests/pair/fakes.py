@@ -36,7 +36,7 @@ from tritongate.harness.shared_inputs import SharingError
 from tritongate.ops.registry import case_id
 from tritongate.pair.client import WorkerError
 from tritongate.pair.worker import _classify
-from tritongate.planting import PlantPlan, load_plan
+from tritongate.ops.planting import PlantPlan, load_plan
 
 ROWS = [("add", (4096,), "float16"), ("softmax", (64, 512), "float16"), ("matmul", (64, 64, 64), "float16")]
 COST_US = {"add": 2.0, "softmax": 6.0, "matmul": 40.0}

@@ -236,7 +236,7 @@ def test_a_candidate_twice_as_slow_regresses_every_row_on_a_scripted_device(tmp_
 def test_a_planted_delay_regresses_exactly_the_candidate_on_a_scripted_device(tmp_path):
     from tests.pair.fakes import COST_US, ROWS
     from tritongate.ops.registry import case_id
-    from tritongate.planting import row_key, write_plan
+    from tritongate.ops.planting import row_key, write_plan
 
     # each row's launch made 90 % of its cost longer, on the candidate only
     delays = {row_key(op, case_id(shape), dtype): int(0.9 * COST_US[op] * 1000) for op, shape, dtype in ROWS}

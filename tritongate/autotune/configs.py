@@ -12,6 +12,8 @@ import inspect
 import json
 from typing import Any
 
+from tritongate.atomicio import jsonable as jsonable  # re-exported: configs are written with it
+
 _NOT_FIELDS = {"self", "kwargs", "pre_hook"}
 
 
@@ -19,16 +21,6 @@ def config_fields() -> list[str]:
     from triton import Config
 
     return [p for p in inspect.signature(Config.__init__).parameters if p not in _NOT_FIELDS]
-
-
-def jsonable(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
 
 
 def key_text(key: Any) -> str:

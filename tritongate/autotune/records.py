@@ -118,7 +118,7 @@ def load_records(run_dir: Path, *, backend: str, run: Run | None = None) -> Reco
             rec = Record(op=doc.op, kernel=e.kernel, tuner=e.tuner, key=e.key, config=config,
                          cases=tuple(e.cases))
             records[rec.match_key] = rec
-    from tritongate.ir.capture import capture_only_requested
+    from tritongate.backends import capture_only_requested
 
     if meta.backend != backend and not capture_only_requested(backend):  # an index capture times nothing
         raise PreflightError("replay_backend", f"{run_dir} was recorded on backend "

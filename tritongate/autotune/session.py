@@ -50,7 +50,7 @@ from tritongate import markers
 from tritongate.autotune.configs import config_to_dict, jsonable, key_text, same_config
 from tritongate.autotune.records import Record, RecordSet
 from tritongate.harness.cuda_errors import is_fatal
-from tritongate.variants import LIBENTRY_MODULES, kernel_id
+from tritongate.ir.variants import LIBENTRY_MODULES, kernel_id
 
 RECORD, REPLAY, OFF = "record", "replay", "off"
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from tritongate.model.calibration import fraction_key
-from tritongate.planting import MAX_DELAY_NS
+from tritongate.ops.planting import MAX_DELAY_NS
 
 MeasureUs = Callable[[int], float]  # spin per program (ns) -> the row's median time per launch (µs)
 GROWTH = math.sqrt(2.0)

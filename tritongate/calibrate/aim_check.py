@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 from tritongate.calibrate.aim import TOLERANCE, RowAim
 from tritongate.calibrate.analysis import StepRow
 from tritongate.model.calibration import fraction_key
-from tritongate.planting import MAX_DELAY_NS
+from tritongate.ops.planting import MAX_DELAY_NS
 
 CHECKS = 3  # paired runs per size at most
 MAX_SCALE = 4.0  # a check moves a spin by at most this factor, up or down

@@ -15,7 +15,7 @@ from tritongate.pair.client import WorkerError, WorkerFailure
 from tritongate.pair.client import startup_timeout
 from tritongate.pair.request import PairRequest
 from tritongate.pair.spawn import SpawnFn, side_worker_spec, spawn_process, worker_settings
-from tritongate.planting import row_key
+from tritongate.ops.planting import row_key
 
 AIM_ROUNDS = 3  # rounds per timing; each round's samples as the paired runs take them
 AIM_WARMUP_S = 0.05  # a row is warm from its last timing: a short steady warm-up per spin is enough

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 from tritongate.calibrate.aim import RowAim
 from tritongate.model.calibration import Calibration, PlantedOutcome, RowCalibration, fraction_key
 from tritongate.model.verdict import Verdict
-from tritongate.planting import row_key
+from tritongate.ops.planting import row_key
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from tritongate.calibrate.aim import TOLERANCE, RowAim, unplanted_notes
 from tritongate.calibrate.aim_check import check_aims
 from tritongate.calibrate.analysis import Step, StepRow, analyse, step_rows
 from tritongate.model.calibration import Calibration, fraction_key
-from tritongate.planting import PLANTED_DELAY_ENV, split_key, write_plan
+from tritongate.ops.planting import PLANTED_DELAY_ENV, split_key, write_plan
 
 # A check's rows may grow to this many times the run's pairs, row budget and worker pairs (320
 # pairs over 12 worker pairs on a GPU, a few seconds for a 16 µs kernel): a skinny matmul whose paired log ratios spread 2 % needs ~260

@@ -14,9 +14,10 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
-from tritongate.autotune.configs import jsonable
+from tritongate.atomicio import jsonable
+from tritongate.backends import CAPTURE_ONLY_ENV
 from tritongate.ir.index import OPTION_KEYS, CompiledVariant
-from tritongate.variants import interpreted_specialization, kernel_id
+from tritongate.ir.variants import interpreted_specialization, kernel_id
 
 
 @dataclass
@@ -94,20 +95,6 @@ def _observe_interpreted(seen: CompiledSeen) -> Any:
     def restore() -> None:
         InterpretedFunction.run = original
     return restore
-
-
-CAPTURE_ONLY_ENV = "TRITONGATE_CAPTURE_ONLY"
-
-
-def capture_only_requested(backend: str, environ: Any = None) -> bool:
-    """``TRITONGATE_CAPTURE_ONLY=1`` on the interpreter backend: an IR index capture, which
-    times nothing and executes no kernel, so it may replay another backend's autotune
-    configs (a GPU record's: the index then holds what the GPU launched) and index dtypes
-    the interpreter cannot compute (bfloat16)."""
-    import os
-
-    env = os.environ if environ is None else environ
-    return backend == "cpu" and env.get(CAPTURE_ONLY_ENV, "") in ("1", "true", "yes")
 
 
 def install_capture_only(environ: Any = None) -> bool:

@@ -30,7 +30,7 @@ import re
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from tritongate.autotune.configs import jsonable
+from tritongate.atomicio import jsonable
 from tritongate.ir.index import CompiledVariant
 from tritongate.report.untrusted import markdown_cell
 

@@ -11,8 +11,9 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import Field
 
-from tritongate.schema import NonNegFloat, PairInputs, PairStop
+from tritongate.schema import PairInputs, PairStop
 from tritongate.validation.core import OpenDoc
+from tritongate.validation.fields import NonNegFloat
 
 
 class Verdict(StrEnum):

@@ -7,7 +7,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from tritongate import planting
+from tritongate.ops import planting
 from tritongate.ops.kernels import attention as attn_k
 from tritongate.ops.kernels import elementwise, matmul as mm_k, reduction
 from tritongate.ops.registry import Case, OpSpec, Registry
@@ -23,7 +23,7 @@ def _randn(shape, dtype, device, gen, scale: float = 1.0):
 
 
 # Every builder launches with the planted delay of its row, if any (calibration only: see
-# tritongate/planting.py); on the interpreter that is a host spin after the launch.
+# tritongate/ops/planting.py); on the interpreter that is a host spin after the launch.
 def _launch(run, plant):
     return planting.host_delayed(lambda: run(plant), plant)
 

@@ -35,7 +35,7 @@ class TritonExecutor:
         from tritongate.autotune.session import REPLAY, AutotuneSession, autotune_session
         from tritongate.autotune.tuner_cache import open_tuner_cache
         from tritongate.backends import default_measure_config, make_device, prepare_environment, resolve_backend
-        from tritongate.planting import load_plan
+        from tritongate.ops.planting import load_plan
         from tritongate.rowcase import planted_work, tuning_context
 
         self.backend = resolve_backend(settings["backend"])
@@ -125,7 +125,7 @@ class TritonExecutor:
     def set_plant(self, delays_ns: dict[str, int], fraction: float = 0.0) -> dict[str, Any]:
         """Plant these per-row spins (``op/case/dtype`` -> ns) in the rows prepared from now on:
         a calibration's aim step tries several spins per row in one process."""
-        from tritongate.planting import PlantPlan
+        from tritongate.ops.planting import PlantPlan
 
         try:
             self.plant_plan = PlantPlan("<set_plant>", "", float(fraction), dict(delays_ns))

@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import AfterValidator, JsonValue
 
-from tritongate.schema import Name, NonNegInt, PosInt, Text
 from tritongate.validation.core import OpenDoc, StrictDoc
+from tritongate.validation.fields import Name, NonNegInt, PosInt, Text
 
 
 def _scalar(value: Any) -> Any:
