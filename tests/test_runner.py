@@ -131,8 +131,8 @@ def test_replay_of_the_smoke_record_tunes_nothing(smoke_run, tmp_path):
     meta = json.loads((record / "autotune_records" / "meta.json").read_text())
     assert meta["backend"] == "cpu" and meta["triton"]["version"]
     recorded_rows = {r.key: r for r in load_run(record).rows}
-    assert all(r.autotune["mode"] == "record" for r in recorded_rows.values())
-    assert recorded_rows[("matmul", "64x64x64", "float16")].autotune["sweep_benchmarks"] > 0
+    assert all(r.autotune.mode == "record" for r in recorded_rows.values())
+    assert recorded_rows[("matmul", "64x64x64", "float16")].autotune.sweep_benchmarks > 0
 
     outcome = run_suite(RunRequest(suite="smoke", backend=CPU, out=tmp_path, replay_from=record))
     replay = load_run(outcome.path)
@@ -142,12 +142,12 @@ def test_replay_of_the_smoke_record_tunes_nothing(smoke_run, tmp_path):
     assert ident["tuner_cache"]["mode"] == "shared"
     assert "mode=replay" in (outcome.path / "run.log").read_text().splitlines()[0]
     for row in replay.rows:
-        assert row.autotune["mode"] == "replay" and row.autotune["sweep_benchmarks"] == 0
+        assert row.autotune.mode == "replay" and row.autotune.sweep_benchmarks == 0
         assert row.measurement.launches_per_sample == recorded_rows[row.key].measurement.launches_per_sample
         assert not row.markers, row.markers
-        want = {(k["kernel"], str(k["key"])): k["config"] for k in recorded_rows[row.key].autotune["kernels"]}
-        got = {(k["kernel"], str(k["key"])): k["config"] for k in row.autotune["kernels"]}
-        assert got == want and all(k["source"] == "replayed" for k in row.autotune["kernels"])
+        want = {(k["kernel"], str(k["key"])): k["config"] for k in recorded_rows[row.key].autotune.kernels}
+        got = {(k["kernel"], str(k["key"])): k["config"] for k in row.autotune.kernels}
+        assert got == want and all(k["source"] == "replayed" for k in row.autotune.kernels)
 
 
 def test_a_row_that_will_be_slow_on_the_interpreter_is_announced_before_it_runs(tmp_path):

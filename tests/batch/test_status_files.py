@@ -94,3 +94,25 @@ def test_per_op_results_and_complete_markers(tmp_path: Path) -> None:
     manifest = json.loads((outcome.path / "batch.json").read_text())
     assert manifest["finished"] is True and manifest["counts"] == {"PASS": 1, "FAIL": 1, "SKIP": 1}
     assert manifest["plan"]["ops"] == ["ok_a", "skip_b", "fail_c"] and manifest["run"] == "run"
+
+
+def test_an_op_result_is_read_back_as_written_and_a_damaged_one_reads_as_none(tmp_path: Path) -> None:
+    """result.json is one type (``OpResult``): written field by field, read strictly; a file
+    that is not what a batch writes is no result (``--resume`` reruns the op), never a crash."""
+    from tritongate.batch.status import Attempt, OpResult, write_op_result
+
+    attempt = Attempt(number=1, dtypes=("float32",), outcome=OpStatus.PASS, signature="", reason="ok", rc=0,
+                      wall_s=1.23456, run="ops/a/run", stdout_log="o", stderr_log="e")
+    result = OpResult(op="a", status=OpStatus.PASS, attempts=(attempt,), runs=("ops/a/run",), rows=2, ok_rows=2,
+                      marker_counts={"NO_CUDAGRAPH": 1}, wall_s=2.34567)
+    write_op_result(tmp_path / "a", result)
+    doc = json.loads((tmp_path / "a" / "result.json").read_text())
+    assert doc["schema_version"] == 1 and doc["wall_s"] == 2.346 and doc["attempts"][0]["outcome"] == "PASS"
+    back = read_op_result(tmp_path / "a", complete_only=True)
+    assert back is not None and back.attempts == (attempt,) and back.marker_counts == {"NO_CUDAGRAPH": 1}
+    for damage in ({"schema_version": 2}, {"rows": "2"}, {"status": "BLUE"}, {"attempts": [{"number": 1}]},
+                   {"op": ""}, {"rows": -1}):
+        (tmp_path / "a" / "result.json").write_text(json.dumps(doc | damage))
+        assert read_op_result(tmp_path / "a", complete_only=False) is None, damage
+    (tmp_path / "a" / "result.json").write_text(json.dumps(doc)[:-10])
+    assert read_op_result(tmp_path / "a", complete_only=False) is None

@@ -10,22 +10,25 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import field, replace
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
+
+from pydantic import TypeAdapter, ValidationError, field_serializer
+from pydantic.dataclasses import dataclass
 
 from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.markers import parse_marker
 from tritongate.report.untrusted import csv_cell
-from tritongate.schema import Row, RowStatus
+from tritongate.schema import VALUES, Row, RowStatus, _Stored
+from tritongate.validation.fields import Name, NonNegInt, Text
 
 RESULT = "result.json"
 COMPLETE = ".complete"
 OPS_STATUS = "ops_status.csv"
 SUMMARY = "summary.csv"
-RESULT_VERSION = 1
+RESULT_VERSION = 1  # of result.json
 
 
 class OpStatus(str, Enum):
@@ -47,55 +50,50 @@ class OpStatus(str, Enum):
         return self in (OpStatus.FAIL, OpStatus.TIMEOUT)
 
 
-@dataclass(frozen=True)
-class Attempt:
+@dataclass(frozen=True, config=VALUES)
+class Attempt(_Stored):
     """One subprocess of one op."""
 
-    number: int
-    dtypes: tuple[str, ...] | None  # None: the suite's dtypes for the op
+    number: NonNegInt
+    dtypes: Optional[tuple[str, ...]]  # None: the suite's dtypes for the op
     outcome: OpStatus  # PASS | FAIL | SKIP | TIMEOUT | INTERRUPTED
-    signature: str  # what failed, compared between retries: "rc=1", "signal=SIGABRT", "no_ok_rows" ...
-    reason: str  # one line for people
-    rc: int | None
+    signature: Text  # what failed, compared between retries: "rc=1", "signal=SIGABRT", "no_ok_rows" ...
+    reason: Text  # one line for people
+    rc: Optional[int]
     wall_s: float
-    run: str | None  # the run directory it wrote, relative to the batch directory
-    stdout_log: str
-    stderr_log: str
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["outcome"] = self.outcome.value
-        d["dtypes"] = list(self.dtypes) if self.dtypes is not None else None
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Attempt":
-        dtypes = d.get("dtypes")
-        return cls(**{**d, "outcome": OpStatus(d["outcome"]),
-                      "dtypes": tuple(dtypes) if dtypes is not None else None})
+    run: Optional[Text]  # the run directory it wrote, relative to the batch directory
+    stdout_log: Text
+    stderr_log: Text
 
 
-@dataclass(frozen=True)
-class OpResult:
-    op: str
+@dataclass(frozen=True, config=VALUES)
+class OpResult(_Stored):
+    """An op's ``result.json``: one type for the value, its check and its JSON form."""
+
+    op: Name
     status: OpStatus
-    device: str = ""  # the batch's device id ("" without --devices)
+    device: Text = ""  # the batch's device id ("" without --devices)
     attempts: tuple[Attempt, ...] = ()
-    runs: tuple[str, ...] = ()  # run directories whose rows the batch keeps (relative to the batch dir)
+    runs: tuple[Text, ...] = ()  # run directories whose rows the batch keeps (relative to the batch dir)
     dtypes: tuple[str, ...] = ()  # dtypes that were measured
-    rows: int = 0
-    ok_rows: int = 0
-    error_rows: int = 0
-    flagged_rows: int = 0  # rows with markers
-    marker_counts: Mapping[str, int] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-    backend: str = ""
-    device_name: str = ""
-    timer: str = ""
+    rows: NonNegInt = 0
+    ok_rows: NonNegInt = 0
+    error_rows: NonNegInt = 0
+    flagged_rows: NonNegInt = 0  # rows with markers
+    marker_counts: dict[str, int] = field(default_factory=dict)
+    notes: tuple[Text, ...] = ()
+    backend: Text = ""
+    device_name: Text = ""
+    timer: Text = ""
     wall_s: float = 0.0
-    started_utc: str = ""
-    finished_utc: str = ""
-    replay_from: str = ""  # the record the op replayed (absolute), "" in a record batch
+    started_utc: Text = ""
+    finished_utc: Text = ""
+    replay_from: Text = ""  # the record the op replayed (absolute), "" in a record batch
+    schema_version: Literal[1] = RESULT_VERSION
+
+    @field_serializer("wall_s")
+    def _wall_s(self, value: float) -> float:
+        return round(value, 3)
 
     @property
     def rc(self) -> int | None:
@@ -103,26 +101,6 @@ class OpResult:
         if self.status is OpStatus.PASS:
             return 0
         return self.attempts[-1].rc if self.attempts else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"schema_version": RESULT_VERSION, "op": self.op, "status": self.status.value,
-                "device": self.device, "attempts": [a.to_dict() for a in self.attempts],
-                "runs": list(self.runs), "dtypes": list(self.dtypes), "rows": self.rows,
-                "ok_rows": self.ok_rows, "error_rows": self.error_rows, "flagged_rows": self.flagged_rows,
-                "marker_counts": dict(self.marker_counts), "notes": list(self.notes),
-                "backend": self.backend, "device_name": self.device_name, "timer": self.timer,
-                "wall_s": round(self.wall_s, 3), "started_utc": self.started_utc,
-                "finished_utc": self.finished_utc, "replay_from": self.replay_from}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "OpResult":
-        if d.get("schema_version") != RESULT_VERSION:
-            raise ValueError(f"result schema {d.get('schema_version')!r}, expected {RESULT_VERSION}")
-        body = {k: v for k, v in d.items() if k != "schema_version"}
-        return cls(**{**body, "status": OpStatus(d["status"]),
-                      "attempts": tuple(Attempt.from_dict(a) for a in d.get("attempts", ())),
-                      "runs": tuple(d.get("runs", ())), "dtypes": tuple(d.get("dtypes", ())),
-                      "marker_counts": dict(d.get("marker_counts", {})), "notes": tuple(d.get("notes", ()))})
 
     def relocated(self, prefix: str) -> "OpResult":
         """The same result with run paths seen from another directory (batch-merge)."""
@@ -167,12 +145,15 @@ def clear_op_result(op_dir: Path) -> None:
     (op_dir / RESULT).unlink(missing_ok=True)
 
 
+_OP_RESULT = TypeAdapter(OpResult)
+
+
 def read_op_result(op_dir: Path, *, complete_only: bool) -> OpResult | None:
     """The op's recorded result, or None when there is none (or it is damaged: rerun it)."""
     path = op_dir / (COMPLETE if complete_only else RESULT)
     try:
-        return OpResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError, KeyError):
+        return _OP_RESULT.validate_json(path.read_bytes(), strict=True)
+    except (OSError, ValidationError):
         return None
 
 
