@@ -76,8 +76,9 @@ record() {
 
 prescreen() {
   local dir="$work/prescreen" rc=0
+  # --suite: each build replays the baseline with it, to see what it launches for each row
   "$BASE_PY" "$root/ci/prescreen.py" --baseline "$RECORD" --base-python "$BASE_PY" --cand-python "$CAND_PY" \
-    --out "$dir" || rc=$?
+    --suite "$TG_SUITE" --out "$dir" || rc=$?
   out exit-code "$rc"
   if (( rc != 0 )); then
     echo "::warning::the pre-screen failed (exit $rc): the GPU job runs every row"

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """CI entry point: the ahead-of-time pre-screen of a PR, CPU only (no GPU is touched).
 
-    python ci/prescreen.py --baseline RECORD_DIR --base-python PY --cand-python PY --out DIR
+    python ci/prescreen.py --baseline RECORD_DIR --base-python PY --cand-python PY --out DIR [--suite NAME|PATH]
 
-Recompiles the baseline record's launched kernel variants for cuda:90 under each build's
-interpreter (TTGIR down to cubin), diffs them, and writes:
+Recompiles the baseline record's launched kernel variants for the record's own GPU target
+under each build's interpreter (TTGIR down to cubin), recaptures what each build launches for
+each row (its own binder and autotuner, on the interpreter, nothing executed), compares the
+builds' launch-path files, and writes:
 
 - DIR/prescreen.json   versioned: rows_total, rows_changed ([op, case, dtype] each), per-kernel
                        evidence, both builds' identities, the baseline's identity
-- DIR/ir-diff/         the diff with its provenance: `tritongate pair --changed-from DIR/ir-diff`
+- DIR/ir-diff/         the diff with its provenance: `tritongate pair --changed-from DIR/ir-diff`;
+                       rows timed for a reason the IR does not show are its `launch_changed` entries
 - DIR/verdict/         only when no row changed: verdict.json + verdict.md, every row
                        IDENTICAL_BINARY ("0 of M rows' kernels changed under this PR; no GPU time used")
 
@@ -41,12 +44,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-python", required=True, metavar="PY", help="the base build's interpreter")
     parser.add_argument("--cand-python", required=True, metavar="PY", help="the PR build's interpreter")
     parser.add_argument("--out", required=True, metavar="DIR", help="where prescreen.json and ir-diff/ go")
+    parser.add_argument("--suite", metavar="NAME|PATH",
+                        help="the suite the baseline was recorded with (default: the name its identity gives)")
     args = parser.parse_args(argv)
     from tritongate.github import outputs
     from tritongate.prescreen import run_prescreen
 
     try:
-        result = run_prescreen(Path(args.baseline), args.base_python, args.cand_python, Path(args.out))
+        result = run_prescreen(Path(args.baseline), args.base_python, args.cand_python, Path(args.out),
+                               suite=args.suite)
         if result.verdict_dir is not None:
             from tritongate.cli.common import append_step_summary
 
@@ -67,8 +73,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"internal error: prescreen.py: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 4
     n = len(result.rows_changed)
-    print(f"{n} of {result.rows_total} rows' kernels changed"
-          + ("; no GPU time needed" if n == 0 else f"; pair them with --changed-from {result.out / 'ir-diff'}"))
+    why = result.document.get("timed_without_ir_change") or {}
+    if isinstance(why.get("why"), str):
+        print(f"{n} of {result.rows_total} rows timed: {why['why']}")
+    else:
+        print(f"{n} of {result.rows_total} rows can change under this PR"
+              + ("; no GPU time needed" if n == 0 else f"; pair them with --changed-from {result.out / 'ir-diff'}"))
     print(result.out / "prescreen.json")
     return 0
 

@@ -1,6 +1,7 @@
-"""``ci/prescreen.py``: the rows a PR can change, from the two builds' AOT trees (faked here:
-the real recompiles are bench/prescreen_e2e.py's), the zero-change verdict through the
-gate's writer, the GitHub output lines and the exit codes."""
+"""``ci/prescreen.py``: the rows a PR can change, from the two builds' AOT trees and their
+captures of what each row launches (faked here: the real recompiles and captures are
+tests/prescreen/'s and bench/prescreen_e2e.py's), the zero-change verdict through the gate's
+writer, the GitHub output lines and the exit codes."""
 
 from __future__ import annotations
 
@@ -24,40 +25,60 @@ import prescreen as ci_prescreen
 ROWS = (("add", "4096", "float32"), ("matmul", "64x64x64", "float16"))
 
 
-def _tree(root: Path, texts: dict[str, str]) -> None:
+def _tree(root: Path, texts: dict[str, str], *, warps: int = 4, target: str = "cuda:90") -> None:
     store = IRStore(root)
     for op, case, dtype in ROWS:
         v = CompiledVariant(case=case, kernel=f"m.{op}_kernel", signature={"x": "*fp16"}, constexprs={},
-                            specialization={}, options={"num_warps": 4}, compile_hash=f"h{op}",
-                            binary_hash=texts[op][:8], rows=(f"{op}/{dtype}",), launches=1)
+                            specialization={}, options={"num_warps": warps if op == "add" else 4},
+                            compile_hash=f"h{op}", binary_hash=texts[op][:8], rows=(f"{op}/{dtype}",), launches=1,
+                            target=target)
         store.add(RowIR(variants=(v,), ttgir={v.compile_hash: texts[op]}))
     store.close()
 
 
-@pytest.fixture
-def record(tmp_path: Path) -> Path:
-    w = RunWriter(tmp_path / "record", {"backend": "cuda", "suite": {"name": "pr"}})
+def _record(path: Path, target: str = "cuda:90") -> Path:
+    w = RunWriter(path, {"backend": target.split(":")[0], "suite": {"name": "pr"}})
     for op, case, dtype in ROWS:
         w.add(make_row(op, case, dtype))
     w.finish()
-    _tree(tmp_path / "record", {"add": "add v1\n", "matmul": "mm v1\n"})
-    return tmp_path / "record"
+    _tree(path, {"add": "add v1\n", "matmul": "mm v1\n"}, target=target)
+    return path
+
+
+@pytest.fixture
+def record(tmp_path: Path) -> Path:
+    return _record(tmp_path / "record")
 
 
 @pytest.fixture
 def fake_builds(monkeypatch: pytest.MonkeyPatch):
-    """Each "python" names the TTGIR its compiler would emit for matmul."""
-    texts = {"base": "mm v1\n", "same": "mm v1\n", "newer": "mm v2\n"}
+    """Each "python" names the TTGIR its compiler would emit for matmul, and the num_warps its
+    binder gives add's launch ("warps8": a build whose option default changed)."""
+    texts = {"base": "mm v1\n", "same": "mm v1\n", "newer": "mm v2\n", "warps8": "mm v1\n"}
+    seen: dict[str, object] = {}
 
     def aot(pythons, record: Path, out: Path, target: str) -> dict:
+        seen["target"] = target
         for side, python in pythons.items():
             _tree(out / f"ir-{side}", {"add": "add v1\n", "matmul": texts[Path(python).name]})
             write_aot(out / f"ir-{side}" / "ttgir", record, target=target, compiled=2, failed=[])
         return {}
 
+    def capture(pythons, record: Path, suite: str, rows, out: Path, target: str):
+        seen["suite"] = suite
+        runs = {}
+        for side, python in pythons.items():
+            _tree(out / f"capture-{side}" / "run", {"add": "", "matmul": ""},
+                  warps=8 if Path(python).name == "warps8" else 4)
+            runs[side] = out / f"capture-{side}" / "run"
+        return runs, {}
+
     monkeypatch.setattr(prescreen, "_aot_both", aot)
+    monkeypatch.setattr(prescreen, "_capture_both", capture)
     monkeypatch.setattr(prescreen, "build_of", lambda python, env=None: this_build())
-    return lambda tmp_path, name: _exe(tmp_path / name)
+    builds = lambda tmp_path, name: _exe(tmp_path / name)  # noqa: E731
+    builds.seen = seen  # type: ignore[attr-defined]
+    return builds
 
 
 def _exe(path: Path) -> str:
@@ -73,8 +94,9 @@ def test_a_changed_kernel_lists_exactly_its_rows(tmp_path, record, fake_builds, 
                               "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(tmp_path / "o")])
     assert code == 0
     doc = json.loads((tmp_path / "o" / "prescreen.json").read_text())
-    assert doc["schema_version"] == 1 and doc["rows_total"] == 2
+    assert doc["schema_version"] == 1 and doc["rows_total"] == 2 and doc["target"] == "cuda:90"
     assert doc["rows_changed"] == [["matmul", "64x64x64", "float16"]]
+    assert fake_builds.seen == {"target": "cuda:90", "suite": "pr"}  # the record's target and suite
     assert {k["kernel"]: k["status"] for k in doc["kernels"]} == {"m.add_kernel": "identical",
                                                                    "m.matmul_kernel": "changed"}
     assert doc["baseline"]["content_sha256"] and doc["builds"]["cand"]["triton_key"]
@@ -118,3 +140,58 @@ def test_the_renderer_knows_the_ahead_of_time_reason() -> None:
     from tritongate.report.verdict_view import AHEAD_OF_TIME
 
     assert AHEAD_OF_TIME in AHEAD_OF_TIME_REASON
+
+
+def test_a_binder_or_option_default_change_times_the_rows_it_changes(tmp_path, record, fake_builds) -> None:
+    """The recorded variants compile the same under both builds, but the PR's binder gives add
+    another num_warps: add is timed (launch_changed in ir-diff/, so pair --changed-from times it)."""
+    assert ci_prescreen.main(["--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
+                              "--cand-python", fake_builds(tmp_path, "warps8"), "--out", str(tmp_path / "o")]) == 0
+    doc = json.loads((tmp_path / "o" / "prescreen.json").read_text())
+    assert doc["rows_changed"] == [["add", "4096", "float32"]] and not (tmp_path / "o" / "verdict").exists()
+    assert doc["timed_without_ir_change"]["reasons"] == {
+        "the builds launch different variants (1 only under the base, 1 only under the candidate)": 1}
+    from tritongate.ir.changed import load_changed_rows
+
+    proven = load_changed_rows(tmp_path / "o" / "ir-diff", record=record)
+    assert proven.changed == {("add", "4096", "float32")}
+
+
+def test_a_launch_path_change_times_every_row(tmp_path, record, fake_builds, monkeypatch) -> None:
+    """Identical code and launches, but the PR edits runtime/jit.py: no row is vouched for."""
+    import tritongate.prescreen.launch_path as lp
+
+    sides = iter([{"runtime/jit.py": "a", "knobs.py": "k"}, {"runtime/jit.py": "b", "knobs.py": "k"}])
+    monkeypatch.setattr(prescreen, "launch_path_files", lambda triton_dir: next(sides))
+    base = fake_builds(tmp_path, "base")
+    assert ci_prescreen.main(["--baseline", str(record), "--base-python", base, "--cand-python",
+                              fake_builds(tmp_path, "same"), "--out", str(tmp_path / "o")]) == 0
+    doc = json.loads((tmp_path / "o" / "prescreen.json").read_text())
+    assert len(doc["rows_changed"]) == 2 and doc["timed_without_ir_change"]["launch_path"] == ["runtime/jit.py"]
+    assert lp.launch_path_changes({"x": "1"}, {"x": "1", "y": "2"}) == ["y"]
+
+
+def test_a_record_for_another_target_is_compiled_for_it_and_a_non_cuda_one_times_every_row(
+        tmp_path, fake_builds, capsys) -> None:
+    a100 = _record(tmp_path / "a100", target="cuda:80")
+    base = fake_builds(tmp_path, "base")
+    assert ci_prescreen.main(["--baseline", str(a100), "--base-python", base, "--cand-python", base,
+                              "--out", str(tmp_path / "o")]) == 0
+    assert fake_builds.seen["target"] == "cuda:80"
+    hip = _record(tmp_path / "hip", target="hip:gfx942")
+    capsys.readouterr()
+    assert ci_prescreen.main(["--baseline", str(hip), "--base-python", base, "--cand-python", base,
+                              "--out", str(tmp_path / "o2")]) == 0
+    doc = json.loads((tmp_path / "o2" / "prescreen.json").read_text())
+    assert doc["target"] is None and len(doc["rows_changed"]) == 2 and not (tmp_path / "o2" / "verdict").exists()
+    assert "2 of 2 rows timed: the baseline was recorded for hip:gfx942" in capsys.readouterr().out
+
+
+def test_a_failed_capture_vouches_for_nothing(tmp_path, record, fake_builds, monkeypatch) -> None:
+    monkeypatch.setattr(prescreen, "_capture_both", lambda *a, **k: ({"base": None, "cand": None}, {}))
+    base = fake_builds(tmp_path, "base")
+    assert ci_prescreen.main(["--baseline", str(record), "--base-python", base, "--cand-python", base,
+                              "--out", str(tmp_path / "o")]) == 0
+    doc = json.loads((tmp_path / "o" / "prescreen.json").read_text())
+    assert len(doc["rows_changed"]) == 2 and doc["timed_without_ir_change"]["reasons"] == {
+        "both builds' captures of what they launch failed": 2}

@@ -34,7 +34,10 @@ MISSING_FILE = "missing_file"
 # TTGIR identical, cubin not: the change is below TTGIR (LLVM lowering, ptxas); only
 # when both sides hashed their binary (a GPU run or an AOT compile; line info off on both)
 BINARY_CHANGED = "binary_changed"
-STATUSES = (CHANGED, BINARY_CHANGED, BASE_ONLY, CAND_ONLY, MISSING_FILE, IDENTICAL)  # summary order
+# the code may be the same, but the builds launch the row differently (the pre-screen's: the
+# launch path, the variants each build's binder picks); ``reason`` says which
+LAUNCH_CHANGED = "launch_changed"
+STATUSES = (CHANGED, BINARY_CHANGED, LAUNCH_CHANGED, BASE_ONLY, CAND_ONLY, MISSING_FILE, IDENTICAL)  # summary order
 NOT_IDENTICAL = frozenset(STATUSES) - {IDENTICAL}
 
 MAX_DIFF_BYTES = 2 * 1024 * 1024  # IR of huge kernels: keep the diff folder reviewable

@@ -24,8 +24,24 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 DEFAULT_TARGET = ("cuda", 90, 32)
+# the GPU a CPU capture specializes for (``cuda:80``): the pre-screen sets the baseline record's
+CAPTURE_TARGET_ENV = "TRITONGATE_CAPTURE_TARGET"
 # settings that change the compile key but only describe the interpreter process itself
 _INTERPRETER_ENV = frozenset({"TRITON_INTERPRET"})
+
+
+def capture_target(environ: Mapping[str, str] | None = None) -> tuple[str, int | str, int]:
+    """``TRITONGATE_CAPTURE_TARGET`` (``cuda:NN``) as a target, ``DEFAULT_TARGET`` when unset;
+    ``ValueError`` for anything else (the capture notes it and indexes nothing for the launch)."""
+    import os
+
+    text = (os.environ if environ is None else environ).get(CAPTURE_TARGET_ENV, "")
+    if not text:
+        return DEFAULT_TARGET
+    backend, _, arch = text.partition(":")
+    if backend != "cuda" or not arch.isdigit():
+        raise ValueError(f"{CAPTURE_TARGET_ENV}={text!r}: expected cuda:ARCH, e.g. cuda:80")
+    return ("cuda", int(arch), 32)
 
 
 @dataclass(frozen=True)

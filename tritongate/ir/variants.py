@@ -168,10 +168,10 @@ def record_launches() -> Iterator[LaunchRecorder]:
 
 def interpreted_specialization(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], notes: list[str]) -> Any:
     """``specialize.specialize_launch`` of one interpreted launch, or None with a note."""
-    from tritongate.ir.specialize import specialize_launch
+    from tritongate.ir.specialize import capture_target, specialize_launch
 
     try:
-        return specialize_launch(fn, args, kwargs)
+        return specialize_launch(fn, args, kwargs, target=capture_target())
     except Exception as exc:  # noqa: BLE001 - the index is evidence: never fail the row
         note = f"no GPU specialization for {kernel_id(fn)}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
         if note not in notes:

@@ -1,0 +1,130 @@
+"""What each build would launch for each row, recaptured on the CPU.
+
+The ahead-of-time diff recompiles the variants the baseline *recorded*. Whether a build
+launches those variants at all is decided by its own binder (signature, constexprs,
+``tt.divisibility``), its option defaults (``num_warps``, ``num_stages``) and its autotuner
+(which may prune the recorded config). So each build replays the record's configs on the
+interpreter with ``TRITONGATE_CAPTURE_ONLY=1`` (every launch specialized for the record's GPU
+through that build's own binder, none executed), and each row's launched variants are
+compared:
+
+- base and candidate launch different variants: the PR changes what the row runs;
+- the base build launches other variants than the record: the record's ahead-of-time
+  evidence is not about what runs (main moved since the nightly);
+- a row either capture lacks: nothing shows it unchanged.
+
+Any of these has the row timed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from tritongate.errors import UsageError
+from tritongate.ir.capture import CAPTURE_ONLY_ENV
+from tritongate.ir.diff import split_row
+from tritongate.ir.index import INDEX, CompiledVariant, read_index
+from tritongate.ir.specialize import CAPTURE_TARGET_ENV
+
+RowKey = tuple[str, str, str]
+VariantKey = tuple[str, str, str, str, str, str]
+CAPTURE_TIMEOUT_S = 3600.0
+
+
+def variant_key(v: CompiledVariant) -> VariantKey:
+    """What a launch is, build-independently: kernel, argument types, constexprs, the
+    specialized attributes, compile options and target (not the compile hash: it hashes the
+    build too)."""
+    def text(value: Mapping[str, Any]) -> str:
+        return json.dumps(value, sort_keys=True, default=str)
+
+    return (v.kernel, text(v.signature), text(v.constexprs), text(v.specialization), text(v.options), v.target)
+
+
+def launched_by_row(ttgir_dir: Path) -> dict[RowKey, frozenset[VariantKey]]:
+    """Each row's launched variants in an IR index (sweep losers, never launched, left out)."""
+    out: dict[RowKey, set[VariantKey]] = {}
+    for v in read_index(Path(ttgir_dir) / INDEX):
+        if v.sweep_loser or v.launches <= 0:
+            continue
+        for row in v.rows:
+            op, dtype = split_row(row)
+            out.setdefault((op, v.case, dtype), set()).add(variant_key(v))
+    return {k: frozenset(s) for k, s in out.items()}
+
+
+def capture_cmd(python: str, record: Path, suite: str, rows: list[RowKey], out: Path, target: str,
+                package_root: str) -> tuple[list[str], dict[str, str]]:
+    """``python -m tritongate run`` replaying ``record``'s configs on the interpreter, capture only."""
+    rows_file = out.with_name(out.name + ".rows.json")
+    rows_file.write_text(json.dumps([list(k) for k in rows]), encoding="utf-8")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    env.update({"TRITON_INTERPRET": "1", CAPTURE_ONLY_ENV: "1", CAPTURE_TARGET_ENV: target})
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    cmd = [python, "-m", "tritongate", "run", "--suite", suite, "--backend", "cpu", "--replay-from", str(record),
+           "--only-rows", str(rows_file), "--rounds", "1", "--samples-per-round", "1", "--out", str(out),
+           "--color", "never"]
+    return cmd, env
+
+
+def capture_both(pythons: Mapping[str, str], record: Path, suite: str, rows: list[RowKey], out: Path,
+                 target: str, package_root: str) -> tuple[dict[str, Path | None], dict[str, float]]:
+    """Both builds' captures at once; each side's run directory (None: the capture failed,
+    its log says why) and seconds per side. ``UsageError`` when a build refused the suite."""
+    procs, logs, t0, walls = {}, {}, time.monotonic(), {}
+    try:
+        for side, py in pythons.items():
+            cmd, env = capture_cmd(py, record, suite, rows, out / f"capture-{side}", target, package_root)
+            logs[side] = open(out / f"capture-{side}.log", "w", encoding="utf-8")
+            procs[side] = subprocess.Popen(cmd, stdout=logs[side], stderr=subprocess.STDOUT, env=env)
+        for side, proc in procs.items():
+            try:
+                proc.wait(timeout=max(CAPTURE_TIMEOUT_S - (time.monotonic() - t0), 1.0))
+            except subprocess.TimeoutExpired:
+                pass  # killed below; the side has no capture
+            walls[f"capture_{side}_s"] = round(time.monotonic() - t0, 3)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        for f in logs.values():
+            f.close()
+    runs: dict[str, Path | None] = {}
+    for side, proc in procs.items():
+        log = out / f"capture-{side}.log"
+        if proc.returncode == 2:
+            raise UsageError(f"{pythons[side]} -m tritongate run --suite {suite} --replay-from {record} refused its "
+                             f"input (exit 2; see {log}); name the baseline's suite with --suite")
+        found = sorted(p for p in (out / f"capture-{side}").glob("*") if (p / "ttgir" / INDEX).is_file())
+        # exit 1 is a run whose rows carry markers (every capture-only row does): still an index
+        runs[side] = found[-1] if proc.returncode in (0, 1) and found else None
+    return runs, walls
+
+
+def respecialized_rows(record_ir: Path, base_ir: Path | None, cand_ir: Path | None,
+                       rows: list[RowKey]) -> dict[RowKey, str]:
+    """Each of ``rows`` whose launches the ahead-of-time diff cannot vouch for, with why."""
+    if base_ir is None or cand_ir is None:
+        failed = [side for side, ir in (("base", base_ir), ("candidate", cand_ir)) if ir is None]
+        why = (f"the {failed[0]} build's capture of what it launches failed" if len(failed) == 1
+               else "both builds' captures of what they launch failed")
+        return {k: why for k in rows}
+    recorded, base, cand = launched_by_row(record_ir), launched_by_row(base_ir), launched_by_row(cand_ir)
+    out: dict[RowKey, str] = {}
+    for key in rows:
+        b, c = base.get(key), cand.get(key)
+        if not b or not c:
+            out[key] = f"the {'base' if not b else 'candidate'} build's capture launched nothing for this row"
+        elif b != c:
+            out[key] = (f"the builds launch different variants ({len(b - c)} only under the base, "
+                        f"{len(c - b)} only under the candidate)")
+        elif b != recorded.get(key, frozenset()):
+            out[key] = "the base build launches other variants than the baseline recorded"
+    return out
