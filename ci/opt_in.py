@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     opt_in = args.opt_in.strip().lower() in ("true", "label")
     labels: list[str] = []
     try:
-        if args.event_name == "pull_request" and opt_in:
+        if args.event_name == "pull_request":  # perf-full counts with or without opt-in mode
             if not args.pr.isdigit():
                 print("error: opt_in.py: a pull_request run needs --pr", file=sys.stderr)
                 return 2

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""CI entry point: the `/perf` PR comment (perf-command.yml, issue_comment).
+"""CI entry point: the `/perf` PR comment and the perf labels (perf-command.yml).
 
-    python3 ci/perf_command.py --event-path "$GITHUB_EVENT_PATH" --repo OWNER/NAME [--workflow pr-gate.yml]
+    python3 ci/perf_command.py --event-name NAME --event-path "$GITHUB_EVENT_PATH" --repo OWNER/NAME \
+        [--workflow pr-gate.yml]
 
-A `/perf` or `/perf full` comment by an author with write access labels the PR and re-runs
-the gate of its current head (tritongate.github.optin). Other comments: nothing. A command by
-someone without write access: one `refused:` line, exit 0. Token: env GITHUB_TOKEN. Exit 0,
-2 bad usage, 5 API failure.
+issue_comment: a `/perf`, `/perf full` or `/perf [full] SHA` comment; pull_request (labeled):
+the `perf` or `perf-full` label added by hand. From an actor with write access (the
+collaborator-permission API), it re-runs the gate run of the head they saw
+(tritongate.github.optin); otherwise, or when it cannot act, it replies on the PR saying why.
+Other comments and labels: nothing. A comment whose author association cannot be a writer's:
+one `refused:` line, no API call. Token: env GITHUB_TOKEN. Exit 0, 2 bad usage, 5 API failure.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tritongate.github.optin import parse_command, run_command
+from tritongate.github.optin import parse_command, parse_label, reply, run_command
 from tritongate.github.rest import DEFAULT_API_URL, GitHubClient, GitHubError
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="perf_command.py")
+    p.add_argument("--event-name", default=os.environ.get("GITHUB_EVENT_NAME", "issue_comment"),
+                   choices=["issue_comment", "pull_request"])
     p.add_argument("--event-path", type=Path, required=True)
     p.add_argument("--repo", required=True)
     p.add_argument("--workflow", default="pr-gate.yml")
@@ -34,17 +39,21 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: perf_command.py: {args.event_path}: {exc}", file=sys.stderr)
         return 2
-    command = parse_command(event if isinstance(event, dict) else {})
+    event = event if isinstance(event, dict) else {}
+    command = parse_label(event) if args.event_name == "pull_request" else parse_command(event)
     if command == "ignored":
-        print("not a /perf command on a pull request")
+        print("not a /perf command or a perf label on a pull request")
         return 0
     if command == "refused":
-        print("refused: /perf needs write access to the repository (OWNER, MEMBER or COLLABORATOR)")
+        print("refused: /perf needs write access to the repository (its author is not an OWNER, MEMBER or COLLABORATOR)")
         return 0
     client = GitHubClient(api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
                           token=os.environ.get("GITHUB_TOKEN", ""))
     try:
-        print(run_command(client, args.repo, command, args.workflow))
+        outcome = run_command(client, args.repo, command, args.workflow)
+        print(outcome.line)
+        if outcome.reply:
+            reply(client, args.repo, command.pr, outcome.reply)
     except (GitHubError, ValueError) as exc:
         print(f"error: perf_command.py: {exc}", file=sys.stderr)
         return 5

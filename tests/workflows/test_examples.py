@@ -28,7 +28,7 @@ TG_USES = re.compile(r"^tritongate-org/tritongate/(\.github/(?:actions/[a-z-]+|w
 
 def test_there_are_same_org_and_cross_org_recipes() -> None:
     assert {p.relative_to(EXAMPLES).as_posix() for p in RECIPES} == {
-        f"{kind}/perf-{name}.yml" for kind in ("same-org", "cross-org") for name in ("gate", "comment", "nightly")}
+        f"{kind}/perf-{name}.yml" for kind in ("same-org", "cross-org") for name in ("gate", "comment", "nightly", "command")}
 
 
 def test_recipes_audit_clean_at_the_auditor_persona() -> None:
@@ -63,7 +63,8 @@ def test_every_input_a_recipe_passes_exists_and_every_required_one_is_passed() -
     uses = _tritongate_uses()
     assert {target for _, _, target, _ in uses} == {
         ".github/workflows/pr-gate.yml", ".github/workflows/pr-comment.yml", ".github/workflows/nightly-baseline.yml",
-        ".github/actions/pr-gate", ".github/actions/post-comment", ".github/actions/record-baseline"}
+        ".github/workflows/perf-command.yml", ".github/actions/pr-gate", ".github/actions/post-comment",
+        ".github/actions/record-baseline", ".github/actions/opt-in"}
     for path, node, target, _ in uses:
         if target.endswith(".yml"):
             declared = triggers(load_yaml(REPO / target))["workflow_call"]["inputs"]
@@ -111,8 +112,10 @@ def test_the_cross_org_gate_decides_as_the_reusable_workflow(fixture, labels, pr
     ours_dl = next(s for s in ours["gate"]["steps"] if s.get("id") == "changed")
     theirs_dl = next(s for s in theirs["gate"]["steps"] if s.get("id") == "changed")
     assert condition(theirs_dl["if"], Evaluator(ctx)) == condition(ours_dl["if"], Evaluator(ctx))
-    fork_guard = ours["gate"]["if"].split("&&", 1)[1].rsplit("&&", 2)[0]
-    assert condition(theirs["prescreen"]["if"], Evaluator(ctx)) == condition(fork_guard, Evaluator(ctx))
+    # the pre-screen too (the reusable's compiler-mode and prescreen inputs at the recipe's values)
+    screened = {**ctx, "inputs": {"compiler-mode": "source", "prescreen": True}}
+    assert condition(theirs["prescreen"]["if"], Evaluator(screened)) == condition(ours["prescreen"]["if"],
+                                                                                    Evaluator(screened))
 
 
 @pytest.mark.slow
@@ -129,7 +132,8 @@ def test_the_cross_org_prescreen_job_runs_through_the_action(tmp_path: Path) -> 
     server = server_with_store(tmp_path, store)
     github = github_context("pull_request", "pull_request.synchronize", server_url=server.as_uri(), token="t")
     (tmp_path / "event.json").write_text(json.dumps(github["event"]))
-    contexts = {"github": github, "vars": {}, "inputs": {}, "runner": {"temp": str(runner_temp), "os": "Linux"}}
+    contexts = {"github": github, "vars": {}, "inputs": {}, "runner": {"temp": str(runner_temp), "os": "Linux"},
+                "needs": {"opt-in": {"result": "success", "outputs": {"run": "true", "full": "false"}}}}
     assert condition(job["if"], Evaluator(contexts))
     uploads: dict[str, dict] = {}
 

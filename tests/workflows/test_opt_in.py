@@ -13,7 +13,8 @@ import pytest
 from tests.workflows.payloads import github_context, payload
 from tests.workflows.replay import Evaluator, condition, load_yaml
 from tests.workflows.test_pr_gate_steps import REPO, WORKFLOWS
-from tritongate.github.optin import Command, decide, parse_command, run_command
+from tritongate.github.optin import Command, decide, parse_command, parse_label, run_command
+from tritongate.github.rest import GitHubError
 
 
 @pytest.mark.parametrize("event, labels, opt_in, run, full", [
@@ -40,10 +41,15 @@ def _comment(body: str, association: str = "MEMBER", on_pr: bool = True) -> dict
     return event
 
 
+WHEN = "2026-12-05T10:00:00Z"
+
+
 @pytest.mark.parametrize("event, expected", [
-    (_comment("/perf"), Command(42, False)),
-    (_comment("/perf full"), Command(42, True)),
-    (_comment("/perf", "COLLABORATOR"), Command(42, False)),
+    (_comment("/perf"), Command(42, False, "maintainer", WHEN)),
+    (_comment("/perf full"), Command(42, True, "maintainer", WHEN)),
+    (_comment("/perf", "COLLABORATOR"), Command(42, False, "maintainer", WHEN)),
+    (_comment("/perf full 1111111"), Command(42, True, "maintainer", WHEN, sha="1111111")),
+    (_comment("/perf 111111"), "ignored"),                 # a SHA prefix is 7 characters or more
     (_comment("/perf", "CONTRIBUTOR"), "refused"),
     (_comment("/perf", "FIRST_TIME_CONTRIBUTOR"), "refused"),
     (_comment("/perf", "NONE"), "refused"),
@@ -56,33 +62,121 @@ def test_parse_command(event: dict, expected: Any) -> None:
     assert parse_command(event) == expected
 
 
+HEAD = "1" * 40
+
+
 class FakeClient:
-    def __init__(self, runs: list[dict]) -> None:
+    """The REST API as documented for the calls /perf makes: the collaborator permission
+    (``permission`` admin|write|read|none, 404 for a stranger), the PR, the workflow's runs of
+    a head (``status``, ``created_at``), the label, the re-run and the reply."""
+
+    def __init__(self, runs: list[dict], permission: str | None = "write", head: str = HEAD) -> None:
         self.calls: list[tuple[str, str, Any]] = []
-        self.runs = runs
+        self.runs, self.permission, self.head = runs, permission, head
 
     def get(self, path: str, **_: Any) -> Any:
         self.calls.append(("GET", path, None))
+        if "/collaborators/" in path:
+            if self.permission is None:
+                raise GitHubError("not a collaborator", status=404)
+            return {"permission": self.permission, "role_name": self.permission, "user": {"login": "x"}}
         if path.startswith("/repos/acme/triton/pulls/"):
-            return {"head": {"sha": "1" * 40}}
-        return {"workflow_runs": self.runs}
+            return {"head": {"sha": self.head}}
+        return {"total_count": len(self.runs), "workflow_runs": self.runs}
 
     def post(self, path: str, body: dict, **_: Any) -> Any:
         self.calls.append(("POST", path, body))
         return {}
 
+    def writes(self) -> list[str]:
+        return [path for method, path, _ in self.calls if method == "POST"]
 
-def test_the_command_labels_and_re_runs_the_heads_gate_run() -> None:
-    client = FakeClient([{"id": 77}])
-    line = run_command(client, "acme/triton", Command(42, True), "pr-gate.yml")  # type: ignore[arg-type]
+
+DONE = {"id": 77, "status": "completed", "conclusion": "failure", "created_at": "2026-12-05T09:00:00Z"}
+
+
+def test_a_writer_s_command_labels_and_re_runs_the_heads_gate_run() -> None:
+    client = FakeClient([DONE])
+    out = run_command(client, "acme/triton", Command(42, True, "maintainer", WHEN), "pr-gate.yml")  # type: ignore
     assert client.calls == [
+        ("GET", "/repos/acme/triton/collaborators/maintainer/permission", None),
         ("GET", "/repos/acme/triton/pulls/42", None),
+        ("GET", f"/repos/acme/triton/actions/workflows/pr-gate.yml/runs?head_sha={HEAD}&per_page=1", None),
         ("POST", "/repos/acme/triton/issues/42/labels", {"labels": ["perf-full"]}),
-        ("GET", f"/repos/acme/triton/actions/workflows/pr-gate.yml/runs?head_sha={'1' * 40}&per_page=1", None),
         ("POST", "/repos/acme/triton/actions/runs/77/rerun", {})]
-    assert "re-running run 77" in line
+    assert "re-running run 77" in out.line and out.reply is None
+
+
+@pytest.mark.parametrize("permission", ["read", "none", None])  # triage reads as read; None: 404, no collaborator
+def test_a_member_or_collaborator_without_write_access_is_refused_with_a_reply(permission) -> None:
+    """author_association MEMBER or COLLABORATOR says nothing about the role: the API decides."""
+    client = FakeClient([DONE], permission=permission)
+    out = run_command(client, "acme/triton", Command(42, False, "member", WHEN), "pr-gate.yml")  # type: ignore
+    assert out.line.startswith("refused:") and "write access" in out.reply and client.writes() == []
+
+
+def test_a_head_pushed_after_the_comment_is_not_run() -> None:
+    later = {**DONE, "created_at": "2026-12-05T10:05:00Z"}  # the run of a head pushed after the comment
+    client = FakeClient([later])
+    out = run_command(client, "acme/triton", Command(42, False, "maintainer", WHEN), "pr-gate.yml")  # type: ignore
+    assert "changed after your comment" in out.reply and client.writes() == []
+    # naming the head binds the command to it: the same run is then re-run
+    out = run_command(client, "acme/triton", Command(42, False, "maintainer", WHEN, sha=HEAD[:7]),  # type: ignore
+                      "pr-gate.yml")
+    assert out.reply is None and client.writes()[-1].endswith("/runs/77/rerun")
+    client = FakeClient([DONE], head="2" * 40)
+    out = run_command(client, "acme/triton", Command(42, False, "maintainer", WHEN, sha=HEAD[:7]),  # type: ignore
+                      "pr-gate.yml")
+    assert "now `222222222222`" in out.reply and client.writes() == []
+
+
+def test_a_run_in_progress_is_labelled_not_re_run_and_the_reply_says_so() -> None:
+    client = FakeClient([{**DONE, "status": "in_progress", "conclusion": None}])
+    out = run_command(client, "acme/triton", Command(42, False, "maintainer", WHEN), "pr-gate.yml")  # type: ignore
+    assert client.writes() == ["/repos/acme/triton/issues/42/labels"] and "still in_progress" in out.reply
     client = FakeClient([])
-    assert "no pr-gate.yml run" in run_command(client, "acme/triton", Command(42, False), "pr-gate.yml")  # type: ignore
+    out = run_command(client, "acme/triton", Command(42, False, "maintainer", WHEN), "pr-gate.yml")  # type: ignore
+    assert "no `pr-gate.yml` run" in out.reply
+
+
+def _labeled(name: str, *, fork: bool = False) -> dict:
+    event = payload("pull_request.labeled")
+    event["label"]["name"] = name
+    if fork:
+        event["pull_request"]["head"]["repo"] = {"full_name": "someone/triton"}
+    return event
+
+
+def test_only_the_perf_labels_are_requests_and_they_name_the_head_they_were_added_on() -> None:
+    assert parse_label(_labeled("bug")) == "ignored" and parse_label(_labeled("needs-rebase")) == "ignored"
+    command = parse_label(_labeled("perf-full"))
+    assert command == Command(42, True, "Codertocat", sha=HEAD, via_label=True)
+    client = FakeClient([DONE], head="2" * 40)  # pushed after the label: nothing runs
+    assert "now `222222222222`" in run_command(client, "acme/triton", command, "perf-gate.yml").reply  # type: ignore
+    client = FakeClient([DONE])
+    out = run_command(client, "acme/triton", command, "perf-gate.yml")  # type: ignore
+    assert client.writes() == ["/repos/acme/triton/actions/runs/77/rerun"] and out.reply is None  # no label added
+
+
+def test_the_command_job_runs_for_a_perf_comment_or_a_perf_label_on_a_same_repository_pr() -> None:
+    job = load_yaml(WORKFLOWS / "perf-command.yml")["jobs"]["command"]
+    for event, runs in ((_comment("/perf"), True), (_comment("lgtm"), False), (_comment("/perf", on_pr=False), False)):
+        ctx = {"github": {**github_context("issue_comment", "issue_comment.created"), "event": event}}
+        assert condition(job["if"], Evaluator(ctx)) is runs
+    for event, runs in ((_labeled("perf"), True), (_labeled("bug"), False), (_labeled("perf", fork=True), False)):
+        ctx = {"github": {**github_context("pull_request", "pull_request.labeled"), "event": event}}
+        assert condition(job["if"], Evaluator(ctx)) is runs
+
+
+def test_the_gate_does_not_start_on_a_label() -> None:
+    """Any label used to start a gate run (and cancel the one in flight); now only perf-command.yml
+    acts on labels, and only on the perf ones."""
+    from tests.workflows.test_policy import load, triggers
+
+    assert "labeled" not in triggers(load(WORKFLOWS / "pr-gate.yml"))["pull_request"]["types"]
+    for recipe in ("same-org", "cross-org"):
+        text = (REPO / "examples" / recipe / "perf-gate.yml").read_text(encoding="utf-8")
+        assert "labeled" not in text.split("merge_group")[0], recipe
 
 
 def test_a_refused_command_writes_nothing(tmp_path) -> None:
@@ -92,13 +186,6 @@ def test_a_refused_command_writes_nothing(tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-I", str(REPO / "ci" / "perf_command.py"), "--event-path", str(path),
                            "--repo", "acme/triton"], env=env, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0 and proc.stdout.startswith("refused:"), proc.stderr
-
-
-def test_the_command_job_runs_only_for_a_perf_comment_on_a_pr() -> None:
-    job = load_yaml(WORKFLOWS / "perf-command.yml")["jobs"]["command"]
-    for event, runs in ((_comment("/perf"), True), (_comment("lgtm"), False), (_comment("/perf", on_pr=False), False)):
-        ctx = {"github": {**github_context("issue_comment", "issue_comment.created"), "event": event}}
-        assert condition(job["if"], Evaluator(ctx)) is runs
 
 
 @pytest.mark.parametrize("opted_in, passes", [("false", False), ("true", True)])
@@ -125,3 +212,18 @@ def test_not_opted_in_skips_both_the_prescreen_and_the_gpu() -> None:
     ctx["needs"]["opt-in"]["outputs"] = {"run": "true", "full": "true"}  # perf-full: straight to the GPU, every row
     assert condition(jobs["prescreen"]["if"], Evaluator(ctx)) is False
     assert condition(jobs["gate"]["if"], Evaluator(ctx)) is True
+
+
+def test_perf_full_counts_without_opt_in_mode(tmp_path, monkeypatch) -> None:
+    """`/perf full` in a repository that runs every PR: the re-run must see perf-full, so the
+    labels are read live whether or not opt-in mode is on."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("opt_in_cli", REPO / "ci" / "opt_in.py")
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)  # type: ignore[union-attr]
+    monkeypatch.setattr(cli, "live_labels", lambda client, repo, pr: ["perf-full"])
+    out = tmp_path / "out"
+    assert cli.main(["--event-name", "pull_request", "--repo", "acme/triton", "--pr", "42", "--opt-in", "false",
+                     "--github-output", str(out)]) == 0
+    assert "run=true" in out.read_text() and "full=true" in out.read_text()

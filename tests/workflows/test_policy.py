@@ -95,7 +95,8 @@ def self_hosted(job: dict) -> bool:
 
 def test_the_expected_files_exist() -> None:
     assert {p.name for p in WORKFLOW_FILES} == EXPECTED_WORKFLOWS
-    assert [p.parent.name for p in ACTION_FILES] == ["build-compiler", "post-comment", "pr-gate", "record-baseline"]
+    assert [p.parent.name for p in ACTION_FILES] == ["build-compiler", "opt-in", "post-comment", "pr-gate",
+                                                     "record-baseline"]
 
 
 @pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
@@ -231,7 +232,8 @@ def test_pr_gate_is_reusable_gated_and_prescreened() -> None:
     doc = load(GITHUB / "workflows" / "pr-gate.yml")
     on = triggers(doc)
     assert set(on) == {"pull_request", "workflow_call", "merge_group"}
-    assert "labeled" in on["pull_request"]["types"]
+    # a label starts no gate run: perf-command.yml re-runs one, for the perf labels only
+    assert "labeled" not in on["pull_request"]["types"]
     inputs = on["workflow_call"]["inputs"]
     for name in ("runner-labels", "prescreen-runner-labels", "suite", "base-ref", "compiler-repo", "compiler-mode",
                  "ops", "max-age-days", "runner-class", "tritongate-ref", "full-run", "require-baseline"):

@@ -6,10 +6,15 @@ time; without the label the gate's result check *fails* with "not run: add the l
 required check is never passed by skipping. The labels are read from the API when the job
 starts, not from the event payload: a re-run of an old event sees the label added since.
 
-``/perf`` (or ``/perf full``) in a PR comment, by an author with write access (OWNER,
-MEMBER, COLLABORATOR in the event's ``author_association``), adds the label and re-runs the
-latest gate run of the PR's current head (a label added with GITHUB_TOKEN starts no new
-workflow run, a re-run through the API does). Anyone else's command is ignored.
+``/perf`` (or ``/perf full``, optionally followed by the head SHA or a prefix of it) in a PR
+comment, and the ``perf``/``perf-full`` label added by hand, re-run the latest gate run of the
+PR's head (a label added with GITHUB_TOKEN starts no new workflow run, a re-run through the
+API does). Only an actor with write access is obeyed, asked of the collaborator-permission
+API (``author_association`` is only a pre-filter: MEMBER and COLLABORATOR say nothing about
+the role). The command acts on the head the commenter saw: the head named in the command, or
+else a head whose gate run already existed when the comment was written; a head pushed later
+is refused. A run still in progress is labelled, not re-run. Whenever it cannot act, it says
+why in a reply on the PR.
 """
 
 from __future__ import annotations
@@ -21,8 +26,7 @@ from typing import Any, Iterable, Literal
 from tritongate.github.rest import GitHubClient
 
 LABEL, FULL_LABEL = "perf", "perf-full"
-WRITERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
-_COMMAND = re.compile(r"\A/perf(?:\s+(full))?\s*\Z")
+WRITERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})  # a pre-filter only: the API decides
 
 
 @dataclass(frozen=True)
@@ -50,13 +54,41 @@ def live_labels(client: GitHubClient, repo: str, pr: int) -> list[str]:
 
 @dataclass(frozen=True)
 class Command:
+    """A request to run the gate on PR ``pr``: a `/perf` comment (``created_at``, the head
+    prefix it named if any) or a perf label added by ``login`` (``head``: the event's)."""
+
     pr: int
     full: bool
+    login: str = ""
+    created_at: str = ""  # the comment's ISO time; "" for a label
+    sha: str = ""  # the head the command names: a prefix from the comment, the full SHA of a label event
+    via_label: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the command did (one line for the log) and, when it could not act, the reply
+    to post on the PR."""
+
+    line: str
+    reply: str | None = None
+
+
+WRITE_PERMISSIONS = frozenset({"admin", "write"})  # the API maps maintain to write, triage to read
+_COMMAND = re.compile(r"\A/perf(?:\s+(full))?(?:\s+([0-9a-f]{7,40}))?\s*\Z")
+
+
+def _login(event: dict[str, Any], key: str) -> str:
+    actor = event.get(key)
+    user = actor.get("user") if key == "comment" and isinstance(actor, dict) else actor
+    login = user.get("login") if isinstance(user, dict) else None
+    return login if isinstance(login, str) and re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?", login) \
+        else ""
 
 
 def parse_command(event: dict[str, Any]) -> Command | Literal["ignored", "refused"]:
     """The `/perf` command of an issue_comment event, 'ignored' (not a command on a PR) or
-    'refused' (a command by an author without write access)."""
+    'refused' (a command by an author whose association cannot be a writer's)."""
     issue, comment = event.get("issue"), event.get("comment")
     if event.get("action") != "created" or not isinstance(issue, dict) or not isinstance(comment, dict):
         return "ignored"
@@ -65,30 +97,99 @@ def parse_command(event: dict[str, Any]) -> Command | Literal["ignored", "refuse
     m = _COMMAND.match(comment.get("body") or "") if isinstance(comment.get("body"), str) else None
     if not m:
         return "ignored"
-    if comment.get("author_association") not in WRITERS:
+    login, created = _login(event, "comment"), comment.get("created_at")
+    if comment.get("author_association") not in WRITERS or not login:
         return "refused"
-    return Command(pr=issue["number"], full=m.group(1) == "full")
+    return Command(pr=issue["number"], full=m.group(1) == "full", login=login,
+                   created_at=created if isinstance(created, str) else "", sha=m.group(2) or "")
 
 
-def run_command(client: GitHubClient, repo: str, command: Command, workflow: str) -> str:
-    """Label the PR, then re-run the latest run of ``workflow`` for its current head. Returns
-    what was done, one line."""
+def parse_label(event: dict[str, Any]) -> Command | Literal["ignored"]:
+    """The run request of a pull_request ``labeled`` event: the perf labels only."""
+    label, pull = event.get("label"), event.get("pull_request")
+    name = label.get("name") if isinstance(label, dict) else None
+    if event.get("action") != "labeled" or name not in (LABEL, FULL_LABEL) or not isinstance(pull, dict):
+        return "ignored"
+    head = (pull.get("head") or {}).get("sha") if isinstance(pull.get("head"), dict) else None
+    number, login = event.get("number"), _login(event, "sender")
+    if type(number) is not int or not isinstance(head, str) or not re.fullmatch(r"[0-9a-f]{40}", head) or not login:
+        return "ignored"
+    return Command(pr=number, full=name == FULL_LABEL, login=login, sha=head, via_label=True)
+
+
+def can_write(client: GitHubClient, repo: str, login: str) -> tuple[bool, str]:
+    """Whether ``login`` has write access to ``repo`` (admin, maintain or write), and the
+    permission the API gave (``none`` when it knows no such collaborator)."""
+    from tritongate.github.rest import GitHubError
+
+    try:
+        doc = client.get(f"/repos/{repo}/collaborators/{login}/permission", what=f"reading {login}'s permission",
+                         permission="metadata: read")
+    except GitHubError as exc:
+        if exc.status == 404:
+            return False, "none"
+        raise
+    permission = doc.get("permission") if isinstance(doc, dict) else None
+    permission = permission if isinstance(permission, str) else "none"
+    return permission in WRITE_PERMISSIONS, permission
+
+
+def run_command(client: GitHubClient, repo: str, command: Command, workflow: str) -> Outcome:
+    """Check the actor, bind the command to the head they saw, label the PR (a comment), then
+    re-run the latest run of ``workflow`` for that head."""
+    asked = "the perf label" if command.via_label else "/perf"
+    allowed, permission = can_write(client, repo, command.login)
+    if not allowed:
+        return Outcome(f"refused: {command.login} has {permission} access",
+                       f"@{command.login}: {asked} runs the GPU gate only for someone with write access to this "
+                       f"repository; yours is `{permission}`. Ask a maintainer.")
     pull = client.get(f"/repos/{repo}/pulls/{command.pr}", what=f"reading PR #{command.pr}",
                       permission="pull-requests: read")
     head = (pull.get("head") or {}).get("sha") if isinstance(pull, dict) else None
     if not isinstance(head, str) or not re.fullmatch(r"[0-9a-f]{40}", head):
         raise ValueError(f"PR #{command.pr} has no head sha")
-    label = FULL_LABEL if command.full else LABEL
-    client.post(f"/repos/{repo}/issues/{command.pr}/labels", {"labels": [label]},
-                what=f"labelling PR #{command.pr}", permission="pull-requests: write")
+    again = "add the label again" if command.via_label else "comment /perf again"
+    if command.sha and not head.startswith(command.sha):
+        return Outcome(f"refused: the head is {head[:12]}, not {command.sha[:12]}",
+                       f"@{command.login}: the head of this PR is now `{head[:12]}`, not `{command.sha[:12]}`; "
+                       f"nothing was run. Review the new head, then {again}.")
     runs = client.get(f"/repos/{repo}/actions/workflows/{workflow}/runs?head_sha={head}&per_page=1",
                       what="finding the gate run of the PR head", permission="actions: read")
     found = runs.get("workflow_runs") if isinstance(runs, dict) else None
-    if not found:
-        return f"labelled #{command.pr} {label}; no {workflow} run of {head[:12]} to re-run (the next push runs it)"
-    run_id = found[0].get("id")
+    run = found[0] if isinstance(found, list) and found and isinstance(found[0], dict) else None
+    created = run.get("created_at") if run else None
+    if (not command.sha and command.created_at and isinstance(created, str)
+            and _instant(created) > _instant(command.created_at)):
+        return Outcome(f"refused: {head[:12]} was pushed after the comment",
+                       f"@{command.login}: this PR's head changed after your comment (now `{head[:12]}`); "
+                       f"nothing was run. Review it, then comment `/perf` again (or `/perf {head[:12]}`).")
+    label = FULL_LABEL if command.full else LABEL
+    if not command.via_label:
+        client.post(f"/repos/{repo}/issues/{command.pr}/labels", {"labels": [label]},
+                    what=f"labelling PR #{command.pr}", permission="pull-requests: write")
+    if run is None:
+        return Outcome(f"labelled #{command.pr} {label}; no {workflow} run of {head[:12]} to re-run",
+                       f"@{command.login}: labelled `{label}`; no `{workflow}` run of `{head[:12]}` exists yet. "
+                       "It runs with the label when it starts.")
+    run_id = run.get("id")
     if type(run_id) is not int:
         raise ValueError("the workflow run has no id")
+    if run.get("status") != "completed":
+        return Outcome(f"labelled #{command.pr} {label}; run {run_id} of {head[:12]} is {run.get('status')}",
+                       f"@{command.login}: run {run_id} of `{head[:12]}` is still {run.get('status')}; it read "
+                       f"the labels when it started, so it may not run the gate. When it finishes, {again}.")
     client.post(f"/repos/{repo}/actions/runs/{run_id}/rerun", {}, what=f"re-running run {run_id}",
                 permission="actions: write")
-    return f"labelled #{command.pr} {label}; re-running run {run_id} of {head[:12]}"
+    return Outcome(f"labelled #{command.pr} {label}; re-running run {run_id} of {head[:12]}")
+
+
+def reply(client: GitHubClient, repo: str, pr: int, text: str) -> None:
+    client.post(f"/repos/{repo}/issues/{pr}/comments", {"body": text}, what=f"replying on PR #{pr}",
+                permission="pull-requests: write")
+
+
+def _instant(text: str) -> float:
+    """An ISO 8601 time from the API (``2026-12-05T10:00:00Z``) as seconds; ``ValueError``."""
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
