@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """CI entry point: post a verdict folder as the sticky PR comment.
 
-    python ci/post_comment.py --verdict-dir DIR --repo OWNER/NAME --pr N --head-sha SHA \
-        [--key KEY] [--api-url URL] [--bot-login LOGIN] [--dry-run]
+    python ci/post_comment.py --verdict-dir DIR --repo OWNER/NAME (--pr N | --head-repo OWNER/NAME
+        --head-branch BRANCH) --head-sha SHA [--key KEY] [--api-url URL] [--bot-login LOGIN] [--dry-run]
 
 Runs in the `workflow_run` job on a GitHub-hosted runner with pydantic, rich, numpy, scipy and
 pyyaml installed; the verdict folder is an untrusted artifact whose verdict.md is never posted
 (the comment is rendered from its verdict.json: ``tritongate.github.trusted``). ``--pr`` and ``--head-sha`` come from the trusted
-``workflow_run`` event; the PR is read back and its head must still be ``--head-sha``.
+``workflow_run`` event; the PR is read back and its head must still be ``--head-sha``. A fork PR's
+event lists no PR: then the open PR whose head is ``--head-repo``:``--head-branch`` at
+``--head-sha`` (the event's ``head_repository`` and ``head_branch``) is looked up, never a
+number from the artifact.
 The token is env ``GITHUB_TOKEN`` (never printed); the API base is ``--api-url``, else env
 ``GITHUB_API_URL``, else https://api.github.com.
 
@@ -31,7 +34,7 @@ from typing import Callable, Mapping, NoReturn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tritongate.github.comment import (
-    DEFAULT_BOT_LOGIN, Outcome, Target, VerdictInputError, post_verdict, read_verdict, validate_login,
+    DEFAULT_BOT_LOGIN, Outcome, Target, VerdictInputError, post_verdict, pr_of_head, read_verdict, validate_login,
     validate_key, validate_pr, validate_repo, validate_sha)
 from tritongate.github.rest import DEFAULT_API_URL, GitHubClient, GitHubError, validate_api_url
 
@@ -66,7 +69,9 @@ def _parser() -> argparse.ArgumentParser:
                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--verdict-dir", required=True, type=Path, help="the folder holding verdict.md and verdict.json")
     p.add_argument("--repo", required=True, help="OWNER/NAME of the base repository")
-    p.add_argument("--pr", required=True, help="the pull request number")
+    p.add_argument("--pr", default="", help="the pull request number the event lists")
+    p.add_argument("--head-repo", default="", help="without --pr: the event's head repository (OWNER/NAME)")
+    p.add_argument("--head-branch", default="", help="without --pr: the event's head branch")
     p.add_argument("--head-sha", required=True, help="the PR head commit the verdict is for (40 hex digits)")
     p.add_argument("--api-url", help="GitHub API base (default: env GITHUB_API_URL, else https://api.github.com)")
     p.add_argument("--bot-login", default=DEFAULT_BOT_LOGIN,
@@ -121,7 +126,7 @@ def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
         args = _parser().parse_args(argv)
         token = _token(env, args.dry_run)
         owner, name = validate_repo(args.repo)
-        target = Target(owner=owner, name=name, pr=validate_pr(args.pr), head_sha=validate_sha(args.head_sha))
+        head_sha = validate_sha(args.head_sha)
         bot = validate_login(args.bot_login)
         try:
             api = validate_api_url(args.api_url or env.get("GITHUB_API_URL") or DEFAULT_API_URL)
@@ -129,6 +134,12 @@ def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
             raise VerdictInputError(str(exc)) from None
         verdict = read_verdict(args.verdict_dir)
         client = GitHubClient(api_url=api, token=token, sleep=sleep)
+        pr = validate_pr(args.pr) if args.pr else pr_of_head(client, f"{owner}/{name}", args.head_repo,
+                                                              args.head_branch, head_sha)
+        if pr is None:
+            print(f"no open PR of {args.head_repo}:{args.head_branch} at {head_sha}: nothing posted")
+            return EXIT_OK
+        target = Target(owner=owner, name=name, pr=pr, head_sha=head_sha)
         outcome = post_verdict(client, target, verdict, bot_login=bot, dry_run=args.dry_run,
                                key=validate_key(args.key))
     except SystemExit as exc:  # --help

@@ -5,9 +5,11 @@
 #
 # Environment: VERDICTS (where the tritongate-verdict-* artifacts were downloaded; with one
 # artifact, download-artifact unpacks it there without its folder), REPO, HEAD_SHA (from the
-# workflow_run event), EVENT_PR (the event's PR number; empty for fork PRs, whose number is
-# then taken from the artifact's pr.json and checked against HEAD_SHA by post_comment.py),
-# GITHUB_TOKEN. Everything read from the artifacts is untrusted data.
+# workflow_run event), EVENT_PR (the event's PR number; empty for fork PRs, whose PR is then
+# looked up from HEAD_REPO and HEAD_BRANCH, the event's head repository and branch, at
+# HEAD_SHA; never a number from the artifact), GITHUB_TOKEN. Everything read from the
+# artifacts is untrusted data: pr.json gives only the sticky key (one comment per runner
+# class and suite, on the PR resolved here).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -48,9 +50,13 @@ if not isinstance(key, str) or not re.fullmatch(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0
 print(pr, key or "-")
 PY
   )"
-  read -r art_pr key <<< "$fields"
-  pr="${EVENT_PR:-$art_pr}"
+  read -r _ key <<< "$fields"
   [[ "$key" == - ]] && key=""
-  python -I "$here/post_comment.py" --verdict-dir "$dir" --repo "$REPO" --pr "$pr" --head-sha "$HEAD_SHA" \
+  if [[ -n "${EVENT_PR:-}" ]]; then
+    which=(--pr "$EVENT_PR")
+  else
+    which=(--head-repo "${HEAD_REPO:-}" --head-branch "${HEAD_BRANCH:-}")
+  fi
+  python -I "$here/post_comment.py" --verdict-dir "$dir" --repo "$REPO" "${which[@]}" --head-sha "$HEAD_SHA" \
     --key "$key"
 done

@@ -567,3 +567,31 @@ def test_each_key_has_its_own_sticky_and_an_unkeyed_one_is_left_alone(capsys, st
     assert stub.comments[0] is unkeyed and "tritongate-key" not in unkeyed["body"]
     code, _, err = run(capsys, stub, folder, "--key", "a b")
     assert code == 2 and "not a plain name" in err
+
+
+# -- a fork PR: found from the event's head, never from the artifact --------------------------
+def _open_pulls(*pulls: tuple[int, str, str]) -> list[dict[str, Any]]:
+    """GET /repos/{o}/{r}/pulls?state=open&head=OWNER:BRANCH, as documented: number, head.sha, head.repo."""
+    return [{"number": n, "head": {"sha": sha, "ref": "fix-1", "repo": {"full_name": repo}}} for n, sha, repo in pulls]
+
+
+def test_a_fork_pr_is_found_from_the_event_s_head_repository_branch_and_sha(capsys, stub, tmp_path):
+    stub.scripted[("GET", "/repos/o/r/pulls")] = [(200, {}, _open_pulls((99, OTHER_SHA, "someone/r"),
+                                                                         (PR, SHA, "someone/r")))]
+    folder = verdict_dir(tmp_path)
+    argv = ["--verdict-dir", str(folder), "--repo", "o/r", "--head-repo", "someone/r", "--head-branch", "fix-1",
+            "--head-sha", SHA, "--api-url", stub.url]
+    assert CLI.main(argv, env={"GITHUB_TOKEN": TOKEN}, sleep=_no_sleep) == 0
+    listing = stub.requests[0].path
+    assert listing.startswith("/repos/o/r/pulls?") and "head=someone:fix-1" in listing and "state=open" in listing
+    assert [r.path for r in stub.writes] == [f"/repos/o/r/issues/{PR}/comments"]
+
+
+@pytest.mark.parametrize("pulls", [(), ((PR, OTHER_SHA, "someone/r"),), ((PR, SHA, "mallory/r"),),
+                                   ((PR, SHA, "someone/r"), (8, SHA, "someone/r"))])
+def test_no_single_open_pr_at_that_head_posts_nothing(capsys, stub, tmp_path, pulls):
+    stub.scripted[("GET", "/repos/o/r/pulls")] = [(200, {}, _open_pulls(*pulls))]
+    argv = ["--verdict-dir", str(verdict_dir(tmp_path)), "--repo", "o/r", "--head-repo", "someone/r",
+            "--head-branch", "fix-1", "--head-sha", SHA, "--api-url", stub.url]
+    assert CLI.main(argv, env={"GITHUB_TOKEN": TOKEN}, sleep=_no_sleep) == 0
+    assert "nothing posted" in capsys.readouterr().out and stub.writes == []

@@ -211,7 +211,8 @@ def _post_comments(tmp_path: Path, verdicts: Path, event_pr: str) -> subprocess.
     (fake_ci / "post_comment.py").write_text("import sys; print('ARGS', sys.argv[1:])\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
     env.update(PATH=f"{Path(sys.executable).parent}:{env['PATH']}", GITHUB_TOKEN="t", REPO="acme/triton",
-               EVENT_PR=event_pr, HEAD_SHA=SHA_HEAD, VERDICTS=str(verdicts))
+               EVENT_PR=event_pr, HEAD_SHA=SHA_HEAD, VERDICTS=str(verdicts), HEAD_REPO="someone/triton",
+               HEAD_BRANCH="fix-1")
     return subprocess.run(["bash", str(fake_ci / "post_comments.sh")], env=env, capture_output=True, text=True,
                           timeout=60)
 
@@ -223,9 +224,12 @@ def _verdict(folder: Path, pr_json: str | None) -> None:
         (folder / "pr.json").write_text(pr_json)
 
 
+FROM_HEAD = "'--head-repo', 'someone/triton', '--head-branch', 'fix-1'"
+
+
 @pytest.mark.parametrize("event_pr, pr_json, posted_pr", [
-    ("7", '{"pr": 7, "key": "h200-pr"}', "7"),          # same-repository PR: the event names it
-    ("", '{"pr": 42, "head_sha": "x"}', "42"),          # fork PR: the artifact's number
+    ("7", '{"pr": 7, "key": "h200-pr"}', "'--pr', '7'"),  # same-repository PR: the event names it
+    ("", '{"pr": 42, "head_sha": "x"}', FROM_HEAD),       # fork PR: looked up from the event's head, not 42
     ("", '{"pr": "42; rm -rf /"}', None),               # not an integer
     ("", '{"pr": 0}', None),
     ("", '{"pr": 4, "key": "a b"}', None),              # a key that is not a plain name
@@ -241,7 +245,7 @@ def test_comment_step_takes_the_pr_number_safely(tmp_path: Path, event_pr: str, 
         assert proc.returncode != 0 and "ARGS" not in proc.stdout, proc.stdout + proc.stderr
     else:
         assert proc.returncode == 0, proc.stderr
-        assert f"'--pr', '{posted_pr}', '--head-sha', '{SHA_HEAD}'" in proc.stdout
+        assert f"{posted_pr}, '--head-sha', '{SHA_HEAD}'" in proc.stdout and "'42'" not in proc.stdout
 
 
 def test_comment_step_posts_one_sticky_per_runner_class_and_suite(tmp_path: Path) -> None:

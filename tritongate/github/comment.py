@@ -88,6 +88,24 @@ def validate_repo(value: str) -> tuple[str, str]:
     return owner, name
 
 
+def pr_of_head(client: GitHubClient, repo: str, head_repo: str, head_branch: str, head_sha: str) -> int | None:
+    """The open PR of ``repo`` whose head is ``head_branch`` of ``head_repo`` at ``head_sha``
+    (a fork PR, which the workflow_run event does not list); None when there is none.
+    ``VerdictInputError`` for a head that is not OWNER/NAME and a branch name."""
+    import urllib.parse
+
+    head_owner, _ = validate_repo(head_repo)
+    if not head_branch or len(head_branch) > 255 or any(ch.isspace() or ord(ch) < 32 for ch in head_branch):
+        raise VerdictInputError(f"head branch {head_branch[:60]!r} is not a branch name")
+    head = urllib.parse.quote(f"{head_owner}:{head_branch}", safe=":")
+    pulls = client.get_pages(f"/repos/{repo}/pulls?state=open&head={head}&per_page=100",
+                             what=f"finding the open PR of {head_owner}:{head_branch}", permission="pull-requests: read")
+    found = [p.get("number") for p in pulls if isinstance(p, dict) and isinstance(p.get("head"), dict)
+             and p["head"].get("sha") == head_sha and type(p.get("number")) is int
+             and ((p["head"].get("repo") or {}).get("full_name") or "").lower() == head_repo.lower()]
+    return found[0] if len(found) == 1 else None
+
+
 def validate_login(value: str) -> str:
     if not _LOGIN.fullmatch(value.strip()):
         raise VerdictInputError(f"bot login {value[:60]!r} is not a GitHub login")
