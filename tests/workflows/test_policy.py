@@ -288,9 +288,16 @@ def test_comment_job_runs_default_branch_code_on_a_github_hosted_runner() -> Non
     post = next(s for s in job["steps"] if s.get("uses") == "./tritongate/.github/actions/post-comment")
     assert post["with"] == {"run-id": "${{ github.event.workflow_run.id }}",
                             "head-sha": "${{ github.event.workflow_run.head_sha }}",
-                            "event-pr": "${{ github.event.workflow_run.pull_requests[0].number }}"}
+                            "event-pr": "${{ github.event.workflow_run.pull_requests[0].number }}",
+                            # a fork PR is looked up from these; the PR names them, so they reach the
+                            # script only through env: and are checked there (never in a run: line)
+                            "head-repo": "${{ github.event.workflow_run.head_repository.full_name }}",
+                            "head-branch": "${{ github.event.workflow_run.head_branch }}"}
     text = "\n".join(strings(job)) + "\n".join(strings(action))
-    for needle in ("head_branch", "head_repository", "pull_request.head", "-e ", "requirements", "install ."):
+    runs = "\n".join(s.get("run", "") for s in [*job["steps"], *action["runs"]["steps"]])
+    for needle in ("head_branch", "head_repository", "inputs.head-branch", "inputs.head-repo"):
+        assert needle not in runs, needle
+    for needle in ("pull_request.head", "-e ", "requirements", "install ."):
         assert needle not in text, needle
     installs = [s["run"] for s in action["runs"]["steps"] if "pip install" in s.get("run", "")]
     assert len(installs) == 1 and "--only-binary :all:" in installs[0]
