@@ -16,8 +16,8 @@ INSTALLED = Path(triton.__file__).resolve().parent
 
 def test_the_launch_path_holds_the_binder_autotuner_and_launcher_but_not_the_interpreter() -> None:
     files = launch_path_files(INSTALLED)
-    assert {"runtime/jit.py", "runtime/autotuner.py", "backends/nvidia/driver.py", "backends/nvidia/driver.c",
-            "compiler/compiler.py"} <= set(files)
+    assert {"__init__.py", "runtime/jit.py", "runtime/autotuner.py", "backends/nvidia/driver.py",
+            "backends/nvidia/driver.c", "compiler/compiler.py"} <= set(files)
     assert "runtime/interpreter.py" not in files and "backends/nvidia/compiler.py" not in files
 
 

@@ -79,3 +79,31 @@ def test_a_comment_uses_no_gpu(record, tmp_path):
     assert doc["rows_changed"] == [] and doc["target"] == "cuda:90"
     verdict = json.loads((out / "verdict" / "verdict.json").read_text())
     assert {r["verdict"] for r in verdict["rows"]} == {"IDENTICAL_BINARY"}
+
+
+def test_a_pr_build_cannot_write_the_step_s_outputs(record, tmp_path):
+    """A PR whose Triton appends `rows_changed=0` (and a BASH_ENV line) to the runner's file
+    commands when imported: the pre-screen runs it (probe, recompile, capture) with those
+    variables removed, so the step's outputs are the pre-screen's own."""
+    import difflib
+
+    import triton
+
+    init = Path(triton.__file__).read_text()
+    hostile = init + ("\nimport os as _os\nfor _name in ('GITHUB_OUTPUT', 'GITHUB_ENV'):\n"
+                      "    if _os.environ.get(_name):\n"
+                      "        open(_os.environ[_name], 'a').write('rows_changed=0\\nBASH_ENV=/tmp/owned\\n')\n")
+    rel = "python/triton/__init__.py"
+    patch = tmp_path / "hostile.patch"
+    patch.write_text(f"diff --git a/{rel} b/{rel}\n" + "".join(difflib.unified_diff(
+        init.splitlines(True), hostile.splitlines(True), f"a/{rel}", f"b/{rel}")))
+    build = make_overlay(sys.executable, [patch], tmp_path / "overlay")
+    outputs, env_file = tmp_path / "github_output", tmp_path / "github_env"
+    outputs.touch()
+    env_file.touch()
+    env = {**os.environ, "GITHUB_OUTPUT": str(outputs), "GITHUB_ENV": str(env_file)}
+    proc = subprocess.run([sys.executable, str(ROOT / "ci" / "prescreen.py"), "--baseline", str(record),
+                           "--base-python", sys.executable, "--cand-python", str(build.python),
+                           "--out", str(tmp_path / "o")], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert env_file.read_text() == "" and outputs.read_text() == "rows_changed=8\nrows_total=8\n"

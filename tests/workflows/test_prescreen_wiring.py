@@ -27,7 +27,7 @@ FAKE_PRESCREEN = '''
 import argparse, json, os, sys
 from pathlib import Path
 p = argparse.ArgumentParser()
-for opt in ("--baseline", "--base-python", "--cand-python", "--out"):
+for opt in ("--baseline", "--base-python", "--cand-python", "--out", "--suite"):
     p.add_argument(opt, required=True)
 a = p.parse_args()
 changed, total = int(os.environ["FAKE_CHANGED"]), 5
@@ -42,7 +42,7 @@ if changed == 0:
     (out / "verdict" / "verdict.md").write_text(f"0 of {total} rows' kernels changed under this PR; no GPU time used\\n")
 with open(os.environ["GITHUB_OUTPUT"], "a") as f:
     f.write(f"rows_changed={changed}\\nrows_total={total}\\n")
-print("prescreen", a.base_python, a.cand_python)
+print("prescreen", a.base_python, a.cand_python, "suite", a.suite)
 '''
 
 FAKE_PAIR = '''

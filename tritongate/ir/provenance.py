@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from tritongate.childenv import build_env
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import UsageError
 from tritongate.ir.index import INDEX
@@ -74,7 +75,7 @@ def build_of(python: str, env: Mapping[str, str] | None = None, timeout_s: float
 
     try:
         proc = subprocess.run([python, "-c", _BUILD_PROBE], capture_output=True, text=True, timeout=timeout_s,
-                              env={**os.environ, **(env or {})})
+                              env={**build_env(os.environ), **(env or {})})
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UsageError(f"{python}: cannot ask it for its Triton build ({type(exc).__name__}: {exc})") from None
     if proc.returncode != 0:

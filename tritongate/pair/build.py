@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from tritongate.childenv import build_env
 from tritongate.errors import UsageError
 
 SIDES = ("base", "candidate")
@@ -80,9 +81,10 @@ class CompilerBuild:
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def environment(self, parent: Mapping[str, str], *, pythonpath: Path, cache_dir: Path) -> dict[str, str]:
-        """The worker's environment: the parent's, with this package importable first, a
-        private ``TRITON_CACHE_DIR`` (unless the overlay sets one), then the overlay."""
-        env = dict(parent)
+        """The worker's environment: the parent's without the runner's file commands and tokens
+        (``childenv``: the build is a PR's code), with this package importable first, a private
+        ``TRITON_CACHE_DIR`` (unless the overlay sets one), then the overlay."""
+        env = build_env(parent)
         env["PYTHONPATH"] = os.pathsep.join([str(pythonpath)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         env["TRITON_CACHE_DIR"] = str(cache_dir)
         env["PYTHONUNBUFFERED"] = "1"

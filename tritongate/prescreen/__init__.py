@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import tritongate
+from tritongate.childenv import build_env
 from tritongate import __version__
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import GateError, UsageError
@@ -65,7 +66,7 @@ def _package_root() -> str:
 
 def _aot_cmd(python: str, record: Path, out: Path, target: str) -> tuple[list[str], dict[str, str]]:
     """``python -m tritongate ir`` (this tritongate, the build's Triton) into ``out``."""
-    env = dict(os.environ)
+    env = build_env(os.environ)  # the build is a PR's code: no file commands, no tokens
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH", "")) if p)
     env.pop("TRITON_INTERPRET", None)  # AOT compiles: the interpreter would make nothing
     # binaries compared without line info, as GPU runs launch them: debug sections carry the

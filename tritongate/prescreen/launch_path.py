@@ -5,7 +5,8 @@ Two builds whose compilers emit the same TTGIR and cubin for every recorded vari
 run a row differently: the binder (``runtime/jit.py``) may specialize other arguments, the
 autotuner (``runtime/autotuner.py``) prune or pick otherwise, the launcher
 (``backends/<x>/driver.py`` and its C template ``driver.c``) cost more per launch, and
-``compiler/compiler.py`` (``CompiledKernel``) or ``knobs.py`` change the defaults in between.
+``compiler/compiler.py`` (``CompiledKernel``) or ``knobs.py`` change the defaults in between,
+and ``__init__.py``, imported first, can replace any of them.
 The ahead-of-time diff sees none of that; a PR that changes any of these files has every row
 timed. ``runtime/interpreter.py`` is left out: a GPU run never executes it.
 
@@ -20,8 +21,8 @@ import hashlib
 from pathlib import Path
 from typing import Mapping
 
-LAUNCH_PATH_GLOBS = ("runtime/*.py", "backends/*/driver.py", "backends/*/driver.c", "compiler/compiler.py",
-                     "knobs.py")
+LAUNCH_PATH_GLOBS = ("__init__.py", "runtime/*.py", "backends/*/driver.py", "backends/*/driver.c",
+                     "compiler/compiler.py", "knobs.py")
 NOT_LAUNCH_PATH = frozenset({"runtime/interpreter.py"})
 
 

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from tritongate.childenv import build_env
 from tritongate.errors import UsageError
 from tritongate.ir.capture import CAPTURE_ONLY_ENV
 from tritongate.ir.diff import split_row
@@ -63,7 +64,7 @@ def capture_cmd(python: str, record: Path, suite: str, rows: list[RowKey], out: 
     """``python -m tritongate run`` replaying ``record``'s configs on the interpreter, capture only."""
     rows_file = out.with_name(out.name + ".rows.json")
     rows_file.write_text(json.dumps([list(k) for k in rows]), encoding="utf-8")
-    env = dict(os.environ)
+    env = build_env(os.environ)  # the build is a PR's code: no file commands, no tokens
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
     env.update({"TRITON_INTERPRET": "1", CAPTURE_ONLY_ENV: "1", CAPTURE_TARGET_ENV: target})
     env.pop("CUDA_VISIBLE_DEVICES", None)

@@ -206,9 +206,14 @@ install_deps() {  # into the venv: tritongate's runtime deps; torch only when th
   "$vpy" -m pip install -q --disable-pip-version-check "${TG_DEPS[@]}"
 }
 
+# The compiler's own code (its setup.py and CMake, its Triton when imported) runs through
+# compiler_code.sh: without the runner's file commands and tokens, and in a PR job with a
+# throwaway HOME.
+compiler_code() { bash "$(dirname "${BASH_SOURCE[0]}")/compiler_code.sh" "$@"; }
+
 check_compiler() {  # the venv's own triton, not the base interpreter's
   local venv="$1"
-  "$venv/bin/python" - "$venv" <<'EOF'
+  compiler_code "$venv/bin/python" - "$venv" <<'EOF'
 import os, sys
 import triton
 venv = os.path.realpath(sys.argv[1])
@@ -265,12 +270,12 @@ install_source() {
     die "no setup.py or pyproject.toml in $TG_REPO@$TG_REF (looked in ./ and ./python)"
   fi
   echo "building $TG_REPO from ${target#"$GITHUB_WORKSPACE/"} (this takes a while the first time)" >&2
-  "$vpy" -m pip install --disable-pip-version-check "$target"
+  compiler_code "$vpy" -m pip install --disable-pip-version-check "$target"
 }
 
 install_wheel() {
   local vpy="$1"
-  "$vpy" -m pip install --disable-pip-version-check "$TG_WHEEL"
+  compiler_code "$vpy" -m pip install --disable-pip-version-check "$TG_WHEEL"
 }
 
 # What an overlay can take: the Python sources of the package (tritongate.overlay maps these

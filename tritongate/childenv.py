@@ -1,0 +1,25 @@
+"""The environment a compiler build's own code runs in: never the runner's file commands.
+
+GitHub Actions hands each step files to append to (``GITHUB_ENV``, ``GITHUB_PATH``,
+``GITHUB_OUTPUT``, ``GITHUB_STEP_SUMMARY``, ``GITHUB_STATE``) and, to actions, runtime tokens.
+With them a PR's compiler (its build scripts, its Triton imported by a worker or a recompile)
+could set the step's outputs (``rows_changed``) or the job's later environment: one line
+``BASH_ENV=...`` appended to ``GITHUB_ENV`` runs code in every later ``bash`` step. Every
+process tritongate starts under a build's interpreter gets this environment instead.
+
+This keeps honest mistakes and casual tampering out; it is not a sandbox: the build runs as
+the runner's user (docs/adopting.md says what the gate does not defend against).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+FILE_COMMANDS = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_STATE")
+RUNNER_TOKENS = ("GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_RUNTIME_URL", "ACTIONS_RESULTS_URL",
+                 "ACTIONS_CACHE_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL")
+
+
+def build_env(parent: Mapping[str, str]) -> dict[str, str]:
+    """``parent`` without the runner's file commands and tokens."""
+    return {k: v for k, v in parent.items() if k not in FILE_COMMANDS and k not in RUNNER_TOKENS}
