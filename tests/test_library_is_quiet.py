@@ -12,6 +12,8 @@ import tritongate
 PACKAGE = Path(tritongate.__file__).parent
 # processes of their own (``python -m ...``), whose exit status and stderr are what they report
 WORKER_PROCESSES = {"pair/worker.py", "batch/worker.py"}
+# names the runner's files only to take them away from a compiler build's processes
+REMOVES_RUNNER_FILES = {"childenv.py"}
 
 
 def _entry_block(node: ast.AST) -> bool:
@@ -35,7 +37,8 @@ def offences() -> list[str]:
             elif isinstance(node, ast.Attribute) and node.attr in ("exit", "_exit") and \
                     isinstance(node.value, ast.Name) and node.value.id in ("sys", "os"):
                 found.append(f"{rel}:{node.lineno} {node.value.id}.{node.attr}")
-            elif isinstance(node, ast.Constant) and node.value == "GITHUB_STEP_SUMMARY":
+            elif isinstance(node, ast.Constant) and node.value == "GITHUB_STEP_SUMMARY" and \
+                    rel.as_posix() not in REMOVES_RUNNER_FILES:
                 found.append(f"{rel}:{node.lineno} GITHUB_STEP_SUMMARY")
     return found
 
