@@ -71,7 +71,8 @@ def resolve(event_name: str, event: dict, sha: str, *, base_ref: str = "", cand_
         return {"base": base_ref, "cand": cand, "how": "base-ref input"}
     if event_name == "pull_request":
         if merge_checkout is None:
-            raise RefError("a pull_request needs --merge-checkout (the merge commit, two commits deep)")
+            raise RefError("a pull_request needs --merge-checkout (the merge commit, two commits deep) to find "
+                           "its base, or the base-ref input")
         return {"base": first_parent(merge_checkout, _sha(sha, "github.sha")), "cand": cand,
                 "how": "first parent of the merge commit"}
     if event_name == "merge_group":

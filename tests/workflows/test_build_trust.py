@@ -135,3 +135,12 @@ def test_the_compiler_s_own_code_cannot_write_the_runner_s_file_commands_or_a_pr
     assert (home / ".bashrc").exists() is not pr_job  # a PR job's HOME is thrown away
     if pr_job:
         assert list((tmp_path / "temp" / "tritongate-pr").glob("home-*/.bashrc"))
+
+
+@pytest.mark.parametrize("command", ["plan", "where"])
+def test_a_base_interpreter_that_does_not_run_stops_the_plan_naming_it(tmp_path, command):
+    """The GPU runner's /opt/torch/bin/python given to a CPU runner: the plan used to go on and
+    key the venv by a hash of nothing."""
+    proc = _build_sh(tmp_path, command, TG_PYTHON="/opt/torch/bin/python", TG_CACHE_WRITE="false")
+    assert proc.returncode == 2 and "python '/opt/torch/bin/python' not found" in proc.stderr
+    assert not (tmp_path / "out").exists() or "cached" not in (tmp_path / "out").read_text()

@@ -208,7 +208,7 @@ def test_concurrency_everywhere() -> None:
 def test_composite_actions_take_inputs_through_env_only() -> None:
     action = load(GITHUB / "actions" / "build-compiler" / "action.yml")
     assert set(action["inputs"]) == {"repo", "ref", "mode", "wheel", "cache-root", "python", "patch", "patch-from",
-                                     "base-commit", "overlay-base"}
+                                     "base-commit", "overlay-base", "flagtree-backend"}
     assert set(action["outputs"]) == {"python", "commit", "built", "patch-sha256"}
     for path in ACTION_FILES:
         for step in load(path)["runs"]["steps"]:
@@ -388,3 +388,14 @@ def test_the_build_action_installs_pyprojects_runtime_dependencies() -> None:
     assert block, "TG_DEPS not found in build.sh"
     installed = re.findall(r'"([^"]+)"', block.group(1))
     assert sorted(installed) == sorted(d for d in declared if not d.startswith(("torch", "triton")))
+
+
+def test_flagtree_backend_reaches_every_compiler_build_step() -> None:
+    """FlagTree builds per backend (FLAGTREE_BACKEND); it also keys the build cache, so the
+    nightly's and the PR's builds must get it the same way."""
+    for name in ("build-compiler", "pr-gate", "record-baseline"):
+        action = load(GITHUB / "actions" / name / "action.yml")
+        builds = [s for s in action["runs"]["steps"] if "build.sh" in s.get("run", "")]
+        assert builds and "flagtree-backend" in action["inputs"], name
+        for step in builds:
+            assert step["env"]["FLAGTREE_BACKEND"] == "${{ inputs.flagtree-backend }}", (name, step["name"])

@@ -178,3 +178,33 @@ def test_a_failed_or_unknown_prescreen_times_every_row() -> None:
            "needs": {"prescreen": {"result": "success", "outputs": {"rows-changed": "unknown"}},
                      "opt-in": {"result": "success", "outputs": {"run": "true", "full": "false"}}}}
     assert condition(changed["if"], Evaluator(ctx)) is False  # no ir-diff to download: every row is timed
+
+
+def test_a_full_run_skips_the_pre_screen_so_one_job_uploads_the_verdict() -> None:
+    """full-run: true on a PR whose kernels are unchanged used to run both: the pre-screen's zero
+    verdict and the gate's verdict were two artifacts of one name, and the second upload failed."""
+    from tests.workflows.payloads import github_context
+    from tests.workflows.replay import Evaluator, condition, load_yaml
+
+    jobs = load_yaml(REPO / ".github" / "workflows" / "pr-gate.yml")["jobs"]
+    needs = {"opt-in": {"result": "success", "outputs": {"run": "true", "full": "false"}},
+             "prescreen": {"result": "skipped", "outputs": {}}}
+    for full_run, screened in ((True, False), (False, True)):
+        ctx = {"github": github_context("pull_request", "pull_request.synchronize"), "vars": {}, "needs": needs,
+               "inputs": {"compiler-mode": "source", "prescreen": True, "full-run": full_run}}
+        assert condition(jobs["prescreen"]["if"], Evaluator(ctx)) is screened
+        assert condition(jobs["gate"]["if"], Evaluator(ctx)) is True  # prescreen skipped: the gate times every row
+
+
+def test_wheel_mode_on_a_pull_request_finds_its_base_from_the_merge_commit() -> None:
+    """compiler-mode wheel without base-ref used to skip the merge checkout and then stop with
+    'a pull_request needs --merge-checkout', naming no input."""
+    from tests.workflows.payloads import github_context
+    from tests.workflows.replay import Evaluator, condition, load_yaml
+
+    steps = load_yaml(REPO / ".github" / "actions" / "pr-gate" / "action.yml")["runs"]["steps"]
+    checkout = next(s for s in steps if s.get("name", "").startswith("Check out the merge commit"))
+    for mode, checks_out in (("wheel", True), ("source", True), ("installed", False)):
+        ctx = {"github": github_context("pull_request", "pull_request.synchronize"),
+               "inputs": {"compiler-mode": mode, "base-ref": ""}}
+        assert condition(checkout["if"], Evaluator(ctx)) is checks_out, mode

@@ -35,6 +35,7 @@
 #   <...>/venv/.tritongate-complete               written last: a venv without it is rebuilt
 #   <...>.lock                                    flock: one builder per venv at a time
 set -euo pipefail
+shopt -s inherit_errexit  # a failure inside "$(...)" stops the script, not only the substitution
 
 die() { local msg="$*"; echo "::error title=build-compiler::${msg//$'\n'/ }" >&2; exit 2; }
 out() {
@@ -171,7 +172,9 @@ plan() {
     depth=2
     src=".tritongate-src/${slug}-$(date +%s)-$$-${RANDOM}"
   elif [[ "$mode" == source ]]; then
-    shared="$(cache_root)/$slug/$ref-$(build_key)/venv"
+    local key
+    key="$(build_key)"  # its own statement: a bad interpreter stops the plan, never keys a venv
+    shared="$(cache_root)/$slug/$ref-$key/venv"
     if is_sha "$ref" && trusted_venv "$shared"; then
       commit="$ref"
       cached=true
@@ -354,8 +357,9 @@ build_from_pr() {
 }
 
 build_source() {  # $1: the commit checked out at TG_SRC
-  local venv
-  venv="$(venv_for "$(repo_slug)/$1-$(build_key)")"
+  local venv key
+  key="$(build_key)"
+  venv="$(venv_for "$(repo_slug)/$1-$key")"
   make_venv "$venv" install_source
   out python "$venv/bin/python"
 }
@@ -390,7 +394,8 @@ build() {
         commit="${TG_PLAN_COMMIT:-}"
       fi
       is_sha "$commit" || die "could not resolve $TG_REPO@$TG_REF to a commit (got '${commit}')"
-      venv="$(venv_for "$(repo_slug)/$commit-$(build_key)")"
+      key="$(build_key)"
+      venv="$(venv_for "$(repo_slug)/$commit-$key")"
       make_venv "$venv" install_source
       ;;
     wheel)
@@ -403,7 +408,8 @@ build() {
         TG_WHEEL="$(find "$dl" -maxdepth 1 -name '*.whl' -print -quit)"
         [[ -f "$TG_WHEEL" ]] || die "the download of the wheel left no .whl file"
       fi
-      key="$(sha256sum -- "$TG_WHEEL" | cut -d' ' -f1 | cut -c1-32)-$(build_key)"
+      key="$(build_key)"
+      key="$(sha256sum -- "$TG_WHEEL" | cut -d' ' -f1 | cut -c1-32)-$key"
       is_sha "$ref" && commit="$ref"
       venv="$(venv_for "$(repo_slug)/wheel-$key")"
       make_venv "$venv" install_wheel
@@ -418,6 +424,6 @@ case "${1:-}" in
   plan) plan ;;
   build) build ;;
   key) build_key; echo ;;
-  where) check_inputs; venv_for "$(repo_slug)/${TG_PLAN_COMMIT:?}-$(build_key)"; echo ;;
+  where) check_inputs; key="$(build_key)"; venv_for "$(repo_slug)/${TG_PLAN_COMMIT:?}-$key"; echo ;;
   *) echo "usage: build.sh plan|build|key|where (see action.yml)" >&2; exit 2 ;;
 esac
