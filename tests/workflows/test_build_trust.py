@@ -144,3 +144,11 @@ def test_a_base_interpreter_that_does_not_run_stops_the_plan_naming_it(tmp_path,
     proc = _build_sh(tmp_path, command, TG_PYTHON="/opt/torch/bin/python", TG_CACHE_WRITE="false")
     assert proc.returncode == 2 and "python '/opt/torch/bin/python' not found" in proc.stderr
     assert not (tmp_path / "out").exists() or "cached" not in (tmp_path / "out").read_text()
+
+
+def test_an_empty_build_setting_keys_the_venv_as_an_unset_one(tmp_path):
+    """The actions pass an empty flagtree-backend as FLAGTREE_BACKEND=""; the nightly's and the
+    PR's venvs must key the same whether a caller leaves it empty or a runner leaves it unset."""
+    unset = _build_sh(tmp_path, "key").stdout
+    assert unset and _build_sh(tmp_path, "key", FLAGTREE_BACKEND="").stdout == unset
+    assert _build_sh(tmp_path, "key", FLAGTREE_BACKEND="iluvatar").stdout != unset

@@ -157,7 +157,8 @@ try:
     print("torch", torch.__version__, torch.version.cuda, torch.version.hip)
 except Exception:
     print("torch none")'
-    for name in "${BUILD_ENV_NAMES[@]}"; do printf 'env %s=%s\n' "$name" "${!name-<unset>}"; done
+    # empty counts as unset: the actions pass an empty input as an empty variable
+    for name in "${BUILD_ENV_NAMES[@]}"; do printf 'env %s=%s\n' "$name" "${!name:-<unset>}"; done
     env | LC_ALL=C sort | grep '^TRITON_BUILD_' || true
   } | sha256sum | cut -c1-16
 }
