@@ -134,7 +134,7 @@ def test_shards_that_do_not_belong_together_are_refused(scans) -> None:
 
 
 def test_the_merge_refuses_op_runs_measured_unlike(scans, tmp_path: Path) -> None:
-    from tritongate.batch.merge import OpRun, merge_op_runs
+    from tritongate.batch.shards import OpRun, merge_op_runs
 
     whole = scans["whole"]
     lines = {line["op"]: line["run"] for line in read_csv(whole / "ops_status.csv")}
@@ -175,7 +175,7 @@ def test_an_empty_shard_and_no_passing_op_leave_no_run(tmp_path: Path) -> None:
 
 
 def test_a_record_every_op_replays_is_read_once_per_merge(scans, monkeypatch) -> None:
-    import tritongate.batch.shards as shards_mod
+    import tritongate.batch.status as status_mod  # where a replayed record's medians are read
 
     merged = scans["tmp"] / "merged-record"
     assert main(["batch-merge", *map(str, scans["shards"]), "--out", str(merged)]) == 0
@@ -183,8 +183,8 @@ def test_a_record_every_op_replays_is_read_once_per_merge(scans, monkeypatch) ->
     replays = [scans["batch"](f"replay-shard{i}", shard=(i, 2), replay_root=merged, ops=("ok_a", "ok_b", "ok_e"))
                for i in (1, 2)]
     loads: list[Path] = []
-    real = shards_mod.load_run
-    monkeypatch.setattr(shards_mod, "load_run", lambda p, **kw: (loads.append(Path(p).resolve()), real(p, **kw))[1])
+    real = status_mod.load_run
+    monkeypatch.setattr(status_mod, "load_run", lambda p, **kw: (loads.append(Path(p).resolve()), real(p, **kw))[1])
     assert main(["batch-merge", *map(str, replays), "--out", str(scans["tmp"] / "merged-replays")]) == 0
     assert loads.count((merged / "run").resolve()) == 1  # not once per op (3 ops)
     lines = read_csv(scans["tmp"] / "merged-replays" / "summary.csv")

@@ -15,7 +15,7 @@ import pytest
 from tests.batch.fake_ops import call_count, calls, fake_command, write_suite
 from tritongate.batch import BatchRequest, OpStatus, run_batch
 from tritongate.batch.plan import WORKER_ATTEMPTS
-from tritongate.batch.proc import _has_live_member
+from tritongate.batch.lane import group_members
 from tritongate.batch.status import read_csv
 from tritongate.rundir import load_run
 
@@ -102,7 +102,7 @@ def test_a_hang_is_killed_at_the_timeout_with_its_process_group_and_not_retried(
     assert r.rc == -9  # it ignores SIGTERM: SIGKILL after the grace period
     assert TIMEOUT_S <= r.attempts[0].wall_s < TIMEOUT_S + GRACE_S + 3
     pids = json.loads((batch["state"] / "hang_h.pids").read_text())
-    assert not _has_live_member(pids["pgid"])
+    assert not group_members(pids["pgid"])
     assert not _alive(pids["pid"]) and not _alive(pids["child"])  # the grandchild it started is gone too
     assert not (batch["outcome"].path / "ops" / "hang_h" / ".running").exists()
 

@@ -19,8 +19,8 @@ from tests.batch.fake_ops import DRIVE, call_count, calls, fake_command, write_s
 from tests.batch.fake_ops.fake_run import samples
 from tritongate.batch import BatchRequest, OpStatus, run_batch
 from tritongate.batch.plan import request_from_manifest
-from tritongate.batch.proc import _has_live_member
-from tritongate.batch.scheduler import _Lock
+from tritongate.batch.lane import group_members
+from tritongate.batch.scheduler import _locked
 from tritongate.batch.status import read_csv
 from tritongate.errors import UsageError
 from tritongate.rundir import load_run
@@ -63,7 +63,7 @@ def test_resume_after_kill_9_reuses_pass_and_skip_and_reruns_the_interrupted_op(
     finally:
         proc.kill()
     orphan = _slow_pgid(state)
-    assert _has_live_member(orphan)  # the op's own session outlived the batch: resume must end it
+    assert group_members(orphan)  # the op's own session outlived the batch: resume must end it
     assert (batch / "ops" / "slow_c" / ".running").is_file()
     assert json.loads((batch / "batch.json").read_text())["finished"] is False
 
@@ -72,7 +72,7 @@ def test_resume_after_kill_9_reuses_pass_and_skip_and_reruns_the_interrupted_op(
     assert resumed.returncode == 0, err
     assert out.splitlines()[-1] == str(batch)
     assert "ended process group" in err and "(reused)" in err
-    assert not _has_live_member(orphan)
+    assert not group_members(orphan)
     assert {op: call_count(state, op) for op in OPS} == {"ok_a": 1, "skip_b": 1, "slow_c": 2, "ok_d": 1}
     status = {line["op"]: line["status"] for line in read_csv(batch / "ops_status.csv")}
     assert status == {"ok_a": "PASS", "skip_b": "SKIP", "slow_c": "PASS", "ok_d": "PASS"}
@@ -103,7 +103,7 @@ def test_sigterm_stops_the_batch_with_130_and_kills_the_running_op(tmp_path: Pat
         proc.kill()
     assert proc.returncode == 130
     assert "interrupted" in err and f"tritongate batch --resume {batch}" in err
-    assert not _has_live_member(_slow_pgid(state))
+    assert not group_members(_slow_pgid(state))
     status = {line["op"]: line["status"] for line in read_csv(batch / "ops_status.csv")}
     assert status == {"ok_a": "PASS", "slow_c": "INTERRUPTED"}
     assert not (batch / "ops" / "slow_c" / ".complete").exists()
@@ -137,19 +137,15 @@ def test_a_resume_must_keep_the_plan_and_one_process_at_a_time(tmp_path: Path) -
     request = request_from_manifest(first.path, command=fake_command(tmp_path / "s"))
     with pytest.raises(UsageError, match="planned differently.*dtypes"):
         run_batch(replace(request, dtypes=("float16",)))
-    lock = _Lock(first.path)
-    try:
-        with pytest.raises(UsageError, match="another tritongate batch process is running"):
-            run_batch(request)
-    finally:
-        lock.release()
+    with _locked(first.path), pytest.raises(UsageError, match="another tritongate batch process is running"):
+        run_batch(request)
     assert run_batch(request).exit_code == 0
 
 
 @pytest.mark.slow
 def test_orphans_are_checked_by_start_time_not_pid_alone(tmp_path: Path) -> None:
     """A ``.running`` file naming a pid that now belongs to someone else is removed, never acted on."""
-    from tritongate.batch.proc import reap_orphan
+    from tritongate.batch.lane import reap_orphan
 
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
     try:
@@ -157,7 +153,7 @@ def test_orphans_are_checked_by_start_time_not_pid_alone(tmp_path: Path) -> None
         running.write_text(json.dumps({"pid": sleeper.pid, "pgid": sleeper.pid, "start_ticks": "1"}))
         assert reap_orphan(running, 0.1) is None and not running.exists()
         assert sleeper.poll() is None
-        from tritongate.batch.proc import _start_ticks
+        from tritongate.batch.lane import _start_ticks
 
         running.write_text(json.dumps({"pid": sleeper.pid, "pgid": sleeper.pid,
                                        "start_ticks": _start_ticks(sleeper.pid)}))

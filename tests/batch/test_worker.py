@@ -18,10 +18,9 @@ import pytest
 from tests.batch.fake_ops import calls, fake_command, write_suite
 from tritongate.batch import BatchRequest, OpStatus, run_batch
 from tritongate.cli.batch import add_batch_parser, request_from_args
-from tritongate.batch.lane import Lane, worker_call
 from tritongate.batch.opflow import classify
 from tritongate.batch.plan import request_from_manifest
-from tritongate.batch.proc import ProcResult, _has_live_member, run_attempt
+from tritongate.batch.lane import Lane, ProcResult, group_members, run_attempt, worker_call
 from tritongate.rundir import load_run
 
 TINY = Path(__file__).with_name("fake_ops") / "tiny_op.py"
@@ -74,7 +73,7 @@ def test_a_failing_attempt_is_classified_as_a_fresh_process_and_the_next_gets_a_
     after, out3, _ = _attempt(lane.run_attempt, tmp_path, 3, "ok")
     assert failed.rc == fresh.rc == rc and _signature(failed, err2) == _signature(fresh, fresh_err)
     assert _pid(out1) == _pid(out2) != _pid(out3) and lane.started == 2
-    assert after.rc == 0 and not _has_live_member(failed.pgid)
+    assert after.rc == 0 and not group_members(failed.pgid)
     if mode == "raise":
         assert "Traceback" in err2 and err2.rstrip().endswith("RuntimeError: boom")
 
@@ -111,11 +110,11 @@ def test_a_stop_or_a_timeout_kills_the_workers_group(tmp_path: Path, lane: Lane)
     doc = json.loads(info.read_text())
     assert stopped.interrupted and stopped.rc == -9  # it ignores SIGTERM: SIGKILL after the grace
     assert doc["running"]["pgid"] == doc["pgid"] == doc["pid"] == stopped.pgid  # .running named the worker's group
-    assert not _has_live_member(stopped.pgid) and not _alive(doc["child"]) and not running.exists()
+    assert not group_members(stopped.pgid) and not _alive(doc["child"]) and not running.exists()
 
     timed, _, err = _attempt(lane.run_attempt, tmp_path, 2, "hang", str(tmp_path / "h2.json"), str(running),
                              timeout=0.3, running=running)
-    assert timed.timed_out and timed.rc in (-15, -9) and not _has_live_member(timed.pgid)
+    assert timed.timed_out and timed.rc in (-15, -9) and not group_members(timed.pgid)
     assert classify(timed, None, err, ("float32",), 0.3).outcome is OpStatus.TIMEOUT
     assert lane.started == 2 and not running.exists()
 

@@ -89,12 +89,12 @@ def test_a_records_suite_is_its_builtin_name_or_its_file(tmp_path):
     from tritongate.suites import ops_dir
 
     builtin = _record(tmp_path / "a", {"name": "smoke", "path": str(ops_dir() / "suites" / "smoke.yaml")})
-    assert record_suite(builtin).setting == "smoke"
+    assert record_suite(builtin) == "smoke"
     moved = _record(tmp_path / "b", {"name": "smoke", "path": "/elsewhere/ops/suites/smoke.yaml"})
-    assert record_suite(moved).setting == "smoke"  # recorded in another checkout
+    assert record_suite(moved) == "smoke"  # recorded in another checkout
     own = tmp_path / "mine.yaml"
     own.write_text("ops: {add: {dtypes: [float32], shapes: [[16]]}}\n")
-    assert record_suite(_record(tmp_path / "c", {"name": "mine", "path": str(own)})).setting == str(own)
+    assert record_suite(_record(tmp_path / "c", {"name": "mine", "path": str(own)})) == str(own)
     with pytest.raises(UsageError, match="from /gone/x.yaml, which is not there any more.*pass --suite PATH"):
         record_suite(_record(tmp_path / "d", {"name": "x", "path": "/gone/x.yaml"}))
     with pytest.raises(UsageError, match="names no suite; pass --suite"):

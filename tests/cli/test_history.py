@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tritongate.cli import history as commands
+from tritongate.cli import baseline as commands
 from tritongate.cli import main as cli_main
-from tritongate.cli.history import add_history_parser, run_history
+from tritongate.cli.baseline import add_history_parser, run_history
 
 from tests.gate.helpers import row
 from tests.history.helpers import commit, publish_nights
@@ -143,7 +143,7 @@ def test_the_parser_sets_func_like_the_other_subcommands():
     with pytest.raises(SystemExit) as info:
         parser.parse_args(["history", "--help"])
     assert info.value.code == 0
-    assert commands.__doc__ and "exit codes" in commands.EXIT_CODES
+    assert commands.__doc__ and "exit codes" in commands.FOOTER["history"]
 
 
 @pytest.mark.slow

@@ -1,72 +1,183 @@
-"""A device lane's persistent worker (the batch's side): op attempts without a fresh process each.
+"""An op attempt's process: a fresh one each time (``run_attempt``), or a device lane's reused worker.
 
-Each op of a batch used to be a fresh ``python -m tritongate run`` process, paying Python's
-start and ``import torch, triton, tritongate.runner`` every time (seconds on a CPU, more with
-a CUDA context). A ``Lane`` (one per device slot of the scheduler) keeps one worker process
-(``tritongate.batch.worker``) and hands it attempt after attempt; ``run_attempt`` has
-``proc.run_attempt``'s signature and result, so ``opflow`` classifies alike.
-
-What stays as with a fresh process, and how:
-
-- logs: the worker writes the attempt's stdout and stderr at the descriptor level into the
-  same ``attempt-NN`` files; the exit status is the one the command would have had;
-- a crash loses one op: a worker that dies during an attempt (a signal, ``os._exit``, the
-  OOM killer) gives that attempt its status (negative: the signal), as a process would; the
-  next attempt starts a new worker;
-- the deadline and a stop kill the worker's whole process group (``proc.kill_group``:
-  SIGTERM, grace, SIGKILL); ``.running`` names the worker's group while an attempt runs,
-  so ``--resume`` ends an orphan as before; an idle worker whose batch died ends itself
-  (its request pipe closes);
-- hygiene: a worker that exited non-zero (a CUDA error is sticky in a process) ends itself;
-  one that ran ``max_attempts`` attempts is replaced; one whose attempt left processes in
-  its group is killed with them (what an op starts must not outlive it); the worker puts
-  back argv, cwd, ``os.environ`` and the like after each attempt (see ``worker``).
-
-What does not: imported modules and their in-process caches persist from op to op (Triton's
-compiled kernels, torch's allocator; ``tritongate run`` clears the autotuners' caches
-itself), threads an op leaves keep running, and ``atexit`` handlers run when the worker
-ends. A worker is keyed by interpreter and environment: what must be set before torch or
-CUDA initialises (``CUDA_VISIBLE_DEVICES``) is fixed per lane, so a lane never shares one.
-Module state read from the environment at import is the exception the worker must own:
-flag_gems reads its tuner DB's location once, so with ``--isolate-tuner-cache`` the worker
-gets a private DB of its own (deleted when it ends) that its ops share, instead of one per
-run that the first op would delete under the next (``autotune.tuner_cache``).
-
-Only a command of the form ``PYTHON -m MODULE ...`` or ``PYTHON SCRIPT.py ...`` (PYTHON:
-the batch's ``--python``) runs in a worker; anything else, and ``max_attempts=0`` (the
-default), runs as a fresh process per attempt (``proc``).
-
-Decision: a fresh process per op is the default, the worker is ``--reuse-worker``. The worker
-removes almost all of an op's start-up (on an H200 4.6–5.0 s → 0.14–0.23 s per op after the
-first, bench/results/2026-12-03_h200_batch_worker.md; on 2 CPU cores 4.2 s → 0.03 s,
-..._cpu_scale_batch_worker.md), and what the batch records (rows, logs, exit status,
-classification, resume) stays that of a fresh process (tests/batch/test_worker.py). But it
-moves rows: on the H200 the ops after a worker's first measure 0.13–0.18 µs a launch slower
-(7–17 % on kernels of 1–2 µs; a plain torch graph in the same process slows alike), the
-same on repeated batches, and an op run first in a worker measures as in a fresh process
-(bench/results/2026-12-03_h200_worker_vs_fresh.md). A record's times would then depend on
-the ops before each one, and would not compare with a fresh process's.
+Either runs in a new session, so a terminal's Ctrl-C reaches the batch, not the op, and the op dies
+with everything it started as one process group: SIGTERM, a grace period, SIGKILL. While an attempt
+runs, ``.running`` in its op folder names its group, for ``--resume`` to end what a batch killed with
+``kill -9`` left holding the device. A ``Lane`` (``--reuse-worker``) hands its attempts to one
+worker process (``tritongate.batch.worker``), replaced after an attempt that did not exit 0 (a CUDA
+error is sticky) or left processes behind, after ``max_attempts``, and for another interpreter,
+environment or private flag_gems tuner DB (what a module reads at import stays). Not the default:
+it moves rows (docs/batch-and-deep-scan.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from tritongate.atomicio import write_json_atomic
 from tritongate.autotune.tuner_cache import WORKER_DB_ENV, isolation_requested
-from tritongate.batch.proc import (POLL_S, ProcResult, _write_running, group_members, kill_group, kill_leftovers,
-                                   reason_to_end, run_attempt)
 from tritongate.errors import UsageError
 
+RUNNING = ".running"
+POLL_S = 0.05
 WORKER_MODULE = "tritongate.batch.worker"
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    rc: int  # negative: killed by that signal
+    wall_s: float
+    timed_out: bool
+    interrupted: bool
+    pgid: int
+
+
+def _start_ticks(pid: int) -> str | None:
+    """The process's start time in clock ticks (Linux): tells a live orphan from a new
+    process that reused its pid."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except OSError:
+        return None
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of the group, from /proc (empty where there is none)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _group_alive(pgid: int) -> bool:
+    """A group of zombies only (reaped by nobody in some containers) counts as gone."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not Path("/proc").is_dir() or bool(group_members(pgid))
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _await_gone(pgid: int) -> None:
+    """Up to 5 s for a killed group's members to go (they exit asynchronously)."""
+    deadline = time.monotonic() + 5.0
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+
+
+def kill_group(proc: subprocess.Popen[bytes], pgid: int, grace_s: float) -> int:
+    """SIGTERM to the group, up to ``grace_s`` for the leader to exit, then SIGKILL to the
+    group (stragglers included); returns the leader's exit status."""
+    _signal_group(pgid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)
+    _signal_group(pgid, signal.SIGKILL)
+    rc = proc.wait()
+    _await_gone(pgid)
+    return rc
+
+
+def kill_leftovers(pgid: int) -> None:
+    """SIGKILL to what is left of a group whose leader ended (what it started must not outlive
+    it: a device held by an orphan)."""
+    if _group_alive(pgid):
+        _signal_group(pgid, signal.SIGKILL)
+
+
+def _ending(stop: threading.Event, t0: float, timeout_s: float | None) -> str | None:
+    """``interrupted`` once ``stop`` is set, ``timed_out`` past the deadline, else None."""
+    if stop.is_set():
+        return "interrupted"
+    return "timed_out" if timeout_s is not None and time.monotonic() - t0 >= timeout_s else None
+
+
+def _result(rc: int, t0: float, pgid: int, ending: str | None = None) -> ProcResult:
+    return ProcResult(rc=rc, wall_s=time.monotonic() - t0, timed_out=ending == "timed_out",
+                      interrupted=ending == "interrupted", pgid=pgid)
+
+
+def _write_running(path: Path, pid: int, argv: Sequence[str]) -> None:
+    write_json_atomic(path, {"pid": pid, "pgid": pid, "start_ticks": _start_ticks(pid), "argv": list(argv)})
+
+
+def run_attempt(argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, stderr: Path,
+                timeout_s: float | None, grace_s: float, stop: threading.Event,
+                running_file: Path | None = None) -> ProcResult:
+    """Run ``argv`` to its end, its deadline (``timed_out``) or ``stop`` (``interrupted``)."""
+    t0 = time.monotonic()
+    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                env=dict(env), start_new_session=True)
+    pgid = proc.pid  # a new session's leader leads its group
+    if running_file is not None:
+        _write_running(running_file, proc.pid, argv)
+    ending = None
+    try:
+        while True:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                rc = proc.wait(timeout=POLL_S)
+                break
+            ending = _ending(stop, t0, timeout_s)
+            if ending:
+                rc = kill_group(proc, pgid, grace_s)
+                break
+        kill_leftovers(pgid)
+    except BaseException:
+        kill_group(proc, pgid, 0.0)
+        raise
+    finally:
+        if running_file is not None:
+            running_file.unlink(missing_ok=True)
+    return _result(rc, t0, pgid, ending)
+
+
+def reap_orphan(running_file: Path, grace_s: float) -> str | None:
+    """End the process group a dead batch left running for this op (verified by its start
+    time, so a reused pid is never hit); a line saying what was done, or None."""
+    try:
+        doc = json.loads(running_file.read_text(encoding="utf-8"))
+        pid, pgid, ticks = int(doc["pid"]), int(doc["pgid"]), doc.get("start_ticks")
+    except (OSError, ValueError, KeyError, TypeError):
+        running_file.unlink(missing_ok=True)
+        return None
+    note = None
+    leader = _start_ticks(pid)
+    # the leader itself, or members of a group whose leader is gone (no new group can take
+    # that id while they live)
+    if (ticks is not None and leader == ticks) or (leader is None and Path("/proc").is_dir() and _group_alive(pgid)):
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while _start_ticks(pid) == ticks and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+        _signal_group(pgid, signal.SIGKILL)
+        _await_gone(pgid)
+        note = f"ended process group {pgid} left running by an earlier batch process"
+    running_file.unlink(missing_ok=True)
+    return note
 
 
 def worker_call(argv: Sequence[str], pythons: Sequence[str]) -> dict[str, Any] | None:
@@ -82,28 +193,16 @@ def worker_call(argv: Sequence[str], pythons: Sequence[str]) -> dict[str, Any] |
     return None
 
 
-def isolates_tuner_cache(argv: Sequence[str], env: Mapping[str, str]) -> bool:
-    """Whether the attempt asks for a private FlagGems tuner DB (the run refuses a bad value itself)."""
-    try:
-        return isolation_requested("--isolate-tuner-cache" in argv, env)
-    except UsageError:
-        return False
-
-
-def worker_key(python: str, env: Mapping[str, str], isolated: bool) -> tuple[Any, ...]:
-    return (python, tuple(sorted(env.items())), isolated)
-
-
 class _Worker:
     """One worker process, its pipes, how many attempts it ran and its private tuner DB, if any."""
 
-    def __init__(self, python: str, env: Mapping[str, str], stdout: Path, stderr: Path, *, isolated: bool) -> None:
+    def __init__(self, key: tuple[Any, ...], env: Mapping[str, str], stdout: Path, stderr: Path) -> None:
+        self.key = key  # (python, environment items, a private tuner DB?): what the worker is for
+        python, _, isolated = key
         # flag_gems reads its DB's location once, at import: a worker's ops share one, made
         # here and deleted with the worker (see tuner_cache)
         self.tuner_dir = tempfile.mkdtemp(prefix="tritongate-worker-tuner-") if isolated else None
-        spawn_env = dict(env)
-        if self.tuner_dir is not None:
-            spawn_env[WORKER_DB_ENV] = f"sqlite:///{self.tuner_dir}/TunedConfig.db"
+        spawn_env = {**env, WORKER_DB_ENV: f"sqlite:///{self.tuner_dir}/TunedConfig.db"} if isolated else dict(env)
         req_r, self.req_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
         try:
@@ -113,20 +212,14 @@ class _Worker:
                                              stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=spawn_env,
                                              start_new_session=True, pass_fds=(req_r, rep_w))
         except BaseException:
-            for fd in (self.req_w, self.rep_r):
-                os.close(fd)
-            self.discard_tuner_dir()
+            self.close_pipes()
             raise
         finally:
             os.close(req_r)
             os.close(rep_w)
         self.pgid = self.proc.pid  # a new session's leader leads its group
-        self.key = worker_key(python, env, isolated)
         self.attempts = 0
         self._buffer = b""
-
-    def send(self, doc: Mapping[str, Any]) -> None:
-        os.write(self.req_w, json.dumps(doc).encode() + b"\n")  # one short line: fits the pipe
 
     def reply(self, timeout: float) -> dict[str, Any] | None:
         """The answer, if one came within ``timeout``; ``{}`` once the worker closed its end."""
@@ -151,30 +244,12 @@ class _Worker:
     def close_pipes(self) -> None:
         """Once the worker is gone: its pipes closed, its tuner DB deleted."""
         for fd in (self.req_w, self.rep_r):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         self.req_w = self.rep_r = -1
-        self.discard_tuner_dir()
-
-    def discard_tuner_dir(self) -> None:
         if self.tuner_dir is not None:
             shutil.rmtree(self.tuner_dir, ignore_errors=True)
             self.tuner_dir = None
-
-    def end(self, grace_s: float) -> None:
-        """Close its request pipe (an idle worker exits); one that does not within ``grace_s``
-        gets the group's SIGTERM, grace, SIGKILL."""
-        if self.req_w >= 0:
-            os.close(self.req_w)
-            self.req_w = -1
-        try:
-            self.proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            kill_group(self.proc, self.pgid, grace_s)
-        kill_leftovers(self.pgid)  # what it left running goes with it
-        self.close_pipes()
 
 
 class Lane:
@@ -190,7 +265,7 @@ class Lane:
     def run_attempt(self, argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, stderr: Path,
                     timeout_s: float | None, grace_s: float, stop: threading.Event,
                     running_file: Path | None = None) -> ProcResult:
-        """``proc.run_attempt`` through this lane's worker (see the module docstring)."""
+        """``run_attempt`` through this lane's worker (see the module docstring)."""
         call = worker_call(argv, self.pythons) if self.max_attempts > 0 else None
         if call is None:
             return run_attempt(argv, env=env, stdout=stdout, stderr=stderr, timeout_s=timeout_s,
@@ -199,94 +274,91 @@ class Lane:
         for path in (stdout, stderr):
             path.write_bytes(b"")  # the attempt's logs, empty, as a fresh process's are
         try:
-            worker = self._start(str(argv[0]), env, call, stdout, stderr, grace_s, argv, running_file,
-                                 isolated=isolates_tuner_cache(argv, env))
-            return self._wait(worker, t0, timeout_s, grace_s, stop)
+            isolated = isolation_requested("--isolate-tuner-cache" in argv, env)
+        except UsageError:  # the run refuses a bad value itself
+            isolated = False
+        key = (str(argv[0]), tuple(sorted(env.items())), isolated)
+        try:
+            w = self._hand_over(key, env, {**call, "stdout": str(stdout), "stderr": str(stderr)}, grace_s,
+                                argv, running_file)
+            return self._wait(w, t0, timeout_s, grace_s, stop)
         except BaseException:
-            self._kill(0.0)
+            self._kill()
             raise
         finally:
             if running_file is not None:
                 running_file.unlink(missing_ok=True)
 
-    def _start(self, python: str, env: Mapping[str, str], call: Mapping[str, Any], stdout: Path, stderr: Path,
-               grace_s: float, argv: Sequence[str], running_file: Path | None, *, isolated: bool) -> _Worker:
+    def _hand_over(self, key: tuple[Any, ...], env: Mapping[str, str], request: Mapping[str, Any], grace_s: float,
+                   argv: Sequence[str], running_file: Path | None) -> _Worker:
         """Hand the attempt to a worker (``.running`` names it first); the worker it went to."""
         for retry in (False, True):
             started = self.started
-            worker = self._worker(python, env, stdout, stderr, grace_s, isolated=isolated)
-            worker.attempts += 1
+            if self.worker is not None and (self.worker.proc.poll() is not None or self.worker.key != key):
+                self.close(grace_s)
+            if self.worker is None:
+                self.worker = _Worker(key, env, Path(request["stdout"]), Path(request["stderr"]))
+                self.started += 1
+            w = self.worker
+            w.attempts += 1
             if running_file is not None:
-                _write_running(running_file, worker.proc.pid, argv)
-            try:
-                worker.send({**call, "stdout": str(stdout), "stderr": str(stderr),
-                             "last": worker.attempts >= self.max_attempts})
+                _write_running(running_file, w.proc.pid, argv)
+            try:  # one short line: fits the pipe
+                os.write(w.req_w, json.dumps({**request, "last": w.attempts >= self.max_attempts}).encode() + b"\n")
             except BrokenPipeError:
                 if self.started == started and not retry:  # an old one died idle: the attempt never ran there
-                    self._retire(grace_s)
+                    self.close(grace_s)
                     continue
                 # a new one that could not even start: its status and its stderr tell why
-            return worker
+            return w
         raise AssertionError("unreachable")
-
-    def _worker(self, python: str, env: Mapping[str, str], stdout: Path, stderr: Path, grace_s: float, *,
-                isolated: bool) -> _Worker:
-        """The live worker for this interpreter, environment and tuner-DB isolation, or a new one."""
-        w = self.worker
-        if w is not None and (w.proc.poll() is not None or w.key != worker_key(python, env, isolated)):
-            self._retire(grace_s)
-        if self.worker is None:
-            self.worker = _Worker(python, env, stdout, stderr, isolated=isolated)
-            self.started += 1
-        return self.worker
 
     def _wait(self, w: _Worker, t0: float, timeout_s: float | None, grace_s: float,
               stop: threading.Event) -> ProcResult:
-        timed_out = interrupted = False
+        ending = None
         answer: dict[str, Any] | None = None
         while True:
             if answer is None:
                 answer = w.reply(POLL_S)
-                if answer:
-                    if answer["rc"] == 0 and w.attempts < self.max_attempts:
-                        return self._done(w, answer["rc"], t0)
-                    # it ends itself after this attempt: wait for that, as for a fresh process
+                if answer and answer["rc"] == 0 and w.attempts < self.max_attempts:
+                    # exited 0 in a worker that stays, unless it left processes behind
+                    if [pid for pid in group_members(w.pgid) if pid != w.proc.pid]:
+                        self._kill()
+                    return _result(answer["rc"], t0, w.pgid)
+                # else it ends itself after this attempt: wait for that, as for a fresh process
             else:
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     w.proc.wait(timeout=POLL_S)
-                except subprocess.TimeoutExpired:
-                    pass
             rc = w.proc.poll()
             if rc is not None:  # it ended: after its answer, or died during the attempt
                 break
-            ending = reason_to_end(stop, t0, timeout_s)
+            ending = _ending(stop, t0, timeout_s)
             if ending:
-                timed_out, interrupted = ending == "timed_out", ending == "interrupted"
                 rc = kill_group(w.proc, w.pgid, grace_s)
                 break
         kill_leftovers(w.pgid)  # the worker is gone; what the attempt started must not outlive it
         w.close_pipes()
         self.worker = None
-        return ProcResult(rc=rc, wall_s=time.monotonic() - t0, timed_out=timed_out, interrupted=interrupted,
-                          pgid=w.pgid)
+        return _result(rc, t0, w.pgid, ending)
 
-    def _done(self, w: _Worker, rc: int, t0: float) -> ProcResult:
-        """An attempt that exited 0 in a worker that stays, unless it left processes behind."""
-        if [pid for pid in group_members(w.pgid) if pid != w.proc.pid]:
-            self._kill(0.0)
-        return ProcResult(rc=rc, wall_s=time.monotonic() - t0, timed_out=False, interrupted=False, pgid=w.pgid)
-
-    def _retire(self, grace_s: float) -> None:
-        if self.worker is not None:
-            self.worker.end(grace_s)
-            self.worker = None
-
-    def _kill(self, grace_s: float) -> None:
+    def _kill(self) -> None:
         if self.worker is not None:
             w, self.worker = self.worker, None
-            kill_group(w.proc, w.pgid, grace_s)
+            kill_group(w.proc, w.pgid, 0.0)
             w.close_pipes()
 
     def close(self, grace_s: float) -> None:
-        """End the worker (idle: it exits when its request pipe closes)."""
-        self._retire(grace_s)
+        """End the worker: closing its request pipe ends an idle one; one still there after ``grace_s``
+        gets the group's SIGTERM, grace, SIGKILL; what it left running goes with it."""
+        w = self.worker
+        if w is not None:
+            if w.req_w >= 0:
+                os.close(w.req_w)
+                w.req_w = -1
+            try:
+                w.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                kill_group(w.proc, w.pgid, grace_s)
+            kill_leftovers(w.pgid)
+            w.close_pipes()
+            self.worker = None

@@ -1,24 +1,11 @@
 """One op from first attempt to verdict: retries, dtype rescue and fallback, classification.
 
-An attempt is one ``tritongate run`` (in the device lane's worker process, or a fresh
-subprocess: ``tritongate.batch.lane``); what it left decides its outcome:
-
-- PASS: it exited 0 with a complete run directory holding at least one ok row (error rows
-  in it are data: the gate sees them);
-- SKIP: every row failed with a declared "not supported" (``NotImplementedError``,
-  ``SkipTest``, "not supported", "can't be supported"), or the backend cannot run the one
-  dtype asked (preflight ``check=dtype``): the op has no signal here, which is not a failure;
-- TIMEOUT: killed at ``--op-timeout`` (never retried: a hang costs the timeout once);
-- FAIL: anything else. rc=1 and deaths by a signal (a crash) are retried up to ``retries``
-  times, stopping early when the same failure repeats (deterministic). tritongate's other
-  exit codes mean a usage error (2), a failed preflight (3) or a bug (4): not retried.
-
-Then the seed's dtype handling, with its intent (keep every dtype that works):
-- *rescue*: an op that FAILs with several dtypes together runs each dtype alone; the dtypes
-  that pass are kept (one crashing dtype no longer loses the others);
-- *fallback*: when ``--dtypes`` narrowed the op and none of those dtypes worked (failed or
-  not supported), the op's other suite dtypes are tried alone, once.
-An op is PASS when any dtype was kept; the notes say which were lost.
+An attempt is PASS (exit 0, a complete run with an ok row), SKIP (every row a declared "not
+supported", or its only dtype refused by preflight ``check=dtype``), TIMEOUT (never retried) or
+FAIL; rc=1 and deaths by a signal are retried up to ``retries`` times, until the same failure
+repeats. *Rescue*: an op that fails with several dtypes runs each alone; *fallback*: when
+``--dtypes`` narrowed it and none worked, its other dtypes run alone, once. An op is PASS when
+any dtype was kept (docs/batch-and-deep-scan.md).
 """
 
 from __future__ import annotations
@@ -28,12 +15,12 @@ import shlex
 import signal
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from tritongate.batch.plan import OPS_DIR, BatchRequest, OpInvocation, OpPlan, utc_now
-from tritongate.batch.proc import RUNNING, ProcResult, run_attempt
+from tritongate.batch.lane import RUNNING, ProcResult
+from tritongate.batch.plan import OPS_DIR, BatchRequest, OpInvocation, OpPlan, tritongate_run, utc_now
 from tritongate.batch.status import Attempt, OpResult, OpStatus, row_counts
 from tritongate.errors import GateError
 from tritongate.rundir import Run, load_run
@@ -55,13 +42,6 @@ def retryable(attempt: Attempt) -> bool:
     """rc=1 (the seed's pytest failure) and deaths by a signal (rc < 0, or 128+N from a shell)."""
     rc = attempt.rc
     return attempt.outcome is OpStatus.FAIL and rc is not None and (rc == 1 or rc < 0 or 128 < rc < 160)
-
-
-def _signal_name(rc: int) -> str:
-    try:
-        return signal.Signals(-rc).name
-    except ValueError:
-        return f"signal {-rc}"
 
 
 def _error_line(stderr: str) -> str:
@@ -97,10 +77,10 @@ def classify(proc: ProcResult, run_dir: Path | None, stderr: str, dtypes: Sequen
         return Classified(OpStatus.TIMEOUT, "timeout", f"killed at --op-timeout {timeout_s:g} s", run)
     if proc.rc == 0:
         if run is None:
-            why = load_error or "exited 0 without a run directory"
-            return Classified(OpStatus.FAIL, "bad_run_dir", why, None)
+            return Classified(OpStatus.FAIL, "bad_run_dir", load_error or "exited 0 without a run directory", None)
         if not run.complete:
-            return Classified(OpStatus.FAIL, "incomplete_run", f"exited 0 but {run.path.name} is {run.status.value}", run)
+            why = f"exited 0 but {run.path.name} is {run.status.value}"
+            return Classified(OpStatus.FAIL, "incomplete_run", why, run)
         if not run.rows:
             return Classified(OpStatus.FAIL, "no_rows", "the run has no rows", run)
         if any(r.status is RowStatus.OK for r in run.rows):
@@ -116,7 +96,10 @@ def classify(proc: ProcResult, run_dir: Path | None, stderr: str, dtypes: Sequen
             return Classified(OpStatus.SKIP, "", f"dtype {dtypes[0]} not supported: {line}", run)
         return Classified(OpStatus.FAIL, f"preflight={check}", line or f"preflight {check} failed", run)
     if proc.rc < 0:
-        name = _signal_name(proc.rc)
+        try:
+            name = signal.Signals(-proc.rc).name
+        except ValueError:
+            name = f"signal {-proc.rc}"
         return Classified(OpStatus.FAIL, f"signal={name}", f"killed by {name}" + (f" ({line})" if line else ""), run)
     return Classified(OpStatus.FAIL, f"rc={proc.rc}", f"exit {proc.rc}" + (f": {line}" if line else ""), run)
 
@@ -136,90 +119,78 @@ def _run_dir_of(stdout: str, out: Path, before: set[str]) -> Path | None:
 def _tail(path: Path, limit: int = 65536) -> str:
     try:
         with open(path, "rb") as f:
-            f.seek(0, 2)
-            f.seek(max(0, f.tell() - limit))
+            f.seek(max(0, f.seek(0, 2) - limit))
             return f.read().decode("utf-8", "replace")
     except OSError:
         return ""
 
 
-AttemptFn = Callable[[str, Attempt], None]
-Launch = Callable[..., ProcResult]  # proc.run_attempt, or a lane's (tritongate.batch.lane)
-
-
+@dataclass
 class OpRunner:
     """Runs one op of a batch on one device (see the module docstring for the rules)."""
 
-    def __init__(self, batch_dir: Path, request: BatchRequest, plan: OpPlan, *, suite: str, device: str,
-                 env: Mapping[str, str], stop: threading.Event, replay_from: Path | None,
-                 on_attempt: AttemptFn | None = None, launch: Launch = run_attempt) -> None:
-        self.batch_dir = batch_dir
-        self.request = request
-        self.plan = plan
-        self.suite = suite
-        self.device = device
-        self.env = dict(env)
-        self.stop = stop
-        self.replay_from = replay_from
-        self.on_attempt = on_attempt or (lambda op, attempt: None)
-        self.launch = launch
-        self.op_dir = batch_dir / OPS_DIR / plan.op
-        self.logs = self.op_dir / LOGS
-        self._runs: dict[str, Run] = {}
-        self._number = 0
-        self._notes_later: list[str] = []  # per-dtype retry notes
+    batch_dir: Path
+    request: BatchRequest
+    plan: OpPlan
+    suite: str
+    device: str
+    env: Mapping[str, str]
+    stop: threading.Event
+    replay_from: Path | None
+    on_attempt: Callable[[str, Attempt], None]
+    launch: Callable[..., ProcResult]  # lane.run_attempt (a fresh process or the lane's worker)
+    _runs: dict[str, Run] = field(default_factory=dict)
+    _number: int = 0
+    _notes_later: list[str] = field(default_factory=list)  # per-dtype retry notes
+
+    @property
+    def op_dir(self) -> Path:
+        return self.batch_dir / OPS_DIR / self.plan.op
 
     def _rel(self, path: Path) -> str:
         return path.resolve().relative_to(self.batch_dir.resolve()).as_posix()
 
-    def _next_number(self) -> int:
-        if not self._number:  # continue the numbering of an earlier (interrupted) batch process
-            numbers = [int(m.group(1)) for p in self.logs.glob("attempt-*.stdout.log")
-                       if (m := re.match(r"attempt-(\d+)", p.name))]
-            self._number = max(numbers, default=0)
-        self._number += 1
-        return self._number
-
     def attempt(self, dtypes: tuple[str, ...] | None, effective: tuple[str, ...]) -> Attempt:
-        self.logs.mkdir(parents=True, exist_ok=True)
-        number = self._next_number()
-        stdout, stderr = (self.logs / f"attempt-{number:02d}.{s}.log" for s in ("stdout", "stderr"))
+        logs = self.op_dir / LOGS
+        logs.mkdir(parents=True, exist_ok=True)
+        if not self._number:  # continue the numbering of an earlier (interrupted) batch process
+            self._number = max((int(m.group(1)) for p in logs.glob("attempt-*.stdout.log")
+                                if (m := re.match(r"attempt-(\d+)", p.name))), default=0)
+        self._number += 1
+        number = self._number
+        stdout, stderr = (logs / f"attempt-{number:02d}.{s}.log" for s in ("stdout", "stderr"))
         before = {p.name for p in self.op_dir.iterdir() if p.is_dir()}
         inv = OpInvocation(op=self.plan.op, suite=self.suite, dtypes=dtypes, out=self.op_dir,
                            replay_from=self.replay_from, options=self.request.options)
-        argv = self.request.command_factory()(inv)
-        stdout.parent.mkdir(parents=True, exist_ok=True)
-        (self.logs / f"attempt-{number:02d}.argv").write_text(shlex.join(argv) + "\n", encoding="utf-8")
+        argv = (self.request.command or tritongate_run(self.request.python))(inv)
+        (logs / f"attempt-{number:02d}.argv").write_text(shlex.join(argv) + "\n", encoding="utf-8")
+        files = {"stdout_log": self._rel(stdout), "stderr_log": self._rel(stderr)}
         try:
             proc = self.launch(argv, env=self.env, stdout=stdout, stderr=stderr, timeout_s=self.request.op_timeout_s,
                                grace_s=self.request.kill_grace_s, stop=self.stop, running_file=self.op_dir / RUNNING)
         except OSError as exc:  # the command itself cannot start: this op fails, the batch goes on
             a = Attempt(number=number, dtypes=dtypes, outcome=OpStatus.FAIL, signature="not_started",
                         reason=f"could not start {argv[0]}: {exc.strerror or exc}", rc=None, wall_s=0.0, run=None,
-                        stdout_log=self._rel(stdout), stderr_log=self._rel(stderr))
-            self.on_attempt(self.plan.op, a)
-            return a
-        run_dir = _run_dir_of(_tail(stdout), self.op_dir, before)
-        c = classify(proc, run_dir, _tail(stderr), effective, self.request.op_timeout_s)
-        if c.run is not None:
-            self._runs[self._rel(c.run.path)] = c.run
-        a = Attempt(number=number, dtypes=dtypes, outcome=c.outcome, signature=c.signature, reason=c.reason,
-                    rc=proc.rc, wall_s=round(proc.wall_s, 3), run=self._rel(c.run.path) if c.run else None,
-                    stdout_log=self._rel(stdout), stderr_log=self._rel(stderr))
+                        **files)
+        else:
+            c = classify(proc, _run_dir_of(_tail(stdout), self.op_dir, before), _tail(stderr), effective,
+                         self.request.op_timeout_s)
+            run = self._rel(c.run.path) if c.run else None
+            if c.run is not None:
+                self._runs[run] = c.run
+            a = Attempt(number=number, dtypes=dtypes, outcome=c.outcome, signature=c.signature, reason=c.reason,
+                        rc=proc.rc, wall_s=round(proc.wall_s, 3), run=run, **files)
         self.on_attempt(self.plan.op, a)
         return a
 
     def tries(self, dtypes: tuple[str, ...] | None, effective: tuple[str, ...]) -> list[Attempt]:
         """One attempt, then retries while retryable, at most ``retries``, stopping when the
         same failure comes twice in a row."""
-        out: list[Attempt] = []
-        while True:
-            a = self.attempt(dtypes, effective)
-            out.append(a)
-            if not retryable(a) or len(out) > self.request.retries or self.stop.is_set():
-                return out
-            if len(out) >= 2 and out[-2].signature == a.signature:
-                return out
+        out = [self.attempt(dtypes, effective)]
+        while retryable(out[-1]) and len(out) <= self.request.retries and not self.stop.is_set() \
+                and (len(out) < 2 or out[-2].signature != out[-1].signature):
+            out.append(self.attempt(dtypes, effective))
+        return out
 
     def run(self) -> OpResult:
         t0, started = time.monotonic(), utc_now()
@@ -247,26 +218,19 @@ class OpRunner:
             notes += _retry_notes("", first)
             groups = {d: first for d in p.dtypes}
         if p.restricted and not cut_short and not any(g[-1].outcome is OpStatus.PASS for g in groups.values()):
-            others = tuple(d for d in p.suite_dtypes if d not in p.dtypes)
             extra: dict[str, list[Attempt]] = {}
-            cut_short = self._each_alone(others, extra, attempts)
+            cut_short = self._each_alone([d for d in p.suite_dtypes if d not in p.dtypes], extra, attempts)
             if extra:  # the seed's fallback (not supported) or last rescue (failed) without --dtypes
                 kind = "dtype_fallback" if all(g[-1].outcome is OpStatus.SKIP for g in groups.values()) \
                     else "dtype_rescue"
                 notes.append(f"{kind}: --dtypes {together} gave no rows; the op's other dtypes alone: "
                              f"{_dtype_summary(extra)}")
                 groups.update(extra)
-        finals = [g[-1].outcome for g in groups.values()]
+        finals = {g[-1].outcome for g in groups.values()}
         if cut_short or OpStatus.INTERRUPTED in finals:
             status = OpStatus.INTERRUPTED  # not every dtype got its chance: --resume reruns the op
-        elif OpStatus.PASS in finals:
-            status = OpStatus.PASS
-        elif OpStatus.FAIL in finals:
-            status = OpStatus.FAIL
-        elif OpStatus.TIMEOUT in finals:
-            status = OpStatus.TIMEOUT
         else:
-            status = OpStatus.SKIP
+            status = next((s for s in (OpStatus.PASS, OpStatus.FAIL, OpStatus.TIMEOUT) if s in finals), OpStatus.SKIP)
         return self._result(status, attempts, groups, notes, t0, started)
 
     def _each_alone(self, dtypes: Sequence[str], groups: dict[str, list[Attempt]], attempts: list[Attempt]) -> bool:
@@ -281,14 +245,10 @@ class OpRunner:
 
     def _result(self, status: OpStatus, attempts: list[Attempt], groups: Mapping[str, list[Attempt]],
                 notes: list[str], t0: float, started: str) -> OpResult:
-        kept: list[str] = []
         if status is not OpStatus.PASS and attempts and attempts[-1].reason not in " ".join(notes):
             notes = [*notes, attempts[-1].reason]  # why it did not pass, in one place
-        if status is OpStatus.PASS:
-            for g in groups.values():
-                a = g[-1]
-                if a.outcome is OpStatus.PASS and a.run and a.run not in kept:
-                    kept.append(a.run)
+        kept = list(dict.fromkeys(a.run for a in (g[-1] for g in groups.values())
+                                  if a.outcome is OpStatus.PASS and a.run)) if status is OpStatus.PASS else []
         rows: list[Row] = [r for run in kept for r in self._runs[run].rows]
         seen = {r.dtype for r in rows}  # the dtypes actually measured, in suite order
         dtypes = [d for d in self.plan.suite_dtypes if d in seen] + sorted(seen - set(self.plan.suite_dtypes))
@@ -307,11 +267,9 @@ class OpRunner:
 
 
 def _dtype_summary(groups: Mapping[str, list[Attempt]]) -> str:
-    parts = []
-    for d, g in groups.items():
-        a = g[-1]
-        parts.append(f"{d} {a.outcome.value}" + (f" ({a.signature or a.reason})" if a.outcome is not OpStatus.PASS else ""))
-    return ", ".join(parts)
+    return ", ".join(f"{d} {g[-1].outcome.value}" + (f" ({g[-1].signature or g[-1].reason})"
+                                                     if g[-1].outcome is not OpStatus.PASS else "")
+                     for d, g in groups.items())
 
 
 def _retry_notes(label: str, attempts: Sequence[Attempt]) -> list[str]:

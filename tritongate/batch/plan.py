@@ -1,9 +1,7 @@
 """What a batch runs: the request, the ops of this shard with the dtypes each asks for, the
 command line of one op's subprocess, and ``batch.json`` (the plan, kept for ``--resume`` and
-``batch-merge``).
-
-The parent reads the suite YAML only (no torch, no triton): a crash in an op's process must
-never take the batch down with it.
+``batch-merge``). The parent reads the suite YAML only: a crash in an op must never take the
+batch down with it.
 """
 
 from __future__ import annotations
@@ -18,8 +16,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from tritongate import __version__
-from tritongate.atomicio import write_json_atomic
 from tritongate.argtypes import shard_spec
+from tritongate.atomicio import write_json_atomic
 from tritongate.errors import UsageError
 from tritongate.suites import Suite, load_suite
 
@@ -50,9 +48,8 @@ class RunOptions:
                             ("--samples-per-round", self.samples_per_round), ("--l2", self.l2)):
             if value is not None:
                 out += [flag, str(value)]
-        out += ["--isolate-tuner-cache"] if self.isolate_tuner_cache else []
-        out += ["--allow-busy-gpu"] if self.allow_busy_gpu else []
-        return out
+        return out + (["--isolate-tuner-cache"] if self.isolate_tuner_cache else []) + \
+            (["--allow-busy-gpu"] if self.allow_busy_gpu else [])
 
 
 @dataclass(frozen=True)
@@ -116,7 +113,8 @@ class BatchRequest:
         if self.retries < 0:
             raise UsageError(f"--retries {self.retries}: expected a whole number >= 0")
         if self.op_timeout_s is not None and not self.op_timeout_s > 0:
-            raise UsageError(f"--op-timeout {self.op_timeout_s}: expected seconds > 0 (0 on the command line: no limit)")
+            raise UsageError(f"--op-timeout {self.op_timeout_s}: expected seconds > 0 "
+                             "(0 on the command line: no limit)")
         if not self.kill_grace_s >= 0:
             raise UsageError(f"--kill-grace {self.kill_grace_s}: expected seconds >= 0")
         if len(set(self.devices)) != len(self.devices):
@@ -124,9 +122,6 @@ class BatchRequest:
         if self.worker_attempts < 0:
             raise UsageError(f"--worker-attempts {self.worker_attempts}: expected a whole number >= 0 "
                              "(0: a fresh process per attempt)")
-
-    def command_factory(self) -> CommandFactory:
-        return self.command or tritongate_run(self.python)
 
 
 @dataclass(frozen=True)
@@ -148,55 +143,36 @@ class Plan:
     planned: tuple[str, ...]  # every selected op of the suite, in suite order (all shards)
     ops: tuple[OpPlan, ...]  # this shard's
 
-    def op(self, name: str) -> OpPlan:
-        return next(p for p in self.ops if p.op == name)
-
 
 def plan_batch(request: BatchRequest) -> Plan:
-    """The suite's ops (``--ops`` keeps suite order), this shard's share (every N-th, from
-    the I-th: round robin, so shards of a suite sorted by cost get similar loads), and the
-    dtypes each op asks for. ``--dtypes`` naming none of an op's dtypes falls back to the
-    op's own (note ``dtype_fallback``, as the seed does for "can't be supported")."""
+    """The suite's ops (``--ops`` keeps suite order), this shard's share (every N-th from the I-th:
+    round robin, so shards of a suite sorted by cost get similar loads) and the dtypes each asks
+    for; ``--dtypes`` naming none of an op's falls back to its own (note ``dtype_fallback``)."""
     suite = load_suite(request.suite, shape_file=request.options.shape_file)
     names = [op.name for op in suite.ops]
     unknown = [o for o in request.ops if o not in names]
     if unknown:
         raise UsageError(f"--ops names {', '.join(unknown)}, which suite {suite.name} does not list "
                          f"({', '.join(names)})")
-    wanted = set(request.ops) if request.ops else set(names)
-    if request.dtypes:
-        listed = {d for op in suite.ops for d in op.dtypes}
-        if not listed & set(request.dtypes):
-            raise UsageError(f"--dtypes {','.join(request.dtypes)}: no op of suite {suite.name} lists any of "
-                             f"them (it lists {', '.join(sorted(listed))}); check the spelling")
-    planned = tuple(n for n in names if n in wanted)
+    listed = {d for op in suite.ops for d in op.dtypes}
+    if request.dtypes and not listed & set(request.dtypes):
+        raise UsageError(f"--dtypes {','.join(request.dtypes)}: no op of suite {suite.name} lists any of "
+                         f"them (it lists {', '.join(sorted(listed))}); check the spelling")
+    planned = tuple(n for n in names if not request.ops or n in request.ops)
     index, count = request.shard
     mine = set(planned[index - 1::count])
     ops = []
-    for op in suite.ops:
-        if op.name not in mine:
-            continue
-        if not request.dtypes:
-            ops.append(OpPlan(op.name, op.dtypes, op.dtypes, restricted=False))
-            continue
-        chosen = tuple(d for d in op.dtypes if d in request.dtypes)
-        if chosen:
-            ops.append(OpPlan(op.name, op.dtypes, chosen, restricted=chosen != op.dtypes))
-        else:
-            ops.append(OpPlan(op.name, op.dtypes, op.dtypes, restricted=False, notes=(
-                f"dtype_fallback: --dtypes {','.join(request.dtypes)} names none of the op's dtypes; "
-                f"measured {','.join(op.dtypes)}",)))
-    if request.replay_root is not None:
-        check_replay_root(request.replay_root)
-    return Plan(suite=suite, planned=planned, ops=tuple(ops))
-
-
-# -- replay ---------------------------------------------------------------------------------
-
-def check_replay_root(root: Path) -> None:
-    if not ((root / MANIFEST).is_file() or (root / "results.json").is_file()):
+    for op in [o for o in suite.ops if o.name in mine]:
+        chosen = tuple(d for d in op.dtypes if d in request.dtypes) if request.dtypes else op.dtypes
+        fallback = (f"dtype_fallback: --dtypes {','.join(request.dtypes)} names none of the op's dtypes; "
+                    f"measured {','.join(op.dtypes)}",) if request.dtypes and not chosen else ()
+        ops.append(OpPlan(op.name, op.dtypes, chosen or op.dtypes, restricted=chosen not in ((), op.dtypes),
+                          notes=fallback))
+    root = request.replay_root
+    if root is not None and not ((root / MANIFEST).is_file() or (root / "results.json").is_file()):
         raise UsageError(f"--replay-root {root} is neither a batch directory (no {MANIFEST}) nor a run "
                          "directory (no results.json); pass a record batch or a record run")
+    return Plan(suite=suite, planned=planned, ops=tuple(ops))
 
 
 def replay_source(root: Path, op: str) -> Path | None:
@@ -213,8 +189,6 @@ def replay_source(root: Path, op: str) -> Path | None:
     return root if (root / "results.json").is_file() else None
 
 
-# -- environment ------------------------------------------------------------------------------
-
 def visibility_var(backend: str) -> str:
     """The variable that picks a device for ``backend`` (auto: CUDA's), without importing torch."""
     from tritongate.backends import BACKENDS
@@ -222,10 +196,8 @@ def visibility_var(backend: str) -> str:
     key = backend.strip().lower()
     if key == "auto":
         return "CUDA_VISIBLE_DEVICES"
-    for b in BACKENDS.values():
-        if key == b.name or key in b.aliases:
-            return b.visibility_var
-    return ""  # an unknown backend: the op's own preflight names it
+    # an unknown backend: "" (the op's own preflight names it)
+    return next((b.visibility_var for b in BACKENDS.values() if key == b.name or key in b.aliases), "")
 
 
 def parse_devices(text: str) -> tuple[str, ...]:
@@ -244,7 +216,18 @@ def parse_shard(text: str) -> tuple[int, int]:
         raise UsageError(f"--shard {text!r}: expected I/N with 1 <= I <= N (e.g. 2/4)") from None
 
 
-# -- batch.json ---------------------------------------------------------------------------------
+def op_environment(request: BatchRequest, device: str, pythonpath: Path | None) -> dict[str, str]:
+    """The op's environment: the parent's, this tritongate importable first (another
+    ``--python`` imports the same package), the overlay, and its device."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), os.environ.get("PYTHONPATH")]))
+    env.update(request.env)
+    var = visibility_var(request.options.backend)
+    if device and var:
+        env[var] = device
+    return env
+
 
 def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -261,13 +244,6 @@ def plan_doc(request: BatchRequest, plan: Plan) -> dict[str, Any]:
             "ops": [p.op for p in plan.ops]}
 
 
-def execution_doc(request: BatchRequest) -> dict[str, Any]:
-    return {"devices": list(request.devices), "op_timeout_s": request.op_timeout_s,
-            "kill_grace_s": request.kill_grace_s, "retries": request.retries, "python": request.python,
-            "env": dict(request.env), "command": "custom" if request.command else "tritongate run",
-            "process": "worker" if request.worker_attempts else "fresh", "worker_attempts": request.worker_attempts}
-
-
 def plan_digest(plan: Mapping[str, Any]) -> str:
     """sha256 of the plan's canonical JSON (sorted keys, no spaces): what the ops were measured under."""
     text = json.dumps(plan, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -280,14 +256,30 @@ def write_manifest(path: Path, doc: Mapping[str, Any]) -> None:
                                         "updated_utc": utc_now()})
 
 
-def _check_plan_digest(path: Path, doc: Mapping[str, Any]) -> None:
-    """The plan must be the one the batch wrote: its ops were measured under it, and a resume or
-    a merge that trusted an edited plan would mix them with ops measured under another."""
-    file, recorded = path / MANIFEST, doc.get(PLAN_DIGEST)
+def read_manifest(path: Path) -> dict[str, Any]:
+    """``batch.json``, checked: its plan must be the one the batch wrote (its sha256), since a
+    resume or a merge that trusted an edited plan would mix ops measured under two plans."""
+    from tritongate.rundir import read_json_object
+
+    if not path.is_dir():
+        raise UsageError(f"{path} is not a directory; pass a batch directory printed by `tritongate batch`")
+    run_dir = (path / "results.json").is_file() or (path / "run_identity.json").is_file()
+    file = path / MANIFEST
+    doc = read_json_object(file, MANIFEST, error=UsageError, missing=(
+        f"{path} is a run directory, not a batch directory (no {MANIFEST}); pass the directory that "
+        "`tritongate batch` printed (the one holding batch.json and ops/)" if run_dir else
+        f"{file} is missing: {path} is not a batch directory; pass the directory that `tritongate batch` printed"))
+    if doc.get("kind") != MANIFEST_KIND or doc.get("schema_version") != MANIFEST_VERSION:
+        raise UsageError(f"{file} is not a tritongate batch manifest (schema {MANIFEST_VERSION}); "
+                         "pass a directory printed by `tritongate batch`")
+    for key in ("plan", "execution"):
+        if not isinstance(doc.get(key), dict):
+            raise UsageError(f"{file}: {key!r} is missing or not an object; the file is damaged")
+    recorded, version = doc.get(PLAN_DIGEST), doc.get("tool_version")
     fix = ("put the file back as the batch wrote it, or start a new batch with the plan you want "
            "(tritongate batch --suite ... --out DIR)")
     if not isinstance(recorded, str):
-        raise UsageError(f"{file} records no {PLAN_DIGEST} (written by tritongate {doc.get('tool_version')!r} or "
+        raise UsageError(f"{file} records no {PLAN_DIGEST} (written by tritongate {version!r} or "
                          f"edited), so its plan cannot be checked against what its ops were measured under; {fix}")
     try:
         actual = plan_digest(doc["plan"])
@@ -296,27 +288,7 @@ def _check_plan_digest(path: Path, doc: Mapping[str, Any]) -> None:
     if actual != recorded:
         raise UsageError(f"{file}: its plan was changed after the batch planned it (plan sha256 {actual[:12]}, "
                          f"recorded {recorded[:12]}): edited by hand or rewritten by another tritongate (this file "
-                         f"says {doc.get('tool_version')!r}); its ops were measured under the recorded plan; {fix}")
-
-
-def read_manifest(path: Path) -> dict[str, Any]:
-    from tritongate.rundir import read_json_object
-
-    if not path.is_dir():
-        raise UsageError(f"{path} is not a directory; pass a batch directory printed by `tritongate batch`")
-    run_dir = (path / "results.json").is_file() or (path / "run_identity.json").is_file()
-    doc = read_json_object(path / MANIFEST, MANIFEST, error=UsageError, missing=(
-        f"{path} is a run directory, not a batch directory (no {MANIFEST}); pass the directory that "
-        "`tritongate batch` printed (the one holding batch.json and ops/)" if run_dir else
-        f"{path / MANIFEST} is missing: {path} is not a batch directory; pass the directory that "
-        "`tritongate batch` printed"))
-    if doc.get("kind") != MANIFEST_KIND or doc.get("schema_version") != MANIFEST_VERSION:
-        raise UsageError(f"{path / MANIFEST} is not a tritongate batch manifest (schema {MANIFEST_VERSION}); "
-                         "pass a directory printed by `tritongate batch`")
-    for key in ("plan", "execution"):
-        if not isinstance(doc.get(key), dict):
-            raise UsageError(f"{path / MANIFEST}: {key!r} is missing or not an object; the file is damaged")
-    _check_plan_digest(path, doc)
+                         f"says {version!r}); its ops were measured under the recorded plan; {fix}")
     return doc
 
 
@@ -328,10 +300,9 @@ def request_from_manifest(path: Path, **overrides: Any) -> BatchRequest:
         raise UsageError(f"{path} was made by batch-merge; resume the shard batches it came from instead")
     plan, ex = doc["plan"], doc["execution"]
     try:
-        options = RunOptions(**plan["options"])
         base: dict[str, Any] = dict(
             suite=plan["suite"]["path"], resume=Path(path), ops=tuple(plan["planned_ops"]),
-            dtypes=tuple(plan["dtypes"]), options=options,
+            dtypes=tuple(plan["dtypes"]), options=RunOptions(**plan["options"]),
             replay_root=Path(plan["replay_root"]) if plan.get("replay_root") else None,
             shard=(plan["shard"]["index"], plan["shard"]["count"]), devices=tuple(ex["devices"]),
             op_timeout_s=ex["op_timeout_s"], kill_grace_s=ex["kill_grace_s"], retries=ex["retries"],
@@ -354,18 +325,3 @@ def check_resume(path: Path, request: BatchRequest, plan: Plan) -> dict[str, Any
         raise UsageError(f"{path} was planned differently ({what}); resume with the batch's own settings "
                          "(`tritongate batch --resume DIR` alone), or start a new batch")
     return doc
-
-
-def op_environment(request: BatchRequest, device: str, pythonpath: Path | None) -> dict[str, str]:
-    """The op's environment: the parent's, this tritongate importable first (another
-    ``--python`` imports the same package), the overlay, and its device."""
-    env = dict(os.environ)
-    if pythonpath is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    env["PYTHONUNBUFFERED"] = "1"
-    env["NO_COLOR"] = "1"
-    env.update(request.env)
-    var = visibility_var(request.options.backend)
-    if device and var:
-        env[var] = device
-    return env

@@ -1,35 +1,30 @@
 """``run_batch``: plan, resume, one op at a time per device, status files, the merged run.
 
-The parent holds ``BATCH/.lock`` while it runs (a second batch process on the same
-directory is refused), keeps ``ops_status.csv`` and ``summary.csv`` current (atomic
-rewrites), and at the end merges every PASS op into ``BATCH/run``. Ctrl-C (or SIGTERM,
-which the CLI turns into the same) kills the running ops' process groups, writes their
-status as INTERRUPTED and re-raises ``KeyboardInterrupt``: the batch is left resumable.
-Each device slot is a thread with its ``Lane``: one worker process runs the slot's ops one
-after another (``tritongate.batch.lane``; ``worker_attempts=0``: a fresh process per attempt).
+The parent holds ``BATCH/.lock`` (a second batch process there is refused). Ctrl-C (or SIGTERM,
+which the CLI turns into it) kills the running ops' groups, marks them INTERRUPTED and re-raises
+``KeyboardInterrupt``, leaving the batch resumable.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import fcntl
 import os
+import shutil
 import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
-from tritongate.batch.lane import Lane
-from tritongate.batch.merge import MergedRun, OpRun, merge_op_runs
+from tritongate.batch.lane import RUNNING, Lane, reap_orphan
 from tritongate.batch.opflow import OpRunner
-from tritongate.batch.plan import (MANIFEST, OPS_DIR, RUN_DIR, BatchRequest, OpPlan, Plan, check_resume, execution_doc,
-                                   op_environment, plan_batch, plan_doc, read_manifest, replay_source, utc_now,
-                                   write_manifest)
-from tritongate.batch.proc import RUNNING, reap_orphan
-from tritongate.batch.status import (OPS_STATUS, SUMMARY, Attempt, OpResult, OpStatus, clear_op_result,
-                                     read_op_result, summary_lines, write_op_result, write_ops_status,
-                                     write_summary)
+from tritongate.batch.plan import (MANIFEST, OPS_DIR, RUN_DIR, BatchRequest, OpPlan, Plan, check_resume, op_environment,
+                                   plan_batch, plan_doc, replay_source, utc_now, write_manifest)
+from tritongate.batch.shards import MergedRun, OpRun, merge_op_runs
+from tritongate.batch.status import (COMPLETE, RESULT, Attempt, OpResult, OpStatus, read_op_result, summary_lines,
+                                     write_op_result, write_tables)
 from tritongate.errors import GateError, UsageError
 from tritongate.rundir import load_run, new_run_dir
 from tritongate.schema import Row
@@ -70,82 +65,55 @@ class BatchOutcome:
 
 
 class _Board:
-    """The batch's shared state: results per op, the status files, progress events."""
+    """The batch's shared state: results per op, the status files (kept current), progress events."""
 
     def __init__(self, batch_dir: Path, plan: Plan, progress: BatchProgress) -> None:
         self.dir = batch_dir
         self.order = [p.op for p in plan.ops]
         self.results: dict[str, OpResult] = {op: OpResult(op, OpStatus.PENDING) for op in self.order}
         self.summary: dict[str, list[dict[str, object]]] = {}
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # held while the status files are written and an event is sent
         self._progress = progress
-        self._references: dict[str, Mapping[tuple[str, str, str], float]] = {}
-
-    @property
-    def done(self) -> int:
-        return sum(r.status not in (OpStatus.PENDING, OpStatus.RUNNING) for r in self.results.values())
+        self._records: dict[str, dict[tuple[str, str, str], float]] = {}  # each replayed record's medians
 
     def event(self, kind: str, **kw: object) -> None:
         with self.lock:
-            self._progress(BatchEvent(kind, done=self.done, total=len(self.order), **kw))  # type: ignore[arg-type]
+            done = sum(r.status not in (OpStatus.PENDING, OpStatus.RUNNING) for r in self.results.values())
+            self._progress(BatchEvent(kind, done=done, total=len(self.order), **kw))  # type: ignore[arg-type]
 
     def write(self) -> None:
-        write_ops_status(self.dir / OPS_STATUS, [self.results[op] for op in self.order])
-        write_summary(self.dir / SUMMARY, [line for op in self.order for line in self.summary.get(op, ())])
+        write_tables(self.dir, [self.results[op] for op in self.order],
+                     [line for op in self.order for line in self.summary.get(op, ())])
 
     def start(self, op: str, device: str) -> None:
         with self.lock:
             self.results[op] = OpResult(op, OpStatus.RUNNING, device=device, started_utc=utc_now())
             self.write()
-            self._progress(BatchEvent("op_start", op=op, device=device, done=self.done, total=len(self.order)))
+            self.event("op_start", op=op, device=device)
 
     def finish(self, result: OpResult, rows: Mapping[str, Sequence[Row]], *, reused: bool = False) -> None:
-        lines = summary_lines(result, rows, self._reference(result.replay_from))
+        lines = summary_lines(result, rows, self._records)
         with self.lock:
             if not reused:
                 write_op_result(self.dir / OPS_DIR / result.op, result)
             self.results[result.op] = result
             self.summary[result.op] = lines
             self.write()
-            self._progress(BatchEvent("reused" if reused else "op_done", op=result.op, device=result.device,
-                                      result=result, done=self.done, total=len(self.order)))
-
-    def _reference(self, record: str) -> Mapping[tuple[str, str, str], float]:
-        """The replayed record's medians, for summary.csv's speedup column."""
-        if not record:
-            return {}
-        if record not in self._references:
-            try:
-                run = load_run(Path(record))
-                self._references[record] = {r.key: r.summary.median for r in run.rows if r.summary}
-            except GateError:
-                self._references[record] = {}
-        return self._references[record]
+            self.event("reused" if reused else "op_done", op=result.op, device=result.device, result=result)
 
 
-def _runs_intact(batch_dir: Path, result: OpResult) -> dict[str, tuple[Row, ...]] | None:
-    """The rows of a reusable result's runs, or None when one is gone or damaged (rerun it)."""
-    rows: dict[str, tuple[Row, ...]] = {}
-    for run in result.runs:
+@contextlib.contextmanager
+def _locked(batch_dir: Path) -> Iterator[None]:
+    fd = os.open(batch_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
         try:
-            rows[run] = load_run(batch_dir / run).rows
-        except GateError:
-            return None
-    return rows
-
-
-class _Lock:
-    def __init__(self, batch_dir: Path) -> None:
-        self.fd = os.open(batch_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(self.fd)
             raise UsageError(f"another tritongate batch process is running in {batch_dir}; wait for it, "
                              "or stop it first") from None
-
-    def release(self) -> None:
-        os.close(self.fd)
+        yield
+    finally:
+        os.close(fd)
 
 
 def run_batch(request: BatchRequest, progress: BatchProgress | None = None) -> BatchOutcome:
@@ -161,103 +129,93 @@ def run_batch(request: BatchRequest, progress: BatchProgress | None = None) -> B
         name = f"batch-{plan.suite.name}" + (f"-shard{index}of{count}" if count > 1 else "")
         batch_dir = new_run_dir(Path(request.out), name)  # type: ignore[arg-type]
         saved = {}
-    lock = _Lock(batch_dir)
-    try:
-        return _run(request, plan, batch_dir, saved, progress or (lambda event: None))
-    finally:
-        lock.release()
+    with _locked(batch_dir):
+        execution = {"devices": list(request.devices), "op_timeout_s": request.op_timeout_s,
+                     "kill_grace_s": request.kill_grace_s, "retries": request.retries, "python": request.python,
+                     "env": dict(request.env), "command": "custom" if request.command else "tritongate run",
+                     "process": "worker" if request.worker_attempts else "fresh",
+                     "worker_attempts": request.worker_attempts}
+        manifest = {"plan": plan_doc(request, plan), "execution": execution,
+                    "created_utc": saved.get("created_utc") or utc_now(), "finished": False, "run": None}
+        write_manifest(batch_dir, manifest)
+        board = _Board(batch_dir, plan, progress or (lambda event: None))
+        board.event("start", message=str(batch_dir))
+        todo: collections.deque[OpPlan] = collections.deque()
+        for p in plan.ops:
+            op_dir = batch_dir / OPS_DIR / p.op
+            if (op_dir / RUNNING).exists():
+                note = reap_orphan(op_dir / RUNNING, request.kill_grace_s)
+                if note:
+                    board.event("note", op=p.op, message=f"{p.op}: {note}")
+            done = read_op_result(op_dir, complete_only=True) if request.resume is not None else None
+            try:  # reused when every run it kept is intact; one gone or damaged: the op reruns
+                rows = {run: load_run(batch_dir / run).rows for run in done.runs} if done else None
+            except GateError:
+                rows = None
+            if done and rows is not None:
+                board.finish(done, rows, reused=True)
+                continue
+            for stale in (COMPLETE, RESULT):  # an old marker must never outlive the run that replaces it
+                (op_dir / stale).unlink(missing_ok=True)
+            todo.append(p)
+        with board.lock:
+            board.write()
+        _execute(request, plan, batch_dir, board, todo)
+        outcome = BatchOutcome(path=batch_dir, results=[board.results[op] for op in board.order])
+        try:
+            outcome.run = _merge(request, batch_dir, outcome.results)
+        except UsageError as exc:
+            write_manifest(batch_dir, {**manifest, "finished": True, "finished_utc": utc_now(),
+                                       "merge_error": str(exc)})
+            raise
+        if outcome.run is not None:
+            board.event("merged", message=str(outcome.run.path))
+        write_manifest(batch_dir, {**manifest, "finished": True, "finished_utc": utc_now(),
+                                   "run": RUN_DIR if outcome.run else None,
+                                   "counts": {s.value: outcome.count(s) for s in OpStatus if outcome.count(s)}})
+        return outcome
 
 
-def _run(request: BatchRequest, plan: Plan, batch_dir: Path, saved: Mapping[str, object],
-         progress: BatchProgress) -> BatchOutcome:
-    manifest = {"plan": plan_doc(request, plan), "execution": execution_doc(request),
-                "created_utc": saved.get("created_utc") or utc_now(), "finished": False, "run": None}
-    write_manifest(batch_dir, manifest)
-    board = _Board(batch_dir, plan, progress)
-    board.event("start", message=str(batch_dir))
-    todo: list[OpPlan] = []
-    for p in plan.ops:
-        op_dir = batch_dir / OPS_DIR / p.op
-        if (op_dir / RUNNING).exists():
-            note = reap_orphan(op_dir / RUNNING, request.kill_grace_s)
-            if note:
-                board.event("note", op=p.op, message=f"{p.op}: {note}")
-        done = read_op_result(op_dir, complete_only=True) if request.resume is not None else None
-        rows = _runs_intact(batch_dir, done) if done is not None else None
-        if done is not None and rows is not None:
-            board.finish(done, rows, reused=True)
-            continue
-        clear_op_result(op_dir)
-        todo.append(p)
-    with board.lock:
-        board.write()
-    _execute(request, plan, batch_dir, board, todo)
-    results = [board.results[op] for op in board.order]
-    outcome = BatchOutcome(path=batch_dir, results=results)
-    try:
-        outcome.run = _merge(request, batch_dir, results)
-    except UsageError as exc:
-        write_manifest(batch_dir, {**manifest, "finished": True, "finished_utc": utc_now(), "merge_error": str(exc)})
-        raise
-    if outcome.run is not None:
-        board.event("merged", message=str(outcome.run.path))
-    write_manifest(batch_dir, {**manifest, "finished": True, "finished_utc": utc_now(),
-                               "run": RUN_DIR if outcome.run else None,
-                               "counts": {s.value: outcome.count(s) for s in OpStatus if outcome.count(s)}})
-    return outcome
-
-
-def _execute(request: BatchRequest, plan: Plan, batch_dir: Path, board: _Board, todo: list[OpPlan]) -> None:
-    """One worker thread per device slot pulls ops in plan order."""
+def _execute(request: BatchRequest, plan: Plan, batch_dir: Path, board: _Board,
+             todo: collections.deque[OpPlan]) -> None:
+    """One thread per device slot pulls ops in plan order."""
     from tritongate.pair.build import package_path_dir
 
     # another interpreter (a compiler build's venv) must import this very tritongate
     pythonpath = package_path_dir(batch_dir / ".pythonpath") if request.python != sys.executable else None
-    queue = collections.deque(todo)
-    qlock = threading.Lock()
     stop = threading.Event()
     errors: list[BaseException] = []
 
-    def on_attempt(op: str, attempt: Attempt) -> None:
-        board.event("attempt", op=op, attempt=attempt)
-
-    def worker(device: str, finished: threading.Event) -> None:
-        try:
-            _work(device)
-        finally:
-            finished.set()
-
-    def _work(device: str) -> None:
-        env = op_environment(request, device, pythonpath)
+    def work(device: str, finished: threading.Event) -> None:
         # the slot's worker process runs its ops one after another (worker_attempts=0: fresh processes)
         lane = Lane((request.python, sys.executable), max_attempts=request.worker_attempts)
         try:
-            _ops(device, env, lane)
+            env = op_environment(request, device, pythonpath)
+            while not stop.is_set():
+                try:
+                    p = todo.popleft()
+                except IndexError:
+                    return
+                board.start(p.op, device)
+                replay = replay_source(request.replay_root, p.op) if request.replay_root else None
+                runner = OpRunner(batch_dir, request, p, suite=str(plan.suite.path), device=device, env=env, stop=stop,
+                                  replay_from=replay, on_attempt=lambda op, a: board.event("attempt", op=op, attempt=a),
+                                  launch=lane.run_attempt)
+                try:
+                    result = runner.run()
+                    board.finish(result, runner.kept_rows(result))
+                except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which re-raises
+                    errors.append(exc)
+                    stop.set()
+                    return
         finally:
             lane.close(request.kill_grace_s)
-
-    def _ops(device: str, env: dict[str, str], lane: Lane) -> None:
-        while not stop.is_set():
-            with qlock:
-                if not queue:
-                    return
-                p = queue.popleft()
-            board.start(p.op, device)
-            replay = replay_source(request.replay_root, p.op) if request.replay_root else None
-            runner = OpRunner(batch_dir, request, p, suite=str(plan.suite.path), device=device, env=env,
-                              stop=stop, replay_from=replay, on_attempt=on_attempt, launch=lane.run_attempt)
-            try:
-                result = runner.run()
-                board.finish(result, runner.kept_rows(result))
-            except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which re-raises
-                errors.append(exc)
-                stop.set()
-                return
+            finished.set()
 
     slots = request.devices or ("",)
     finished = [threading.Event() for _ in slots]
     for device, event in zip(slots, finished):
-        threading.Thread(target=worker, args=(device, event), name=f"batch-device-{device or 'default'}",
+        threading.Thread(target=work, args=(device, event), name=f"batch-device-{device or 'default'}",
                          daemon=True).start()
     try:
         _wait(finished)
@@ -294,8 +252,6 @@ def _merge(request: BatchRequest, batch_dir: Path, results: Sequence[OpResult]) 
     target = batch_dir / RUN_DIR
     if not sources:
         if target.exists():  # an earlier merge would now claim ops this batch no longer passes
-            import shutil
-
             shutil.rmtree(target)
         return None
     index, count = request.shard
@@ -306,13 +262,3 @@ def _merge(request: BatchRequest, batch_dir: Path, results: Sequence[OpResult]) 
         root = request.replay_root.resolve()
         replay = str(root / RUN_DIR) if (root / MANIFEST).is_file() and (root / RUN_DIR).is_dir() else str(root)
     return merge_op_runs(sources, target, provenance=provenance, replay_from=replay)
-
-
-def read_batch(batch_dir: Path) -> tuple[dict[str, object], list[OpResult]]:
-    """A finished batch's manifest and its op results (plan order); for batch-merge."""
-    doc = read_manifest(batch_dir)
-    results = []
-    for op in doc["plan"].get("ops", []):
-        r = read_op_result(batch_dir / OPS_DIR / op, complete_only=False)
-        results.append(r if r is not None else OpResult(op, OpStatus.PENDING))
-    return doc, results

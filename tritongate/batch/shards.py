@@ -1,30 +1,138 @@
-"""``batch-merge``: shard batches of one deep scan (``batch --shard I/N`` on a matrix of
-runners) into one batch directory: ``batch.json``, ``ops_status.csv``, ``summary.csv`` and
-``run/`` (every PASS op of every shard), as if one batch had run them all.
+"""Op runs into one ordinary run directory, and shard batches into one batch.
 
-The shards must have been planned alike (suite and its digest, op selection, dtypes, run
-options, replay root, shard count), each index given once, every one finished; a missing
-shard is refused unless ``allow_partial`` (its ops are then listed as MISSING), and an op
-claimed by two shards is refused.
+``merge_op_runs`` writes what one ``tritongate run`` of every op would have (rows, identity with
+per-op provenance under ``batch``, TTGIR, autotune records, ``shapes.yaml``, ``run.log``);
+``merge_batches`` (``batch-merge``) joins the shards of one deep scan as if one batch ran them.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import shutil
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-from tritongate.batch.merge import MergedRun, OpRun, merge_op_runs
-from tritongate.batch.plan import RUN_DIR, utc_now, write_manifest
-from tritongate.batch.scheduler import read_batch
-from tritongate.batch.status import (OPS_STATUS, SUMMARY, OpResult, OpStatus, summary_lines, write_ops_status,
-                                     write_summary)
+import yaml
+
+from tritongate.atomicio import write_text_atomic
+from tritongate.batch.plan import OPS_DIR, RUN_DIR, read_manifest, utc_now, write_manifest
+from tritongate.batch.status import OpResult, OpStatus, read_op_result, summary_lines, write_tables
 from tritongate.errors import GateError, UsageError
-from tritongate.rundir import load_run
+from tritongate.gate.comparability import identity_mismatches
+from tritongate.ir.store import merge_ttgir
+from tritongate.rundir import LOG, Run, RunWriter, load_run
 from tritongate.sharding import check_shard_set
 
+PER_RUN_KEYS = ("schema_version", "tool_version", "mode", "started_utc", "wall_s", "gpu_state_after", "ir",
+                "replay_from", "replay_record")
 SHARED_PLAN_KEYS = ("suite", "planned_ops", "dtypes", "options", "replay_root")
+
+
+@dataclass(frozen=True)
+class OpRun:
+    op: str
+    path: Path
+    device: str = ""  # the batch's device id
+    label: str = ""  # how provenance names the run (a path relative to the batch)
+
+
+@dataclass(frozen=True)
+class MergedRun:
+    path: Path
+    rows: int
+    ops: int
+    mode: str
+
+
+def merge_op_runs(sources: Sequence[OpRun], out: Path, *, provenance: Mapping[str, Any],
+                  replay_from: str | None = None) -> MergedRun:
+    """Write ``out`` from the op runs ``sources``, built beside it and renamed into place (a reader
+    never sees half of it). Runs measured unlike each other (another GPU model, timer, driver,
+    code-generation settings) are refused: the merged identity would lie about them."""
+    if not sources:
+        raise UsageError("no op runs to merge")
+    runs = [(s, load_run(s.path)) for s in sources]  # refuses incomplete ones
+    first = runs[0][1]
+    modes = {r.mode for _, r in runs}
+    if len(modes) != 1:
+        raise UsageError(f"the op runs mix record and replay modes ({', '.join(sorted(modes))}); "
+                         "a batch replays every op or none")
+    for s, r in runs[1:]:
+        mism = identity_mismatches(first.identity, r.identity)
+        if mism:
+            raise UsageError(f"{s.path} ({s.op}) was not measured like {first.path}: {'; '.join(map(str, mism))}; "
+                             "run a batch on one kind of device")
+    identity = {k: v for k, v in first.identity.items() if k not in PER_RUN_KEYS}
+    replays = {r.identity.get("replay_from") for _, r in runs}
+    identity["replay_from"] = replay_from if replay_from is not None else (replays.pop() if len(replays) == 1 else None)
+    ops: dict[str, list[dict[str, Any]]] = {}
+    for s, r in runs:
+        ops.setdefault(s.op, []).append({
+            "run": s.label or str(s.path), "device": s.device, "rows": len(r.rows),
+            "dtypes": sorted({row.dtype for row in r.rows}),
+            **{k: r.identity.get(k) for k in ("started_utc", "wall_s", "replay_from", "compiler_ref", "codegen_env")}})
+    identity["batch"] = {**provenance, "ops": ops}
+    out = Path(out)
+    for stale in [*out.parent.glob(f".{out.name}.tmp-*"), *out.parent.glob(f".{out.name}.old-*")]:
+        shutil.rmtree(stale, ignore_errors=True)  # a merge killed part-way (the caller holds the batch lock)
+    tmp, old = (out.parent / f".{out.name}.{kind}-{os.getpid()}" for kind in ("tmp", "old"))
+    try:
+        rows = _write(runs, tmp, identity, first.mode, name=out.name)
+        if out.exists():  # the old merge is renamed away first and removed after
+            os.replace(out, old)
+        os.replace(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return MergedRun(path=out, rows=rows, ops=len({s.op for s in sources}), mode=first.mode)
+
+
+def _write(runs: Sequence[tuple[OpRun, Run]], tmp: Path, identity: dict[str, Any], mode: str, *,
+           name: str) -> int:
+    from tritongate.autotune.records import load_records, write_records
+
+    writer = RunWriter(tmp, identity, mode=mode)
+    seen: dict[tuple[str, str, str], Path] = {}
+    for s, r in runs:
+        for row in r.rows:
+            if row.key in seen:
+                raise UsageError(f"row {'/'.join(row.key)} is in {seen[row.key]} and {s.path}: "
+                                 "the op runs of a batch never share a row")
+            seen[row.key] = s.path
+    writer.extend(row for _, r in runs for row in r.rows)  # one write: joining n rows stays O(n)
+    shapes: dict[str, Any] = {}
+    records: dict[tuple[str, str, str], Any] = {}
+    meta: dict[str, Any] = {}
+    log = [f"tritongate batch merge  mode={mode}  ops={len({s.op for s, _ in runs})}  runs={len(runs)}\n"]
+    for s, r in runs:
+        try:
+            doc = yaml.safe_load((r.path / "shapes.yaml").read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError):
+            doc = {}
+        if isinstance(doc, dict) and s.op in doc:
+            shapes.setdefault(s.op, doc[s.op])
+        try:
+            text = (r.path / LOG).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = "(no run.log)\n"
+        log.append(f"=== op {s.op}: {s.label or s.path} ===\n{text if text.endswith(chr(10)) else text + chr(10)}")
+        if mode == "record":  # every op's autotune records under one autotune_records/
+            try:
+                rs = load_records(r.path, backend=str(r.identity.get("backend") or ""))
+            except GateError as exc:
+                raise UsageError(f"{s.path}: its autotune records cannot be merged: {exc}") from exc
+            for rec in rs.records.values():
+                records.setdefault((rec.op, *rec.match_key), rec)  # one key, one config: the first op's
+            meta = meta or {k: v for k, v in rs.meta.items() if k != "schema_version"}
+    write_text_atomic(tmp / "shapes.yaml", yaml.safe_dump(shapes, sort_keys=False))
+    write_text_atomic(tmp / LOG, "".join(log))
+    if mode == "record":
+        merged_from = [s.label or str(s.path) for s, _ in runs]
+        write_records(tmp, records.values(), {**meta, "run": name, "merged_from": merged_from})
+    merge_ttgir([s.path for s, _ in runs], tmp)  # renamed as one run would have named it
+    writer.finish()  # last: a merge that failed part-way never reads as complete
+    return len(seen)
 
 
 @dataclass(frozen=True)
@@ -52,7 +160,7 @@ class MergedBatch:
 
 
 def _load(path: Path) -> Shard:
-    doc, results = read_batch(path)
+    doc = read_manifest(path)
     if doc.get("merged_from"):
         raise UsageError(f"{path} is already a merged batch; merge the shard batches it came from")
     if not doc.get("finished"):
@@ -62,10 +170,16 @@ def _load(path: Path) -> Shard:
     index, count = shard.get("index"), shard.get("count")
     if not (isinstance(index, int) and isinstance(count, int) and 1 <= index <= count):
         raise UsageError(f"{path}: batch.json plan.shard is not {{index, count}}; the file is damaged")
+    results = [read_op_result(path / OPS_DIR / op, complete_only=False) or OpResult(op, OpStatus.PENDING)
+               for op in doc["plan"].get("ops", [])]
     return Shard(path=path, index=index, count=count, doc=doc, results=results)
 
 
-def _check(shards: Sequence[Shard], allow_partial: bool) -> tuple[int, tuple[int, ...]]:
+def merge_batches(paths: Sequence[Path], out: Path, *, allow_partial: bool = False) -> MergedBatch:
+    """Write the batch directory ``out`` from the shard batches at ``paths``."""
+    if not paths:
+        raise UsageError("no shard batch directories given")
+    shards = sorted((_load(Path(p)) for p in paths), key=lambda s: s.index)
     count, missing = check_shard_set([(s.index, s.count, s.path) for s in shards], allow_partial=allow_partial,
                                      lost="their ops would be absent from the merged batch",
                                      fix="pass every shard, or --allow-partial")
@@ -75,38 +189,27 @@ def _check(shards: Sequence[Shard], allow_partial: bool) -> tuple[int, tuple[int
         if differ:
             raise UsageError(f"{s.path} was planned unlike {first.path} ({', '.join(differ)} differ); merge "
                              "shards of one deep scan")
-    owner: dict[str, Path] = {}
+    by_op: dict[str, tuple[Shard, OpResult]] = {}
     for s in shards:
         for r in s.results:
-            if r.op in owner:
-                raise UsageError(f"op {r.op} is in {owner[r.op]} and {s.path}: shards never share an op")
-            owner[r.op] = s.path
-    return count, missing
-
-
-def merge_batches(paths: Sequence[Path], out: Path, *, allow_partial: bool = False) -> MergedBatch:
-    """Write the batch directory ``out`` from the shard batches at ``paths``."""
-    if not paths:
-        raise UsageError("no shard batch directories given")
-    shards = sorted((_load(Path(p)) for p in paths), key=lambda s: s.index)
-    count, missing = _check(shards, allow_partial)
+            if r.op in by_op:
+                raise UsageError(f"op {r.op} is in {by_op[r.op][0].path} and {s.path}: shards never share an op")
+            by_op[r.op] = (s, r)
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out} is not empty; batch-merge writes a new batch directory, choose an empty --out")
     out.mkdir(parents=True, exist_ok=True)
-    planned = list(shards[0].doc["plan"]["planned_ops"])
-    by_op: dict[str, tuple[Shard, OpResult]] = {r.op: (s, r) for s in shards for r in s.results}
     results: list[OpResult] = []
     sources: list[OpRun] = []
     summary: list[dict[str, Any]] = []
-    references: dict[str, dict[tuple[str, str, str], float]] = {}  # the replayed record, read once
-    for op in planned:
+    records: dict[str, dict[tuple[str, str, str], float]] = {}  # each replayed record, read once
+    for op in first.doc["plan"]["planned_ops"]:
         if op not in by_op:
             results.append(OpResult(op, OpStatus.MISSING, notes=("its shard was not merged",)))
             continue
         shard, r = by_op[op]
         prefix = Path(os.path.relpath(shard.path.resolve(), out.resolve())).as_posix()
-        moved = r.relocated(prefix)
+        moved = replace(r, runs=tuple(f"{prefix}/{run}" for run in r.runs))  # run paths seen from ``out``
         results.append(moved)
         if r.status is OpStatus.PASS:
             rows = {}
@@ -116,28 +219,16 @@ def merge_batches(paths: Sequence[Path], out: Path, *, allow_partial: bool = Fal
                 except GateError as exc:
                     raise UsageError(f"{shard.path}: op {op}'s run {run} cannot be read: {exc}") from exc
                 sources.append(OpRun(op=op, path=shard.path / run, device=r.device, label=here))
-            if r.replay_from not in references:
-                references[r.replay_from] = _reference(r.replay_from)
-            summary += summary_lines(moved, rows, references[r.replay_from])
+            summary += summary_lines(moved, rows, records)
     merged_from = [{"path": str(s.path.resolve()), "shard": f"{s.index}/{count}"} for s in shards]
-    root = shards[0].doc["plan"].get("replay_root")
+    root = first.doc["plan"].get("replay_root")
     replay = str(Path(root) / RUN_DIR) if root and (Path(root) / RUN_DIR).is_dir() else root
     run = merge_op_runs(sources, out / RUN_DIR, provenance={"merged_from": merged_from},
                         replay_from=replay) if sources else None
-    write_ops_status(out / OPS_STATUS, results)
-    write_summary(out / SUMMARY, summary)
-    plan = {**shards[0].doc["plan"], "shard": None, "ops": [r.op for r in results if r.status is not OpStatus.MISSING]}
-    write_manifest(out, {"plan": plan, "execution": shards[0].doc["execution"], "merged_from": merged_from,
+    write_tables(out, results, summary)
+    plan = {**first.doc["plan"], "shard": None, "ops": [r.op for r in results if r.status is not OpStatus.MISSING]}
+    write_manifest(out, {"plan": plan, "execution": first.doc["execution"], "merged_from": merged_from,
                          "missing_shards": [f"{i}/{count}" for i in missing], "created_utc": utc_now(),
                          "finished": True, "finished_utc": utc_now(), "run": RUN_DIR if run else None})
     return MergedBatch(path=out, results=results, run=run, shards=tuple(s.index for s in shards), count=count,
                        missing=missing)
-
-
-def _reference(record: str) -> dict[tuple[str, str, str], float]:
-    if not record:
-        return {}
-    try:
-        return {r.key: r.summary.median for r in load_run(Path(record)).rows if r.summary}
-    except GateError:
-        return {}

@@ -1,16 +1,16 @@
 """What a batch knows about each op, and the files that say it.
 
-``ops/<op>/result.json`` holds every finished op's result; ``ops/<op>/.complete`` (the same
-document) exists only for PASS and SKIP, which ``--resume`` reuses. ``ops_status.csv`` (one
-line per op) and ``summary.csv`` (one line per measured row) are rewritten atomically, so a
-reader polling them during a batch always parses a whole file.
+``ops/<op>/result.json`` (and ``.complete``, the same, for the PASS and SKIP that ``--resume``
+reuses), ``ops_status.csv`` and ``summary.csv``, rewritten atomically: a reader polling them
+always parses a whole file.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from dataclasses import field, replace
+from collections import Counter
+from dataclasses import field
 from enum import Enum
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
@@ -19,8 +19,10 @@ from pydantic import TypeAdapter, ValidationError, field_serializer
 from pydantic.dataclasses import dataclass
 
 from tritongate.atomicio import write_json_atomic, write_text_atomic
+from tritongate.errors import GateError
 from tritongate.markers import parse_marker
 from tritongate.report.untrusted import csv_cell
+from tritongate.rundir import load_run
 from tritongate.schema import VALUES, Row, RowStatus, _Stored
 from tritongate.validation.fields import Name, NonNegInt, Text
 
@@ -40,10 +42,6 @@ class OpStatus(str, Enum):
     TIMEOUT = "TIMEOUT"  # killed at --op-timeout; never retried
     INTERRUPTED = "INTERRUPTED"  # the batch was stopped while the op ran; --resume reruns it
     MISSING = "MISSING"  # batch-merge --allow-partial: the op's shard was not given
-
-    @property
-    def reusable(self) -> bool:
-        return self in (OpStatus.PASS, OpStatus.SKIP)
 
     @property
     def failed(self) -> bool:
@@ -102,47 +100,34 @@ class OpResult(_Stored):
             return 0
         return self.attempts[-1].rc if self.attempts else None
 
-    def relocated(self, prefix: str) -> "OpResult":
-        """The same result with run paths seen from another directory (batch-merge)."""
-        return replace(self, runs=tuple(f"{prefix}/{r}" for r in self.runs))
+
+def _marker_kinds(row: Row) -> list[str]:
+    def kind(line: str) -> str:
+        try:
+            return parse_marker(line).kind
+        except ValueError:
+            return line.split(" ", 1)[0] or "MARKER"
+    return sorted({kind(m) for m in row.markers})
 
 
 def row_counts(rows: Sequence[Row]) -> dict[str, Any]:
     """Row tallies of an op's kept runs, and how many rows carry each kind of marker (the
     seed's no_cudagraph_rows / replay_fallback notes: read these before the numbers)."""
-    kinds: dict[str, int] = {}
-    for row in rows:
-        for kind in sorted({_marker_kind(m) for m in row.markers}):
-            kinds[kind] = kinds.get(kind, 0) + 1
-    return {"rows": len(rows), "ok_rows": sum(r.status is RowStatus.OK for r in rows),
-            "error_rows": sum(r.status is not RowStatus.OK for r in rows),
-            "flagged_rows": sum(bool(r.markers) for r in rows), "marker_counts": kinds}
+    ok = sum(r.status is RowStatus.OK for r in rows)
+    return {"rows": len(rows), "ok_rows": ok, "error_rows": len(rows) - ok,
+            "flagged_rows": sum(bool(r.markers) for r in rows),
+            "marker_counts": dict(Counter(k for row in rows for k in _marker_kinds(row)))}
 
-
-def _marker_kind(line: str) -> str:
-    try:
-        return parse_marker(line).kind
-    except ValueError:
-        return line.split(" ", 1)[0] or "MARKER"
-
-
-# -- per-op files ------------------------------------------------------------------------
 
 def write_op_result(op_dir: Path, result: OpResult) -> None:
     """``result.json`` always; ``.complete`` only for what ``--resume`` may reuse."""
     op_dir.mkdir(parents=True, exist_ok=True)
     doc = result.to_dict()
     write_json_atomic(op_dir / RESULT, doc)
-    if result.status.reusable:
+    if result.status in (OpStatus.PASS, OpStatus.SKIP):
         write_json_atomic(op_dir / COMPLETE, doc)
     else:
         (op_dir / COMPLETE).unlink(missing_ok=True)
-
-
-def clear_op_result(op_dir: Path) -> None:
-    """Before an op reruns: an old marker must never outlive the run that replaces it."""
-    (op_dir / COMPLETE).unlink(missing_ok=True)
-    (op_dir / RESULT).unlink(missing_ok=True)
 
 
 _OP_RESULT = TypeAdapter(OpResult)
@@ -150,39 +135,17 @@ _OP_RESULT = TypeAdapter(OpResult)
 
 def read_op_result(op_dir: Path, *, complete_only: bool) -> OpResult | None:
     """The op's recorded result, or None when there is none (or it is damaged: rerun it)."""
-    path = op_dir / (COMPLETE if complete_only else RESULT)
     try:
-        return _OP_RESULT.validate_json(path.read_bytes(), strict=True)
+        return _OP_RESULT.validate_json((op_dir / (COMPLETE if complete_only else RESULT)).read_bytes(), strict=True)
     except (OSError, ValidationError):
         return None
 
 
-# -- ops_status.csv ------------------------------------------------------------------------
-
-STATUS_COLUMNS = ("op", "status", "attempts", "rc", "wall_s", "rows", "ok_rows", "error_rows",
-                  "flagged_rows", "dtypes", "backend", "device", "device_name", "timer", "notes",
-                  "run", "log")
-
-
-def status_line(result: OpResult) -> dict[str, Any]:
-    last = result.attempts[-1] if result.attempts else None
-    markers = " ".join(f"{k}={v}" for k, v in sorted(result.marker_counts.items()))
-    notes = "; ".join([*result.notes, *([f"marker rows: {markers}"] if markers else [])])
-    return {"op": result.op, "status": result.status.value, "attempts": len(result.attempts),
-            "rc": "" if result.rc is None else result.rc, "wall_s": f"{result.wall_s:.1f}",
-            "rows": result.rows, "ok_rows": result.ok_rows, "error_rows": result.error_rows,
-            "flagged_rows": result.flagged_rows, "dtypes": ",".join(result.dtypes),
-            "backend": result.backend, "device": result.device, "device_name": result.device_name,
-            "timer": result.timer, "notes": notes, "run": " ".join(result.runs),
-            "log": last.stderr_log if last else ""}
-
-
 def csv_text(columns: Sequence[str], lines: Iterable[Mapping[str, Any]]) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
-    writer.writeheader()
-    for line in lines:
-        writer.writerow({k: _cell(line.get(k, "")) for k in columns})
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([_cell(line.get(k, "")) for k in columns] for line in lines)
     return buf.getvalue()
 
 
@@ -191,41 +154,59 @@ def _cell(value: Any) -> Any:
     return csv_cell(" ".join(value.split())) if isinstance(value, str) else value
 
 
-def write_ops_status(path: Path, results: Iterable[OpResult]) -> None:
-    write_text_atomic(path, csv_text(STATUS_COLUMNS, (status_line(r) for r in results)))
-
-
 def read_csv(path: Path) -> list[dict[str, str]]:
     with open(path, encoding="utf-8", newline="") as f:
         return list(csv.DictReader(f))
 
 
-# -- summary.csv ---------------------------------------------------------------------------
-
+STATUS_COLUMNS = ("op", "status", "attempts", "rc", "wall_s", "rows", "ok_rows", "error_rows",
+                  "flagged_rows", "dtypes", "backend", "device", "device_name", "timer", "notes",
+                  "run", "log")
 SUMMARY_COLUMNS = ("op", "case", "dtype", "status", "backend", "device", "device_name", "timer",
                    "latency_us", "q1_us", "q3_us", "n", "speedup", "markers", "marker_kinds",
                    "error", "run")
 
 
+def write_ops_status(path: Path, results: Iterable[OpResult]) -> None:
+    def line(r: OpResult) -> dict[str, Any]:
+        markers = " ".join(f"{k}={v}" for k, v in sorted(r.marker_counts.items()))
+        return {"op": r.op, "status": r.status.value, "attempts": len(r.attempts), "rc": "" if r.rc is None else r.rc,
+                "wall_s": f"{r.wall_s:.1f}", "rows": r.rows, "ok_rows": r.ok_rows, "error_rows": r.error_rows,
+                "flagged_rows": r.flagged_rows, "dtypes": ",".join(r.dtypes), "backend": r.backend,
+                "device": r.device, "device_name": r.device_name, "timer": r.timer,
+                "notes": "; ".join([*r.notes, *([f"marker rows: {markers}"] if markers else [])]),
+                "run": " ".join(r.runs), "log": r.attempts[-1].stderr_log if r.attempts else ""}
+    write_text_atomic(path, csv_text(STATUS_COLUMNS, map(line, results)))
+
+
 def summary_lines(result: OpResult, rows_by_run: Mapping[str, Sequence[Row]],
-                  reference: Mapping[tuple[str, str, str], float] | None = None) -> list[dict[str, Any]]:
-    """One line per measured row of the op's kept runs. ``speedup`` is the replay record's
-    median over this row's (> 1: faster than the record); empty without a record to compare."""
+                  records: dict[str, dict[tuple[str, str, str], float]]) -> list[dict[str, Any]]:
+    """One line per measured row of the op's kept runs. ``speedup`` is the replayed record's
+    median over this row's (> 1: faster than the record); empty without a record to compare.
+    ``records`` caches each record's medians (read once)."""
+    record = result.replay_from
+    if record and result.runs and record not in records:
+        try:
+            records[record] = {r.key: r.summary.median for r in load_run(Path(record)).rows if r.summary}
+        except GateError:
+            records[record] = {}
+    reference = records.get(record, {})
     out = []
     for run in result.runs:
         for row in rows_by_run.get(run, ()):
-            s = row.summary
-            base = (reference or {}).get(row.key)
+            s, base = row.summary, reference.get(row.key)
             out.append({
                 "op": row.op, "case": row.case, "dtype": row.dtype, "status": row.status.value,
                 "backend": result.backend, "device": result.device, "device_name": result.device_name,
                 "timer": row.timer, "latency_us": f"{s.median:.6g}" if s else "",
                 "q1_us": f"{s.q1:.6g}" if s else "", "q3_us": f"{s.q3:.6g}" if s else "",
                 "n": len(row.samples), "speedup": f"{base / s.median:.4f}" if s and base else "",
-                "markers": len(row.markers), "marker_kinds": " ".join(sorted({_marker_kind(m) for m in row.markers})),
+                "markers": len(row.markers), "marker_kinds": " ".join(_marker_kinds(row)),
                 "error": row.error[:300], "run": run})
     return out
 
 
-def write_summary(path: Path, lines: Iterable[Mapping[str, Any]]) -> None:
-    write_text_atomic(path, csv_text(SUMMARY_COLUMNS, lines))
+def write_tables(batch_dir: Path, results: Iterable[OpResult], summary: Iterable[Mapping[str, Any]]) -> None:
+    """``ops_status.csv`` and ``summary.csv``."""
+    write_ops_status(batch_dir / OPS_STATUS, results)
+    write_text_atomic(batch_dir / SUMMARY, csv_text(SUMMARY_COLUMNS, summary))

@@ -1,31 +1,17 @@
 """The batch's persistent op worker (this process's side): run op attempts one after another.
 
-``python -m tritongate.batch.worker REQ_FD REP_FD`` reads one JSON request a line from the
-pipe ``REQ_FD`` and answers each with one JSON line on ``REP_FD`` (the batch side is
-``tritongate.batch.lane``). Neither is stdout or stderr: those belong to the op. A request:
-
-    {"module": "tritongate", "args": ["run", ...], "stdout": LOG, "stderr": LOG, "last": false}
-    {"path": "/x/fake_run.py", "args": [...], ...}      (a script instead of ``-m``)
-
-runs what ``python -m MODULE ARGS`` (or ``python PATH ARGS``) would run, in this process
-(``runpy``, ``sys.argv`` set, ``SystemExit`` caught), with file descriptors 1 and 2 on the
-attempt's log files (``dup2``: output of C extensions and subprocesses lands there too). The
-answer ``{"rc": N, "pid": P}`` comes after the logs are flushed, and ``rc`` is the exit
-status that process would have had (``sys.exit``'s code, 1 for an uncaught exception, its
-traceback on stderr as Python prints it). The op's environment is this process's: the batch
-starts a worker per device lane and environment, before anything initialises a device.
-
-After an attempt that did not exit 0, or a request marked ``last``, the worker exits with that
-status, its stdout and stderr still on the attempt's logs (what ``atexit`` handlers print
-lands there, as in a fresh process). Otherwise it puts back what an op may change in the
-process (``sys.argv``, ``sys.path``, ``os.environ``, the working directory, the umask,
-``sys.std*``, signal handlers, warning filters) and waits for the next request; imported
-modules stay (that is the point: torch, triton and tritongate import once). End of the
-request pipe (the batch is done or gone): exit 0.
+``python -m tritongate.batch.worker REQ_FD REP_FD``: each JSON line on pipe REQ_FD
+(``{"module": M | "path": SCRIPT, "args": [...], "stdout": LOG, "stderr": LOG, "last": B}``) runs
+what ``python -m M ARGS`` (or ``python SCRIPT ARGS``) would, in this process (``runpy``), with
+descriptors 1 and 2 on the logs (C extensions and subprocesses land there too), and is answered
+``{"rc": N, "pid": P}`` on REP_FD once they are flushed, N being the status that process would have
+had. After a non-zero status or a ``last`` request the worker exits with it; otherwise it puts back
+what an op may change (``_State``) and waits for the next, its imports kept. End of REQ_FD: exit 0.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -77,14 +63,10 @@ class _State:
 def _flush() -> None:
     """Python's buffers and C stdio's (a C extension's printf), before the descriptors move."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # closed or replaced by the op
             stream.flush()
-        except (OSError, ValueError, AttributeError):  # closed or replaced by the op
-            pass
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError):
-        pass
 
 
 def _redirect(stdout: str, stderr: str) -> None:
@@ -94,14 +76,6 @@ def _redirect(stdout: str, stderr: str) -> None:
         target = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.dup2(target, fd)
         os.close(target)
-
-
-def _to_devnull() -> None:
-    _flush()
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    os.dup2(null, 2)
-    os.close(null)
 
 
 def exit_status(code: object) -> int:
@@ -139,15 +113,6 @@ def run_entry(request: Mapping[str, Any]) -> int:
     return 0
 
 
-def _answer(channel: BinaryIO, doc: Mapping[str, Any]) -> bool:
-    try:
-        channel.write(json.dumps(doc).encode() + b"\n")
-        channel.flush()
-        return True
-    except OSError:  # the batch is gone
-        return False
-
-
 def serve(requests: BinaryIO, replies: BinaryIO) -> int:
     """Answer requests until the pipe ends (0) or an attempt ends the worker (its status)."""
     state = _State()
@@ -163,8 +128,13 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> int:
         state.restore()
         ending = rc != 0 or bool(request.get("last"))
         if not ending:
-            _to_devnull()  # before answering: the batch reads the logs as soon as it has the answer
-        if not _answer(replies, {"rc": rc, "pid": os.getpid()}) or ending:
+            _redirect(os.devnull, os.devnull)  # before answering: the batch reads the logs once answered
+        try:
+            replies.write(json.dumps({"rc": rc, "pid": os.getpid()}).encode() + b"\n")
+            replies.flush()
+        except OSError:  # the batch is gone
+            return rc
+        if ending:
             return rc
     return 0
 

@@ -1,13 +1,5 @@
-"""``tritongate baseline publish|find|list``: argparse → store calls → printed lines.
-
-Wired into ``tritongate.cli`` with ``add_baseline_parser(sub)``; ``main`` runs the same
-sub-commands standalone (``ci/find_baseline.py``). Handlers return exit codes; errors are
-``GateError``s the caller maps (``main`` here maps them the way ``tritongate.cli.main`` does).
-
-Exit codes: 0 done (for ``find``: the lookup ran, whatever it found; ``state=`` says what),
-2 usage or input error (bad arguments, a refused publish, an unwritable output file),
-4 internal error.
-"""
+"""``tritongate baseline publish|find|list`` and ``history``: the baseline store, its entries and their
+nightly series; ``main`` runs ``baseline`` without the rest of the CLI (``ci/find_baseline.py``)."""
 
 from __future__ import annotations
 
@@ -16,14 +8,14 @@ import datetime as dt
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
 
-from tritongate.argtypes import nonempty_text, number_in
-from tritongate.errors import ExitCode, GateError
+from tritongate.argtypes import fraction, nonempty_text as _text, number_in, whole_number
+from tritongate.atomicio import write_json_atomic
+from tritongate.cli.common import add_command, main_alone
+from tritongate.errors import ExitCode, GateError, UsageError
 from tritongate.github import outputs
-
-if TYPE_CHECKING:
-    from tritongate.baselines.lookup import Lookup
+from tritongate.report.untrusted import neutralize
 
 MAX_VALUE = 2000  # characters of one output value: a reason quoting odd inputs stays bounded
 
@@ -34,6 +26,10 @@ FOOTER = {
             "       baseline for this compiler repository is missing)\n"
             "  2    usage error (bad arguments, an output file that cannot be written)\n  4    internal error\n",
     "list": "exit codes:\n  0    listed\n  2    usage error\n  4    internal error\n",
+    "history": ("exit codes:\n"
+                "  0    written (change points are findings, not a failure); the last line is history.md\n"
+                "  2    usage or input error (unknown store, no entries for the runner class and suite)\n"
+                "  4    internal error\n"),
 }
 
 
@@ -45,8 +41,8 @@ def single_line(value: object) -> str:
     return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
 
 
-_text = nonempty_text  # an unset variable in a workflow must not silently change what runs
 _days = number_in(0, what="a number of days")
+_p_value = number_in(0, 1, open_low=True, open_high=True)
 
 
 def _store(args: argparse.Namespace) -> Path:
@@ -54,8 +50,6 @@ def _store(args: argparse.Namespace) -> Path:
 
     return Path(args.store) if args.store else default_store()
 
-
-# -- publish -------------------------------------------------------------------------------
 
 def cmd_publish(args: argparse.Namespace) -> int:
     from tritongate.baselines.publishing import publish
@@ -69,17 +63,13 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-# -- find ----------------------------------------------------------------------------------
-
 def _expected_suite(args: argparse.Namespace) -> tuple[str, str | None]:
     """The suite's name and the digest to match (``auto``: as this checkout reads the suite)."""
-    from tritongate.baselines.manifest import suite_folder
+    from tritongate.baselines.manifest import BaselineError, suite_folder
+    from tritongate.suites import load_suite
 
     choice = args.suite_digest
     if choice == "auto":
-        from tritongate.baselines.manifest import BaselineError
-        from tritongate.suites import load_suite
-
         try:
             suite = load_suite(args.suite)
         except GateError as exc:
@@ -88,17 +78,7 @@ def _expected_suite(args: argparse.Namespace) -> tuple[str, str | None]:
     return suite_folder(args.suite), None if choice == "none" else choice
 
 
-def output_lines(lookup: Lookup) -> list[tuple[str, str]]:
-    """The ``key=value`` pairs of a lookup, each value one safe line."""
-    record = str(lookup.record.resolve()) if lookup.record else ""
-    age = f"{lookup.age_days:.3f}" if lookup.age_days is not None else ""
-    pairs = [("state", lookup.state.value), ("record", record), ("reason", lookup.reason),
-             ("refresh", lookup.refresh), ("age_days", age)]
-    return [(k, single_line(v)) for k, v in pairs]
-
-
 def cmd_find(args: argparse.Namespace) -> int:
-    from tritongate.atomicio import write_json_atomic
     from tritongate.baselines.lookup import find
 
     store = _store(args)
@@ -106,7 +86,11 @@ def cmd_find(args: argparse.Namespace) -> int:
     lookup = find(store, args.runner_class, suite, args.gpu, max_age_days=args.max_age_days,
                   suite_digest=digest, backend=args.backend, store_text=args.store or str(store),
                   compiler_repo=args.compiler_repo)
-    lines = output_lines(lookup)
+    record = str(lookup.record.resolve()) if lookup.record else ""
+    age = f"{lookup.age_days:.3f}" if lookup.age_days is not None else ""
+    pairs = (("state", lookup.state.value), ("record", record), ("reason", lookup.reason),
+             ("refresh", lookup.refresh), ("age_days", age))
+    lines = [(k, single_line(v)) for k, v in pairs]
     if args.github_output:  # appended, like every step's $GITHUB_OUTPUT
         outputs.append(args.github_output, lines)
     if args.state_out:
@@ -119,8 +103,6 @@ def cmd_find(args: argparse.Namespace) -> int:
         print(f"note: {single_line(note)}", file=sys.stderr)
     return ExitCode.OK
 
-
-# -- list ----------------------------------------------------------------------------------
 
 def cmd_list(args: argparse.Namespace) -> int:
     from tritongate.baselines.store import list_entries
@@ -143,11 +125,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-# -- the parser ----------------------------------------------------------------------------
-
-def _parser(sub: argparse._SubParsersAction, name: str, help: str, description: str) -> argparse.ArgumentParser:
-    return sub.add_parser(name, help=help, description=description, epilog=FOOTER[name],
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+def _parser(sub: argparse._SubParsersAction, name: str, help: str, description: str,
+            func: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+    return add_command(sub, name, func, help=help, description=description, epilog=FOOTER[name],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 STORE_HELP = ("the store folder (default: $TRITONGATE_BASELINE_STORE, else the repo's baselines/; "
@@ -155,19 +136,17 @@ STORE_HELP = ("the store folder (default: $TRITONGATE_BASELINE_STORE, else the r
 
 
 def add_baseline_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``baseline publish|find|list`` on the CLI's sub-parsers."""
     top = sub.add_parser(
         "baseline", help="the baseline store: publish a record run, find the one a PR should replay, list",
         description="Nightly jobs publish their record runs into the store; PR jobs find the newest good "
                     "one for their runner class, suite and GPU and replay it. See baselines/README.md.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    actions = top.add_subparsers(dest="baseline_command", metavar="ACTION")
-    actions.required = True
+    actions = top.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
 
     pub = _parser(actions, "publish", "copy a finished record run into the store as a new entry",
                   "Copy RUN_DIR (a finished record run: results.json, run_identity.json, shapes.yaml, "
                   "autotune_records/) into STORE/<runner class>/<suite>/<gpu>/<recorded UTC>-<commit>/ with "
-                  "manifest.json and summary.tsv. Refuses replay runs, incomplete or invalid runs.")
+                  "manifest.json and summary.tsv. Refuses replay runs, incomplete or invalid runs.", cmd_publish)
     pub.add_argument("run", type=_text, metavar="RUN_DIR", help="a record run directory (tritongate run)")
     pub.add_argument("--runner-class", type=_text, required=True, metavar="RC",
                      help="the class of runner it was measured on (lower case, e.g. h200)")
@@ -177,7 +156,6 @@ def add_baseline_parser(sub: argparse._SubParsersAction) -> None:
                           "the run identity's compiler_ref names); `find --compiler-repo` matches on it")
     pub.add_argument("--compiler-commit", type=_text, metavar="SHA",
                      help="the compiler commit (default: the run identity's commit)")
-    pub.set_defaults(func=cmd_publish)
 
     fnd = _parser(actions, "find", "find the baseline a PR job should replay",
                   "Print state=, record=, reason=, refresh= and age_days= lines. state is ok (newest good "
@@ -185,7 +163,7 @@ def add_baseline_parser(sub: argparse._SubParsersAction) -> None:
                   "record=), mismatched (entries for this repository, runner class and suite exist but none "
                   "matches the GPU, suite digest or backend expected) or missing (none readable, or only "
                   "entries of other compiler repositories: \"no baseline for REPO on runner class RC\"). "
-                  "Damaged entries are skipped with a note on stderr.")
+                  "Damaged entries are skipped with a note on stderr.", cmd_find)
     fnd.add_argument("--suite", type=_text, required=True, metavar="NAME|PATH",
                      help="the suite the job replays: a builtin suite name or a suite YAML")
     fnd.add_argument("--runner-class", type=_text, required=True, metavar="RC",
@@ -204,42 +182,84 @@ def add_baseline_parser(sub: argparse._SubParsersAction) -> None:
                           "compare; or the digest itself")
     fnd.add_argument("--github-output", type=_text, metavar="FILE", help="also append the lines here ($GITHUB_OUTPUT)")
     fnd.add_argument("--state-out", type=_text, metavar="FILE", help="write the lookup as JSON (for the verdict)")
-    fnd.set_defaults(func=cmd_find)
 
     lst = _parser(actions, "list", "list the store's entries, newest first", "List valid entries, newest first; "
-                  "damaged ones are named on stderr.")
+                  "damaged ones are named on stderr.", cmd_list)
     lst.add_argument("--store", type=_text, metavar="DIR", help=STORE_HELP)
     lst.add_argument("--runner-class", type=_text, metavar="RC", help="only entries of this runner class")
     lst.add_argument("--suite", type=_text, metavar="NAME", help="only entries of this suite")
     lst.add_argument("--gpu", type=_text, metavar="NAME", help="only entries measured on this GPU model (named as for find)")
     lst.add_argument("--compiler-repo", type=_text, metavar="REPO", help="only entries built from this compiler repository")
     lst.add_argument("--json", action="store_true", help="the manifests as JSON")
-    lst.set_defaults(func=cmd_list)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``tritongate baseline ARGV`` without the rest of the CLI (for ``ci/``)."""
-    parser = argparse.ArgumentParser(prog="tritongate")
-    sub = parser.add_subparsers(dest="command")
-    add_baseline_parser(sub)
-    try:
-        args = parser.parse_args(["baseline", *(sys.argv[1:] if argv is None else argv)])
-    except SystemExit as exc:  # --help is 0, bad usage 2
-        return int(exc.code or 0)
-    func: Callable[[argparse.Namespace], int] = args.func
-    try:
-        return int(func(args))
-    except GateError as exc:
-        print(f"error: {single_line(exc)}", file=sys.stderr)
-        return int(exc.exit_code)
-    except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {single_line(f'{where}{exc.strerror or exc}')}; fix the path and run again", file=sys.stderr)
-        return int(ExitCode.USAGE)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
-    except Exception as exc:  # noqa: BLE001 - a bug: one line, never exit 1 (that means "gate failed")
-        print(f"internal error (a bug in tritongate): {type(exc).__name__}: {single_line(exc)[:300]}",
-              file=sys.stderr)
-        return int(ExitCode.INTERNAL)
+    return main_alone(add_baseline_parser, ["baseline", *(sys.argv[1:] if argv is None else argv)], single_line,
+                      hint="fix the path and run again")
+
+
+def run_history(args: argparse.Namespace) -> int:
+    """Read the store, analyse, write history.json, history.md, the plots (and the summary)."""
+    from tritongate.baselines.manifest import suite_folder
+    from tritongate.history.changepoints import Detection
+    from tritongate.history.report import build_report, new_change_points_markdown, write_report
+    from tritongate.history.series import load_history
+
+    rule = Detection(min_effect=args.min_effect, p_value=args.p_value)
+    history = load_history(Path(args.store), args.runner_class, suite_folder(args.suite), args.gpu,
+                           compiler_repo=args.compiler_repo)
+    report = build_report(history, rule, new_last=args.new_last)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    plots: dict[str, str] = {}
+    if not args.no_plots:
+        from tritongate.history.plot import plot_history
+
+        plots = {op: path.relative_to(out).as_posix() for op, path in plot_history(report, out / "plots").items()}
+    _, md_path = write_report(report, out, plots)
+    if args.summary_out:  # appended, as to $GITHUB_STEP_SUMMARY: what the step wrote before stays
+        summary = Path(args.summary_out)
+        if summary.is_dir():
+            raise UsageError(f"--summary-out {summary} is a directory; pass a file (e.g. $GITHUB_STEP_SUMMARY)")
+        summary.parent.mkdir(parents=True, exist_ok=True)
+        with open(summary, "a", encoding="utf-8") as f:
+            f.write(new_change_points_markdown(report))
+    for note in report.notes:
+        print(f"note: {neutralize(note)}", file=sys.stderr)
+    print(neutralize(report.headline()))
+    print(md_path)
+    return ExitCode.OK
+
+
+def add_history_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = _parser(
+        sub, "history", "nightly history of the baseline store: per-row series, change points, plots",
+        "Read every entry the nightlies published for one runner class and suite (damaged ones "
+        "are skipped with a note), follow each row's median over the nights, and find change "
+        "points: PELT on log medians scaled by their noise, each confirmed by a minimum effect "
+        "and a Mann-Whitney U test between the neighbouring segments. Writes OUT/history.json, "
+        "OUT/history.md and OUT/plots/<op>.png.", run_history)
+    p.add_argument("--store", type=_text, required=True, metavar="DIR",
+                   help="the baseline store folder (on GitHub a checkout of the data branch)")
+    p.add_argument("--runner-class", type=_text, required=True, metavar="RC", help="e.g. h200")
+    p.add_argument("--suite", type=_text, required=True, metavar="NAME|PATH",
+                   help="the suite: a builtin name (pr) or its YAML file (named by its stem)")
+    p.add_argument("--gpu", type=_text, metavar="NAME|SLUG",
+                   help="only entries recorded on this GPU (needed when the runner class spans several)")
+    p.add_argument("--compiler-repo", type=_text, metavar="OWNER/NAME|URL",
+                   help="only entries of this compiler repository's builds (needed when the store holds several)")
+    p.add_argument("--out", type=_text, required=True, metavar="DIR", help="where the reports and plots go")
+    # not --min-effect: that is the gate's least change of one paired row; this one compares
+    # unpaired nightly medians, a noisier quantity, so it has its own name and default
+    p.add_argument("--min-change", dest="min_effect", type=fraction, default=0.02, metavar="F",
+                   help="least relative change of the segment medians a change point needs, as a fraction: 0.01 "
+                        "is 1 %% (default 0.02)")
+    p.add_argument("--p-value", type=_p_value, default=0.01, metavar="P",
+                   help="Mann-Whitney U significance a change point needs (default 0.01)")
+    p.add_argument("--new-last", type=whole_number, default=1, metavar="N",
+                   help="a change point is new when its first point after is among the last N entries (default 1)")
+    p.add_argument("--no-plots", action="store_true", help="write no PNGs")
+    p.add_argument("--summary-out", type=_text, metavar="FILE",
+                   help="also write the new-change-points section alone here (e.g. $GITHUB_STEP_SUMMARY)")
+    return p

@@ -1,28 +1,26 @@
 """``tritongate batch`` and ``tritongate batch-merge``: argparse → library calls → exit codes.
 
-Wired into ``tritongate.cli`` with ``add_batch_parser(sub)``; ``main`` runs the same
-sub-commands standalone (``python -m tritongate.batch batch ...``). Progress goes to stderr,
-one line per op; results to stdout, the batch directory last.
-"""
+``main`` runs them alone (``python -m tritongate.batch``); the batch directory is stdout's last line."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence, TextIO
+from typing import Any, Callable, Sequence, TextIO
 
-from tritongate.argtypes import nonempty_text, number_in
+from tritongate.argtypes import nonempty_text as _text, number_in
 from tritongate.batch.plan import (WORKER_ATTEMPTS, BatchRequest, RunOptions, parse_devices, parse_shard,
                                    request_from_manifest)
-from tritongate.batch.scheduler import BatchEvent, BatchOutcome, run_batch
+from tritongate.batch.scheduler import BatchEvent, run_batch
+from tritongate.batch.shards import merge_batches
 from tritongate.batch.status import OpStatus
-from tritongate.cli.common import counted
+from tritongate.cli.common import (add_command, argtype, counted, main_alone, report_errors, sigterm_interrupts,
+                                   split_values)
 from tritongate.cli.options import add_measurement_options
-from tritongate.errors import ExitCode, GateError, MeasurementError, PreflightError, UsageError
+from tritongate.errors import ExitCode, MeasurementError, UsageError
+from tritongate.report.untrusted import neutralize
 
 EXIT_CODES = ("exit codes:\n"
               "  0    every op PASS or SKIP, at least one PASS (the last stdout line is the batch directory)\n"
@@ -38,28 +36,13 @@ MERGE_EXIT_CODES = ("exit codes:\n"
                     "  2    refused (shards missing, overlapping, unfinished or planned differently) or usage error\n"
                     "  4    internal error\n")
 
-
-_text = nonempty_text  # an unset variable in a workflow must not silently change what runs
 _seconds = number_in(0, what="seconds")
-
-
-def _arg(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    def convert(value: str) -> Any:
-        try:
-            return parse(_text(value))
-        except UsageError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    return convert
-
-
-def _split(values: list[str] | None) -> tuple[str, ...]:
-    return tuple(v for item in values or [] for v in item.replace(",", " ").split() if v)
+dispatch = report_errors  # run a handler, its errors mapped to exit codes as ``tritongate.cli.main`` does
 
 
 def add_batch_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``batch`` and ``batch-merge`` on the CLI's sub-parsers."""
-    p = sub.add_parser(
-        "batch", help="many ops, each its own `tritongate run`: timeouts, retries, resume, shards",
+    p = add_command(
+        sub, "batch", cmd_batch, help="many ops, each its own `tritongate run`: timeouts, retries, resume, shards",
         description="Run every op of a suite (or --ops) as its own `tritongate run`, one op at a time per device, "
                     "in a worker process per device that is reused from op to op (it imports torch and triton "
                     "once; its own process group: a crash loses one op, and the next op gets a new worker; a "
@@ -83,10 +66,10 @@ def add_batch_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--replay-root", type=_text, metavar="DIR",
                    help="replay recorded configs: per op, the op's record run in this batch directory (else its "
                         "merged run/), or this run directory itself")
-    g.add_argument("--shard", type=_arg(parse_shard), metavar="I/N",
+    g.add_argument("--shard", type=argtype(lambda v: parse_shard(_text(v)), UsageError), metavar="I/N",
                    help="run only every N-th op of the plan, from the I-th (round robin); join with batch-merge")
     e = p.add_argument_group("how to run it")
-    e.add_argument("--devices", type=_arg(parse_devices), metavar="0,1,...",
+    e.add_argument("--devices", type=argtype(lambda v: parse_devices(_text(v)), UsageError), metavar="0,1,...",
                    help="one op at a time on each (sets the backend's visibility variable, e.g. "
                         "CUDA_VISIBLE_DEVICES, per op); default: one op at a time, devices left as they are")
     e.add_argument("--op-timeout", type=_seconds, metavar="S",
@@ -109,10 +92,10 @@ def add_batch_parser(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--worker-attempts", type=int, metavar="N",
                    help="as --reuse-worker, replacing the worker after N attempts (0: a fresh process per op, the "
                         "default); a resume keeps the batch's setting unless one of these is given")
-    p.set_defaults(func=cmd_batch)
 
-    m = sub.add_parser(
-        "batch-merge", help="join the shard batches of a deep scan (batch --shard I/N) into one batch",
+    m = add_command(
+        sub, "batch-merge", cmd_batch_merge,
+        help="join the shard batches of a deep scan (batch --shard I/N) into one batch",
         description="Check that the batch directories are the finished shards of one plan (suite, ops, dtypes, "
                     "options, shard count; each index once; no op twice), then write OUT/ with batch.json, "
                     "ops_status.csv, summary.csv and run/ (every PASS op of every shard).",
@@ -121,7 +104,6 @@ def add_batch_parser(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--out", type=_text, required=True, metavar="DIR", help="an empty directory for the merged batch")
     m.add_argument("--allow-partial", action="store_true",
                    help="merge the shards given even when some are missing (their ops are listed as MISSING)")
-    m.set_defaults(func=cmd_batch_merge)
 
 
 def _options(args: argparse.Namespace, base: RunOptions | None = None) -> RunOptions:
@@ -143,20 +125,18 @@ def request_from_args(args: argparse.Namespace) -> BatchRequest:
         "env": parse_env_overlay(args.env, option="--env") if args.env else None,
         "worker_attempts": 0 if args.fresh_process else WORKER_ATTEMPTS if args.reuse_worker else args.worker_attempts}
     timeout = None if args.op_timeout is None else (args.op_timeout or None)
-    ops, dtypes = _split(args.ops), _split(args.dtypes)
+    ops, dtypes = tuple(split_values(args.ops)), tuple(split_values(args.dtypes))
     if args.resume:
         if args.out:
             raise UsageError("--out with --resume: a resumed batch stays in its own directory; leave --out out")
         request = request_from_manifest(Path(args.resume), **execution)
         if args.op_timeout is not None:
             request = replace(request, op_timeout_s=timeout)
-        plan: dict[str, Any] = {"options": _options(args, request.options)}
-        for key, value in (("suite", args.suite), ("ops", ops or None), ("dtypes", dtypes or None),
-                           ("replay_root", Path(args.replay_root) if args.replay_root else None),
-                           ("shard", args.shard)):
-            if value is not None:
-                plan[key] = value
-        return replace(request, **plan)  # run_batch refuses a plan that differs from the batch's
+        plan = {k: v for k, v in (("suite", args.suite), ("ops", ops or None), ("dtypes", dtypes or None),
+                                  ("replay_root", Path(args.replay_root) if args.replay_root else None),
+                                  ("shard", args.shard)) if v is not None}
+        # run_batch refuses a plan that differs from the batch's
+        return replace(request, options=_options(args, request.options), **plan)
     if not args.suite or not args.out:
         raise UsageError("batch needs --suite and --out (or --resume BATCH_DIR)")
     kw = {k: v for k, v in execution.items() if v is not None}
@@ -174,46 +154,27 @@ def execute(request: BatchRequest, *, out: TextIO | None = None, err: TextIO | N
     """Run the batch with progress on ``err`` and the summary on ``out``; SIGTERM stops it
     like Ctrl-C (the running op's process group is killed, the batch stays resumable)."""
     out, err = out or sys.stdout, err or sys.stderr
-    with _sigterm_as_interrupt():
+    with sigterm_interrupts("SIGTERM"):
         outcome = run_batch(request, progress_printer(err))
-    _print_outcome(outcome, out)
-    if outcome.exit_code == ExitCode.OK and not outcome.count(OpStatus.PASS):
-        raise MeasurementError(_nothing_measured(outcome, request))  # as `run` measuring no row: never a pass
-    return outcome.exit_code
-
-
-def _nothing_measured(outcome: BatchOutcome, request: BatchRequest) -> str:
-    if not outcome.results:
+    print(_ops_line(outcome.results), file=out)
+    print(f"ops_status: {outcome.path / 'ops_status.csv'}", file=out)
+    print(f"summary:    {outcome.path / 'summary.csv'}", file=out)
+    print(_run_line(outcome.run) if outcome.run is not None else "run:        none (no op passed)", file=out)
+    print(outcome.path, file=out)
+    if outcome.exit_code != ExitCode.OK or outcome.count(OpStatus.PASS):
+        return outcome.exit_code
+    if not outcome.results:  # as `run` measuring no row: never a pass
         index, count = request.shard
-        return (f"nothing was measured: shard {index}/{count} holds no op of the suite; the batch directory is "
-                f"{outcome.path}; use fewer shards than the suite has ops")
+        raise MeasurementError(f"nothing was measured: shard {index}/{count} holds no op of the suite; the batch "
+                               f"directory is {outcome.path}; use fewer shards than the suite has ops")
     which = "its only op was" if len(outcome.results) == 1 else f"every one of its {len(outcome.results)} ops was"
-    return (f"nothing was measured: {which} SKIP (the op says it cannot run here); {outcome.path / 'ops_status.csv'} gives each one's reason; run them where "
-            "they are supported (another --backend or device)")
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (a CI job cancelled) raises KeyboardInterrupt in the main thread, like Ctrl-C."""
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt("SIGTERM")
-
-    try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    raise MeasurementError(f"nothing was measured: {which} SKIP (the op says it cannot run here); "
+                           f"{outcome.path / 'ops_status.csv'} gives each one's reason; run them where "
+                           "they are supported (another --backend or device)")
 
 
 def progress_printer(stream: TextIO) -> Callable[[BatchEvent], None]:
-    """One line per finished op (and per failed attempt) on ``stream``; text from the ops is
-    shown, never obeyed (control characters escaped)."""
-    from tritongate.report.untrusted import neutralize
-
+    """A line per finished op and failed attempt on ``stream``; the ops' text shown, never obeyed."""
     def show(event: BatchEvent) -> None:
         width = len(str(event.total))
         if event.kind == "start":
@@ -237,70 +198,27 @@ def progress_printer(stream: TextIO) -> Callable[[BatchEvent], None]:
     return show
 
 
-def _counts(results: Sequence[Any]) -> str:
-    parts = [f"{sum(r.status is s for r in results)} {s.value}" for s in OpStatus
-             if any(r.status is s for r in results)]
-    return ", ".join(parts) or "nothing to run"
+def _ops_line(results: Sequence[Any]) -> str:
+    counts = [f"{sum(r.status is s for r in results)} {s.value}" for s in OpStatus
+              if any(r.status is s for r in results)]
+    return f"{counted(len(results), 'op')}: {', '.join(counts) or 'nothing to run'}"
 
 
-def _print_outcome(outcome: BatchOutcome, out: TextIO) -> None:
-    print(f"{counted(len(outcome.results), 'op')}: {_counts(outcome.results)}", file=out)
-    print(f"ops_status: {outcome.path / 'ops_status.csv'}", file=out)
-    print(f"summary:    {outcome.path / 'summary.csv'}", file=out)
-    if outcome.run is not None:
-        print(f"run:        {outcome.run.path} ({counted(outcome.run.rows, 'row')} of {counted(outcome.run.ops, 'op')})", file=out)
-    else:
-        print("run:        none (no op passed)", file=out)
-    print(outcome.path, file=out)
+def _run_line(run: Any) -> str:
+    return f"run:        {run.path} ({counted(run.rows, 'row')} of {counted(run.ops, 'op')})"
 
 
 def cmd_batch_merge(args: argparse.Namespace) -> int:
-    from tritongate.batch.shards import merge_batches
-
     merged = merge_batches([Path(p) for p in args.shards], Path(args.out), allow_partial=args.allow_partial)
     print(f"merged {len(merged.shards)} of {counted(merged.count, 'shard')}"
           + (f" (missing: {', '.join(f'{i}/{merged.count}' for i in merged.missing)})" if merged.missing else ""))
-    print(f"{counted(len(merged.results), 'op')}: {_counts(merged.results)}")
+    print(_ops_line(merged.results))
     if merged.run is not None:
-        print(f"run:        {merged.run.path} ({counted(merged.run.rows, 'row')} of {counted(merged.run.ops, 'op')})")
+        print(_run_line(merged.run))
     print(merged.path)
     return merged.exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``batch ...`` / ``batch-merge ...`` without the rest of the CLI."""
-    parser = argparse.ArgumentParser(prog="tritongate")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-    add_batch_parser(sub)
-    try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    except SystemExit as exc:  # --help is 0, bad usage 2
-        return int(exc.code or 0)
-    return dispatch(lambda: args.func(args))
-
-
-def dispatch(func: Callable[[], int]) -> int:
-    """Run a handler, mapping errors to exit codes as ``tritongate.cli.main`` does."""
-    try:
-        return int(func())
-    except PreflightError as exc:
-        print(exc.marker, file=sys.stderr)
-        print(f"error: {exc}", file=sys.stderr)
-        return int(ExitCode.PREFLIGHT)
-    except GateError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return int(exc.exit_code)
-    except KeyboardInterrupt as exc:
-        print("interrupted", file=sys.stderr)
-        for note in getattr(exc, "__notes__", ()):
-            print(note, file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
-    except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {where}{exc.strerror or exc}; free space or fix the path and run again", file=sys.stderr)
-        return int(ExitCode.USAGE)
-    except Exception as exc:  # noqa: BLE001 - a bug: one line, never exit 1 (that means "some op failed")
-        print(f"internal error (a bug in tritongate): {type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
-              file=sys.stderr)
-        return int(ExitCode.INTERNAL)
+    return main_alone(add_batch_parser, list(sys.argv[1:] if argv is None else argv))

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import sys
 from pathlib import Path
 from typing import Any
 
-from tritongate.argtypes import FRACTION_HINT, finite_number, fraction_list, nonempty_text
-from tritongate.cli.common import HelpFormatter, counted, split_values, terminal_safe, want_color
+from tritongate.argtypes import FRACTION_HINT, finite_number, fraction_list, nonempty_text as _text
+from tritongate.cli.common import add_command, counted, split_values, want_color
+from tritongate.cli.folders import load_run_dir, suite_for_record
 from tritongate.cli.options import (add_gate_options, add_inputs_option, add_measurement_options,
                                     add_schedule_options, gate_policy)
 from tritongate.cli.pair import pair_progress, pair_request, record_suite
 from tritongate.errors import ExitCode, GateError, UsageError
-from tritongate.model.calibration import CALIBRATION_JSON, Calibration, false_verdicts
-
-_text = nonempty_text
-_finite = finite_number
-
+from tritongate.model.calibration import (CALIBRATION_JSON, DEFAULT_FRACTIONS, Calibration, false_verdicts,
+                                          load_calibration)
+from tritongate.report.untrusted import neutralize
 
 FOOTER = """exit codes:
   0    calibrated (false verdicts and missed goals are findings: see calibration.md); the last line is calibration.md
@@ -32,11 +32,9 @@ FOOTER = """exit codes:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``calibrate``."""
-    from tritongate.model.calibration import DEFAULT_FRACTIONS
-
-    cal = sub.add_parser(
-        "calibrate", help="how far this runner's verdicts can be trusted: A/A and planted slowdowns",
+    cal = add_command(
+        sub, "calibrate", cmd_calibrate,
+        help="how far this runner's verdicts can be trusted: A/A and planted slowdowns",
         description="On this machine: record the suite (or take --baseline), then paired runs of the build "
                     "against itself with every row timed (A/A: every call is a false verdict); an aim step that times "
                     "each row, in one process, along a ladder of planted spins and keeps per --planted size the "
@@ -46,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "with each step's pair directory, calibration.json (per row: A/A verdicts, detectable "
                     "effect, the smallest planted slowdown caught; per size class: catch rates), "
                     "calibration.md and calibration.png. Builtin ops only (the planted delay is theirs).",
-        epilog=FOOTER, formatter_class=HelpFormatter)
+        epilog=FOOTER)
     cal.add_argument("--suite", type=_text, metavar="NAME|PATH",
                      help="default: the suite of --baseline, else pr")
     cal.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
@@ -75,16 +73,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_measurement_options(cal)
     g = cal.add_argument_group("pairing")
     add_inputs_option(g)
-    g.add_argument("--row-timeout", type=_finite, default=600.0, metavar="S", help="as for pair (default 600)")
+    g.add_argument("--row-timeout", type=finite_number, default=600.0, metavar="S", help="as for pair (default 600)")
     add_schedule_options(g)
     add_gate_options(cal, calibration=False)
-    cal.set_defaults(func=cmd_calibrate, time_identical=True, shard=None, changed_from=None)
+    cal.set_defaults(time_identical=True, shard=None, changed_from=None)
 
 
 def _check_record(path: Path, option: str) -> None:
     """``path`` must be a finished record run (what a paired run replays)."""
-    from tritongate.cli.folders import load_run_dir
-
     try:
         run = load_run_dir(path, what="a record run")
     except GateError as exc:
@@ -95,15 +91,16 @@ def _check_record(path: Path, option: str) -> None:
 
 
 def _suite_setting(suite: str) -> str:
-    """A suite as a calibration keeps it: a file by its absolute path (a resume may run from
-    elsewhere), a builtin suite by its name."""
+    """A suite file by its absolute path (a resume may run from elsewhere), a builtin suite by its name."""
     path = Path(suite)
     return str(path.resolve()) if path.suffix in (".yaml", ".yml") or path.is_file() else suite
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """A/A and planted-slowdown paired runs on this machine: calibration.json, .md, .png."""
+    from tritongate.calibrate.resume import Settings, check_same, load_settings
     from tritongate.calibrate.run import calibration_dir, plantable_ops, run_calibration
+    from tritongate.gate.policy import load_policy
     from tritongate.pair.orchestrator import run_pair
 
     if args.allow_loosen and not args.write_thresholds:
@@ -113,15 +110,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise UsageError("--from needs --write-thresholds FILE (it only derives thresholds)")
         if args.resume:
             raise UsageError("--from derives thresholds without measuring; it does not go with --resume")
-        from tritongate.model.calibration import load_calibration
-
         return _write_thresholds(load_calibration(Path(args.from_calibration)), args)
-    from tritongate.model.calibration import DEFAULT_FRACTIONS
-    from tritongate.calibrate.resume import Settings, check_same, load_settings
-
-    if args.baseline and not args.resume:  # the record says its suite; another --suite is refused
-        from tritongate.cli.folders import suite_for_record
-
+    if args.baseline and not args.resume:  # checked before anything is made or measured; its suite is the record's
         _check_record(Path(args.baseline), "--baseline")
         args.suite = suite_for_record(Path(args.baseline), args.suite, option="--baseline")
     # the settings the command line gives (None: not given), as a calibration keeps them
@@ -147,16 +137,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     args.suite, args.aa_runs, args.backend = settings.suite, settings.aa_runs, settings.backend
     args.ops, args.dtypes = list(settings.only_ops), list(settings.only_dtypes)
     args.shape_file, args.python = settings.shape_file, settings.python
-    fractions = settings.fractions
     if args.aa_runs < 1:
         raise UsageError(f"--aa-runs must be at least 1, got {args.aa_runs}")
     plantable = plantable_ops(args.suite)
-    if args.baseline:  # a record run of this suite, checked before anything is made or measured
-        _check_record(Path(args.baseline), "--baseline")
     policy = gate_policy(args)
     if args.write_thresholds:  # a bad policy file fails now, not after the calibration
-        from tritongate.gate.policy import load_policy
-
         load_policy(Path(args.write_thresholds))
     args.base_python = args.cand_python = args.python
     args.base_env = args.cand_env = None
@@ -176,21 +161,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             print(f"record:      {record}")
         dataclasses.replace(settings, record=str(record.resolve())).write(out)
     template = pair_request(args, record, out, policy)
-    steps = args.aa_runs + 1 + len(fractions)
-    done = [0]
-
-    def log(text: str) -> None:
-        done[0] += 1
-        print(f"[{done[0]}/{steps}] {text}", file=sys.stderr, flush=True)
-
-    cal, md, png = run_calibration(template, suite=args.suite, out=out, fractions=fractions, aa_runs=args.aa_runs,
-                                   run=lambda request: run_pair(request, pair_progress(color)), log=log,
-                                   plantable=plantable, detail=lambda text: print(f"  {text}", file=sys.stderr,
-                                                                                  flush=True))
+    steps, done = args.aa_runs + 1 + len(settings.fractions), itertools.count(1)
+    cal, md, png = run_calibration(
+        template, suite=args.suite, out=out, fractions=settings.fractions, aa_runs=args.aa_runs, plantable=plantable,
+        run=lambda request: run_pair(request, pair_progress(color)),
+        log=lambda text: print(f"[{next(done)}/{steps}] {text}", file=sys.stderr, flush=True),
+        detail=lambda text: print(f"  {text}", file=sys.stderr, flush=True))
     print_outcome(cal, out, md, png)
-    if args.write_thresholds:
-        return _write_thresholds(cal, args)
-    return ExitCode.OK
+    return _write_thresholds(cal, args) if args.write_thresholds else ExitCode.OK
 
 
 def _write_thresholds(cal: Any, args: argparse.Namespace) -> int:
@@ -199,7 +177,7 @@ def _write_thresholds(cal: Any, args: argparse.Namespace) -> int:
     path = Path(args.write_thresholds)
     changes = write_thresholds(cal, path, allow_loosen=args.allow_loosen)
     for change in changes:
-        print(f"threshold {terminal_safe(change.line())}")
+        print(f"threshold {neutralize(change.line())}")
     print(f"{path}: {counted(len(changes), 'per-op minimum effect')} changed" if changes else
           f"{path}: every per-op minimum effect already matches the calibration")
     return ExitCode.OK

@@ -1,15 +1,21 @@
-"""What every command module shares: exit-code footers, colour, safe terminal text,
-progress printers and argparse value types."""
+"""What every command module shares: exit-code footers and error reporting, colour, progress
+printers, argparse value types and the job summary."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
+from typing import Any, Callable, Iterator
 
 from tritongate.argtypes import shard_spec
-from tritongate.report.units import counted as counted  # re-exported: every command counts with it
+from tritongate.errors import ExitCode, GateError, PreflightError, UsageError
+from tritongate.report.units import counted as counted, format_time  # counted re-exported: every command counts
+from tritongate.report.untrusted import neutralize, safe_url
 
 EXIT_CODE_TEXT = {
     0: "pass",
@@ -31,9 +37,15 @@ def exit_codes(*codes: int, zero: str = "pass") -> str:
 EPILOG = exit_codes(0, 1, 2, 3, 4, 130)
 
 
+def add_command(sub: argparse._SubParsersAction, name: str, func: Callable[[argparse.Namespace], int],
+                **kw: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, **kw)
+    p.set_defaults(func=func)
+    return p
+
+
 class HelpFormatter(argparse.HelpFormatter):
-    """Descriptions and help wrapped to the terminal; a text laid out by hand in indented
-    lines (the exit-code footers) kept as it is."""
+    """Text wrapped to the terminal, but one laid out in indented lines (a footer) kept as it is."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         if any(line[:1].isspace() for line in text.strip("\n").splitlines()[1:]):  # indented: laid out
@@ -42,8 +54,7 @@ class HelpFormatter(argparse.HelpFormatter):
 
 
 def use_formatter(parser: argparse.ArgumentParser) -> None:
-    """``HelpFormatter`` for ``parser`` and every sub-command below it (those of other
-    packages too), so every --help wraps alike."""
+    """``HelpFormatter`` for ``parser`` and every sub-command below it, so every --help wraps alike."""
     parser.formatter_class = HelpFormatter
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -60,23 +71,19 @@ def want_color(choice: str, stream: object) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
-def _run_row_text(ev) -> str:
+def _run_row_text(ev: Any) -> str:
     """A finished row of `run`: its median, or why it has none, and its markers."""
-    from tritongate.report.units import format_time
-
     r = ev.row
     s = r.summary
     what = f"{format_time(s.median):>10}" if s else (f"not timed ({r.skipped.value})" if r.skipped else "     error")
     return what + (f"  {'; '.join(r.markers)}" if r.markers else "")
 
 
-def progress_printer(color: bool, *, verb: str = "measuring", row_text=_run_row_text,
-                     flagged_only: bool = True):
-    """Progress on stderr: a live bar with an ETA on a terminal (finished rows printed above
-    it: only flagged ones when ``flagged_only``), one line per row otherwise. Text from the
-    rows is printed, never read as terminal markup."""
+def progress_printer(color: bool, *, verb: str = "measuring", row_text: Callable[[Any], str] = _run_row_text,
+                     flagged_only: bool = True) -> Callable[[Any], None]:
+    """Progress on stderr: a live bar with an ETA on a terminal (finished rows above it, only
+    flagged ones when ``flagged_only``), else a line per row; row text is never read as markup."""
     from tritongate.progress import Progress
-    from tritongate.report.untrusted import neutralize
 
     if color:
         from rich.console import Console
@@ -123,10 +130,7 @@ def progress_printer(color: bool, *, verb: str = "measuring", row_text=_run_row_
 
 
 def append_step_summary(markdown_path: Path) -> None:
-    """verdict.md appended to ``$GITHUB_STEP_SUMMARY`` when a workflow step sets it (what the
-    step wrote there before stays)."""
-    from tritongate.errors import UsageError
-
+    """verdict.md appended to ``$GITHUB_STEP_SUMMARY`` when a workflow step sets it."""
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if not summary:
         return
@@ -139,9 +143,8 @@ def append_step_summary(markdown_path: Path) -> None:
                          f"itself is in {Path(markdown_path).parent}; unset the variable or point it at a file") from exc
 
 
-def print_summary(verdict_json) -> None:
-    """The verdict in a few lines, the same words as verdict.md (read back from verdict.json):
-    headline, what changed, the unresolved rows, where it ran, notes."""
+def print_summary(verdict_json: Any) -> None:
+    """The verdict in a few lines, the same words as verdict.md (read back from verdict.json)."""
     from tritongate.gate.verdict_file import load_verdict
     from tritongate.report.verdict_terminal import summary_lines
 
@@ -149,31 +152,98 @@ def print_summary(verdict_json) -> None:
         print(line)
 
 
-def shard_arg(value: str) -> tuple[int, int]:
-    """``I/N``: the I-th of N shards (1-based), for argparse."""
-    try:
-        return shard_spec(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def argtype(convert: Callable[[str], Any], errors: type[Exception] = ValueError) -> Callable[[str], Any]:
+    """``convert`` as an argparse type: its ``errors`` are one-line usage errors."""
+    def parse(value: str) -> Any:
+        try:
+            return convert(value)
+        except errors as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
 
 
-def terminal_safe(text: str) -> str:
-    """A line built from names a user module or file chose, printed without obeying controls."""
-    from tritongate.report.untrusted import neutralize
-
-    return neutralize(text)
-
-
-def url_arg(value: str) -> str:
-    """A link the verdict may show (http/https, no controls), for argparse."""
-    from tritongate.report.untrusted import safe_url
-
-    try:
-        return safe_url(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+shard_arg = argtype(shard_spec)  # I/N: the I-th of N shards (1-based)
+url_arg = argtype(safe_url)  # a link the verdict may show (http/https, no controls)
 
 
 def split_values(values: list[str] | None) -> list[str]:
     """Repeated options whose values may also be comma- or space-separated lists."""
     return [v for item in values or [] for v in item.replace(",", " ").split() if v]
+
+
+@contextlib.contextmanager
+def sigterm_interrupts(*message: str) -> Iterator[None]:
+    """SIGTERM (a CI cancel, ``timeout``, ``kill``) stops a command as Ctrl-C does: what it wrote
+    loads as incomplete, and the exit code is 130 as the help says, not the 143 of a killed process."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(*message)
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def main_alone(add_parsers: Callable[[Any], Any], argv: list[str], text: Callable[[object], str] = str,
+               **report: Any) -> int:
+    """``tritongate COMMAND ...`` of some commands alone (``python -m tritongate.batch``, ``ci/``)."""
+    parser = argparse.ArgumentParser(prog="tritongate")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    add_parsers(sub)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help is 0, bad usage 2
+        return int(exc.code or 0)
+    return report_errors(lambda: args.func(args), text, **report)
+
+
+def report_errors(func: Callable[[], int], text: Callable[[object], str] = str, *, traceback: bool = False,
+                  hint: str = "free space or fix the path and run again") -> int:
+    """``func()``, an error it raises one line on stderr (``text`` makes it printable) and
+    the exit code ``tritongate.cli`` documents; ``traceback``: a bug's is kept in a file."""
+    try:
+        return int(func())
+    except PreflightError as exc:
+        print(exc.marker, file=sys.stderr)
+        print(f"error: {text(exc)}", file=sys.stderr)
+        return int(ExitCode.PREFLIGHT)
+    except GateError as exc:
+        print(f"error: {text(exc)}", file=sys.stderr)
+        for note in getattr(exc, "__notes__", ()):  # where a run that stopped left its partial results
+            print(note, file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt as exc:
+        print("interrupted", file=sys.stderr)
+        for note in getattr(exc, "__notes__", ()):
+            print(note, file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except OSError as exc:  # the disk is full, a path is not writable, a file vanished
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {text(f'{where}{exc.strerror or exc}')}; {hint}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    except Exception as exc:  # noqa: BLE001 - a bug: one line, never exit 1 (that means "gate failed")
+        detail = " ".join((str(exc) if traceback else text(exc)).split())[:300]
+        kept = f"; traceback written to {_save_traceback()}" if traceback else ""
+        print(f"internal error (a bug in tritongate): {type(exc).__name__}: {detail}{kept}", file=sys.stderr)
+        return int(ExitCode.INTERNAL)
+
+
+def _save_traceback() -> str:
+    """The current exception's traceback, in $TRITONGATE_LOG_DIR or the temp directory."""
+    import tempfile
+    import traceback
+
+    env = os.environ.get("TRITONGATE_LOG_DIR")
+    folder = env or tempfile.gettempdir()
+    try:
+        fd, path = tempfile.mkstemp(prefix="tritongate-traceback-", suffix=".txt", dir=folder)
+        with os.fdopen(fd, "w") as f:
+            traceback.print_exc(file=f)
+        return path
+    except OSError as exc:  # say which folder, and which variable chose it
+        chosen = f"TRITONGATE_LOG_DIR={env!r}" if env else f"the temp directory {folder}"
+        return f"nowhere: {chosen} cannot be written ({exc.strerror or exc}); point it at a writable folder"

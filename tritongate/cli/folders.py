@@ -1,16 +1,15 @@
 """The folders tritongate writes, told apart: a run directory, a pair directory (``pair``,
 ``loop``, ``merge``: base/, candidate/, verdict/), a verdict folder (``gate``), a calibration
-folder and a parent folder of runs (``--out``). Commands take the one they need and, given
-another, say what the user has and which folder inside it to pass. Also a record's suite,
-read from the record instead of asked for again."""
+folder and a parent folder of runs (``--out``). Given the wrong one, a command names the one
+the user has and the folder inside it to pass. Also the suite a record was measured with."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
-from tritongate.errors import RunDirError, UsageError
+from tritongate.errors import PreflightError, RunDirError, UsageError
 
 RESULTS = "results.json"
 IDENTITY = "run_identity.json"
@@ -50,17 +49,12 @@ def kind_of(path: Path) -> Kind:
 
 def _children(path: Path) -> list[Path]:
     """The run, pair and calibration folders directly in ``path``, newest name last."""
-    found = []
     try:
         entries = sorted(path.iterdir())
     except OSError:
         return []
-    for child in entries:
-        if child.is_dir() and not child.name.startswith(".") and (
-                (child / RESULTS).is_file() or (child / "base").is_dir() or (child / VERDICT_JSON).is_file()
-                or (child / CALIBRATION_SETTINGS).is_file()):
-            found.append(child)
-    return found
+    return [c for c in entries if c.is_dir() and not c.name.startswith(".") and (
+        (c / "base").is_dir() or any((c / name).is_file() for name in (RESULTS, VERDICT_JSON, CALIBRATION_SETTINGS)))]
 
 
 def _listed(paths: list[Path]) -> str:
@@ -90,9 +84,8 @@ def what_it_is(path: Path) -> str:
     return f"{path} is not a folder tritongate wrote"
 
 
-def load_run_dir(path: Path, *, what: str = "a run directory", allow_incomplete: bool = False):
-    """``load_run`` of ``path``; given another of the folders tritongate writes, a
-    ``UsageError`` that names it and the run directories in it."""
+def load_run_dir(path: Path, *, what: str = "a run directory", allow_incomplete: bool = False) -> Any:
+    """``load_run``; given another folder tritongate writes, a ``UsageError`` naming the run directories in it."""
     from tritongate.rundir import load_run
 
     kind = kind_of(path)
@@ -106,21 +99,9 @@ def load_run_dir(path: Path, *, what: str = "a run directory", allow_incomplete:
         raise UsageError(f"expected {what}: {what_it_is(path)} ({exc})") from None
 
 
-# -- a record's suite ----------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class RecordSuite:
-    """The suite a record run measured: ``setting`` is what to pass on (a builtin name, or
-    the file it was read from), ``name`` the suite's own name."""
-
-    setting: str
-    name: str
-
-
-def record_suite(record: Path) -> RecordSuite:
-    """The suite ``record`` was measured with, from its run_identity.json: the builtin suite
-    of its name, else the suite file it names if that file is still there. ``UsageError``
-    when neither can be found (then ``--suite`` must say it)."""
+def record_suite(record: Path) -> str:
+    """The suite ``record`` was measured with (run_identity.json), as a command takes it: the
+    builtin suite of its name, else the suite file it names if that file is still there."""
     from tritongate.suites import builtin_suites, ops_dir
 
     name, path = _recorded_suite(record)
@@ -129,9 +110,9 @@ def record_suite(record: Path) -> RecordSuite:
     builtin = ops_dir() / "suites" / f"{name}.yaml"
     if path and Path(path).is_file():
         same = name in builtin_suites() and Path(path).resolve() == builtin.resolve()
-        return RecordSuite(name if same else path, name)
+        return name if same else path
     if name in builtin_suites():  # recorded from another checkout: the builtin of that name
-        return RecordSuite(name, name)
+        return name
     where = f"from {path}, which is not there any more" if path else \
         "(the record does not say from which file)"
     raise UsageError(f"{record} was recorded with suite {name!r} {where}, and no builtin suite has that name; "
@@ -149,18 +130,15 @@ def _recorded_suite(record: Path) -> tuple[str | None, str | None]:
 
 
 def suite_for_record(record: Path, explicit: str | None, *, option: str = "BASELINE_RECORD") -> str:
-    """The suite to replay ``record`` with: the record's own, or ``explicit`` when it names
-    the same suite. A ``--suite`` that names another suite is a ``UsageError``: the rows it
-    plans would not be in the record, and would tune live instead of replaying."""
+    """The suite to replay ``record`` with: its own, or ``explicit`` naming the same one (another suite's
+    rows would not be in the record, and would tune live instead of replaying)."""
     if not (record / IDENTITY).is_file():  # a record that is not there is a preflight failure, as before
-        from tritongate.errors import PreflightError
-
         if explicit is not None and kind_of(record) in (Kind.MISSING, Kind.OTHER):
             return explicit  # the workers' own check says what is wrong with it
         raise PreflightError("replay_from", f"{option}: {what_it_is(record)}; pass a record run (the "
                                             "directory `tritongate run` printed)")
     if explicit is None:
-        return record_suite(record).setting
+        return record_suite(record)
     from tritongate.suites import load_suite
 
     recorded, path = _recorded_suite(record)

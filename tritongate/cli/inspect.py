@@ -1,40 +1,40 @@
-"""``tritongate show`` and ``ops``: print a run, pair or verdict folder, list the ops and suites."""
+"""``tritongate show``, ``ops``, ``ir`` and ``ir-diff``: print a run, pair or verdict folder, list the ops and
+suites, recompile a run's kernels ahead of time and diff their TTGIR."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
-from tritongate.argtypes import nonempty_text
-from tritongate.cli.common import HelpFormatter, counted, exit_codes, terminal_safe, want_color
-from tritongate.errors import ExitCode
-
-_text = nonempty_text
+from tritongate.argtypes import nonempty_text as _text
+from tritongate.cli.common import add_command, counted, exit_codes, want_color
+from tritongate.cli.folders import Kind, kind_of, load_run_dir
+from tritongate.errors import ExitCode, UsageError
+from tritongate.report.untrusted import neutralize
 
 
 def add_ops_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``ops``."""
-    ops = sub.add_parser("ops", help="list the builtin ops and suites (and a suite's own ops)",
-                         description="List every builtin op (shape arguments, dtypes, what it computes) and the "
-                                     "builtin suites. With --suite: exactly what that suite runs, its ops (builtin "
-                                     "or from its `modules:`) with the dtypes and number of shapes it runs them with.",
-                         epilog=exit_codes(0, 2, 3, 4, zero="listed"),
-                         formatter_class=HelpFormatter)
+    ops = add_command(sub, "ops", cmd_ops, help="list the builtin ops and suites (and a suite's own ops)",
+                      description="List every builtin op (shape arguments, dtypes, what it computes) and the "
+                                  "builtin suites. With --suite: exactly what that suite runs, its ops (builtin "
+                                  "or from its `modules:`) with the dtypes and number of shapes it runs them with.",
+                      epilog=exit_codes(0, 2, 3, 4, zero="listed"))
     ops.add_argument("--suite", type=_text, metavar="NAME|PATH",
                      help="also list the ops this suite's modules add")
-    ops.set_defaults(func=cmd_ops)
 
 
 def add_show_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``show``."""
-    show = sub.add_parser(
-        "show", help="validate a run, pair or verdict folder and print it (table, csv, json, md)",
+    show = add_command(
+        sub, "show", cmd_show, help="validate a run, pair or verdict folder and print it (table, csv, json, md)",
         description="Load FOLDER, refusing a damaged, foreign or (without --allow-incomplete) unfinished one, "
                     "and print it: a run directory's rows; a verdict folder's verdict; a pair directory's two "
                     "runs and its verdict. --format csv, json or md print a document instead, and stdout holds "
                     "nothing but it: a run's rows, or the verdict (of a verdict folder or a pair directory).",
-        epilog=exit_codes(0, 2, 4, zero="the folder is valid and was printed"), formatter_class=HelpFormatter)
+        epilog=exit_codes(0, 2, 4, zero="the folder is valid and was printed"))
     show.add_argument("run", type=_text, metavar="FOLDER",
                       help="a run directory (what `tritongate run` printed, or a pair's base/ or candidate/), a "
                            "pair directory (of `pair`, `loop` or `merge`) or a verdict folder (of `gate`)")
@@ -46,12 +46,9 @@ def add_show_parser(sub: argparse._SubParsersAction) -> None:
                            "Markdown table, or verdict.md)")
     show.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                       help="colour the table on a terminal (auto), or force it (table only)")
-    show.set_defaults(func=cmd_show)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from tritongate.cli.folders import Kind, kind_of, load_run_dir
-
     path = Path(args.run)
     kind = kind_of(path)
     if kind is Kind.VERDICT:
@@ -67,14 +64,12 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _write_document(text: str, fmt: str) -> None:
-    from tritongate.report.untrusted import neutralize
-
     if fmt in ("csv", "md") and sys.stdout.isatty():  # names from the file must not drive the terminal
         text = "\n".join(neutralize(line) for line in text.splitlines()) + "\n"
     sys.stdout.write(text)
 
 
-def _show_run(run, args: argparse.Namespace) -> int:
+def _show_run(run: Any, args: argparse.Namespace) -> int:
     from tritongate.report.table import render_rows
 
     if args.format != "table":  # data for other tools: nothing but the document on stdout
@@ -82,16 +77,13 @@ def _show_run(run, args: argparse.Namespace) -> int:
 
         _write_document(render_run(run, args.format), args.format)
         return ExitCode.OK
-    print(terminal_safe(f"{run.path}  status={run.status.value}  mode={run.mode}  rows={len(run.rows)}"))
+    print(neutralize(f"{run.path}  status={run.status.value}  mode={run.mode}  rows={len(run.rows)}"))
     print(render_rows(run.rows, color=want_color(args.color, sys.stdout)), end="")
     return ExitCode.OK
 
 
 def _show_verdict(folder: Path, fmt: str, *, pair: Path | None = None) -> int:
     """A verdict folder: a table of its rows, or verdict.json as csv / json, or verdict.md."""
-    import json
-
-    from tritongate.errors import UsageError
     from tritongate.gate.verdict_file import load_verdict
 
     if pair is not None and not (folder / "verdict.json").is_file():
@@ -108,16 +100,16 @@ def _show_verdict(folder: Path, fmt: str, *, pair: Path | None = None) -> int:
             raise UsageError(f"{folder} has verdict.json but no verdict.md; use --format json or csv")
         _write_document(md.read_text(encoding="utf-8"), fmt)
     else:
-        print(terminal_safe(f"{folder}  {verdict.doc.headline}"))
+        print(neutralize(f"{folder}  {verdict.doc.headline}"))
         print(verdict_table(verdict.rows), end="")
     return ExitCode.OK
 
 
-def verdict_table(rows) -> str:
+def verdict_table(rows: Any) -> str:
     """One line per row: key, verdict, the paired change and why, for a terminal."""
     lines = [f"{'op':<18} {'case':<18} {'dtype':<9} {'verdict':<16} {'change':>8}  why"]
     for r in rows:  # each name made safe first: padding a name must not be undone
-        op, case, dtype, why = (terminal_safe(v) for v in (r.op, r.case, r.dtype, "; ".join(r.reasons)))
+        op, case, dtype, why = (neutralize(v) for v in (r.op, r.case, r.dtype, "; ".join(r.reasons)))
         change = f"{r.effect:+.2%}" if r.effect is not None else ""
         lines.append(f"{op:<18} {case:<18} {dtype:<9} {r.verdict:<16} {change:>8}  {why}")
     lines.append(counted(len(rows), "row"))
@@ -131,9 +123,8 @@ def cmd_ops(args: argparse.Namespace) -> int:
     prepare_environment(resolve_backend("auto"))
     from tritongate.ops.builtin import REGISTRY
 
-    def line(name: str, shape: str, dtypes: str, text: str) -> None:
-        name_, shape, dtypes, text = (terminal_safe(v) for v in (name, shape, dtypes, text))
-        print(f"{name_:<18} {shape:<34} {dtypes:<26} {text}")
+    def line(*columns: str) -> None:
+        print("{:<18} {:<34} {:<26} {}".format(*(neutralize(v) for v in columns)))
 
     if not args.suite:
         for name in REGISTRY.names():
@@ -149,12 +140,105 @@ def cmd_ops(args: argparse.Namespace) -> int:
               + (f"; {len(suite.dismissed)} inventory ops dismissed ({suite.dismiss})" if suite.dismissed else ""))
         for op in suite.ops:
             spec = registry.get(op.name)
-            module = getattr(spec.build, "__module__", "?")
-            where = "" if op.name in REGISTRY.names() else f"  (from {module})"
+            where = "" if op.name in REGISTRY.names() else f"  (from {getattr(spec.build, '__module__', '?')})"
             count = len(suite.shapes.get(op.name, ()))
             line(op.name, f"{counted(count, 'shape')}: {spec.shape_doc}", ", ".join(op.dtypes),
                  spec.description + where)
     print(f"\nsuites in {ops_dir() / 'suites'}: {', '.join(builtin_suites())}")
     print(f"your own ops: a suite's `modules:` key (example: {ops_dir() / 'examples' / 'user_ops.yaml'}; "
           "see ops/README.md)")
+    return ExitCode.OK
+
+
+def add_ir_parser(sub: argparse._SubParsersAction) -> None:
+    ir = add_command(
+        sub, "ir", cmd_ir, help="recompile a run's launched kernel variants ahead of time (no GPU needed)",
+        description="Read RUN/ttgir/index.tsv and compile every launched variant (same signature, constexprs, "
+                    "specialization and options) for --target under this interpreter's Triton. DIR/ttgir/ has a "
+                    "run's layout: `tritongate ir-diff` compares it with the run, or with another compiler's.",
+        epilog=exit_codes(0, 2, 4, 130, zero="done (variants that failed to compile are listed; "
+                                                "none recompiled of some is exit 2)"))
+    ir.add_argument("--from", dest="from_run", type=_text, required=True, metavar="RUN",
+                    help="a run directory or baseline store entry with ttgir/index.tsv (a GPU or --backend cpu run)")
+    ir.add_argument("--target", type=_text, default="cuda:90", metavar="BACKEND:ARCH",
+                    help="cuda:90 (default: H100/H200), cuda:100, ...")
+    ir.add_argument("--out", type=_text, required=True, metavar="DIR",
+                    help="where DIR/ttgir/ goes (the recompiled variants, laid out as in a run)")
+
+
+def add_ir_diff_parser(sub: argparse._SubParsersAction) -> None:
+    ird = add_command(
+        sub, "ir-diff", cmd_ir_diff,
+        help="normalized TTGIR diffs between two runs' (or AOT folders') launched variants",
+        description="Pair the launched variants of BASE and CAND by (case, kernel, variant name), compare their TTGIR "
+                    "with locations and source paths stripped, and write DIR/<case>/<kernel>/<variant>.diff, "
+                    "DIR/index.tsv (changed / identical / only on one side) and DIR/summary.md.",
+        epilog=exit_codes(0, 2, 4, zero="compared (changed kernels are a finding, not a failure)"))
+    ird.add_argument("base", type=_text, metavar="BASE", help="a run directory, an `ir` output, or a ttgir/ folder")
+    ird.add_argument("cand", type=_text, metavar="CAND", help="as BASE, for the candidate build")
+    ird.add_argument("--out", type=_text, required=True, metavar="DIR",
+                     help="where the .diff files, index.tsv and summary.md go (replacing an earlier ir-diff's there)")
+
+
+def cmd_ir(args: argparse.Namespace) -> int:
+    from tritongate.ir.aot import Target, add_module_paths, recompile
+    from tritongate.ir.index import INDEX, read_index
+    from tritongate.ir.provenance import write_aot
+    from tritongate.ir.store import TTGIR_DIR
+
+    target = Target.parse(args.target)
+    # a crashed run's IR is evidence too
+    run = load_run_dir(Path(args.from_run), what="--from: a run directory", allow_incomplete=True)
+    index = Path(args.from_run) / TTGIR_DIR / INDEX
+    if not index.is_file():
+        raise UsageError(f"{args.from_run} has no {TTGIR_DIR}/{INDEX}: its IR was not captured "
+                         "(runs of tritongate before IR capture have none); record it again (a GPU run, or --backend cpu, "
+                         "which indexes each launch's GPU specialization)")
+    try:
+        variants = read_index(index)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    add_module_paths(run.identity)
+    total = sum(1 for v in variants if not v.sweep_loser)
+    outcome = recompile(variants, target, Path(args.out), codegen_env=run.identity.get("codegen_env") or {},
+                        progress=lambda i, n, v: print(f"[{i + 1}/{n}] {neutralize(v.case)} {neutralize(v.kernel)} "
+                                                       f"{neutralize(v.name)}", file=sys.stderr, flush=True))
+    write_aot(Path(args.out) / TTGIR_DIR, Path(args.from_run), target=str(target), compiled=outcome.compiled,
+              failed=outcome.failed)
+    for failure in outcome.failed:
+        print(f"not compiled: {neutralize(failure)}", file=sys.stderr)
+    print(f"{outcome.compiled} of {total} launched variants recompiled for {target}; "
+          f"{len(outcome.failed)} failed")
+    print(Path(args.out) / TTGIR_DIR)
+    if total and not outcome.compiled:  # nothing was made: never a success
+        first = neutralize(outcome.failed[0]) if outcome.failed else "no variant was attempted"
+        raise UsageError(f"none of the {total} launched variants of {args.from_run} recompiled for {target} "
+                         f"(first failure: {first}); check that this interpreter's Triton can compile them")
+    return ExitCode.OK
+
+
+def cmd_ir_diff(args: argparse.Namespace) -> int:
+    from tritongate.ir.diff import diff_trees, ttgir_root, write_diff_dir
+    from tritongate.ir.provenance import AOT_FILE, diff_provenance, write_diff_provenance
+
+    base_root, cand_root = ttgir_root(Path(args.base)), ttgir_root(Path(args.cand))
+    # two `tritongate ir` folders: the diff carries where they came from (pair --changed-from
+    # refuses a diff without it); two run directories' captures have none
+    provenance = diff_provenance(base_root, cand_root) \
+        if (base_root / AOT_FILE).exists() or (cand_root / AOT_FILE).exists() else None
+    try:
+        diffs = diff_trees(Path(args.base), Path(args.cand))
+    except FileNotFoundError as exc:
+        raise UsageError(f"{exc}; pass two run directories (or ttgir/ folders) with captured IR") from exc
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    out = write_diff_dir(diffs, Path(args.out))
+    if provenance is not None:
+        write_diff_provenance(out, provenance)
+    counts = Counter(d.status for d in diffs)
+    print(", ".join(f"{counts[s]} {s}" for s in sorted(counts)) or "no launched variants on either side")
+    for d in sorted((d for d in diffs if d.status == "changed"), key=lambda d: -(d.added + d.removed))[:20]:
+        print(f"  changed  {neutralize(d.case)}  {neutralize(d.kernel)}  {neutralize(d.name)}  "
+              f"+{d.added} -{d.removed}")
+    print(out)
     return ExitCode.OK

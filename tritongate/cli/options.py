@@ -6,28 +6,21 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from tritongate.argtypes import FRACTION_HINT, finite_number, fraction, nonempty_text
+from tritongate.argtypes import FRACTION_HINT, finite_number as _finite, fraction, nonempty_text as _text
 from tritongate.cli.common import shard_arg, url_arg
 from tritongate.errors import GateError, UsageError
 from tritongate.harness.measure import MeasureConfig
-
-_text = nonempty_text  # an unset variable in a workflow must not silently change what runs
-_finite = finite_number
-
-def measurement_defaults() -> tuple[MeasureConfig, MeasureConfig]:
-    """The GPU and cpu measurement defaults (``MeasureConfig()``, ``CPU_MEASURE``): every
-    command's help states these, and every command measures with them."""
-    from tritongate.backends import CPU_MEASURE
-
-    return MeasureConfig(), CPU_MEASURE
+from tritongate.model.calibration import CALIBRATION_ENV, load_summary
+from tritongate.report.untrusted import safe_url
 
 
 def add_sampling_options(g: argparse._ArgumentGroup | argparse.ArgumentParser) -> None:
-    """--rounds, --samples-per-round, --l2: one declaration, one default, for every command
-    that measures (run, pair, loop, calibrate, batch)."""
-    gpu, cpu = measurement_defaults()
+    """--rounds, --samples-per-round, --l2 of every command that measures, with the defaults it measures with."""
+    from tritongate.backends import CPU_MEASURE
+
+    gpu, cpu = MeasureConfig(), CPU_MEASURE
     g.add_argument("--rounds", type=int, metavar="N",
                    help=f"rounds per row; in a paired run a round times both sides, in alternating order "
                         f"(default {gpu.rounds}; {cpu.rounds} on cpu)")
@@ -42,9 +35,8 @@ def add_sampling_options(g: argparse._ArgumentGroup | argparse.ArgumentParser) -
 
 def add_measurement_options(p: argparse.ArgumentParser, *, group: argparse._ArgumentGroup | None = None,
                             paired: bool = True, color: bool = True) -> None:
-    """What to measure and how, in a "measurement" group (pair, loop, calibrate) or in
-    ``group``. ``paired``: the rows are timed in rounds by two workers (batch passes the
-    options to each op's ``tritongate run`` instead); ``color``: offer --color too."""
+    """What to measure and how, in a "measurement" group or ``group``. ``paired``: timed by two workers
+    (batch passes the options to each op's ``tritongate run`` instead)."""
     g = group or p.add_argument_group("measurement")
     g.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
     g.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
@@ -61,7 +53,6 @@ def add_measurement_options(p: argparse.ArgumentParser, *, group: argparse._Argu
 
 
 def add_inputs_option(g: argparse._ArgumentGroup) -> None:
-    """--inputs: whether the two sides of a pair share one set of input tensors."""
     g.add_argument("--inputs", choices=["shared", "own"], default="shared",
                    help="shared (default): in each pair the side timed second reads the inputs the first side "
                         "built (CUDA IPC), so both see the same memory placement and it cancels in the pair; "
@@ -70,9 +61,9 @@ def add_inputs_option(g: argparse._ArgumentGroup) -> None:
 
 
 def add_pair_options(p: argparse.ArgumentParser, *, shard: bool = True) -> None:
-    """The two builds a paired run compares, and how long it may pair (pair, loop).
-    ``shard``: offer --shard (not to ``loop``, whose record is not sharded and whose shards
-    nothing would merge)."""
+    """What a paired run measures, the two builds it compares, how long it may pair, and the gate. No
+    --shard for ``loop``: its record is not sharded, and nothing would merge its shards."""
+    add_measurement_options(p)
     g = p.add_argument_group("compiler builds and pairing")
     add_inputs_option(g)
     g.add_argument("--base-python", type=_text, metavar="PY", help="the base build's interpreter (default: this one)")
@@ -94,6 +85,7 @@ def add_pair_options(p: argparse.ArgumentParser, *, shard: bool = True) -> None:
                    help="a worker that does not answer within S seconds is killed and restarted; its row is "
                         "REJECTED (default 600)")
     add_schedule_options(g)
+    add_gate_options(p)
 
 
 def add_schedule_options(g: argparse._ArgumentGroup) -> None:
@@ -107,9 +99,8 @@ def add_schedule_options(g: argparse._ArgumentGroup) -> None:
 
 
 def add_gate_options(p: argparse.ArgumentParser, *, calibration: bool = True) -> None:
-    """``calibration``: a command whose verdicts are read by people (gate, pair, loop, merge):
-    offer --calibration, --max-missing, --strict, --fail-on-blind and --artifact-url. ``calibrate`` reads its
-    verdicts itself (false calls and catches, not pass or fail), so they would do nothing there."""
+    """``calibration``: the verdicts are read by people, so offer --calibration, --max-missing, --strict,
+    --fail-on-blind and --artifact-url; ``calibrate`` reads its verdicts itself (false calls, not pass or fail)."""
     g = p.add_argument_group("gate")
     g.add_argument("--policy", type=_text, metavar="YAML", help="thresholds file (default ops/gate.yaml)")
     g.add_argument("--baseline-state", type=_text, metavar="JSON",
@@ -147,8 +138,7 @@ def add_gate_options(p: argparse.ArgumentParser, *, calibration: bool = True) ->
                         "receives); verdict.json and the PR comment stay as shipped")
 
 
-def baseline_state_option(args: argparse.Namespace):
-    """--baseline-state loaded, or None."""
+def baseline_state_option(args: argparse.Namespace) -> Any:
     if not getattr(args, "baseline_state", None):
         return None
     from tritongate.gate.baseline_state import load_baseline_state
@@ -156,25 +146,25 @@ def baseline_state_option(args: argparse.Namespace):
     return load_baseline_state(Path(args.baseline_state))
 
 
-def calibration_option(args: argparse.Namespace):
-    """The runner's latest calibration summary: --calibration, else $TRITONGATE_CALIBRATION
-    (empty: none), else None. A bad file is a ``UsageError`` naming it."""
-    from tritongate.model.calibration import CALIBRATION_ENV, load_summary
-
-    option = getattr(args, "calibration", None)
-    if option:
-        return load_summary(Path(option))
-    value = os.environ.get(CALIBRATION_ENV, "").strip()
+def _option_or_env(option: str | None, env: str, load: Callable[[Path], Any], errors: type[Exception]) -> Any:
+    """``load`` of the option's path, else of $``env``'s (empty: None, not loaded)."""
+    value = option or os.environ.get(env, "").strip()
     if not value:
         return None
     try:
-        return load_summary(Path(value))
-    except GateError as exc:  # say where the path came from: the user typed no option
-        exc.args = (f"{CALIBRATION_ENV}={value}: {exc}",)
+        return load(Path(value))
+    except errors as exc:
+        if not option:  # say where the path came from: the user typed no option
+            exc.args = (f"{env}={value}: {exc}",)
         raise
 
 
-def changed_from_option(args: argparse.Namespace, baseline: Path, base: Any, cand: Any):
+def calibration_option(args: argparse.Namespace) -> Any:
+    """The runner's latest calibration summary: --calibration, else $TRITONGATE_CALIBRATION, else None."""
+    return _option_or_env(getattr(args, "calibration", None), CALIBRATION_ENV, load_summary, GateError)
+
+
+def changed_from_option(args: argparse.Namespace, baseline: Path, base: Any, cand: Any) -> Any:
     """--changed-from: the rows an ir-diff folder lists, or None; the folder must prove it
     was made from ``baseline`` by the two builds' compilers (``ir.provenance``)."""
     if not getattr(args, "changed_from", None):
@@ -187,8 +177,7 @@ def changed_from_option(args: argparse.Namespace, baseline: Path, base: Any, can
                              cand_build=lambda: build_of(cand.python, cand.env))
 
 
-def gate_policy(args: argparse.Namespace):
-    """The policy file with the gate options' overrides."""
+def gate_policy(args: argparse.Namespace) -> Any:
     from tritongate.gate.policy import load_policy
 
     return load_policy(Path(args.policy) if args.policy else None, min_effect=args.min_effect,
@@ -199,26 +188,18 @@ def gate_policy(args: argparse.Namespace):
 
 
 def verdict_template_option(args: argparse.Namespace) -> Path | None:
-    """--verdict-template, else $TRITONGATE_VERDICT_TEMPLATE, else None (the shipped layout);
-    read and compiled here, so a bad file stops the command before anything is measured."""
+    """--verdict-template, else $TRITONGATE_VERDICT_TEMPLATE, else None (the shipped layout); compiled
+    now, so a bad file stops the command before anything is measured."""
     from tritongate.report.verdict_markdown import load_template
 
-    value = getattr(args, "verdict_template", None) or os.environ.get("TRITONGATE_VERDICT_TEMPLATE", "").strip()
-    if not value:
-        return None
-    try:
-        load_template(Path(value))
-    except UsageError as exc:
-        if not getattr(args, "verdict_template", None):
-            exc.args = (f"TRITONGATE_VERDICT_TEMPLATE={value}: {exc}",)
-        raise
-    return Path(value)
+    def checked(path: Path) -> Path:
+        load_template(path)
+        return path
+    return _option_or_env(getattr(args, "verdict_template", None), "TRITONGATE_VERDICT_TEMPLATE", checked, UsageError)
 
 
 def artifact_url_option(args: argparse.Namespace) -> str | None:
     """--artifact-url, else $TRITONGATE_ARTIFACT_URL (validated: it becomes a link)."""
-    from tritongate.report.untrusted import safe_url
-
     if args.artifact_url:
         return args.artifact_url
     env = os.environ.get("TRITONGATE_ARTIFACT_URL")

@@ -1,99 +1,142 @@
-"""``tritongate pair``, ``loop`` and ``merge``: paired runs of two builds, gated."""
+"""``tritongate gate``, ``pair``, ``loop``, ``merge`` and ``overlay``: two builds' runs, paired and gated."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
-from tritongate.argtypes import nonempty_text
-from tritongate.cli.common import (HelpFormatter, append_step_summary, counted, exit_codes, print_summary,
+from tritongate.argtypes import nonempty_text as _text
+from tritongate.cli.common import (add_command, append_step_summary, counted, exit_codes, print_summary,
                                    progress_printer, split_values, want_color)
-from tritongate.cli.options import (add_gate_options, add_measurement_options, add_pair_options,
-                                    artifact_url_option, baseline_state_option, calibration_option,
-                                    changed_from_option, gate_policy, verdict_template_option)
+from tritongate.cli.folders import load_run_dir, suite_for_record
+from tritongate.cli.options import (add_gate_options, add_pair_options, artifact_url_option, baseline_state_option,
+                                    calibration_option, changed_from_option, gate_policy, verdict_template_option)
 from tritongate.errors import ExitCode, MeasurementError, UsageError
 
-_text = nonempty_text
 # a verdict that judged no row is no pass: exit 2, as `run` measuring no row
 PAIR_EPILOG = exit_codes(0, 1, 2, 3, 4, 130, zero="pass: no regression, and some row judged (a pair that judged\n"
                                                  "       none, every row rejected or no row planned, exits 2 where\n"
                                                  "       the gate did not fail)")
 
 
+def add_gate_parser(sub: argparse._SubParsersAction) -> None:
+    gate = add_command(
+        sub, "gate", cmd_gate, help="compare a candidate run with a base run and decide (verdict.json, verdict.md)",
+        description="Join the rows of two run directories on (op, case, dtype) and give each a verdict: "
+                    "REGRESSED, IMPROVED, UNCHANGED, IDENTICAL_BINARY, REJECTED, NOT_COMPARABLE, "
+                    "MISSING or NEW. Any regression fails the gate (exit 1); so does a replayed config "
+                    "that no longer compiles, and more missing rows than allowed. Rejected and "
+                    "not-comparable rows are listed as unverified and fail only under --strict.",
+        epilog=exit_codes(0, 1, 2, 4, zero="pass: no regression, and some row judged (a gate that judged\n"
+                                                   "       none, every row rejected or no row, exits 2)"))
+    gate.add_argument("base", type=_text, metavar="BASE_RUN", help="the run directory of the base build")
+    gate.add_argument("cand", type=_text, metavar="CAND_RUN", help="the run directory of the candidate build")
+    gate.add_argument("--out", type=_text, required=True, metavar="DIR", help="where verdict.json and verdict.md go")
+    gate.add_argument("--allow-mismatch", action="store_true",
+                      help="compare runs whose identities differ: every row becomes NOT_COMPARABLE")
+    add_gate_options(gate)
+
+
 def add_pair_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``pair``."""
-    pair = sub.add_parser(
-        "pair", help="the PR check: base and candidate builds replay a baseline in alternating rounds",
+    pair = add_command(
+        sub, "pair", cmd_pair, help="the PR check: base and candidate builds replay a baseline in alternating rounds",
         description="Start one worker per compiler build (an interpreter plus environment overlays), both on "
                     "one device, both replaying BASELINE_RECORD's autotune configs. Rows whose launched "
                     "kernels are byte-identical on both sides are IDENTICAL_BINARY without timing; the others "
                     "are timed in alternating rounds (A B, B A, ...) with one k for both sides, get more rounds "
                     "while short of their precision target, and are gated on the paired log ratios. Writes "
                     "OUT/pair-<suite>_<UTC>/{base,candidate}/ (ordinary run directories) and verdict/.",
-        epilog=PAIR_EPILOG, formatter_class=HelpFormatter)
+        epilog=PAIR_EPILOG)
     pair.add_argument("baseline", type=_text, metavar="BASELINE_RECORD", help="a record run (tritongate run) to replay")
     pair.add_argument("--suite", type=_text, metavar="NAME|PATH",
                       help="builtin suite name or suite YAML (default: the one BASELINE_RECORD was recorded with; "
                            "another suite is refused)")
     pair.add_argument("--out", type=_text, required=True, metavar="DIR", help="parent directory of the pair directory")
     pair.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
-    add_measurement_options(pair)
     add_pair_options(pair)
-    add_gate_options(pair)
-    pair.set_defaults(func=cmd_pair)
 
 
 def add_loop_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``loop``."""
-    loop = sub.add_parser(
-        "loop", help="record a suite, pair the build against itself (or --cand-env ...), gate",
+    loop = add_command(
+        sub, "loop", cmd_loop, help="record a suite, pair the build against itself (or --cand-env ...), gate",
         description="The whole PR check on one machine: record the suite (live autotune), then run "
                     "`tritongate pair` on that record with the current interpreter on both sides (or the "
                     "--base-*/--cand-* builds), then gate. Prints the record, both run directories and "
                     "verdict.md.",
-        epilog=PAIR_EPILOG, formatter_class=HelpFormatter)
+        epilog=PAIR_EPILOG)
     loop.add_argument("--suite", type=_text, default="smoke", metavar="NAME|PATH", help="default: smoke")
     loop.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
     loop.add_argument("--out", type=_text, default="runs", metavar="DIR", help="default: runs")
-    add_measurement_options(loop)
     add_pair_options(loop, shard=False)
-    add_gate_options(loop)
-    loop.set_defaults(func=cmd_loop)
 
 
 def add_merge_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``merge``."""
-    merge = sub.add_parser(
-        "merge", help="join the shards of a sharded paired run (pair --shard I/N) and gate them as one",
+    merge = add_command(
+        sub, "merge", cmd_merge, help="join the shards of a sharded paired run (pair --shard I/N) and gate them as one",
         description="Check that the pair directories are the shards of one run (one suite, one shard count, "
                     "each index once, rows disjoint, measured alike), write OUT/base and OUT/candidate with "
                     "every shard's rows (each row keeps its own paired rounds) and TTGIR, and gate them into "
                     "OUT/verdict (verdict.json, verdict.md, ir-diff/).",
         epilog=exit_codes(0, 1, 2, 4, zero="pass: no regression, and some row judged (a merge that judged none is "
-                                           "exit 2)"), formatter_class=HelpFormatter)
+                                           "exit 2)"))
     merge.add_argument("shards", type=_text, nargs="+", metavar="PAIR_DIR",
                        help="the pair-<suite>_<UTC> directories the shards printed")
     merge.add_argument("--out", type=_text, required=True, metavar="DIR", help="an empty directory for the merged run")
     merge.add_argument("--allow-partial", action="store_true",
                        help="gate the shards given even when some are missing (the verdict says which)")
     add_gate_options(merge)
-    merge.set_defaults(func=cmd_merge)
+
+
+def add_overlay_parser(sub: argparse._SubParsersAction) -> None:
+    p = add_command(
+        sub, "overlay", cmd_overlay,
+        help="make a compiler build from a patch of Triton's Python sources (seconds, no compile)",
+        description="Make a venv at OUT whose Triton is the --base-python interpreter's installed build with "
+                    "the patches applied to its Python sources (python/triton/**, third_party/*/backend/**, "
+                    "or installed paths triton/**); the compiled libraries are linked, not rebuilt. A patch "
+                    "that touches compiled code, or does not apply, is refused by name. The build records "
+                    "each patch's sha256 (the run identity carries it). Prints the new interpreter as the "
+                    "last line of stdout: pass it to `tritongate pair RECORD --cand-python`.",
+        epilog=exit_codes(0, 2, 4, 130))
+    p.add_argument("--base-python", type=_text, default=sys.executable, metavar="PY",
+                   help="interpreter of the installed build to patch (default: this one)")
+    p.add_argument("--patch", type=_text, action="append", required=True, metavar="FILE",
+                   help="a unified diff (git diff / git format-patch); repeat to apply several in order")
+    p.add_argument("--out", type=_text, required=True, metavar="DIR",
+                   help="the new build's folder (must not exist)")
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from tritongate.gate.pipeline import Citations, gate_runs
+    from tritongate.report.verdict_terminal import summary_lines
+
+    policy = gate_policy(args)
+    calibration = calibration_option(args)
+    template = verdict_template_option(args)
+    base = load_run_dir(Path(args.base), what="BASE_RUN: a run directory")
+    cand = load_run_dir(Path(args.cand), what="CAND_RUN: a run directory")
+    cite = Citations(baseline=baseline_state_option(args), calibration=calibration,
+                     artifact_url=artifact_url_option(args))
+    gated = gate_runs(base, cand, Path(args.out), policy, cite=cite, allow_mismatch=args.allow_mismatch,
+                      template=template)
+    append_step_summary(gated.written.md_path)
+    for line in summary_lines(gated.written.doc):  # print_summary's, from the document rather than the file
+        print(line)
+    print(gated.written.md_path)
+    print(gated.written.json_path)
+    return judged_something(gated.result, Path(args.out))
 
 
 def cmd_pair(args: argparse.Namespace) -> int:
-    from tritongate.cli.folders import suite_for_record
-
     args.suite = suite_for_record(Path(args.baseline), args.suite)
     request = pair_request(args, Path(args.baseline), Path(args.out), gate_policy(args), calibration_option(args))
     return _run_pair(request, want_color(args.color, sys.stderr))
 
 
 def cmd_loop(args: argparse.Namespace) -> int:
-    """Record the suite, then pair the current build against itself (or against the
-    --cand-env/--cand-python build), then gate: the whole PR check on one machine."""
     out = Path(args.out)
     policy = gate_policy(args)  # bad policy options fail before anything is measured
     calibration = calibration_option(args)  # so does a bad calibration file
@@ -107,13 +150,12 @@ def cmd_loop(args: argparse.Namespace) -> int:
 
 
 def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
-    """Record the suite with the base build (its interpreter and overlay), as the nightly job
-    records main: the configs replayed then come from the build they belong to. In its own
-    process, so this one holds no device context while paired workers measure. The record's
-    path, or the record's exit code when it failed (its output passed on)."""
+    """The record's path, or its exit code (its output passed on): recorded by the base build, as the
+    nightly records main, so the configs replayed come from their own build; in its own process,
+    so this one holds no device context while the paired workers measure."""
     import subprocess
 
-    from tritongate.pair.build import parse_env_overlay
+    from tritongate.pair.build import package_path_dir, parse_env_overlay
 
     base_python = args.base_python or sys.executable
     record_env = {**os.environ, **parse_env_overlay(args.base_env, option="--base-env")}
@@ -131,11 +173,8 @@ def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
     if args.allow_busy_gpu:
         record_cmd.append("--allow-busy-gpu")
     if base_python != sys.executable:  # the build's interpreter imports this tritongate, and only it
-        from tritongate.pair.build import package_path_dir
-
         link = package_path_dir(out / ".tritongate-pythonpath")
-        record_env["PYTHONPATH"] = os.pathsep.join(
-            [str(link)] + ([record_env["PYTHONPATH"]] if record_env.get("PYTHONPATH") else []))
+        record_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(link), record_env.get("PYTHONPATH")]))
     try:
         proc = subprocess.run(record_cmd, stdout=subprocess.PIPE, text=True, env=record_env)
     except OSError as exc:
@@ -146,16 +185,16 @@ def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
-def pair_progress(color: bool):
+def pair_progress(color: bool) -> Callable[[Any], None]:
     """Paired-run progress: every row's line says both medians and the change, or why not."""
     return progress_printer(color, verb="pairing", row_text=lambda ev: ev.message, flagged_only=False)
 
 
-def pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy, calibration=None):
-    """``calibration``: the summary cited in the verdict (the caller loads it with
-    ``calibration_option`` before anything is measured; ``calibrate`` passes none)."""
+def pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy: Any, calibration: Any = None) -> Any:
+    """``calibration``: the summary the verdict cites, loaded before anything is measured."""
     from tritongate.autotune.tuner_cache import isolation_requested
     from tritongate.pair.request import PairRequest, parse_builds
+
     base, cand = parse_builds(args.base_python, args.cand_python, args.base_env, args.cand_env)
     overrides = {k: v for k, v in (("rounds", args.rounds), ("samples_per_round", args.samples_per_round),
                                    ("l2", args.l2)) if v is not None}
@@ -175,20 +214,11 @@ def pair_request(args: argparse.Namespace, baseline: Path, out: Path, policy, ca
         baseline_state=baseline_state_option(args), calibration=calibration, shard=getattr(args, "shard", None))
 
 
-def _run_pair(request, color: bool, *, record: Path | None = None) -> int:
-    """Run the pair and print its summary, then the folders it wrote (``record``: loop's
-    record, listed with them)."""
+def _run_pair(request: Any, color: bool, *, record: Path | None = None) -> int:
+    """Run the pair, print its summary and the folders it wrote (and ``loop``'s record)."""
     from tritongate.pair.orchestrator import run_pair
 
-    # CI cancels a job with SIGTERM: stop the workers and leave incomplete run dirs, like Ctrl-C.
-    def _term(signum, frame):  # a signal handler: both arguments unused
-        raise KeyboardInterrupt
-    previous = signal.signal(signal.SIGTERM, _term)
-    try:
-        outcome = run_pair(request, pair_progress(color))
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    result = outcome.result
+    outcome = run_pair(request, pair_progress(color))  # SIGTERM stops it as Ctrl-C does: see main()
     timed = sum(1 for b, c in outcome.rows if c.samples)
     print(f"{counted(len(outcome.rows), 'row')} ({timed} timed) in {outcome.wall_s:.1f} s "
           f"({outcome.timed_s:.1f} s in the rows: compile, check, warm-up, timing)"
@@ -200,13 +230,12 @@ def _run_pair(request, color: bool, *, record: Path | None = None) -> int:
     print(f"base:      {outcome.base_path}")
     print(f"candidate: {outcome.cand_path}")
     print(f"verdict:   {outcome.verdict_md}")
-    return judged_something(result, outcome.path, row_timeout_s=request.row_timeout_s)
+    return judged_something(outcome.result, outcome.path, row_timeout_s=request.row_timeout_s)
 
 
-def judged_something(result, folder: Path, *, row_timeout_s: float | None = None, shards: bool = False) -> int:
-    """The gate's exit code, unless it would pass a verdict that judged no row: that is exit 2
-    (as ``run`` measuring no row), the verdict written beside it saying so. A gate that failed
-    keeps its 1 (a candidate failing where the base ran is a finding)."""
+def judged_something(result: Any, folder: Path, *, row_timeout_s: float | None = None, shards: bool = False) -> int:
+    """The gate's exit code, but a pass of a verdict that judged no row is exit 2, as ``run`` measuring
+    no row (a failed gate keeps its 1: a candidate failing where the base ran is a finding)."""
     from tritongate.pair.evidence import nothing_measured
 
     nothing = nothing_measured(result)
@@ -218,7 +247,6 @@ def judged_something(result, folder: Path, *, row_timeout_s: float | None = None
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    """Join the shards of a sharded paired run and gate them as one."""
     from tritongate.gate.pipeline import Citations, gate_runs
     from tritongate.pair.merge import merge_shards
 
@@ -232,11 +260,21 @@ def cmd_merge(args: argparse.Namespace) -> int:
                 "rows are not in this verdict"] if merged.missing else [])
     gated = gate_runs(merged.base, merged.candidate, out / "verdict", policy, cite=cite, notes=partial,
                       template=template)
-    result, json_path, md_path = gated.result, gated.written.json_path, gated.written.md_path
-    append_step_summary(md_path)
+    append_step_summary(gated.written.md_path)
     print(f"merged {len(merged.shards)} of {counted(merged.count, 'shard')}, {counted(merged.rows, 'row')}")
-    print_summary(json_path)
+    print_summary(gated.written.json_path)
     print(f"base:      {merged.base}")
     print(f"candidate: {merged.candidate}")
-    print(f"verdict:   {md_path}")
-    return judged_something(result, out, shards=True)
+    print(f"verdict:   {gated.written.md_path}")
+    return judged_something(gated.result, out, shards=True)
+
+
+def cmd_overlay(args: argparse.Namespace) -> int:
+    from tritongate.overlay import make_overlay
+
+    build = make_overlay(args.base_python, [Path(p) for p in args.patch], Path(args.out))
+    hashes = ", ".join(f"{Path(p['path']).name} sha256 {p['sha256'][:12]}" for p in build.patches)
+    print(f"overlay build: {len(build.files)} file(s) patched ({', '.join(build.files)}); {hashes}",
+          file=sys.stderr)
+    print(build.python)
+    return 0

@@ -3,26 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from tritongate.argtypes import nonempty_text
-from tritongate.cli.common import HelpFormatter, counted, exit_codes, progress_printer, split_values, want_color
+from tritongate.argtypes import nonempty_text as _text
+from tritongate.cli.common import add_command, counted, exit_codes, progress_printer, split_values, want_color
 from tritongate.cli.options import add_sampling_options
 from tritongate.errors import ExitCode, MeasurementError, UsageError
 from tritongate.schema import RowStatus
 
-_text = nonempty_text
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``run``."""
-    run = sub.add_parser(
-        "run", help="measure a suite into a new run directory (record mode)",
+    run = add_command(
+        sub, "run", cmd_run, help="measure a suite into a new run directory (record mode)",
         description="Measure every op x shape x dtype row of a suite and write DIR/<suite>_<UTC>/. "
                     "The run directory's path is the last line of stdout.",
         epilog=exit_codes(0, 2, 3, 4, 130, zero="the run completed and measured at least one row (rows that failed are "
-                                        "marked in it; a run that measured none is exit 2)"), formatter_class=HelpFormatter)
+                                        "marked in it; a run that measured none is exit 2)"))
     run.add_argument("--suite", type=_text, required=True, metavar="NAME|PATH",
                      help="a builtin suite name (ops/suites/NAME.yaml: smoke, pr, deep) or a suite YAML")
     run.add_argument("--backend", type=_text, default="auto", metavar="NAME",
@@ -52,12 +51,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                           "the batch runner's shards)")
     run.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                      help="colour on a terminal (auto), or force it; run.log is always plain")
-    run.set_defaults(func=cmd_run)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from tritongate.autotune.parallel_sweep import requested_gpus
     from tritongate.autotune.tuner_cache import isolation_requested
     from tritongate.backends import default_measure_config, resolve_backend
@@ -68,11 +64,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = default_measure_config(backend)
     overrides = {k: v for k, v in (("rounds", args.rounds), ("samples_per_round", args.samples_per_round),
                                    ("l2", args.l2)) if v is not None}
-    if overrides:
-        try:
-            config = replace(config, **overrides)
-        except ValueError as exc:
-            raise UsageError(f"bad measurement option: {exc}") from exc
+    try:
+        config = replace(config, **overrides)
+    except ValueError as exc:
+        raise UsageError(f"bad measurement option: {exc}") from exc
     request = RunRequest(
         suite=args.suite, backend=backend, out=Path(args.out),
         shape_file=Path(args.shape_file) if args.shape_file else None,
@@ -83,13 +78,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         only_rows=_only_rows(args.only_rows) if args.only_rows else None,
         sweep_gpus=requested_gpus(args.sweep_gpus),
     )
-    color = want_color(args.color, sys.stdout)
     outcome = run_suite(request, progress_printer(want_color(args.color, sys.stderr)))
-    print(render_rows(outcome.rows, color=color, title=f"{outcome.path.name}  ({backend.name}, "
-                                                       f"{request.mode}, {counted(len(outcome.rows), 'row')})"), end="")
-    flagged = outcome.flagged
+    title = f"{outcome.path.name}  ({backend.name}, {request.mode}, {counted(len(outcome.rows), 'row')})"
+    print(render_rows(outcome.rows, color=want_color(args.color, sys.stdout), title=title), end="")
     print(f"{counted(len(outcome.rows), 'row')} in {outcome.wall_s:.1f} s; "
-          f"{len(flagged)} flagged (markers or errors; see run.log)")
+          f"{len(outcome.flagged)} flagged (markers or errors; see run.log)")
     print(outcome.path)
     if outcome.rows and not any(r.status is RowStatus.OK and r.samples for r in outcome.rows):
         # a run that measured nothing is never a success: a baseline or a comparison made of it has no rows
@@ -100,8 +93,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _only_rows(path: str) -> frozenset[tuple[str, str, str]]:
     """A JSON list of [op, case, dtype] (written by the parallel sweep and the batch runner)."""
-    import json
-
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
