@@ -8,8 +8,8 @@ issue_comment: a `/perf`, `/perf full` or `/perf [full] SHA` comment; pull_reque
 the `perf` or `perf-full` label added by hand. From an actor with write access (the
 collaborator-permission API), it re-runs the gate run of the head they saw
 (tritongate.github.optin); otherwise, or when it cannot act, it replies on the PR saying why.
-Other comments and labels: nothing. A comment whose author association cannot be a writer's:
-one `refused:` line, no API call. Token: env GITHUB_TOKEN. Exit 0, 2 bad usage, 5 API failure.
+Other comments and labels: nothing. Token: env GITHUB_TOKEN. Exit 0, 2 bad usage, 5 API failure
+(after a reply saying so, when the reply itself can be posted).
 """
 
 from __future__ import annotations
@@ -44,9 +44,6 @@ def main(argv: list[str] | None = None) -> int:
     if command == "ignored":
         print("not a /perf command or a perf label on a pull request")
         return 0
-    if command == "refused":
-        print("refused: /perf needs write access to the repository (its author is not an OWNER, MEMBER or COLLABORATOR)")
-        return 0
     client = GitHubClient(api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
                           token=os.environ.get("GITHUB_TOKEN", ""))
     try:
@@ -56,6 +53,11 @@ def main(argv: list[str] | None = None) -> int:
             reply(client, args.repo, command.pr, outcome.reply)
     except (GitHubError, ValueError) as exc:
         print(f"error: perf_command.py: {exc}", file=sys.stderr)
+        try:  # say so on the PR: a command that silently does nothing reads as ignored
+            reply(client, args.repo, command.pr, f"@{command.login}: the command could not act: "
+                                                 f"{' '.join(str(exc).split())[:300]}")
+        except GitHubError:
+            pass
         return 5
     return 0
 

@@ -168,7 +168,9 @@ def test_a_launch_path_change_times_every_row(tmp_path, record, fake_builds, mon
                               fake_builds(tmp_path, "same"), "--out", str(tmp_path / "o")]) == 0
     doc = json.loads((tmp_path / "o" / "prescreen.json").read_text())
     assert len(doc["rows_changed"]) == 2 and doc["timed_without_ir_change"]["launch_path"] == ["runtime/jit.py"]
-    assert lp.launch_path_changes({"x": "1"}, {"x": "1", "y": "2"}) == ["y"]
+    jit = {"runtime/jit.py": "j"}
+    assert lp.launch_path_changes(jit | {"x": "1"}, jit | {"x": "1", "y": "2"}) == ["y"]
+    assert lp.launch_path_changes({}, {}) == ["runtime/jit.py"]  # no launch path to compare: fail closed
 
 
 def test_a_record_for_another_target_is_compiled_for_it_and_a_non_cuda_one_times_every_row(
@@ -195,3 +197,46 @@ def test_a_failed_capture_vouches_for_nothing(tmp_path, record, fake_builds, mon
     doc = json.loads((tmp_path / "o" / "prescreen.json").read_text())
     assert len(doc["rows_changed"]) == 2 and doc["timed_without_ir_change"]["reasons"] == {
         "both builds' captures of what they launch failed": 2}
+
+
+def _two_kernel_tree(root: Path, *, both: bool = True, target: str = "cuda:90") -> None:
+    """One row (matmul) launching two kernels, mm and its epilogue; ``both=False``: mm only."""
+    store = IRStore(root)
+    for kernel in ("m.mm_kernel", "m.epilogue_kernel")[: 2 if both else 1]:
+        v = CompiledVariant(case="64x64x64", kernel=kernel, signature={"x": "*fp16"}, constexprs={},
+                            specialization={}, options={"num_warps": 4}, compile_hash=f"h{kernel}",
+                            binary_hash="b" + kernel[-8:], rows=("matmul/float16",), launches=1, target=target)
+        store.add(RowIR(variants=(v,), ttgir={v.compile_hash: f"{kernel} v1\n"}))
+    store.close()
+
+
+def test_a_kernel_that_failed_to_compile_on_both_sides_leaves_its_row_timed(tmp_path, fake_builds,
+                                                                             monkeypatch) -> None:
+    """The row's epilogue compiled on neither side: nothing was compared for it, so the row is
+    timed (it passed as unchanged, its other kernel identical and the failure only listed)."""
+    record = tmp_path / "record"
+    w = RunWriter(record, {"backend": "cuda", "suite": {"name": "pr"}})
+    w.add(make_row("matmul", "64x64x64", "float16"))
+    w.finish()
+    _two_kernel_tree(record)
+
+    def aot(pythons, record_dir, out, target):
+        for side in pythons:
+            _two_kernel_tree(out / f"ir-{side}", both=False)
+            write_aot(out / f"ir-{side}" / "ttgir", record_dir, target=target, compiled=1,
+                      failed=["m.epilogue_kernel"])
+        return {}
+
+    def capture(pythons, record_dir, suite, rows, out, target):
+        for side in pythons:
+            _two_kernel_tree(out / f"capture-{side}" / "run")
+        return {side: out / f"capture-{side}" / "run" for side in pythons}, {}
+
+    monkeypatch.setattr(prescreen, "_aot_both", aot)
+    monkeypatch.setattr(prescreen, "_capture_both", capture)
+    base = fake_builds(tmp_path, "base")
+    assert ci_prescreen.main(["--baseline", str(record), "--base-python", base, "--cand-python", base,
+                              "--out", str(tmp_path / "o")]) == 0
+    doc = json.loads((tmp_path / "o" / "prescreen.json").read_text())
+    assert doc["variants"] == {"identical": 1}
+    assert doc["rows_changed"] == [["matmul", "64x64x64", "float16"]] and not (tmp_path / "o" / "verdict").exists()

@@ -595,3 +595,10 @@ def test_no_single_open_pr_at_that_head_posts_nothing(capsys, stub, tmp_path, pu
             "--head-branch", "fix-1", "--head-sha", SHA, "--api-url", stub.url]
     assert CLI.main(argv, env={"GITHUB_TOKEN": TOKEN}, sleep=_no_sleep) == 0
     assert "nothing posted" in capsys.readouterr().out and stub.writes == []
+
+
+def test_a_deleted_fork_has_no_open_pr():
+    """workflow_run.head_repository is null once the fork is deleted: nothing to post, no crash."""
+    from tritongate.github.comment import pr_of_head
+
+    assert pr_of_head(None, "o/r", "", "fix-1", SHA) is None  # type: ignore[arg-type]

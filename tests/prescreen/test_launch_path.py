@@ -17,7 +17,7 @@ INSTALLED = Path(triton.__file__).resolve().parent
 def test_the_launch_path_holds_the_binder_autotuner_and_launcher_but_not_the_interpreter() -> None:
     files = launch_path_files(INSTALLED)
     assert {"__init__.py", "runtime/jit.py", "runtime/autotuner.py", "backends/nvidia/driver.py",
-            "backends/nvidia/driver.c", "compiler/compiler.py"} <= set(files)
+            "backends/nvidia/driver.c", "compiler/compiler.py", "backends/driver.py", "_utils.py"} <= set(files)
     assert "runtime/interpreter.py" not in files and "backends/nvidia/compiler.py" not in files
 
 
@@ -27,4 +27,5 @@ def test_an_autotuner_patch_changes_the_launch_path_and_a_pipeline_comment_does_
     comment = make_overlay(sys.executable, [PATCHES / "noop-comment.patch"], tmp_path / "comment")
     assert launch_path_changes(base, launch_path_files(tuner.triton_dir)) == ["runtime/autotuner.py"]
     assert launch_path_changes(base, launch_path_files(comment.triton_dir)) == []
-    assert launch_path_changes({"a": "1"}, {"b": "1"}) == ["a", "b"]  # removed and added count too
+    jit = {"runtime/jit.py": "j"}
+    assert launch_path_changes(jit | {"a": "1"}, jit | {"b": "1"}) == ["a", "b"]  # removed and added count too

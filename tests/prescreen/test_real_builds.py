@@ -81,10 +81,11 @@ def test_a_comment_uses_no_gpu(record, tmp_path):
     assert {r["verdict"] for r in verdict["rows"]} == {"IDENTICAL_BINARY"}
 
 
-def test_a_pr_build_cannot_write_the_step_s_outputs(record, tmp_path):
+def test_a_pr_build_is_not_handed_the_step_s_file_commands(record, tmp_path):
     """A PR whose Triton appends `rows_changed=0` (and a BASH_ENV line) to the runner's file
-    commands when imported: the pre-screen runs it (probe, recompile, capture) with those
-    variables removed, so the step's outputs are the pre-screen's own."""
+    commands it finds in its environment when imported: the pre-screen runs it (probe,
+    recompile, capture) with those variables removed, so an honest or careless build cannot
+    write them. (Code set on it can still find the runner's files: docs/adopting.md.)"""
     import difflib
 
     import triton

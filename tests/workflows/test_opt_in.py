@@ -48,11 +48,11 @@ WHEN = "2026-12-05T10:00:00Z"
     (_comment("/perf"), Command(42, False, "maintainer", WHEN)),
     (_comment("/perf full"), Command(42, True, "maintainer", WHEN)),
     (_comment("/perf", "COLLABORATOR"), Command(42, False, "maintainer", WHEN)),
-    (_comment("/perf full 1111111"), Command(42, True, "maintainer", WHEN, sha="1111111")),
-    (_comment("/perf 111111"), "ignored"),                 # a SHA prefix is 7 characters or more
-    (_comment("/perf", "CONTRIBUTOR"), "refused"),
-    (_comment("/perf", "FIRST_TIME_CONTRIBUTOR"), "refused"),
-    (_comment("/perf", "NONE"), "refused"),
+    (_comment("/perf full 111111111111"), Command(42, True, "maintainer", WHEN, sha="111111111111")),
+    (_comment("/perf 1111111"), "ignored"),                # a SHA prefix is 12 characters or more
+    # whatever the association (a private org member reads as CONTRIBUTOR): the API decides
+    (_comment("/perf", "CONTRIBUTOR"), Command(42, False, "maintainer", WHEN)),
+    (_comment("/perf", "NONE"), Command(42, False, "maintainer", WHEN)),
     (_comment("/perfect"), "ignored"),
     (_comment("please /perf"), "ignored"),
     (_comment("/perf full; rm -rf /"), "ignored"),
@@ -88,8 +88,12 @@ class FakeClient:
         self.calls.append(("POST", path, body))
         return {}
 
+    def delete(self, path: str, **_: Any) -> Any:
+        self.calls.append(("DELETE", path, None))
+        return {}
+
     def writes(self) -> list[str]:
-        return [path for method, path, _ in self.calls if method == "POST"]
+        return [path for method, path, _ in self.calls if method in ("POST", "DELETE")]
 
 
 DONE = {"id": 77, "status": "completed", "conclusion": "failure", "created_at": "2026-12-05T09:00:00Z"}
@@ -121,11 +125,11 @@ def test_a_head_pushed_after_the_comment_is_not_run() -> None:
     out = run_command(client, "acme/triton", Command(42, False, "maintainer", WHEN), "pr-gate.yml")  # type: ignore
     assert "changed after your comment" in out.reply and client.writes() == []
     # naming the head binds the command to it: the same run is then re-run
-    out = run_command(client, "acme/triton", Command(42, False, "maintainer", WHEN, sha=HEAD[:7]),  # type: ignore
+    out = run_command(client, "acme/triton", Command(42, False, "maintainer", WHEN, sha=HEAD[:12]),  # type: ignore
                       "pr-gate.yml")
     assert out.reply is None and client.writes()[-1].endswith("/runs/77/rerun")
     client = FakeClient([DONE], head="2" * 40)
-    out = run_command(client, "acme/triton", Command(42, False, "maintainer", WHEN, sha=HEAD[:7]),  # type: ignore
+    out = run_command(client, "acme/triton", Command(42, False, "maintainer", WHEN, sha=HEAD[:12]),  # type: ignore
                       "pr-gate.yml")
     assert "now `222222222222`" in out.reply and client.writes() == []
 
@@ -134,9 +138,26 @@ def test_a_run_in_progress_is_labelled_not_re_run_and_the_reply_says_so() -> Non
     client = FakeClient([{**DONE, "status": "in_progress", "conclusion": None}])
     out = run_command(client, "acme/triton", Command(42, False, "maintainer", WHEN), "pr-gate.yml")  # type: ignore
     assert client.writes() == ["/repos/acme/triton/issues/42/labels"] and "still in_progress" in out.reply
-    client = FakeClient([])
+    client = FakeClient([])  # no run yet: nothing shows which head was reviewed
     out = run_command(client, "acme/triton", Command(42, False, "maintainer", WHEN), "pr-gate.yml")  # type: ignore
-    assert "no `pr-gate.yml` run" in out.reply
+    assert "no `pr-gate.yml` run" in out.reply and "/perf 111111111111" in out.reply and client.writes() == []
+    out = run_command(client, "acme/triton", Command(42, False, "maintainer", WHEN, sha=HEAD[:12]),  # type: ignore
+                      "pr-gate.yml")
+    assert client.writes() == ["/repos/acme/triton/issues/42/labels"] and "runs with the label" in out.reply
+
+
+def test_a_fork_run_held_for_approval_is_not_released() -> None:
+    held = {**DONE, "status": "completed", "conclusion": "action_required"}
+    client = FakeClient([held])
+    out = run_command(client, "acme/triton", Command(42, False, "maintainer", WHEN), "pr-gate.yml")  # type: ignore
+    assert "waits for a maintainer's approval" in out.reply and client.writes() == []
+
+
+def test_a_perf_label_added_by_someone_without_write_access_is_taken_off_again() -> None:
+    """Left on, the opt-in job would count it on the next push."""
+    client = FakeClient([DONE], permission="read")
+    out = run_command(client, "acme/triton", parse_label(_labeled("perf")), "pr-gate.yml")  # type: ignore
+    assert client.writes() == ["/repos/acme/triton/issues/42/labels/perf"] and "write access" in out.reply
 
 
 def _labeled(name: str, *, fork: bool = False) -> dict:
@@ -179,13 +200,18 @@ def test_the_gate_does_not_start_on_a_label() -> None:
         assert "labeled" not in text.split("merge_group")[0], recipe
 
 
-def test_a_refused_command_writes_nothing(tmp_path) -> None:
+@pytest.mark.parametrize("body, code, out", [("lgtm", 0, "not a /perf command"), ("/perf", 5, "")])
+def test_the_command_line_ignores_other_comments_and_exits_5_when_the_api_cannot_be_reached(tmp_path, body, code,
+                                                                                              out) -> None:
+    """Any /perf is asked of the API (no association pre-filter); an unreachable API is exit 5
+    with one error line, the attempted reply failing quietly."""
     path = tmp_path / "event.json"
-    path.write_text(__import__("json").dumps(_comment("/perf", "CONTRIBUTOR")))
+    path.write_text(__import__("json").dumps(_comment(body, "CONTRIBUTOR")))
     env = {"PATH": os.environ["PATH"], "GITHUB_API_URL": "https://127.0.0.1:9", "GITHUB_TOKEN": "t"}
     proc = subprocess.run([sys.executable, "-I", str(REPO / "ci" / "perf_command.py"), "--event-path", str(path),
-                           "--repo", "acme/triton"], env=env, capture_output=True, text=True, timeout=30)
-    assert proc.returncode == 0 and proc.stdout.startswith("refused:"), proc.stderr
+                           "--repo", "acme/triton"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == code and out in proc.stdout, proc.stderr
+    assert "Traceback" not in proc.stderr and (code == 0 or proc.stderr.startswith("error: perf_command.py:"))
 
 
 @pytest.mark.parametrize("opted_in, passes", [("false", False), ("true", True)])
@@ -227,3 +253,24 @@ def test_perf_full_counts_without_opt_in_mode(tmp_path, monkeypatch) -> None:
     assert cli.main(["--event-name", "pull_request", "--repo", "acme/triton", "--pr", "42", "--opt-in", "false",
                      "--github-output", str(out)]) == 0
     assert "run=true" in out.read_text() and "full=true" in out.read_text()
+
+
+@pytest.mark.parametrize("opt_in, code", [("false", 0), ("true", 5)])
+def test_unreadable_labels_fail_only_where_they_decide_whether_the_gate_runs(tmp_path, monkeypatch, capsys,
+                                                                            opt_in, code) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("opt_in_cli_2", REPO / "ci" / "opt_in.py")
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)  # type: ignore[union-attr]
+
+    def down(client, repo, pr):
+        raise GitHubError("GET /repos/acme/triton/issues/42/labels: 502", status=502)
+
+    monkeypatch.setattr(cli, "live_labels", down)
+    out = tmp_path / "out"
+    assert cli.main(["--event-name", "pull_request", "--repo", "acme/triton", "--pr", "42", "--opt-in", opt_in,
+                     "--github-output", str(out)]) == code
+    if code == 0:
+        assert "run=true" in out.read_text() and "full=false" in out.read_text()
+        assert "perf-full label is not seen" in capsys.readouterr().err

@@ -90,10 +90,13 @@ def validate_repo(value: str) -> tuple[str, str]:
 
 def pr_of_head(client: GitHubClient, repo: str, head_repo: str, head_branch: str, head_sha: str) -> int | None:
     """The open PR of ``repo`` whose head is ``head_branch`` of ``head_repo`` at ``head_sha``
-    (a fork PR, which the workflow_run event does not list); None when there is none.
+    (a fork PR, which the workflow_run event does not list); None when there is none (or the
+    fork is gone).
     ``VerdictInputError`` for a head that is not OWNER/NAME and a branch name."""
     import urllib.parse
 
+    if not head_repo:  # the fork was deleted: no open PR can have its head there
+        return None
     head_owner, _ = validate_repo(head_repo)
     if not head_branch or len(head_branch) > 255 or any(ch.isspace() or ord(ch) < 32 for ch in head_branch):
         raise VerdictInputError(f"head branch {head_branch[:60]!r} is not a branch name")

@@ -6,15 +6,16 @@ time; without the label the gate's result check *fails* with "not run: add the l
 required check is never passed by skipping. The labels are read from the API when the job
 starts, not from the event payload: a re-run of an old event sees the label added since.
 
-``/perf`` (or ``/perf full``, optionally followed by the head SHA or a prefix of it) in a PR
-comment, and the ``perf``/``perf-full`` label added by hand, re-run the latest gate run of the
-PR's head (a label added with GITHUB_TOKEN starts no new workflow run, a re-run through the
-API does). Only an actor with write access is obeyed, asked of the collaborator-permission
-API (``author_association`` is only a pre-filter: MEMBER and COLLABORATOR say nothing about
-the role). The command acts on the head the commenter saw: the head named in the command, or
-else a head whose gate run already existed when the comment was written; a head pushed later
-is refused. A run still in progress is labelled, not re-run. Whenever it cannot act, it says
-why in a reply on the PR.
+``/perf`` (or ``/perf full``, optionally followed by 12 or more characters of the head SHA)
+in a PR comment, and the ``perf``/``perf-full`` label added by hand, re-run the latest gate run
+of the PR's head (a label added with GITHUB_TOKEN starts no new workflow run, a re-run through
+the API does). Only an actor with write access is obeyed, asked of the collaborator-permission
+API for every command (``author_association`` says nothing about the role, and a private
+organisation member reads as CONTRIBUTOR); a refused label is taken off again. The command
+acts on the head the commenter saw: the head named in the command, or else a head whose gate
+run already existed when the comment was written; a later head, or no run yet, is refused. A
+run still in progress is labelled, not re-run; a fork run held for approval is left to a
+maintainer's approval. Whenever it cannot act, it says why in a reply on the PR.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from typing import Any, Iterable, Literal
 from tritongate.github.rest import GitHubClient
 
 LABEL, FULL_LABEL = "perf", "perf-full"
-WRITERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})  # a pre-filter only: the API decides
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class Outcome:
 
 
 WRITE_PERMISSIONS = frozenset({"admin", "write"})  # the API maps maintain to write, triage to read
-_COMMAND = re.compile(r"\A/perf(?:\s+(full))?(?:\s+([0-9a-f]{7,40}))?\s*\Z")
+_COMMAND = re.compile(r"\A/perf(?:\s+(full))?(?:\s+([0-9a-f]{12,40}))?\s*\Z")
 
 
 def _login(event: dict[str, Any], key: str) -> str:
@@ -86,9 +86,8 @@ def _login(event: dict[str, Any], key: str) -> str:
         else ""
 
 
-def parse_command(event: dict[str, Any]) -> Command | Literal["ignored", "refused"]:
-    """The `/perf` command of an issue_comment event, 'ignored' (not a command on a PR) or
-    'refused' (a command by an author whose association cannot be a writer's)."""
+def parse_command(event: dict[str, Any]) -> Command | Literal["ignored"]:
+    """The `/perf` command of an issue_comment event, or 'ignored' (not a command on a PR)."""
     issue, comment = event.get("issue"), event.get("comment")
     if event.get("action") != "created" or not isinstance(issue, dict) or not isinstance(comment, dict):
         return "ignored"
@@ -98,8 +97,8 @@ def parse_command(event: dict[str, Any]) -> Command | Literal["ignored", "refuse
     if not m:
         return "ignored"
     login, created = _login(event, "comment"), comment.get("created_at")
-    if comment.get("author_association") not in WRITERS or not login:
-        return "refused"
+    if not login:
+        return "ignored"
     return Command(pr=issue["number"], full=m.group(1) == "full", login=login,
                    created_at=created if isinstance(created, str) else "", sha=m.group(2) or "")
 
@@ -140,6 +139,10 @@ def run_command(client: GitHubClient, repo: str, command: Command, workflow: str
     asked = "the perf label" if command.via_label else "/perf"
     allowed, permission = can_write(client, repo, command.login)
     if not allowed:
+        if command.via_label:  # left on, the opt-in job would count it on the next push
+            name = FULL_LABEL if command.full else LABEL
+            client.delete(f"/repos/{repo}/issues/{command.pr}/labels/{name}", what=f"removing the label {name}",
+                          permission="pull-requests: write")
         return Outcome(f"refused: {command.login} has {permission} access",
                        f"@{command.login}: {asked} runs the GPU gate only for someone with write access to this "
                        f"repository; yours is `{permission}`. Ask a maintainer.")
@@ -164,6 +167,18 @@ def run_command(client: GitHubClient, repo: str, command: Command, workflow: str
                        f"@{command.login}: this PR's head changed after your comment (now `{head[:12]}`); "
                        f"nothing was run. Review it, then comment `/perf` again (or `/perf {head[:12]}`).")
     label = FULL_LABEL if command.full else LABEL
+    if run is None and not command.sha:  # nothing shows which head the commenter saw
+        return Outcome(f"refused: no {workflow} run of {head[:12]} yet",
+                       f"@{command.login}: no `{workflow}` run of `{head[:12]}` exists yet, so nothing shows this "
+                       f"is the head you reviewed; nothing was run. Comment `/perf {head[:12]}` to name it.")
+    run_id = run.get("id") if run else None
+    if run is not None and type(run_id) is not int:
+        raise ValueError("the workflow run has no id")
+    if run is not None and run.get("conclusion") == "action_required":  # a fork run held for approval
+        return Outcome(f"refused: run {run_id} of {head[:12]} waits for approval",
+                       f"@{command.login}: run {run_id} of `{head[:12]}` waits for a maintainer's approval "
+                       f"(Actions tab); {asked} does not release it. Approve it there; it runs the gate with "
+                       f"the labels as they are then.")
     if not command.via_label:
         client.post(f"/repos/{repo}/issues/{command.pr}/labels", {"labels": [label]},
                     what=f"labelling PR #{command.pr}", permission="pull-requests: write")
@@ -171,9 +186,6 @@ def run_command(client: GitHubClient, repo: str, command: Command, workflow: str
         return Outcome(f"labelled #{command.pr} {label}; no {workflow} run of {head[:12]} to re-run",
                        f"@{command.login}: labelled `{label}`; no `{workflow}` run of `{head[:12]}` exists yet. "
                        "It runs with the label when it starts.")
-    run_id = run.get("id")
-    if type(run_id) is not int:
-        raise ValueError("the workflow run has no id")
     if run.get("status") != "completed":
         return Outcome(f"labelled #{command.pr} {label}; run {run_id} of {head[:12]} is {run.get('status')}",
                        f"@{command.login}: run {run_id} of `{head[:12]}` is still {run.get('status')}; it read "

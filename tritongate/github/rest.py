@@ -123,6 +123,9 @@ class GitHubClient:
     def patch(self, path: str, body: dict[str, Any], *, what: str, permission: str) -> Any:
         return self._call("PATCH", self.api_url + path, body, what=what, permission=permission).data
 
+    def delete(self, path: str, *, what: str, permission: str) -> Any:
+        return self._call("DELETE", self.api_url + path, None, what=what, permission=permission).data
+
     def get_pages(self, path: str, *, what: str, permission: str) -> Iterator[Any]:
         """The items of a list endpoint, page after page (``Link: rel="next"``)."""
         url: str | None = self.api_url + path

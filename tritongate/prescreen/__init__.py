@@ -33,11 +33,11 @@ from tritongate import __version__
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import GateError, UsageError
 from tritongate.ir.changed import load_changed_rows
-from tritongate.ir.diff import CHANGED, LAUNCH_CHANGED, VariantDiff, diff_trees, write_diff_dir
+from tritongate.ir.diff import CHANGED, LAUNCH_CHANGED, VariantDiff, diff_trees, split_row, write_diff_dir
 from tritongate.ir.index import INDEX
 from tritongate.ir.provenance import build_of, diff_provenance, record_identity, write_diff_provenance
 from tritongate.prescreen.launch_path import launch_path_changes, launch_path_files
-from tritongate.prescreen.respecialize import RowKey, capture_both, respecialized_rows
+from tritongate.prescreen.respecialize import RowKey, capture_both, respecialized_rows, uncompared_rows
 from tritongate.prescreen.target import record_target
 
 SCHEMA_VERSION = 1
@@ -176,10 +176,14 @@ def run_prescreen(record: Path, base_python: str, cand_python: str, out: Path, *
     provenance = diff_provenance(base_root, cand_root)
     timed = respecialized_rows(record / "ttgir", *(None if captures[s] is None else captures[s] / "ttgir"
                                                    for s in ("base", "cand")), all_rows)
+    diffs = diff_trees(base_root, cand_root)
+    compared: Counter[RowKey] = Counter()  # per row, its variants in the diff (either tree)
+    for d in diffs:
+        compared.update((split_row(r)[0], d.case, split_row(r)[1]) for r in d.rows)
+    timed = uncompared_rows(record / "ttgir", compared) | timed
     if launch_files:
         why = f"the PR changes Triton's launch path ({', '.join(launch_files)})"
         timed = {k: why for k in all_rows}
-    diffs = diff_trees(base_root, cand_root)
     diff_dir = write_diff_dir([*diffs, *_launch_changed(timed)], out / IR_DIFF)
     write_diff_provenance(diff_dir, provenance)
     proven = load_changed_rows(diff_dir, record=record, base_build=builds["base"], cand_build=builds["cand"])

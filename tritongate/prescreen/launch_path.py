@@ -6,7 +6,9 @@ run a row differently: the binder (``runtime/jit.py``) may specialize other argu
 autotuner (``runtime/autotuner.py``) prune or pick otherwise, the launcher
 (``backends/<x>/driver.py`` and its C template ``driver.c``) cost more per launch, and
 ``compiler/compiler.py`` (``CompiledKernel``) or ``knobs.py`` change the defaults in between,
-and ``__init__.py``, imported first, can replace any of them.
+and ``__init__.py``, imported first, can replace any of them; ``backends/driver.py`` (the
+current stream and device, asked on every launch), ``backends/compiler.py`` and ``_utils.py``
+are read by the binder.
 The ahead-of-time diff sees none of that; a PR that changes any of these files has every row
 timed. ``runtime/interpreter.py`` is left out: a GPU run never executes it.
 
@@ -21,8 +23,10 @@ import hashlib
 from pathlib import Path
 from typing import Mapping
 
-LAUNCH_PATH_GLOBS = ("__init__.py", "runtime/*.py", "backends/*/driver.py", "backends/*/driver.c",
-                     "compiler/compiler.py", "knobs.py")
+LAUNCH_PATH_GLOBS = ("__init__.py", "_utils.py", "knobs.py", "runtime/*.py", "compiler/compiler.py", "backends/*.py",
+                     "backends/*/__init__.py", "backends/*/driver.py", "backends/*/driver.c")
+# without it there is no launch path to compare: a build that lacks it changes it
+REQUIRED = "runtime/jit.py"
 NOT_LAUNCH_PATH = frozenset({"runtime/interpreter.py"})
 
 
@@ -40,5 +44,9 @@ def launch_path_files(triton_dir: Path) -> dict[str, str]:
 
 
 def launch_path_changes(base: Mapping[str, str], cand: Mapping[str, str]) -> list[str]:
-    """The launch-path files that differ between two builds (changed, added or removed), sorted."""
-    return sorted(rel for rel in set(base) | set(cand) if base.get(rel) != cand.get(rel))
+    """The launch-path files that differ between two builds (changed, added or removed), sorted;
+    ``REQUIRED`` when either build lacks it (nothing to compare: fail closed)."""
+    changed = sorted(rel for rel in set(base) | set(cand) if base.get(rel) != cand.get(rel))
+    if REQUIRED not in base or REQUIRED not in cand:
+        return sorted({*changed, REQUIRED})
+    return changed

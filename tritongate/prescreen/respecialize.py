@@ -129,3 +129,12 @@ def respecialized_rows(record_ir: Path, base_ir: Path | None, cand_ir: Path | No
         elif b != recorded.get(key, frozenset()):
             out[key] = "the base build launches other variants than the baseline recorded"
     return out
+
+
+def uncompared_rows(record_ir: Path, compared: dict[RowKey, int]) -> dict[RowKey, str]:
+    """The rows with a launched variant the diff does not hold: one that failed to compile
+    ahead of time on both sides is in neither tree, so nothing was compared for it (a failure
+    on one side is a one-sided entry, a change already). ``compared``: per row, its variants
+    in the diff."""
+    return {key: "a kernel of this row was not compiled on both sides (prescreen.json lists what failed)"
+            for key, variants in launched_by_row(record_ir).items() if compared.get(key, 0) < len(variants)}

@@ -137,6 +137,11 @@ trusted_venv() {
 # read these); a venv built under other values is another build.
 BUILD_ENV_NAMES=(FLAGTREE_BACKEND MAX_JOBS CC CXX LLVM_SYSPATH LLVM_INCLUDE_DIRS LLVM_LIBRARY_DIR
                  TRITON_APPEND_CMAKE_ARGS TRITON_CODEGEN_BACKENDS TRITON_PLUGIN_DIRS TRITON_OFFLINE_BUILD)
+# An input left empty reaches this script as an empty variable: the build must see it unset
+# (FlagTree's own default applies only to an unset FLAGTREE_BACKEND), as the key does.
+for name in "${BUILD_ENV_NAMES[@]}"; do
+  if [[ -z "${!name-}" ]]; then unset "$name"; fi
+done
 
 # The venv's key besides the commit: tritongate's version and runtime deps, the base
 # interpreter (path, version, torch) and the build settings. 16 hex digits of a sha256.
