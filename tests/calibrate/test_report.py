@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
-from tritongate.calibrate.run import parse_fractions
 from tritongate.calibrate.report import plot, render
-from tritongate.errors import UsageError
 
 from tests.model.test_calibration import cal, row
 
@@ -24,10 +20,3 @@ def test_the_plot_is_a_png_and_is_skipped_without_detectable_effects(tmp_path):
     assert plot(c, tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     none = cal([])
     assert plot(none, tmp_path / "none.png") is None and not (tmp_path / "none.png").exists()
-
-
-def test_planted_sizes_are_per_cent_numbers():
-    assert parse_fractions("5, 1,2") == (0.01, 0.02, 0.05)
-    for bad in ("", "0", "100", "two", "1,-2"):
-        with pytest.raises(UsageError, match="--planted"):
-            parse_fractions(bad)

@@ -3,24 +3,15 @@
 What a spin adds to a launch is not proportional to it (``bench/results/*_planted_delay.md``):
 a short spin can end under the kernel's own memory traffic and add nothing, a one-wave kernel
 can pay a fixed cost once any spin runs, a kernel of several waves can gain one spin or one
-per wave. So nothing is extrapolated: in one process, the row is timed with the spin compiled
-in and 0, then along a ladder of spins (each ×√2, from below the smallest fraction) until the
-largest fraction is passed; for each fraction a weighted least-squares line through the spins
-timed around the ladder's crossing of it gives the spin to try. That spin is timed again,
-alternating with 0 (at least ``MIN_TIMINGS``, at most ``MAX_TIMINGS``), until the 95 %
-interval of its mean effect is within half the tolerance: that mean is its planted size, and
-it is planted where the whole interval lies within the tolerance of the size. Where it does
-not, a new line (with those timings in it) gives another spin, confirmed the same way; where
-lines keep missing (the response has a kink: a memory-bound kernel hides a spin under its other
-waves' traffic, then pays it in every wave, so lines through the spins below the kink aim
-short), the closest spins timed either side of the size bracket it, and that bracket is
-narrowed by interpolation. A size no chosen spin lands on is not planted on that row, and says
-why: the instrument cannot plant it there, which is not the gate missing it.
-
-A row whose time at 0 moves between timings times 0 again after every ladder step too, and
-each step's effect is against the 0s either side of it, as a paired run pairs its rounds. A
-size still uncertain after ``MAX_TIMINGS`` timings (a power-capped matmul, whose clock follows
-the power limit) is marked ``unsure``: ``aim_check`` measures it by paired runs instead.
+per wave. So nothing is extrapolated: in one process the row is timed at 0 and along a ladder
+of spins (each ×√2) past the largest fraction; per fraction a spin is chosen (``predict``, then
+``bracket`` where lines keep missing: a memory-bound kernel hides a spin under its other waves'
+traffic, then pays it in every wave) and timed until its 95 % interval is within half the
+tolerance; it is planted where that interval lies within the tolerance of the size. A size no
+spin lands on is not planted on that row, and says why: the instrument cannot plant it there,
+which is not the gate missing it. A size still uncertain after ``MAX_TIMINGS`` timings (a
+power-capped matmul, whose clock follows the power limit) is ``unsure``: ``aim_check`` measures
+it by paired runs instead.
 """
 
 from __future__ import annotations
@@ -81,12 +72,13 @@ class RowAim:
     @classmethod
     def from_dict(cls, key: str, doc: Mapping[str, Any]) -> "RowAim":
         """The inverse of ``to_dict``; raises KeyError, TypeError or ValueError on a bad document."""
+        def by_size(name: str, kind: Callable[[Any], Any]) -> dict[str, Any]:
+            return {str(k): kind(v) for k, v in doc[name].items()}
+
         return cls(key=str(key), zero_us=float(doc["zero_us"]),
                    points=tuple(AimPoint(int(s), float(e), int(n)) for s, e, n in doc["points"]),
-                   spins_ns={str(k): int(v) for k, v in doc["spins_ns"].items()},
-                   aimed={str(k): float(v) for k, v in doc["aimed"].items()},
-                   missed={str(k): str(v) for k, v in doc["missed"].items()},
-                   paired_ladder=bool(doc["paired_ladder"]), tried={str(k): int(v) for k, v in doc["tried"].items()},
+                   spins_ns=by_size("spins_ns", int), aimed=by_size("aimed", float), missed=by_size("missed", str),
+                   paired_ladder=bool(doc["paired_ladder"]), tried=by_size("tried", int),
                    unsure=tuple(str(k) for k in doc["unsure"]),
                    checked={str(k): tuple((int(s), float(e)) for s, e in v)
                             for k, v in doc.get("checked", {}).items()})
@@ -113,11 +105,8 @@ class _Timings:
         """One more timing of ``spin``; paired: against the 0 before it and one timed after."""
         t = self.measure(spin)
         if paired:
-            before = self.zeros[-1]
             self.zeros.append(self.measure(0))
-            ref = (before + self.zeros[-1]) / 2
-        else:
-            ref = statistics.median(self.zeros)
+        ref = (self.zeros[-2] + self.zeros[-1]) / 2 if paired else statistics.median(self.zeros)
         self.effects.setdefault(spin, []).append(t / ref - 1)
 
     def effect(self, spin: int) -> float:
@@ -136,8 +125,7 @@ class _Timings:
         return float(student_t.ppf(0.975, len(got) - 1)) * statistics.stdev(got) / math.sqrt(len(got))
 
     def confirm(self, spin: int, within: float) -> float:
-        """Time ``spin`` (paired) until the confidence half-width of its mean effect is at
-        most ``within``, or ``MAX_TIMINGS`` timings; its mean effect."""
+        """Time ``spin`` (paired) to a half-width of ``within`` or ``MAX_TIMINGS`` timings: its mean effect."""
         self.effect(spin)
         while len(self.effects[spin]) < MAX_TIMINGS and self.half_width(spin) > within:
             self.time(spin, paired=True)
@@ -150,9 +138,8 @@ def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, toleran
     if not fractions or any(not 0 < f < 1 for f in fractions):
         raise ValueError(f"fractions {list(fractions)}: each must be in (0, 1)")
     t = _Timings(measure, key, quiet_within=tolerance * min(fractions) / 2)
-    zero = statistics.median(t.zeros)
     top = max(fractions) * (1 + tolerance)
-    spin = ladder_start(zero, fractions)
+    spin = ladder_start(statistics.median(t.zeros), fractions)
     while spin > 1 and t.effect(spin) >= min(fractions):  # a kernel of many waves: start lower
         spin = max(1, spin // 4)
     ladder: list[int] = []
@@ -168,9 +155,9 @@ def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, toleran
             break
 
     def predict(f: float) -> int | None:
-        """The spin a weighted least-squares line through the spins timed around the ladder's
-        crossing of ``f`` puts at ``f`` (one timing's noise would steer a two-point secant
-        anywhere); None below the ladder's first step or where the line is not rising."""
+        """Where a weighted least-squares line through the spins timed around the ladder's crossing
+        of ``f`` puts it (one timing's noise would steer a two-point secant anywhere); None below
+        the ladder's first step or where the line is not rising."""
         past = next((i for i, s in enumerate(ladder) if t.effect(s) >= f), 0)
         if not past:
             return None
@@ -190,20 +177,15 @@ def aim_row(key: str, measure: MeasureUs, fractions: Sequence[float], *, toleran
         return abs(got - f) + t.half_width(spin) <= tolerance * f
 
     def ends(f: float) -> tuple[int, int] | None:
-        """The closest pair of spins timed either side of ``f``: the smallest past it, and the
-        largest below that one short of it; None without such a pair."""
+        """The smallest spin timed past ``f`` and the largest below it short of ``f``, or None."""
         above = [s for s in t.effects if t.effect(s) >= f]
-        if not above:
-            return None
-        hi = min(above)
-        below = [s for s in t.effects if s < hi and t.effect(s) < f]
-        return (max(below), hi) if below else None
+        below = [s for s in t.effects if above and s < min(above) and t.effect(s) < f]
+        return (max(below), min(above)) if below else None
 
     def bracket(f: float) -> int | None:
-        """A spin inside the bracket of ``f``, interpolated, kept an eighth of the bracket from
-        either end so that it always narrows (no spin inside was timed: that one would be an
-        end); None without a bracket. An end timed once is timed twice more first (the median
-        of three, as the ladder's top): one glitched ladder step must not steer the narrowing."""
+        """A spin interpolated inside the bracket of ``f``, an eighth of it from either end so that
+        it always narrows; None without one. Its ends are timed three times first (the median, as
+        the ladder's top): one glitched ladder step must not steer the narrowing."""
         pair = ends(f)
         for s in pair or ():
             while len(t.effects[s]) < 3:

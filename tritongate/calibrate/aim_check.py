@@ -3,12 +3,11 @@
 A power-bound kernel (a large matmul under the H200's power cap) moves 11-17 % between the
 aim's timings, whatever their warm-up (``bench/results/2026-11-30_h200_aim_warmup.md``): its
 clock follows the power limit, and only timings as close together as a paired run's rounds
-share a clock. Where the aim could not pin a size down (``RowAim.unsure``) its spin is
-therefore run in a paired run of its own (the base spinning 0, the candidate that spin; only
-the ops of such rows), and the effect that run measures is the size planted, provided that run
-could resolve it (its noise floor at most the tolerance, and the estimate with half its floor
-within the tolerance of the size; a noisier row stays unplanted, a miss for the goals). A check outside the tolerance is followed by a spin interpolated between the row's
-checks either side of the size, or scaled by size / measured (``next_spin``), up to ``CHECKS``
+share a clock. So a size the aim could not pin down (``RowAim.unsure``) has its spin run in a
+paired run of its own (the base spinning 0; only such rows), and the effect measured there is
+the size planted, provided the run resolved it (noise floor at most the tolerance, the estimate
+with half its floor within the tolerance of the size; a noisier row stays unplanted, a miss for
+the goals). A check that misses is followed by another spin (``next_spin``), up to ``CHECKS``
 runs per size. The planted run that follows is another run: its call is not the check's.
 """
 
@@ -38,10 +37,7 @@ def check_aims(aims: Mapping[str, RowAim], fractions: Sequence[float], run_check
                tolerance: float = TOLERANCE, checks: int = CHECKS,
                log: Callable[[str], None] = lambda _: None) -> dict[str, RowAim]:
     """``aims`` with each unsure row's spins and sizes replaced by what paired runs measured."""
-    out = dict(aims)
     unsure = unsure_rows(aims)
-    if not unsure:
-        return out
     found: dict[str, dict[str, list[tuple[int, float, float]]]] = {k: {} for k in unsure}
     noisy: dict[str, dict[str, float | None]] = {k: {} for k in unsure}
     for f in sorted(fractions):
@@ -60,15 +56,13 @@ def check_aims(aims: Mapping[str, RowAim], fractions: Sequence[float], run_check
                     noisy[key].setdefault(fk, row.noise_floor if row is not None else None)
                     continue  # not measured, or not precisely enough to know the size it planted
                 found[key].setdefault(fk, []).append((spin, row.effect, row.noise_floor))
-                if not lands(row.effect, row.noise_floor, f, tolerance):
-                    nxt = next_spin([c[:2] for cs in found[key].values() for c in cs], f)
-                    if nxt is not None:
-                        again[key] = nxt
+                if not lands(row.effect, row.noise_floor, f, tolerance) and \
+                        (nxt := next_spin([c[:2] for cs in found[key].values() for c in cs], f)) is not None:
+                    again[key] = nxt
             spins = again
-    for key in unsure:
-        out[key] = _checked(aims[key], found[key], noisy[key],
-                            [f for f in fractions if fraction_key(f) in aims[key].unsure], tolerance)
-    return out
+    return {**aims, **{key: _checked(aims[key], found[key], noisy[key],
+                                     [f for f in fractions if fraction_key(f) in aims[key].unsure], tolerance)
+                       for key in unsure}}
 
 
 def next_spin(checked: Sequence[tuple[int, float]], f: float) -> int | None:
@@ -101,9 +95,8 @@ def _checked(aim: RowAim, found: Mapping[str, list[tuple[int, float, float]]],
     for f in fractions:
         fk = fraction_key(f)
         tries = found.get(fk)
-        spins.pop(fk, None)
-        aimed.pop(fk, None)
-        missed.pop(fk, None)
+        for by_size in (spins, aimed, missed):
+            by_size.pop(fk, None)
         if not tries:
             floor = noisy.get(fk)
             missed[fk] = ("the aim could not size it in one process, and its paired check was too noisy to "
@@ -112,8 +105,7 @@ def _checked(aim: RowAim, found: Mapping[str, list[tuple[int, float, float]]],
             continue
         landed = [c for c in tries if lands(c[1], c[2], f, tolerance)]
         if landed:  # the landed check with the smallest noise floor: not the luckiest estimate
-            spin, effect, _floor = min(landed, key=lambda c: (c[2], abs(c[1] - f)))
-            spins[fk], aimed[fk] = spin, effect
+            spins[fk], aimed[fk], _floor = min(landed, key=lambda c: (c[2], abs(c[1] - f)))
         else:
             spin, effect, floor = min(tries, key=lambda c: abs(c[1] - f))
             missed[fk] = (f"the aim could not size it in one process; paired checks of {len(tries)} spins, the "

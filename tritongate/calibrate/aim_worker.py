@@ -11,8 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from tritongate.calibrate.aim import RowAim, aim_row
 from tritongate.errors import MeasurementError, PreflightError, UsageError
-from tritongate.pair.client import WorkerError, WorkerFailure
-from tritongate.pair.client import startup_timeout
+from tritongate.pair.client import WorkerError, WorkerFailure, startup_timeout
 from tritongate.pair.request import PairRequest
 from tritongate.pair.spawn import SpawnFn, side_worker_spec, spawn_process, worker_settings
 from tritongate.ops.planting import row_key
@@ -27,8 +26,7 @@ class AimWorker:
 
     def __init__(self, request: PairRequest, work_dir: Path, *, spawn: SpawnFn = spawn_process,
                  rounds: int = AIM_ROUNDS, warmup_s: float = AIM_WARMUP_S) -> None:
-        overrides = {**request.config_overrides, "warmup_budget_s": warmup_s}
-        self.request = replace(request, config_overrides=overrides)
+        self.request = replace(request, config_overrides={**request.config_overrides, "warmup_budget_s": warmup_s})
         self.rounds = rounds
         self._worker = spawn(side_worker_spec(self.request, "base", self.request.base, Path(work_dir) / "workers",
                                               label="aim"))

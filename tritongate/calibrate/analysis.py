@@ -46,21 +46,14 @@ def step_rows(result: Any) -> tuple[StepRow, ...]:
     """The rows of a ``GateResult`` (a pair's verdict), each with the rule's call on its timing:
     an A/A row's kernels are byte-identical, so its verdict is IDENTICAL_BINARY whatever the
     timing said, and the timing is what a calibration checks."""
-    out = []
-    for r in result.rows:
-        t = r.timing
-        call = _CALLS.get(t.change.value, "UNCHANGED") if t is not None else r.verdict.value
-        out.append(StepRow(r.op, r.case, r.dtype, call, t.effect if t else None,
-                           t.detectable if t else None, t.base.median if t else None,
-                           t.noise_floor if t else None))
-    return tuple(out)
+    return tuple(StepRow(r.op, r.case, r.dtype, r.verdict.value, None, None, None) if (t := r.timing) is None
+                 else StepRow(r.op, r.case, r.dtype, _CALLS.get(t.change.value, "UNCHANGED"), t.effect,
+                              t.detectable, t.base.median, t.noise_floor) for r in result.rows)
 
 
 def _unaimed(why: str | None, fractions: Sequence[float]) -> dict[str, Any] | None:
     """What a row whose aim failed records: every size missed, with why."""
-    if why is None:
-        return None
-    return {"failed": why, "missed": {fraction_key(f): f"not aimed: {why}" for f in fractions}}
+    return None if why is None else {"failed": why, "missed": {fraction_key(f): f"not aimed: {why}" for f in fractions}}
 
 
 def analyse(*, created_utc: str, suite: str, runner: Mapping[str, Any], aa: Sequence[Step],
@@ -96,13 +89,9 @@ def analyse(*, created_utc: str, suite: str, runner: Mapping[str, Any], aa: Sequ
             aa_effects=tuple(x.effect if x else None for x in aa_rows),
             detectable=r.detectable, planted=planted_out,
             aim=aim.to_dict() if aim is not None else _unaimed((unaimed or {}).get(key), fractions)))
-    all_notes = list(notes)
     if skipped:
-        all_notes.append(f"not timed in the A/A run, so not calibrated: {', '.join(skipped)}")
-    def cost(name: str, fraction: float | None, wall_s: float, path: str) -> dict[str, Any]:
-        return {"name": name, "fraction": fraction, "wall_s": round(wall_s, 1), "path": path}
-
-    steps = (*(cost(s.name, s.fraction, s.wall_s, s.path) for s in aa), cost("aim", None, aim_s, ""),
-             *(cost(s.name, s.fraction, s.wall_s, s.path) for s in (*checks, *planted)))
+        notes = [*notes, f"not timed in the A/A run, so not calibrated: {', '.join(skipped)}"]
+    steps = tuple({"name": s.name, "fraction": s.fraction, "wall_s": round(s.wall_s, 1), "path": s.path}
+                  for s in (*aa, Step("aim", None, (), aim_s), *checks, *planted))
     return Calibration(created_utc=created_utc, suite=suite, runner=dict(runner), fractions=tuple(fractions),
-                       rows=tuple(rows), steps=steps, notes=tuple(all_notes))
+                       rows=tuple(rows), steps=steps, notes=tuple(notes))

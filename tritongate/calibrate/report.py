@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tritongate.atomicio import write_bytes_atomic, write_text_atomic
 from tritongate.baselines.manifest import suite_folder
-from tritongate.model.calibration import SIZE_CLASSES, Calibration, false_verdicts, fraction_key
+from tritongate.model.calibration import SIZE_CLASSES, Calibration, Rate, false_verdicts, fraction_key
 from tritongate.report.units import format_time
 from tritongate.report.untrusted import markdown_cell
 
@@ -21,8 +21,8 @@ def _pct(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None or not math.isfinite(value) else f"{value * 100:+.{digits}f} %"
 
 
-def _rate(caught: int, rows: int) -> str:
-    return "–" if rows == 0 else f"{caught}/{rows} ({caught / rows:.0%})"
+def _rate(rate: Rate) -> str:
+    return "–" if rate.rows == 0 else f"{rate.caught}/{rate.rows} ({rate.caught / rate.rows:.0%})"
 
 
 def render(cal: Calibration) -> str:
@@ -32,20 +32,15 @@ def render(cal: Calibration) -> str:
              f"{r.get('triton', 'n/a')}, timer {r.get('timer', 'n/a')}.", "",
              f"**A/A: {false_verdicts(cal.aa_false)} in {cal.aa_rows} rows** (the build against itself, every row "
              "timed; every REGRESSED or IMPROVED is false).", ""]
-    goals = cal.goals()
-    if goals:
-        lines += ["Goals:", ""] + [f"- {'✅' if g.met else '❌' if g.met is False else '–'} {g.text()}" for g in goals]
-        lines.append("")
-    else:
-        lines += ["Goals: not checked (they are set at 2 % and 5 %; plant those sizes to check them).", ""]
-    head = "| size class | rows | " + " | ".join(f"{f:.0%} caught" for f in cal.fractions) + " |"
-    lines += [head, "|---|---:|" + "---:|" * len(cal.fractions)]
+    goals = [f"- {'✅' if g.met else '❌' if g.met is False else '–'} {g.text()}" for g in cal.goals()]
+    lines += ["Goals:", "", *goals, ""] if goals else [
+        "Goals: not checked (they are set at 2 % and 5 %; plant those sizes to check them).", ""]
+    lines += ["| size class | rows | " + " | ".join(f"{f:.0%} caught" for f in cal.fractions) + " |",
+              "|---|---:|" + "---:|" * len(cal.fractions)]
     for name, _lo, _hi in SIZE_CLASSES:
-        rows = sum(x.size_class == name for x in cal.rows)
-        cells = [_rate(cal.rate(f, size=name).caught, cal.rate(f, size=name).rows) for f in cal.fractions]
-        lines.append(f"| {name} | {rows} | " + " | ".join(cells) + " |")
-    totals = [_rate(cal.rate(f).caught, cal.rate(f).rows) for f in cal.fractions]
-    lines += [f"| all | {len(cal.rows)} | " + " | ".join(totals) + " |", ""]
+        cells = [_rate(cal.rate(f, size=name)) for f in cal.fractions]
+        lines.append(f"| {name} | {sum(x.size_class == name for x in cal.rows)} | " + " | ".join(cells) + " |")
+    lines += [f"| all | {len(cal.rows)} | " + " | ".join(_rate(cal.rate(f)) for f in cal.fractions) + " |", ""]
     unplanted = [(f, cal.rate(f).unplanted) for f in cal.fractions if cal.rate(f).unplanted]
     if unplanted:
         lines += ["Not plantable (no spin timed within ±25 % of the size; not counted above): "
@@ -53,17 +48,16 @@ def render(cal: Calibration) -> str:
     lines += ["| op | case | dtype | kernel | A/A | detectable | " + " | ".join(f"{f:.0%}" for f in cal.fractions)
               + " | smallest caught |", "|---|---|---|---:|---|---:|" + "---|" * len(cal.fractions) + "---:|"]
     for x in sorted(cal.rows, key=lambda x: x.kernel_us):
-        cells = []
-        for f in cal.fractions:
-            o = x.planted.get(fraction_key(f))
-            cells.append("–" if o is None else f"{'✅' if o.caught else '·'} {_pct(o.effect)} (planted {_pct(o.aimed)})")
+        outcomes = [x.planted.get(fraction_key(f)) for f in cal.fractions]
+        cells = ["–" if o is None else f"{'✅' if o.caught else '·'} {_pct(o.effect)} (planted {_pct(o.aimed)})"
+                 for o in outcomes]
         aa = ", ".join(f"{v.lower()} {_pct(e)}" for v, e in zip(x.aa_verdicts, x.aa_effects))
         smallest = f"{x.smallest_caught:.0%}" if x.smallest_caught is not None else "none"
         lines.append(f"| {markdown_cell(x.op)} | {markdown_cell(x.case)} | {markdown_cell(x.dtype)} | "
                      f"{format_time(x.kernel_us)} | {markdown_cell(aa)} | {_pct(x.detectable)} | "
                      + " | ".join(cells) + f" | {smallest} |")
-    lines += ["", "Cost: " + ", ".join(f"{markdown_cell(s['name'])} {markdown_cell(s['wall_s'])} s" for s in cal.steps) + f" (total "
-              f"{sum(float(s['wall_s']) for s in cal.steps):.0f} s).", "",
+    lines += ["", "Cost: " + ", ".join(f"{markdown_cell(s['name'])} {markdown_cell(s['wall_s'])} s" for s in cal.steps)
+              + f" (total {sum(float(s['wall_s']) for s in cal.steps):.0f} s).", "",
               "Planted runs: both sides have the planted spin compiled in (every program spins after its "
               "work; `tritongate/ops/kernels/planted.py`), the base spinning 0, the candidate the spin aimed at "
               "the size: in the `aim` step each row was timed, in one process, along a ladder of spins, and the "
@@ -92,12 +86,10 @@ def plot(cal: Calibration, path: Path) -> Path | None:
     fig = Figure(figsize=(7, 4.5), dpi=110)
     ax = fig.add_subplot()
     palette = ["#1a9850", "#fee08b", "#d73027", "#4575b4"]
-    styles = {f: (f"smallest caught: {f:.0%}", palette[i % len(palette)]) for i, f in enumerate(sorted(cal.fractions))}
-    styles[None] = ("none caught", "#555555")
-    styles["-"] = ("not planted", "none")
-    for key, (label, colour) in styles.items():
-        xs = [p[0] for p in pts if p[2] == key]
-        ys = [p[1] * 100 for p in pts if p[2] == key]
+    styles: dict[float | str | None, tuple[str, str]] = {
+        f: (f"smallest caught: {f:.0%}", palette[i % len(palette)]) for i, f in enumerate(sorted(cal.fractions))}
+    for key, (label, colour) in {**styles, None: ("none caught", "#555555"), "-": ("not planted", "none")}.items():
+        xs, ys = [p[0] for p in pts if p[2] == key], [p[1] * 100 for p in pts if p[2] == key]
         if xs:
             ax.scatter(xs, ys, s=28, color=colour, edgecolors="black", linewidths=0.6, label=label)
     for f in cal.fractions:

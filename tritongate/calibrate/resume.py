@@ -1,10 +1,8 @@
 """Resuming a calibration: a step that finished is read back, never measured again.
 
-A calibration of ``pr`` runs for over ten minutes; a runner that is stopped or crashes part-way
-keeps every finished step. ``settings.json`` (written first) holds what the calibration was
-started with, so ``--resume`` goes on with exactly that; each finished paired run leaves
-``step.json`` in its step directory (written last, atomically: a step without it is run again),
-and the aim step leaves ``aim.json``.
+A calibration of ``pr`` runs for over ten minutes. ``settings.json`` (written first) holds what
+it was started with, so ``--resume`` goes on with exactly that; each finished paired run leaves
+``step.json`` (written last, atomically: a step without it is run again), the aim ``aim.json``.
 """
 
 from __future__ import annotations
@@ -51,8 +49,7 @@ def load_settings(folder: Path) -> Settings:
     from tritongate.validation import validate
     from tritongate.validation.core import StrictDoc
 
-    class _Settings(StrictDoc):
-        kind: str
+    class _Settings(StrictDoc):  # its kind is checked first
         schema_: int = Field(alias="schema")
         suite: str
         fractions: list[Annotated[float, Field(gt=0, lt=1)]] = Field(min_length=1)
@@ -125,8 +122,7 @@ def resumable(run: Callable[[Any], Any], regate: Callable[[Any, Path], Any],
 
 @dataclass(frozen=True)
 class AimProgress:
-    """The aim step as far as it went: rows aimed, rows that could not be, its cost, whether
-    it finished."""
+    """The aim step as far as it went: rows aimed, rows that could not be, its cost, whether it finished."""
 
     aims: dict[str, RowAim]
     failed: dict[str, str]
@@ -141,8 +137,7 @@ def save_aims(folder: Path, progress: AimProgress) -> None:
 
 
 def load_aims(folder: Path) -> AimProgress | None:
-    """The aim step so far, when it ran before; else None. A damaged aim.json is a
-    ``UsageError`` naming it and the fix."""
+    """The aim step so far, or None; a damaged aim.json is a ``UsageError`` naming it and the fix."""
     path = Path(folder) / AIM_DONE
     if not path.is_file():
         return None

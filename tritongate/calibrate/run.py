@@ -1,8 +1,7 @@
 """``tritongate calibrate``'s work: the steps on this machine, then calibration.json, .md and .png.
 
-The command (``tritongate.cli.calibrate``) parses the options, shared with ``pair`` and the
-record step of ``loop``, and prints the outcome; this module runs the calibration from a
-template pair request and writes it.
+The command (``tritongate.cli.calibrate``) parses the options and prints the outcome; this
+module runs the calibration from a template pair request and writes it.
 """
 
 from __future__ import annotations
@@ -21,20 +20,8 @@ from tritongate.errors import UsageError
 from tritongate.rundir import new_run_dir
 
 
-def parse_fractions(text: str) -> tuple[float, ...]:
-    """``"1,2,5"`` (per cent) -> ``(0.01, 0.02, 0.05)``, sorted, each in (0, 100)."""
-    try:
-        values = sorted({float(v) for v in text.replace(" ", "").split(",") if v})
-    except ValueError:
-        raise UsageError(f"--planted {text!r}: expected per-cent numbers, e.g. 1,2,5") from None
-    if not values or any(not 0 < v < 100 for v in values):
-        raise UsageError(f"--planted {text!r}: every slowdown must be between 0 and 100 (per cent)")
-    return tuple(v / 100 for v in values)
-
-
 def calibration_dir(out: Path, suite: str) -> Path:
-    """``out/calibrate-<suite>_<UTC>/``, made like a run directory (a second one in the same
-    second gets a suffix)."""
+    """``out/calibrate-<suite>_<UTC>/``, made like a run directory (a second in the same second: a suffix)."""
     return new_run_dir(out, f"calibrate-{suite_folder(suite)}")
 
 
@@ -58,10 +45,9 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
                     run: Callable[[Any], Any], log: Callable[[str], None], plantable: frozenset[str],
                     spawn: Callable[[Any], Any] | None = None,
                     detail: Callable[[str], None] | None = None) -> tuple[Calibration, Path, Path | None]:
-    """Every step as ``template`` (a PairRequest) with its own directory and environment
-    overlays on the template's interpreter, every row timed; then the reports. ``log`` gets one
-    line per step, ``detail`` (default ``log``) one per row of the aim step. ``spawn`` starts
-    the aim step's worker (default: a process, as the paired runs' workers)."""
+    """Every step as ``template`` (a PairRequest) with its own directory and environment overlays,
+    every row timed; then the reports. ``log`` gets a line per step, ``detail`` (default ``log``)
+    one per row of the aim step; ``spawn`` starts the aim's worker (default: a process)."""
     from tritongate.calibrate.aim_worker import AimWorker, aim_rows
     from tritongate.calibrate.resume import AimProgress, load_aims, resumable, save_aims
     from tritongate.pair.build import CompilerBuild
@@ -69,9 +55,8 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
 
     def make_request(step_out: Path, base_env: dict, cand_env: dict) -> Any:
         return replace(template, out=step_out, time_identical=True,
-                       base=CompilerBuild("base", python=template.base.python, env={**template.base.env, **base_env}),
-                       cand=CompilerBuild("candidate", python=template.cand.python,
-                                          env={**template.cand.env, **cand_env}))
+                       base=CompilerBuild("base", template.base.python, {**template.base.env, **base_env}),
+                       cand=CompilerBuild("candidate", template.cand.python, {**template.cand.env, **cand_env}))
 
     plan = CalibrationPlan(suite=suite, out=out, fractions=tuple(fractions), aa_runs=aa_runs, plantable=plantable)
     say = detail or log
@@ -99,8 +84,7 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
 
     cal = calibrate(plan, make_request, resumable(run, _regate, say), aim, log, detail)
     cal.write(out / CALIBRATION_JSON)
-    md, png = write_reports(cal, out)
-    return cal, md, png
+    return (cal, *write_reports(cal, out))
 
 
 def _regate(request: Any, pair_dir: Path) -> Any:

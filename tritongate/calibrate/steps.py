@@ -2,11 +2,10 @@
 
 1. ``aa-<i>``: the build against itself, every row timed (``--time-identical``): every REGRESSED
    or IMPROVED is a false verdict; the base medians are the rows' kernel times.
-2. ``aim``: in one worker of the build, each row timed with the planted spin compiled in and
-   spinning 0, then at the spins that find, per fraction, the spin that makes it that much
-   slower (``aim``): what a spin adds is measured, never extrapolated.
-   ``check-<f>-<n>``: for rows whose time moves in one process (power-bound), the aimed spin
-   in a paired run of their ops, rescaled until it lands (``aim_check``).
+2. ``aim``: in one worker of the build, each row timed at 0, then at the spins that find, per
+   fraction, the spin that makes it that much slower (``aim``); ``check-<f>-<n>``: for rows
+   whose time moves in one process (power-bound), that spin in a paired run, rescaled until it
+   lands (``aim_check``).
 3. ``planted-<f>``: both sides with the planted spin compiled in, the base spinning 0, the
    candidate the spin aimed at ``f`` (``TRITONGATE_PLANTED_DELAY``): a REGRESSED is a catch.
 """
@@ -26,9 +25,9 @@ from tritongate.calibrate.analysis import Step, StepRow, analyse, step_rows
 from tritongate.model.calibration import Calibration, fraction_key
 from tritongate.ops.planting import PLANTED_DELAY_ENV, split_key, write_plan
 
-# A check's rows may grow to this many times the run's pairs, row budget and worker pairs (320
-# pairs over 12 worker pairs on a GPU, a few seconds for a 16 µs kernel): a skinny matmul whose paired log ratios spread 2 % needs ~260
-# pairs to size a 2 % spin to ±0.5 % (80 gave ±1.2 %; at a spread of 2.7 % even 320 fall short).
+# A check's rows may grow to this many times the run's pairs, row budget and worker pairs (320 pairs
+# over 12 worker pairs on a GPU): a skinny matmul whose paired log ratios spread 2 % needs ~260 pairs
+# to size a 2 % spin to ±0.5 % (80 gave ±1.2 %; at a spread of 2.7 % even 320 fall short).
 CHECK_SCALE = 4
 # (step out dir, base env overlay, candidate env overlay) -> a PairRequest with every row timed
 MakeRequest = Callable[[Path, Mapping[str, str], Mapping[str, str]], Any]
@@ -75,8 +74,7 @@ def runner_of(outcome_identity: Mapping[str, Any]) -> dict[str, Any]:
 
 def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, aim: Aim,
               log: Log = lambda _: None, detail: Log | None = None) -> Calibration:
-    """Run every step and analyse them. ``log``: a line per step; ``detail``: a line per
-    paired check of the aim (default ``log``)."""
+    """Run every step and analyse them; ``log`` a line per step, ``detail`` (default ``log``) per check."""
     out = plan.out
     plans = out / "plans"
     aa: list[Step] = []
@@ -105,18 +103,15 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
     def run_check(name: str, f: float, spins: Mapping[str, int]) -> dict[str, StepRow]:
         path = write_plan(plans / f"{name}.json", f, {**zeros, **spins})
         request = make_request(out / name, zero_env, {PLANTED_DELAY_ENV: str(path.resolve())})
-        # only the rows checked (the others would grow to the same target for nothing); their
-        # pairs grow until the noise floor resolves the size to the aim's tolerance (the
-        # target a row's schedule works to is its minimum effect). A check sizes a spin, it
-        # does not gate: its rows spread over CHECK_SCALE times the pool's worker pairs (12 on
-        # a GPU), enough to estimate the between-process spread from the processes themselves,
-        # so the gate's assumed minimum of it (process_sd, which would hold the floor at
-        # ±0.35 % however many pairs) is not imposed
+        # only the rows checked, their pairs grown until the noise floor resolves the size to the
+        # aim's tolerance (a row's schedule works to its minimum effect). A check sizes a spin, it
+        # does not gate: over CHECK_SCALE times the worker pairs the between-process spread is
+        # estimated from the processes themselves, so the gate's assumed minimum (process_sd,
+        # which would hold the floor at ±0.35 % however many pairs) is not imposed
         policy = dataclasses.replace(request.policy, min_effect=TOLERANCE * f, op_min_effect={}, process_sd=0.0)
         rows = frozenset(split_key(key) for key in spins)
-        # a check's call is not a verdict: it is neither confirmed on fresh worker pairs (twice
-        # the processes and time for nothing) nor a reason to stop (a spin is a slowdown, so
-        # every check would be called on its first 20 pairs, short of the precision it is for)
+        # a check's call is no verdict: not confirmed on fresh worker pairs, nor a reason to stop
+        # (a spin is a slowdown: every check would stop at its first 20 pairs, short of its precision)
         request = dataclasses.replace(request, only_ops=tuple(sorted({op for op, _, _ in rows})), only_rows=rows,
                                       policy=policy, schedule_scale=CHECK_SCALE,
                                       schedule_overrides={**request.schedule_overrides, "confirm_calls": False,

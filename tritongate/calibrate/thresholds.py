@@ -1,13 +1,11 @@
 """Per-op minimum effects from a calibration, written into a gate policy file.
 
-An op's threshold is the largest effect its rows showed in the A/A runs (the build against
-itself: every effect there is noise the rule must not call), times ``MARGIN``, rounded up to
-the next half per cent, and never below the policy's default. Raising an op's minimum effect
-makes the gate blind to smaller changes of that op, so it is never done silently: a write that
-would raise one is refused unless asked for (``--allow-loosen``), and every change is listed.
-The policy file keeps its text: only its ``ops:`` block is rewritten, each entry with a comment
-naming the calibration it came from. The verdict's footer lists every per-op threshold, so a
-changed one shows in the next PR comment.
+An op's threshold is the largest effect its rows showed in the A/A runs (noise the rule must
+not call), times ``MARGIN``, rounded up to the next half per cent, never below the policy's
+default. Raising one makes the gate blind to smaller changes of that op, so a write that would
+is refused unless asked for (``--allow-loosen``), and every change is listed. Only the policy
+file's ``ops:`` block is rewritten, each entry naming the calibration it came from; the
+verdict's footer lists every per-op threshold, so a changed one shows in the next PR comment.
 """
 
 from __future__ import annotations
@@ -48,28 +46,22 @@ class ThresholdChange:
 def derive(cal: Calibration, default: float) -> dict[str, tuple[float, str]]:
     """op -> (threshold, evidence) for every op of the calibration: its A/A noise with the
     margin, or ``default`` where that is enough."""
-    worst: dict[str, tuple[float, str]] = {}
+    worst = {op: (0.0, "no A/A effect") for op in sorted({r.op for r in cal.rows})}
     for r in cal.rows:
         for effect in r.aa_effects:
-            if effect is not None and math.isfinite(effect) and abs(effect) > worst.get(r.op, (0.0, ""))[0]:
+            if effect is not None and math.isfinite(effect) and abs(effect) > worst[r.op][0]:
                 worst[r.op] = (abs(effect), f"A/A {effect:+.2%} on {r.case} {r.dtype}")
-    out = {}
-    for op in sorted({r.op for r in cal.rows}):
-        effect, evidence = worst.get(op, (0.0, "no A/A effect"))
-        value = math.ceil(round(effect * MARGIN / STEP, 9)) * STEP
-        out[op] = (round(value, 4), evidence) if value > default + 1e-12 else (default, f"{evidence} (the default is enough)")
-    return out
+    values = {op: (math.ceil(round(effect * MARGIN / STEP, 9)) * STEP, why) for op, (effect, why) in worst.items()}
+    return {op: (round(value, 4), why) if value > default + 1e-12 else (default, f"{why} (the default is enough)")
+            for op, (value, why) in values.items()}
 
 
 def plan_changes(derived: Mapping[str, tuple[float, str]], current: Mapping[str, float],
                  default: float) -> list[ThresholdChange]:
-    """The changes ``derived`` makes to a policy whose per-op entries are ``current``."""
-    changes = []
-    for op, (value, evidence) in sorted(derived.items()):
-        old = current.get(op, default)
-        if not math.isclose(old, value):  # an op at the default with no entry needs none
-            changes.append(ThresholdChange(op, old, value, evidence))
-    return changes
+    """The changes ``derived`` makes to a policy whose per-op entries are ``current`` (an op at the
+    default with no entry needs none)."""
+    return [ThresholdChange(op, current.get(op, default), value, evidence)
+            for op, (value, evidence) in sorted(derived.items()) if not math.isclose(current.get(op, default), value)]
 
 
 _OPS_LINE = re.compile(r"^ops\s*:(.*)$")
@@ -102,28 +94,15 @@ def rewrite_ops_block(text: str, current: Mapping[str, float], changes: Mapping[
         end -= 1
     body = lines[start + 1:end]
     indent = min((len(m.group(1)) for line in body if (m := _KEY.match(line))), default=2)
-    spans: dict[str, tuple[int, int]] = {}  # op -> its lines in body
-    for i, line in enumerate(body):
-        m = _KEY.match(line)
-        if m and len(m.group(1)) == indent:
-            op = yaml.safe_load(m.group(2))
-            j = i + 1
-            while j < len(body) and not (_KEY.match(body[j]) and len(_KEY.match(body[j]).group(1)) == indent):
-                j += 1
-            spans[str(op)] = (i, j)
+    starts = [i for i, line in enumerate(body) if (m := _KEY.match(line)) and len(m.group(1)) == indent]
+    spans = {str(yaml.safe_load(_KEY.match(body[a]).group(2))): (a, b)  # op -> its lines in body
+             for a, b in zip(starts, starts[1:] + [len(body)])}
     out: list[str] = []
     i = 0
-    by_start = {a: (op, b) for op, (a, b) in spans.items()}
-    while i < len(body):
-        if i in by_start and by_start[i][0] in changes:
-            op, b = by_start[i]
-            value, comment = changes[op]
-            out.append(_entry(op, value, comment))
-            i = b
-            continue
-        out.append(body[i])
-        i += 1
-    out += [_entry(op, v, c) for op, (v, c) in sorted(changes.items()) if op not in spans]
+    for a, op, b in sorted((a, op, b) for op, (a, b) in spans.items() if op in changes):
+        out += body[i:a] + [_entry(op, *changes[op])]
+        i = b
+    out += body[i:] + [_entry(op, v, c) for op, (v, c) in sorted(changes.items()) if op not in spans]
     return "\n".join(lines[:start + 1] + out + lines[end:]) + "\n"
 
 
@@ -133,8 +112,7 @@ def write_thresholds(cal: Calibration, path: Path, *, allow_loosen: bool) -> lis
     from tritongate.gate.policy import load_policy
 
     policy = load_policy(path)  # validates the file as it is
-    derived = derive(cal, policy.min_effect)
-    changes = plan_changes(derived, policy.op_min_effect, policy.min_effect)
+    changes = plan_changes(derive(cal, policy.min_effect), policy.op_min_effect, policy.min_effect)
     loosening = [c for c in changes if c.loosens]
     if loosening and not allow_loosen:
         raise UsageError(f"{path}: the calibration would raise {len(loosening)} minimum effect(s), making the "
@@ -166,8 +144,7 @@ def write_thresholds(cal: Calibration, path: Path, *, allow_loosen: bool) -> lis
 
 
 def _other_keys_changed(before: bytes, after: str) -> list[str]:
-    """The top-level keys other than ``ops`` whose values differ between the two texts: a
-    rewrite of the ops block touches nothing else."""
+    """Top-level keys but ``ops`` whose values differ: a rewrite of the ops block touches nothing else."""
     def doc(raw: bytes | str) -> dict:
         data = load_bounded(raw) if raw else {}
         return data if isinstance(data, dict) else {}
