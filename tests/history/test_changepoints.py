@@ -10,7 +10,7 @@ import pytest
 import ruptures
 from ruptures.base import BaseCost
 
-from tritongate.history.changepoints import (ChangePoint, Detection, analyse, detect, detect_many, pelt, pelt_many,
+from tritongate.history.changepoints import (ChangePoint, Detection, analyse, detect, detect_many, pelt_many,
                                              robust_noise)
 from tritongate.history.series import missing_nightlies
 
@@ -152,38 +152,39 @@ def _ruptures_pelt(z, min_size, pen):
     return ruptures.Pelt(custom_cost=_PrefixL2(), min_size=min_size, jump=1).fit(z).predict(pen=pen)
 
 
+def _shapes(rng, n):
+    """Series of one length: noise, a step, a ramp, flat and rounded ones (ties everywhere), square waves."""
+    t = np.arange(n)
+    return np.stack([rng.normal(0, 1, n), np.where(t >= n // 2, 6.0, 0.0) + rng.normal(0, 1, n),
+                     t / n * 10 + rng.normal(0, 1, n), np.zeros(n), np.round(rng.normal(0, 1, n)),
+                     np.where(t % 20 < 10, 4.0, 0.0) + rng.normal(0, 0.5, n)])
+
+
 @pytest.mark.slow
-def test_pelt_finds_what_ruptures_pelt_finds():
+def test_pelt_many_finds_what_ruptures_pelt_finds():
     rng = np.random.default_rng(7)
-    shapes = []
     for n in (6, 7, 11, 40, 120, 365):
-        t = np.arange(n)
-        shapes += [rng.normal(0, 1, n), np.where(t >= n // 2, 6.0, 0.0) + rng.normal(0, 1, n),
-                   t / max(n, 1) * 10 + rng.normal(0, 1, n), np.zeros(n),  # a flat series: ties everywhere
-                   np.round(rng.normal(0, 1, n)), np.where(t % 20 < 10, 4.0, 0.0) + rng.normal(0, 0.5, n)]
-    for z in shapes:
+        zs = _shapes(rng, n)
         for min_size in (2, 3, 5):
-            if len(z) < 2 * min_size:
+            if n < 2 * min_size:
                 continue
-            for pen in (0.5, 2 * math.log(len(z)), 30.0):
-                assert pelt(z, min_size, pen) == _ruptures_pelt(z, min_size, pen), (len(z), min_size, pen)
+            for pen in (0.5, 2 * math.log(n), 30.0):
+                want = [_ruptures_pelt(z, min_size, pen) for z in zs]
+                assert pelt_many(zs, min_size, pen) == want, (n, min_size, pen)
 
 
-def test_pelt_many_finds_what_pelt_finds_for_each_series():
-    """The batched search masks a pruned split instead of removing it: the same splits, costs,
-    pruning and ties (a flat or rounded series has ties everywhere)."""
+def test_pelt_many_finds_for_each_series_what_it_finds_for_that_series_alone():
+    """The batched search masks a pruned split instead of removing it: a series' splits,
+    costs, pruning and ties do not depend on the others searched with it."""
     rng = np.random.default_rng(11)
     for n in (4, 6, 7, 11, 40, 120, 365):
-        t = np.arange(n)
-        zs = np.stack([rng.normal(0, 1, n), np.where(t >= n // 2, 6.0, 0.0) + rng.normal(0, 1, n),
-                       t / n * 10 + rng.normal(0, 1, n), np.zeros(n), np.round(rng.normal(0, 1, n)),
-                       np.where(t % 20 < 10, 4.0, 0.0) + rng.normal(0, 0.5, n)])
+        zs = _shapes(rng, n)
         for min_size in (2, 3, 5):
             if n < min_size:
                 continue
             for pen in (0.5, 2 * math.log(n), 30.0):
                 got = pelt_many(zs, min_size, pen)
-                assert got == [pelt(z, min_size, pen) for z in zs], (n, min_size, pen)
+                assert got == [pelt_many(z[None], min_size, pen)[0] for z in zs], (n, min_size, pen)
 
 
 def test_detect_many_is_detect_of_each_sequence():

@@ -1,35 +1,22 @@
 """Change points in a nightly series: lasting shifts of a row's median, confirmed twice.
 
-The search is ``ruptures``' PELT (``ruptures.Pelt``, ``l2`` cost, ``jump=1``), done here in
-numpy (``pelt``): ruptures runs it in pure Python, a cost call and a partition copy per
-admissible split, and on nightly series it hardly prunes, so a year of nightlies of a deep
-scan took minutes. The tests check it against ruptures itself. MongoDB's
-``signal-processing-algorithms`` (E-Divisive, as used for their nightly performance CI) was
-the alternative; it pulls in gevent and pins numpy < 2, so it is not used.
+The rule (``docs/history.md``), on the series' valued points only (gaps and missing nightlies
+are skipped, never imputed):
 
-The rule, on the series' valued points only (gaps and missing nightlies are skipped, never
-imputed):
+1. ``y = log(median)`` (a shift is relative) over a robust noise ``sigma = 1.4826 *
+   MAD(diff(y)) / sqrt(2)`` (differences cancel the level, so a step or a ramp hardly
+   inflates it), floored at ``noise_floor`` so a flat series is not infinitely sensitive.
+2. Candidates: PELT (``l2`` cost, segments of at least ``min_points``) with a penalty of
+   ``beta * log(n)`` per change: BIC for a shift of the mean, generous on purpose.
+3. Confirmation, until every candidate passes: the neighbouring segments' medians differ by
+   ``min_effect`` or more AND a two-sided Mann–Whitney U test gives ``p < p_value``, with at
+   least ``min_points`` a side. The failing candidate with the largest p-value is dropped and
+   its segments merged (a ramp cut into small steps ends as a few steps that pass); each round
+   first moves every candidate to the least-squares best split of its neighbouring segments.
 
-1. Work on ``y = log(median)``: a shift is relative, whatever the row's scale.
-2. Scale by a robust noise estimate: ``sigma = 1.4826 * MAD(diff(y)) / sqrt(2)``. First
-   differences cancel the level, so a step (or a ramp) hardly inflates it; ``sigma`` is
-   floored at ``noise_floor`` (default 0.2 %) so a perfectly flat series is not infinitely
-   sensitive.
-3. Candidates: PELT (the ``l2`` cost, from prefix sums; segments of at least ``min_points``)
-   on ``y / sigma`` with the penalty ``beta * log(n)`` per change, ``beta = 2`` by default:
-   BIC for a shift of the mean of unit-variance data (two parameters per change, its place
-   and the new level). BIC is deliberately generous: the confirmation below is the filter.
-4. Confirmation, repeated until every remaining candidate passes: the neighbouring segments'
-   medians differ by at least ``min_effect`` (default 2 %) AND a two-sided Mann–Whitney U
-   test of the points of the two segments gives ``p < p_value`` (default 0.01), each side
-   with at least ``min_points`` (default 3) points. The failing candidate with the largest
-   p-value is dropped and its two segments merged, so a ramp cut into many small steps ends
-   as one or a few steps large enough to pass. Before each round every candidate is moved to
-   the least-squares best split of its two neighbouring segments (a merge can leave a
-   candidate where PELT put it for a neighbour that is gone).
-
-A slow ramp thus gives at least one change point, and ``drift`` (the last segment's median
-over the first's, minus one) shows the total change from the series' start to its end.
+So a slow ramp gives at least one change point, and ``drift`` (the last segment's median over
+the first's, minus one) is its total change. PELT is done in numpy, batched (``pelt_many``;
+``docs/design-notes.md`` says why), and checked against ``ruptures`` by the tests.
 """
 
 from __future__ import annotations
@@ -40,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tritongate.history.points import Point
+from tritongate.history.points import Key, Point
 from tritongate.history.series import Series
 
 MAD_TO_SD = 1.4826  # MAD of normal data times this is its standard deviation
@@ -101,8 +88,7 @@ class Shift:
 
 @dataclass(frozen=True)
 class Segmentation:
-    """What ``detect`` found in one sequence: its confirmed shifts, the segment medians, and
-    the robust noise estimate it scaled by."""
+    """What ``detect`` found in one sequence: its confirmed shifts, segment medians and noise."""
 
     shifts: tuple[Shift, ...]
     levels: tuple[float, ...]  # median of each segment, first to last
@@ -123,49 +109,9 @@ def robust_noise(log_values: np.ndarray, floor: float) -> float:
     return max(MAD_TO_SD * mad / math.sqrt(2.0), floor)
 
 
-def pelt(z: np.ndarray, min_size: int, pen: float) -> list[int]:
-    """Optimal change points of ``z`` under the ``l2`` cost (squared deviation from each
-    segment's mean) with ``pen`` per change and segments of at least ``min_size`` points:
-    PELT (Killick et al. 2012), the search ``ruptures.Pelt(model="l2", jump=1)`` does, with
-    the same candidates, pruning and ties (the first best split wins), so it finds the same
-    change points. Each step is one numpy expression over the admissible splits, from
-    prefix sums, where ruptures calls a cost function and copies a partition per split:
-    a year of nightlies in milliseconds, not seconds. Returns the segment ends, ``len(z)``
-    last."""
-    z = np.asarray(z, dtype=float).reshape(-1)
-    n = len(z)
-    if n < min_size:
-        raise ValueError(f"{n} points cannot hold a segment of {min_size}")
-    s1 = np.concatenate([[0.0], np.cumsum(z)])
-    s2 = np.concatenate([[0.0], np.cumsum(z * z)])
-    best = np.zeros(n + 1)  # best[t]: the least penalised cost of z[:t]
-    prev = np.zeros(n + 1, dtype=np.int64)  # where the last segment of that optimum starts
-    admissible = np.zeros(0, dtype=np.int64)
-    for end in [*range(min_size, n), n]:
-        start = end - min_size
-        if start == 0 or start >= min_size:  # splits a segment of min_size can end at
-            admissible = np.append(admissible, start)
-        s = s1[end] - s1[admissible]
-        cost = np.maximum(s2[end] - s2[admissible] - s * s / (end - admissible), 0.0)
-        total = best[admissible] + (cost + pen)
-        i = int(np.argmin(total))
-        best[end], prev[end] = total[i], admissible[i]
-        admissible = admissible[total <= best[end] + pen]  # never optimal again: pruned
-    ends = [n]
-    while prev[ends[-1]] > 0:
-        ends.append(int(prev[ends[-1]]))
-    return sorted(ends)
-
-
-def _candidates(z: np.ndarray, rule: Detection) -> list[int]:
-    n = len(z)
-    return [b for b in pelt(z, rule.min_points, rule.beta * math.log(n)) if 0 < b < n]
-
-
 def _refine(z: np.ndarray, cuts: list[int], min_points: int) -> list[int]:
-    """Move each cut to the best single split (least squares) of its two neighbouring
-    segments: after a merge, a surviving cut may sit where PELT put it for a neighbour that
-    is gone (on a ramp, before the ramp starts)."""
+    """Move each cut to the least-squares best split of its two neighbouring segments: after a
+    merge, a cut may sit where PELT put it for a neighbour now gone (on a ramp, before it starts)."""
     s1, s2 = np.concatenate([[0.0], np.cumsum(z)]), np.concatenate([[0.0], np.cumsum(z * z)])
 
     def sse(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:  # of z[a:b], from prefix sums
@@ -198,10 +144,11 @@ def _judge(values: np.ndarray, bounds: list[int], i: int, rule: Detection) -> tu
 
 
 def pelt_many(zs: np.ndarray, min_size: int, pen: float) -> list[list[int]]:
-    """``pelt`` of each row of ``zs`` (series of one length), all at once: the same splits,
-    costs, pruning and ties, each step one numpy expression over every series' splits (a
-    pruned split is masked, not removed), so the per-step overhead of ``pelt``, most of its
-    cost on a year of nightlies, is paid once for all the rows instead of once per row."""
+    """The segment ends (``n`` last) of each row of ``zs`` (series of one length) under the ``l2``
+    cost, ``pen`` per change, segments of at least ``min_size``: PELT (Killick et al. 2012) as
+    ``ruptures.Pelt(model="l2", jump=1)`` does it, with its candidates, pruning and ties (the
+    first best split wins). Each step is one numpy expression over every series' splits, from
+    prefix sums; a pruned split is masked, not removed."""
     zs = np.asarray(zs, dtype=float)
     if zs.ndim != 2:
         raise ValueError("pelt_many takes a 2-D array: one series per row")
@@ -224,7 +171,7 @@ def pelt_many(zs: np.ndarray, min_size: int, pen: float) -> list[list[int]]:
         s = s1[:, end, None] - s1[:, :k]
         cost = np.maximum(s2[:, end, None] - s2[:, :k] - s * s / (end - starts[:k]), 0.0)
         total = np.where(alive[:, :k], best[:, :k] + (cost + pen), np.inf)
-        i = np.argmin(total, axis=1)  # the first best, in split order, as pelt's
+        i = np.argmin(total, axis=1)  # the first best, in split order, as ruptures'
         best[:, end] = total[rows, i]
         prev[:, end] = i
         alive[:, :k] &= total <= best[:, end, None] + pen
@@ -254,11 +201,9 @@ def _scaled(values: Sequence[float], rule: Detection) -> tuple[np.ndarray, float
 
 def _confirmed(vals: np.ndarray, noise: float, z: np.ndarray | None, cuts: list[int] | None,
                rule: Detection) -> Segmentation:
-    if len(vals) == 0:
-        return Segmentation(shifts=(), levels=(), noise=noise)
-    if z is None or cuts is None:
-        return Segmentation(shifts=(), levels=(float(np.median(vals)),), noise=noise)
-    while True:
+    bounds = [0, len(vals)] if len(vals) else [0]
+    judged: list[tuple[Shift, bool]] = []
+    while z is not None and cuts is not None:  # None: too few values to look for a change
         cuts = _refine(z, cuts, rule.min_points)
         bounds = [0, *cuts, len(vals)]
         judged = [_judge(vals, bounds, i, rule) for i in range(len(cuts))]
@@ -273,13 +218,11 @@ def _confirmed(vals: np.ndarray, noise: float, z: np.ndarray | None, cuts: list[
 
 def detect(values: Sequence[float], rule: Detection = Detection()) -> Segmentation:
     """Confirmed change points of ``values`` (medians in µs, in time order, all > 0)."""
-    vals, noise, z = _scaled(values, rule)
-    return _confirmed(vals, noise, z, _candidates(z, rule) if z is not None else None, rule)
+    return detect_many([values], rule)[0]
 
 
 def detect_many(sequences: Sequence[Sequence[float]], rule: Detection = Detection()) -> list[Segmentation]:
-    """``detect`` of each sequence; the PELT search of sequences of one length is done at
-    once (``pelt_many``)."""
+    """``detect`` of each sequence; the PELT search of sequences of one length is done at once."""
     scaled = [_scaled(v, rule) for v in sequences]
     cuts: list[list[int] | None] = [None] * len(scaled)
     by_length: dict[int, list[int]] = {}
@@ -327,7 +270,7 @@ class ChangePoint:
             raise ValueError(f"p_value must be in [0, 1], got {self.p_value!r}")
 
     @property
-    def key(self) -> tuple[str, str, str]:
+    def key(self) -> Key:
         return (self.op, self.case, self.dtype)
 
     @property

@@ -1,17 +1,16 @@
 """One store entry's points, read at a fraction of the cost of ``load_run``.
 
-A year of nightlies of a deep scan is hundreds of ``results.json`` files of a few MB each;
-checking each row's stored summary against its samples one row at a time was most of what
-``history`` cost. Here the file is read once, its sha256 compared with the manifest's, the
-document validated as its one type (``ResultsDoc``, straight from its bytes), and the stored
-summaries checked for all the rows of one sample count at once, with the arithmetic of
-``tritongate.stats.summarize``; one row per key and a complete run are required.
+Checking each row's stored summary against its samples one row at a time was most of what
+``history`` cost over a year of a deep scan (hundreds of ``results.json`` of a few MB). Here
+the file is read once, its sha256 compared with the manifest's, the document validated as
+``ResultsDoc`` straight from its bytes, and the stored summaries checked for all the rows of
+one sample count at once, with ``tritongate.stats.summarize``'s arithmetic; one row per key
+and a complete run are required.
 
-Anything this reader does not accept (a damaged, edited, older or newer, or incomplete
-entry) is read again the way it always was, ``check_files`` and ``load_run``: the
-entry is refused with the same one-line error as before, or, should that reader accept what
-this one refused, gives the same points. So this reader only ever accepts less than the full
-load, and for what it accepts gives the points the full load gives (a test holds it to that).
+Whatever this reader does not accept (damaged, edited, older or newer, incomplete) is read
+again the full way, ``check_files`` and ``load_run``: refused with the same one-line error as
+ever or, should that accept it, given the same points. So this reader accepts only less than
+the full load, and gives the points it gives (a test holds it to that).
 """
 
 from __future__ import annotations
@@ -28,15 +27,13 @@ from pydantic import ValidationError
 
 from tritongate import safefs
 from tritongate.baselines.store import Entry, check_files
-from tritongate.history.points import EntryInfo, Point, gap_reason, points_of
+from tritongate.history.points import EntryInfo, Key, Point, gap_reason, points_of
 from tritongate.rundir import IDENTITY, MAX_JSON_BYTES, RESULTS, load_run
 from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, ResultsDoc, Row
 from tritongate.validation.runfiles import IdentityDoc
 
-Key = tuple[str, str, str]
 _RESULTS = ResultsDoc.__pydantic_validator__
 _REL_TOL, _ABS_TOL = 1e-9, 1e-12  # Row's check of a stored summary against its samples
-_SUMMARY_FIELDS = ("n", "mean", "median", "q1", "q3", "iqr", "min", "max")
 
 
 class _Refused(Exception):
@@ -60,11 +57,8 @@ def _read(entry: Entry, name: str) -> bytes:
         raw = safefs.read_bytes(entry.path, name, limit=MAX_JSON_BYTES)
     except OSError:
         raise _Refused from None
-    if len(raw) > MAX_JSON_BYTES:
-        raise _Refused
-    want = entry.manifest.files.get(name)
     # the bytes parsed are the bytes hashed: the entry cannot change between check and read
-    if want is None or hashlib.sha256(raw).hexdigest() != want:
+    if len(raw) > MAX_JSON_BYTES or hashlib.sha256(raw).hexdigest() != entry.manifest.files.get(name):
         raise _Refused
     return raw
 
@@ -87,11 +81,9 @@ def _points(entry: Entry, info: EntryInfo) -> dict[Key, Point]:
         raise _Refused from None
     if not _readable(doc.schema_version) or doc.status != "complete":
         raise _Refused
-    rows = doc.rows
-    medians = _medians(rows)
     recorded, commit, where = info.recorded, info.commit, info.record_path
     out: dict[Key, Point] = {}
-    for row, median in zip(rows, medians):
+    for row, median in zip(doc.rows, _medians(doc.rows)):
         key = (row.op, row.case, row.dtype)
         if key in out:
             raise _Refused
@@ -121,10 +113,10 @@ def _medians(rows: list[Row]) -> list[float | None]:
                       "min": data[:, 0], "max": data[:, -1],
                       "mean": np.array([math.fsum(rows[i].samples) / n for i in members])}
             stored_rows = [rows[i].stored_summary for i in members]
-            for name in _SUMMARY_FIELDS:
+            for name, want in actual.items():
                 stored = np.array([nan if s is None or (v := getattr(s, name)) is None else v for s in stored_rows],
                                   dtype=float)
-                if not np.all(_isclose(stored, actual[name]) | np.isnan(stored)):
+                if not np.all(_isclose(stored, want) | np.isnan(stored)):
                     raise _Refused
             for i, m in zip(members, med.tolist()):
                 medians[i] = m

@@ -9,6 +9,7 @@ canvas directly (no pyplot: no global figure state, no display needed).
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import re
 from pathlib import Path
@@ -67,18 +68,12 @@ def render_op(analyses: Sequence["SeriesAnalysis"], missing: Sequence[MissingNig
         name = f"{label(a.series.case)} {label(a.series.dtype, 20)}" if i < MAX_LEGEND else "_nolegend_"
         (line,) = ax.plot(xs, ys, marker="o", markersize=3.5, linewidth=1.4, label=name)
         color = line.get_color()
-        last = math.nan
-        gx, gy = [], []
-        for x, y, p in zip(xs, ys, pts):
-            if p.is_gap:
-                gx.append(x)
-                gy.append(last)
-            else:
-                last = y
-        first_value = next((y for y in ys if not math.isnan(y)), math.nan)
-        gy = [first_value if math.isnan(y) else y for y in gy]  # a gap before any value: at the first one
-        if gx:
-            ax.plot(gx, gy, linestyle="none", marker="x", markersize=7, color=color)
+        gaps = [j for j, p in enumerate(pts) if p.is_gap]
+        if gaps:  # each at the last value before it (before any value: at the first one)
+            first = next((y for y in ys if not math.isnan(y)), math.nan)
+            held = list(itertools.accumulate(ys, lambda last, y: last if math.isnan(y) else y, initial=first))[1:]
+            ax.plot([xs[j] for j in gaps], [held[j] for j in gaps], linestyle="none", marker="x", markersize=7,
+                    color=color)
         for cp in a.change_points:
             at = cp.before.recorded + (cp.after.recorded - cp.before.recorded) / 2
             ax.axvline(at, color=color, linestyle="--", linewidth=1.0, alpha=0.8)
@@ -99,10 +94,9 @@ def render_op(analyses: Sequence["SeriesAnalysis"], missing: Sequence[MissingNig
         from matplotlib.patches import Patch
 
         extra.append(Patch(color="0.92", label="missing nightly"))
-    handles, names = ax.get_legend_handles_labels()
-    outside = len(handles) > 6
-    ax.legend(handles=handles + extra, fontsize=8, loc="upper left",
-              **({"bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0} if outside else {}))
+    handles = ax.get_legend_handles_labels()[0]
+    ax.legend(handles=handles + extra, fontsize=8, loc="upper left",  # more than 6: outside, on the right
+              **({"bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0} if len(handles) > 6 else {}))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", bbox_inches="tight")
     return buf.getvalue()

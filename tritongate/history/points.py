@@ -11,6 +11,7 @@ from typing import Any, Sequence
 from tritongate.baselines.store import Entry
 from tritongate.schema import Row, RowStatus
 
+Key = tuple[str, str, str]  # a row's (op, case, dtype)
 ABSENT = "not in this entry"
 MAX_REASON = 200  # characters of a gap reason taken from a row's error text
 
@@ -100,17 +101,16 @@ def gap_reason(row: Row) -> str | None:
 
 
 def point_of(info: EntryInfo, row: Row | None) -> Point:
+    """A row's point in the entry (without the row: an ``ABSENT`` gap)."""
     common = dict(recorded=info.recorded, commit=info.commit, entry=info.record_path)
-    if row is None:
-        return Point(median_us=None, gap=ABSENT, **common)
-    reason = gap_reason(row)
-    if reason is not None:
+    reason = ABSENT if row is None else gap_reason(row)
+    if reason is not None or row is None:
         return Point(median_us=None, gap=reason, **common)
     summary = row.summary
     assert summary is not None  # an ok row without a skip reason has samples (schema)
     return Point(median_us=summary.median, n=summary.n, **common)
 
 
-def points_of(info: EntryInfo, rows: Sequence[Row]) -> dict[tuple[str, str, str], Point]:
+def points_of(info: EntryInfo, rows: Sequence[Row]) -> dict[Key, Point]:
     """One entry's point of each of its rows: all a history keeps of the entry's rows."""
     return {r.key: point_of(info, r) for r in rows}

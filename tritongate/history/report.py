@@ -17,8 +17,8 @@ from typing import Any, Mapping
 
 from tritongate.atomicio import write_text_atomic
 from tritongate.history.changepoints import ChangePoint, Detection, SeriesAnalysis, analyse_many
-from tritongate.history.jsonout import Items, write_json_chunks_atomic
-from tritongate.history.points import Point
+from tritongate.history.jsonout import write_json_chunks_atomic
+from tritongate.history.points import Key, Point
 from tritongate.history.series import History
 from tritongate.report.units import format_time
 from tritongate.report.untrusted import markdown_cell
@@ -43,6 +43,9 @@ class HistoryReport:
     rule: Detection
     new_last: int = 1
     generated: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
+    # (series key, index of the first point after) of the change points found with the last
+    # ``new_last`` entries left out: what the history said before those nights
+    earlier: frozenset[tuple[Key, int]] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "analyses", tuple(self.analyses))
@@ -55,10 +58,6 @@ class HistoryReport:
         cps = [c for a in self.analyses for c in a.change_points]
         return sorted(cps, key=lambda c: (-c.after.recorded.timestamp(), -abs(c.rel_change), c.key))
 
-    # (series key, index of the first point after) of the change points found with the last
-    # ``new_last`` entries left out: what the history said before those nights
-    earlier: frozenset[tuple[tuple[str, str, str], int]] = frozenset()
-
     def is_new(self, cp: ChangePoint) -> bool:
         """Not found (within one point) when the last ``new_last`` entries are left out: first
         seen in them. A change needs points on both sides, so it is seen some nights after it
@@ -70,10 +69,10 @@ class HistoryReport:
         return [c for c in self.change_points if self.is_new(c)]
 
     @cached_property
-    def _drifts(self) -> dict[tuple[str, str, str], float]:
+    def _drifts(self) -> dict[Key, float]:
         return {a.series.key: a.drift for a in self.analyses}
 
-    def drift_of(self, key: tuple[str, str, str]) -> float:
+    def drift_of(self, key: Key) -> float:
         return self._drifts[key]
 
     @property
@@ -100,28 +99,23 @@ class HistoryReport:
 
 def build_report(history: History, rule: Detection = Detection(), *, new_last: int = 1,
                  now: dt.datetime | None = None) -> HistoryReport:
-    """Analyse every series of ``history``. What the history said before its last
-    ``new_last`` entries is asked only of the series that have a change point now: only
-    their change points can be new."""
+    """Analyse every series of ``history``; only those with a change point now are analysed again
+    without the last ``new_last`` entries (only their change points can be new)."""
     analyses = tuple(analyse_many(history.series, rule))
     cut = {e.record_path for e in history.entries[-new_last:]}
-    earlier: set[tuple[tuple[str, str, str], int]] = set()
     shorter = [replace(a.series, points=before) for a in analyses if a.change_points
                and (before := tuple(p for p in a.series.points if p.entry not in cut))]
-    for b in analyse_many(shorter, rule):
-        earlier.update((b.series.key, c.index) for c in b.change_points)
-    return HistoryReport(history=history, analyses=analyses, rule=rule, new_last=new_last, earlier=frozenset(earlier),
+    earlier = frozenset((b.series.key, c.index) for b in analyse_many(shorter, rule) for c in b.change_points)
+    return HistoryReport(history=history, analyses=analyses, rule=rule, new_last=new_last, earlier=earlier,
                          **({"generated": now} if now else {}))
 
 
 # -- history.json --------------------------------------------------------------------------
 
-def to_json(report: HistoryReport, plots: Mapping[str, str] | None = None) -> dict[str, Any]:
-    return _document(report, plots, [a.to_dict() for a in report.analyses])
-
-
-def _document(report: HistoryReport, plots: Mapping[str, str] | None, series: Any) -> dict[str, Any]:
+def to_json(report: HistoryReport, plots: Mapping[str, str] | None = None, *, stream: bool = False) -> dict[str, Any]:
+    """``history.json``'s document; with ``stream`` its series are a generator (see ``jsonout``)."""
     h = report.history
+    series = (a.to_dict() for a in report.analyses)
     cps = report.change_points
     return {
         "schema": SCHEMA,
@@ -134,7 +128,7 @@ def _document(report: HistoryReport, plots: Mapping[str, str] | None, series: An
         "entries": [e.to_dict() for e in h.entries],
         "missing_nightlies": [m.to_dict() for m in h.missing],
         "change_points": [{**c.to_dict(), "new": report.is_new(c), "drift": report.drift_of(c.key)} for c in cps],
-        "series": series,
+        "series": series if stream else list(series),
         "plots": dict(plots or {}),
         "notes": report.notes,
     }
@@ -182,9 +176,8 @@ def new_change_points_markdown(report: HistoryReport) -> str:
     lines = [f"## New change points: {where}", ""]
     new = report.new_change_points
     if new:
-        lines += [f"{_plural(len(new), 'change point', 'change points')} first seen in {window} "
-                  "(+ is slower):", ""]
-        lines += _table(report, new, flag=False)
+        lines += [f"{_plural(len(new), 'change point', 'change points')} first seen in {window} (+ is slower):", "",
+                  *_table(report, new, flag=False)]
     else:
         lines.append(f"No new change points in {window}.")
     return "\n".join(lines) + "\n"
@@ -214,13 +207,11 @@ def render_markdown(report: HistoryReport, plots: Mapping[str, str] | None = Non
         lines.append(f"No change points: no series moved by {rule.min_effect:.1%} or more beyond its noise.")
     notes = report.notes
     if notes:
-        lines += ["", "## Notes", ""]
-        lines += [f"- {markdown_cell(n, max_chars=1000)}" for n in notes[:MAX_NOTES]]
+        lines += ["", "## Notes", "", *(f"- {markdown_cell(n, max_chars=1000)}" for n in notes[:MAX_NOTES])]
         if len(notes) > MAX_NOTES:
             lines.append(f"- … and {len(notes) - MAX_NOTES} more (see {HISTORY_JSON})")
     if plots:
-        lines += ["", "## Plots", ""]
-        lines += [f"- [{markdown_cell(op)}]({path})" for op, path in plots.items()]
+        lines += ["", "## Plots", "", *(f"- [{markdown_cell(op)}]({path})" for op, path in plots.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -232,6 +223,6 @@ def write_report(report: HistoryReport, out: Path, plots: Mapping[str, str] | No
     json_path, md_path = out / HISTORY_JSON, out / HISTORY_MD
     # one line: a year of a deep scan is ~100 MB, which an indented dump takes seconds to
     # write; a series at a time: as one string (and its bytes) it held several times that
-    write_json_chunks_atomic(json_path, _document(report, plots, Items(a.to_dict() for a in report.analyses)))
+    write_json_chunks_atomic(json_path, to_json(report, plots, stream=True))
     write_text_atomic(md_path, render_markdown(report, plots))
     return json_path, md_path

@@ -1,16 +1,15 @@
 """The store's nightly entries for one runner class and suite, as one series per row.
 
-Entries are read oldest first (recorded UTC, then publish time, then name). An entry whose
-manifest is damaged, whose files do not match their sha256, or whose record does not load is
-skipped with a note, never a crash. Each row key (op, case, dtype) gets one point per entry
-from its first appearance to its last: the median of the row's raw samples (µs) and their
-count, or a *gap* with the reason when the row failed, was not timed, carries a marker (a
-marker means the row is not clean same-config evidence: a fallback, a busy or throttled GPU,
-a correctness mismatch...), or is absent from that entry.
+Entries are read oldest first (recorded UTC, then publish time, then name); a damaged one (a
+bad manifest, files not matching their sha256, a record that does not load) is skipped with a
+note, never a crash. Each row key (op, case, dtype) gets one point per entry from its first
+appearance to its last: the median of its raw samples (µs) and their count, or a *gap* with
+the reason: the row failed, was not timed, carries a marker (it is not clean same-config
+evidence: a fallback, a busy or throttled GPU, a mismatch...) or is absent from that entry.
 
-A nightly that did not publish at all leaves no entry; it shows as an interval between two
-entries longer than ``MISSING_FACTOR`` times the usual (median) spacing, reported as a
-``MissingNightly``. Change points are found on the points present; nothing is imputed.
+A nightly that did not publish leaves no entry: an interval over ``MISSING_FACTOR`` times the
+usual (median) spacing is a ``MissingNightly``. Change points are found on the points present;
+nothing is imputed.
 """
 
 from __future__ import annotations
@@ -26,9 +25,8 @@ from tritongate.baselines.manifest import BaselineError, check_runner_class, gpu
 from tritongate.baselines.store import Entry, check_files, list_entries
 from tritongate.errors import GateError, UsageError
 from tritongate.history.entries import entry_points
-from tritongate.history.points import EntryInfo, Point, as_utc, point_of, points_of
+from tritongate.history.points import EntryInfo, Key, Point, as_utc, point_of
 from tritongate.rundir import gc_paused
-from tritongate.schema import Row
 
 MISSING_FACTOR = 1.5  # an interval this many times the usual spacing hides a missing nightly
 
@@ -55,7 +53,7 @@ class Series:
             raise ValueError(f"series {self.key}: points must be in recorded order")
 
     @property
-    def key(self) -> tuple[str, str, str]:
+    def key(self) -> Key:
         return (self.op, self.case, self.dtype)
 
     def valued(self) -> list[int]:
@@ -130,24 +128,17 @@ def missing_nightlies(times: Sequence[dt.datetime], factor: float = MISSING_FACT
             for a, b, g in zip(ordered, ordered[1:], gaps) if g > factor * usual]
 
 
-def build_series(entries: Sequence[tuple[EntryInfo, Sequence[Row]]]) -> list[Series]:
+def _series(maps: Sequence[tuple[EntryInfo, Mapping[Key, Point]]]) -> list[Series]:
     """One series per row key, sorted by key; a key's points run from the first entry that
     has it to the last (an entry in between without it is an ``ABSENT`` gap)."""
-    return _series([(info, points_of(info, rows)) for info, rows in entries])
-
-
-def _series(maps: Sequence[tuple[EntryInfo, Mapping[tuple[str, str, str], Point]]]) -> list[Series]:
-    first: dict[tuple[str, str, str], int] = {}
-    last: dict[tuple[str, str, str], int] = {}
+    first: dict[Key, int] = {}
+    last: dict[Key, int] = {}
     for i, (_, points) in enumerate(maps):
         for key in points:
             first.setdefault(key, i)
             last[key] = i
-    out = []
-    for key in sorted(first):
-        points = [got.get(key) or point_of(info, None) for info, got in maps[first[key]: last[key] + 1]]
-        out.append(Series(*key, points=tuple(points)))
-    return out
+    return [Series(*k, points=tuple([got.get(k) or point_of(info, None) for info, got in maps[first[k]: last[k] + 1]]))
+            for k in sorted(first)]
 
 
 def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = None,
@@ -193,11 +184,10 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
                    missing=tuple(missing), notes=tuple(notes) + tuple(m.note for m in missing))
 
 
-def _read_entries(found: Sequence[Entry],
-                  notes: list[str]) -> list[tuple[EntryInfo, dict[tuple[str, str, str], Point]]]:
+def _read_entries(found: Sequence[Entry], notes: list[str]) -> list[tuple[EntryInfo, dict[Key, Point]]]:
     """Each entry read straight to its points (no rows kept: a year of a deep scan's rows, raw
     samples and all, would not fit in memory); a damaged one is a note in ``notes``."""
-    loaded: list[tuple[EntryInfo, dict[tuple[str, str, str], Point]]] = []
+    loaded: list[tuple[EntryInfo, dict[Key, Point]]] = []
     for entry in found:
         named = any(f"{entry.path}:" in n for n in notes)  # the store's listing found it damaged
         info = EntryInfo.of(entry)
