@@ -399,3 +399,35 @@ def test_flagtree_backend_reaches_every_compiler_build_step() -> None:
         assert builds and "flagtree-backend" in action["inputs"], name
         for step in builds:
             assert step["env"]["FLAGTREE_BACKEND"] == "${{ inputs.flagtree-backend }}", (name, step["name"])
+
+
+def test_the_deep_scan_tells_no_store_from_an_unreadable_one(tmp_path: Path) -> None:
+    """The GPU job's store checkout used to continue on any error, so an unreadable store read
+    as "none yet" and the scan re-recorded. Now the plan job asks git, with the token: branch
+    present, absent (exit 2: recorded), or the job fails naming the cause."""
+    import os
+    import subprocess
+
+    doc = load(GITHUB / "workflows" / "deep-scan.yml")
+    step = next(s for s in doc["jobs"]["plan"]["steps"] if s.get("id") == "store")
+    checkout = next(s for s in doc["jobs"]["baseline"]["steps"] if s.get("name") == "Check out the baseline store")
+    assert "continue-on-error" not in checkout and checkout["if"] == "needs.plan.outputs.store == 'present'"
+    assert doc["jobs"]["baseline"]["needs"] == "plan"
+    origin = tmp_path / "acme" / "triton.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(origin)], check=True)
+    script = tmp_path / "store.sh"
+    script.write_text(step["run"])
+    seed = tmp_path / "seed"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q", "-b", "tritongate-baselines", str(seed)], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "store"], cwd=seed, check=True)
+    with_store = tmp_path / "with-store.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(seed), str(with_store)], check=True)
+    for url, code, said in ((origin.as_uri(), 0, "store=absent"), (with_store.as_uri(), 0, "store=present"),
+                            ((tmp_path / "nope.git").as_uri(), 1, "")):
+        out = tmp_path / "out"
+        out.write_text("")
+        env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TOKEN": "t", "URL": url, "GITHUB_OUTPUT": str(out)}
+        proc = subprocess.run(["bash", "-e", str(script)], env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == code, proc.stdout + proc.stderr
+        assert said in out.read_text() and (code == 0 or "cannot be read" in proc.stdout)
