@@ -1,10 +1,8 @@
 """Recompile, ahead of time and without a GPU, every kernel variant a run launched.
 
-The run's ``ttgir/index.tsv`` holds each launched variant's signature, constexprs,
-specialization attributes and compile options: enough to rebuild the same ``ASTSource`` and
-call ``triton.compile`` for a target under *this* interpreter's compiler. With two
-compilers, two such folders answer "which kernels does this change touch?" on a CPU runner.
-The output folder has a run's ``ttgir/`` layout, so ``ir-diff`` reads both alike.
+The run's ``ttgir/index.tsv`` holds enough to rebuild each launched variant's ``ASTSource``
+and ``triton.compile`` it for a target under *this* interpreter's compiler. The output has a
+run's ``ttgir/`` layout, so ``ir-diff`` reads both alike.
 """
 
 from __future__ import annotations
@@ -58,8 +56,7 @@ class AotOutcome:
 
 
 def resolve_kernel(kernel_id: str) -> Any:
-    """The ``JITFunction`` behind a kernel id (module.qualname), unwrapping autotune and
-    heuristics decorators."""
+    """The ``JITFunction`` behind a kernel id (module.qualname), decorators unwrapped."""
     module_name, _, qualname = kernel_id.rpartition(".")
     obj: Any = None
     while module_name:
@@ -85,8 +82,7 @@ def resolve_kernel(kernel_id: str) -> Any:
 
 
 def _jit(obj: Any) -> Any:
-    """Kernels defined under TRITON_INTERPRET=1 are interpreter functions: compiling needs the
-    JIT function of the same Python source."""
+    """Compiling a kernel defined under TRITON_INTERPRET=1 needs a JIT function of its source."""
     from triton.runtime.jit import JITFunction
 
     if isinstance(obj, JITFunction):
@@ -113,8 +109,7 @@ def source_for(fn: Any, v: CompiledVariant) -> Any:
 
 def recompile(variants: list[CompiledVariant], target: Target, out: Path, *,
               codegen_env: Mapping[str, str | None] | None = None, progress: Any = None) -> AotOutcome:
-    """Compile every launched variant for ``target`` into ``out/ttgir/``; a variant that no
-    longer compiles (or whose kernel moved) is listed, never fatal."""
+    """Compile every launched variant for ``target`` into ``out/ttgir/``; one that fails is listed."""
     import triton
     from triton.backends.compiler import GPUTarget
 
@@ -123,11 +118,9 @@ def recompile(variants: list[CompiledVariant], target: Target, out: Path, *,
     launched = [v for v in variants if not v.sweep_loser]
     saved = {k: os.environ.get(k) for k in CODEGEN_ENV}
     try:
-        for k in CODEGEN_ENV:
-            if k in os.environ:  # set here on purpose (DISABLE_MMA_V3=1 tritongate ir ...): it wins
-                continue
-            value = (codegen_env or {}).get(k)
-            if value is not None:
+        for k, value in (codegen_env or {}).items():
+            # one set here on purpose (DISABLE_MMA_V3=1 tritongate ir ...) wins
+            if k in CODEGEN_ENV and k not in os.environ and value is not None:
                 os.environ[k] = str(value)
         for i, v in enumerate(launched):
             if progress is not None:
@@ -139,19 +132,17 @@ def recompile(variants: list[CompiledVariant], target: Target, out: Path, *,
                 text = ttgir_of(compiled)
                 if text is None:
                     raise LookupError("the compiler gave no TTGIR")
-                fresh = describe_compiled(compiled, kernel=v.kernel, case=v.case)
-                fresh = replace(fresh, launches=v.launches, sweep_loser=False, rows=v.rows)
+                fresh = replace(describe_compiled(compiled, kernel=v.kernel, case=v.case),
+                                launches=v.launches, sweep_loser=False, rows=v.rows)
                 outcome.store.add(RowIR(variants=(fresh,), ttgir={fresh.compile_hash: text}))  # type: ignore[union-attr]
                 outcome.compiled += 1
             except Exception as exc:  # noqa: BLE001 - one variant failing is a finding, not a crash
                 reason = " ".join(str(exc).split())[:300]
                 outcome.failed.append(f"{v.case} {v.kernel} {v.name}: {type(exc).__name__}: {reason}")
     finally:
-        for k, value in saved.items():
-            if value is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = value
+        os.environ.update({k: value for k, value in saved.items() if value is not None})
+        for k in (k for k, value in saved.items() if value is None):
+            os.environ.pop(k, None)
         outcome.store.close()  # type: ignore[union-attr]
     return outcome
 

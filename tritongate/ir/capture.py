@@ -1,29 +1,25 @@
 """Which compiled kernels a row produced, read from Triton's ``CompiledKernel`` objects.
 
-``JITFunction.run`` returns the kernel it launched. Wrapping it while a row's first launch
-runs (compile and autotune sweep) sees every variant compiled for the row; the recording
-pass (``variants.record_launches``) sees the ones actually launched. A variant seen only in
-the sweep is a *sweep loser*: indexed, but its IR is not kept. Anything this Triton version
-does not expose is skipped with a note, never an error: IR is evidence, not a gate input.
+Wrapping ``JITFunction.run`` while a row's first launch runs sees every variant compiled for
+the row; one not launched in the recording pass is a *sweep loser*: indexed, IR not kept.
+What this Triton does not expose is skipped with a note: IR is evidence, not a gate input.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from tritongate.atomicio import jsonable
 from tritongate.backends import CAPTURE_ONLY_ENV
 from tritongate.ir.index import OPTION_KEYS, CompiledVariant
-from tritongate.ir.variants import interpreted_specialization, kernel_id
+from tritongate.ir.variants import binary_hash, interpreted_specialization, kernel_id, patch_run
 
 
 @dataclass
 class CompiledSeen:
     """Compiled kernels observed during a block: compile hash -> (kernel id, kernel)."""
-
     kernels: dict[str, tuple[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -42,8 +38,7 @@ def _resolved(compiled: Any) -> Any:
 
 @contextlib.contextmanager
 def observe_compiled() -> Iterator[CompiledSeen]:
-    """Every ``CompiledKernel`` a JIT launch returns inside the block (autotune sweeps
-    included). Not thread-safe; the runner and pair workers are single-threaded."""
+    """Every ``CompiledKernel`` a JIT launch returns inside the block, sweeps included (not thread-safe)."""
     seen = CompiledSeen()
     if install_capture_only():
         seen.notes.append(f"{CAPTURE_ONLY_ENV}=1: interpreted launches indexed, not executed")
@@ -53,57 +48,50 @@ def observe_compiled() -> Iterator[CompiledSeen]:
         seen.notes.append("triton.runtime.jit.JITFunction not found: no IR captured")
         yield seen
         return
-    original = JITFunction.run
 
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = original(self, *args, **kwargs)
-        try:
-            seen.add(self, result)
-        except Exception as exc:  # noqa: BLE001 - IR capture must never fail a row
-            seen.notes.append(f"IR capture skipped a kernel: {type(exc).__name__}: {exc}")
-        return result
-
-    JITFunction.run = run
+    def make_run(original: Any) -> Any:
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(self, *args, **kwargs)
+            try:
+                seen.add(self, result)
+            except Exception as exc:  # noqa: BLE001 - IR capture must never fail a row
+                seen.notes.append(f"IR capture skipped a kernel: {type(exc).__name__}: {exc}")
+            return result
+        return run
+    restore_jit = patch_run(JITFunction, make_run)
     restore_interpreted = _observe_interpreted(seen)
     try:
         yield seen
     finally:
-        JITFunction.run = original
+        restore_jit()
         restore_interpreted()
 
 
 def _observe_interpreted(seen: CompiledSeen) -> Any:
-    """Under the interpreter: each launch's GPU specialization (``specialize``) as if it
-    had compiled. Triton <= 3.5 gives each InterpretedFunction its own ``run`` closure:
-    nothing to patch at class level there, so such a run indexes nothing (noted)."""
+    """Under the interpreter: each launch's GPU specialization as if it had compiled (Triton
+    <= 3.5 has no class-level ``InterpretedFunction.run`` to patch: nothing indexed, noted)."""
     from triton.runtime.interpreter import InterpretedFunction
 
     if "run" not in vars(InterpretedFunction):
         seen.notes.append("this Triton's interpreter has no class-level run: no IR index from a CPU run")
         return lambda: None
-    original = InterpretedFunction.run
 
-    def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
-        if not warmup:
-            spec = interpreted_specialization(self, args, kwargs, seen.notes)
-            if spec is not None:
-                seen.add(self, spec)
-        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
-
-    InterpretedFunction.run = run
-
-    def restore() -> None:
-        InterpretedFunction.run = original
-    return restore
+    def make_run(original: Any) -> Any:
+        def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
+            if not warmup:
+                spec = interpreted_specialization(self, args, kwargs, seen.notes)
+                if spec is not None:
+                    seen.add(self, spec)
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        return run
+    return patch_run(InterpretedFunction, make_run)
 
 
 def install_capture_only(environ: Any = None) -> bool:
-    """With ``TRITONGATE_CAPTURE_ONLY=1`` under the interpreter, interpreted launches are
-    specialized and indexed but not executed, for the whole process: the pr suite's large
-    shapes take hours per launch on the interpreter, and the index needs only the arguments.
-    Every row's output is then wrong, so each carries CORRECTNESS_MISMATCH and its timings
-    mean nothing: such a run is an IR index, never a baseline to time against. Returns
-    whether it was installed."""
+    """With ``TRITONGATE_CAPTURE_ONLY=1`` under the interpreter, interpreted launches are indexed
+    but not executed, for the whole process (the pr suite's shapes take hours per launch on
+    the interpreter): every row is then a CORRECTNESS_MISMATCH, an IR index, never a baseline.
+    Returns whether it was installed."""
     import os
 
     env = os.environ if environ is None else environ
@@ -123,8 +111,8 @@ def install_capture_only(environ: Any = None) -> bool:
 
 
 def describe_compiled(compiled: Any, *, kernel: str, case: str) -> CompiledVariant:
-    """A ``CompiledKernel`` as an index entry (launch counts and flags are set by the caller).
-    Raises ``AttributeError``/``TypeError`` on a Triton that exposes less (the caller notes it)."""
+    """A ``CompiledKernel`` as an index entry (launch counts and flags are set by the caller);
+    ``AttributeError``/``TypeError`` on a Triton that exposes less."""
     src = compiled.src
     meta = compiled.metadata
     arg_names = list(getattr(src.fn, "arg_names", ()))
@@ -142,13 +130,10 @@ def describe_compiled(compiled: Any, *, kernel: str, case: str) -> CompiledVaria
     attrs = {name_of(k): jsonable(v) for k, v in (getattr(src, "attrs", None) or {}).items()}
     options = {k: jsonable(getattr(meta, k, None)) for k in OPTION_KEYS}
     target = getattr(meta, "target", None)
-    binary = getattr(compiled, "kernel", b"")
-    if isinstance(binary, str):
-        binary = binary.encode()
     return CompiledVariant(
         case=case, kernel=kernel, signature=signature, constexprs=constexprs, specialization=attrs,
         options=options, compile_hash=str(compiled.hash), source_hash=str(src.hash()),
-        binary_hash=hashlib.sha256(binary).hexdigest()[:16] if binary else "",
+        binary_hash=binary_hash(compiled),
         target=f"{target.backend}:{target.arch}" if target is not None else "")
 
 
@@ -161,17 +146,14 @@ def ttgir_of(compiled: Any) -> str | None:
 @dataclass(frozen=True)
 class RowIR:
     """A row's compiled variants (launched and sweep losers) and the TTGIR of the launched."""
-
     variants: tuple[CompiledVariant, ...] = ()
     ttgir: dict[str, str] = field(default_factory=dict)  # compile hash -> TTGIR text
     notes: tuple[str, ...] = ()
 
 
 def row_ir(seen: CompiledSeen, launched: dict[str, int] | None, *, case: str, row: str) -> RowIR:
-    """``seen``: every compiled kernel of the row; ``launched``: compile hash -> launches in
-    the recording pass (kernels launched there but compiled before the row are in ``seen``
-    too: the recorder adds them). ``launched=None``: the row stopped before the recording
-    pass ended (a crash): nothing is a loser then, every compiled variant keeps its IR."""
+    """``seen``: every compiled kernel of the row; ``launched``: compile hash -> launches in the
+    recording pass, or None when the row crashed before it ended (then every variant keeps its IR)."""
     variants, texts, notes = [], {}, list(seen.notes)
     for digest, (kernel, compiled) in sorted(seen.kernels.items()):
         try:
@@ -179,7 +161,7 @@ def row_ir(seen: CompiledSeen, launched: dict[str, int] | None, *, case: str, ro
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             notes.append(f"IR of {kernel} not indexed on this Triton: {type(exc).__name__}: {exc}")
             continue
-        count = launched.get(digest, 0) if launched is not None else 0
+        count = (launched or {}).get(digest, 0)
         loser = launched is not None and count == 0
         variants.append(replace(v, launches=count, sweep_loser=loser, rows=(row,)))
         if not loser and not getattr(compiled, "interpreted", False):  # interpreted: nothing compiled

@@ -1,13 +1,9 @@
 """Which rows a compiler change can touch, known before any GPU is spent.
 
-``tritongate ir --from RECORD`` under each compiler, then ``tritongate ir-diff`` of the two,
-gives a folder whose ``index.tsv`` lists every launched variant with its status.
-``tritongate pair --changed-from DIR`` reads it here: a row whose every variant is
-``identical`` (same normalized TTGIR and, where hashed, the same cubin) cannot differ in
-time, so it is not run on the GPU; every other row, and every row the folder does not know,
-is measured as usual (unknown is never taken as unchanged). The folder decides what is not
-measured, so it must prove where it came from (``provenance``): made from this baseline
-record as it is now, by these two builds, its index unedited; otherwise it is refused.
+``tritongate pair --changed-from DIR`` reads the ``index.tsv`` of an ir-diff folder: a row
+whose every variant is ``identical`` (same normalized TTGIR and, where hashed, cubin) cannot
+differ in time, so it is not run on the GPU; every other row, and every row the folder does
+not know, is measured. The folder must prove where it came from (``provenance``).
 """
 
 from __future__ import annotations
@@ -30,7 +26,6 @@ _MAKE = ("make it with `tritongate ir --from BASELINE_RECORD --out BASE_IR` unde
 @dataclass(frozen=True)
 class ChangedRows:
     """The rows of an ir-diff folder, split by whether any of their kernels changed."""
-
     source: Path
     unchanged: frozenset[RowKey]
     changed: frozenset[RowKey]
@@ -44,10 +39,8 @@ class ChangedRows:
 
 def load_changed_rows(folder: Path, *, record: Path, base_build: Build = None,
                       cand_build: Build = None) -> ChangedRows:
-    """Read ``folder/index.tsv`` (written by ``tritongate ir-diff``); ``UsageError`` naming the
-    file and how to make it when it is absent, unreadable, not an ir-diff index, or not
-    proven to come from ``record`` and the two builds (``provenance.check_diff_provenance``;
-    a build given as None is not checked)."""
+    """Read ``folder/index.tsv`` (from ``tritongate ir-diff``); ``UsageError`` saying how to make it
+    when it is absent, damaged, or not proven to come from ``record`` and the two builds."""
     folder = Path(folder)
     index = folder / INDEX
     if index.is_symlink():

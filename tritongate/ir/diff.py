@@ -15,8 +15,9 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import itertools
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Iterable
@@ -25,6 +26,7 @@ from tritongate import safefs
 from tritongate.atomicio import write_text_atomic
 from tritongate.ir.index import INDEX, CompiledVariant, read_index
 from tritongate.ir.normalize import normalize_ttgir
+from tritongate.report.untrusted import markdown_cell as _md_cell  # names come from the run
 
 IDENTICAL = "identical"
 CHANGED = "changed"
@@ -46,19 +48,11 @@ TTGIR_DIR = "ttgir"  # a run directory's IR folder (tritongate.ir.store names it
 DIFF_COLUMNS = ("case", "kernel", "name", "status", "added", "removed", "diff", "rows", "reason")
 
 
-# ---------------------------------------------------------------------------------------
-# comparing two trees
-
-
 @dataclass(frozen=True)
 class VariantDiff:
-    """One launched variant compared across the two trees.
-
-    ``base_file``/``cand_file`` are relative to each tree's ``ttgir/`` ("" on the side that
-    lacks the variant); ``added``/``removed`` count the diff's lines (the whole diff even when
-    ``diff_text`` was cut); ``rows`` are the "op/dtype" rows of both sides; ``reason`` says
-    why a ``missing_file`` variant could not be compared.
-    """
+    """One launched variant compared across the two trees. ``*_file`` are relative to each
+    ``ttgir/`` ("" on a side that lacks it); ``added``/``removed`` count the whole diff even
+    when ``diff_text`` was cut; ``rows`` are both sides' "op/dtype" rows."""
 
     case: str
     kernel: str
@@ -86,8 +80,7 @@ def ttgir_root(path: Path) -> Path:
 
 
 def _launched(root: Path) -> dict[tuple[str, str, str], list[CompiledVariant]]:
-    """The launched variants of a tree (those with a file) by (case, kernel, name);
-    ``FileNotFoundError``/``ValueError`` when the index is absent or damaged."""
+    """The launched variants of a tree (those with a file) by (case, kernel, name)."""
     index = root / INDEX
     if not index.is_file():
         raise FileNotFoundError(f"{index}: no IR index (is this a run's ttgir/ folder?)")
@@ -101,8 +94,7 @@ def _launched(root: Path) -> dict[tuple[str, str, str], list[CompiledVariant]]:
 
 
 def _safe_rel(rel: str) -> PurePosixPath | None:
-    """``rel`` as a path inside its tree, or None when it is absolute or climbs out
-    (an index is input: never read or write outside the folder because of it)."""
+    """``rel`` as a path inside its tree, or None when it is absolute or climbs out (an index is input)."""
     p = PurePosixPath(rel.replace("\\", "/"))
     if not p.parts or p.is_absolute() or ".." in p.parts or ":" in p.parts[0]:
         return None
@@ -110,7 +102,6 @@ def _safe_rel(rel: str) -> PurePosixPath | None:
 
 
 def _read_ir(root: Path, rel: str) -> tuple[str | None, str]:
-    """The normalized TTGIR at ``root/rel``, or (None, why not)."""
     safe = _safe_rel(rel)
     if safe is None:
         return None, f"{rel!r}: path outside the ttgir folder"
@@ -155,8 +146,7 @@ def _compare(key: tuple[str, str, str], base: CompiledVariant | None, cand: Comp
     pair = VariantDiff(case, kernel, name, IDENTICAL, base.file if base else "", cand.file if cand else "", rows=rows)
     if base is None or cand is None:
         return replace(pair, status=CAND_ONLY if base is None else BASE_ONLY)
-    base_text, base_why = _read_ir(base_root, base.file)
-    cand_text, cand_why = _read_ir(cand_root, cand.file)
+    (base_text, base_why), (cand_text, cand_why) = _read_ir(base_root, base.file), _read_ir(cand_root, cand.file)
     if base_text is None or cand_text is None:
         reason = "; ".join(f"{side}: {why}" for side, why in (("base", base_why), ("candidate", cand_why)) if why)
         return replace(pair, status=MISSING_FILE, reason=reason)
@@ -170,19 +160,16 @@ def _compare(key: tuple[str, str, str], base: CompiledVariant | None, cand: Comp
 
 
 def diff_trees(base: Path, cand: Path) -> list[VariantDiff]:
-    """Every launched variant of either tree, joined on (case, kernel, name) and compared as
-    normalized TTGIR; sorted by (case, kernel, name). ``base``/``cand`` are ``ttgir/``
-    folders or run directories. A listed file missing on disk gives ``missing_file``; an
-    absent or damaged ``index.tsv`` raises ``FileNotFoundError``/``ValueError``."""
+    """Every launched variant of either tree (``ttgir/`` folders or run directories), joined on
+    (case, kernel, name) and compared as normalized TTGIR; an absent or damaged ``index.tsv``
+    raises ``FileNotFoundError``/``ValueError``."""
     base_root, cand_root = ttgir_root(base), ttgir_root(cand)
     base_by, cand_by = _launched(base_root), _launched(cand_root)
     out: list[VariantDiff] = []
     for key in sorted(set(base_by) | set(cand_by)):
         b, c = base_by.get(key, []), cand_by.get(key, [])
         # one variant per key on each side normally; duplicates pair up in file order
-        for i in range(max(len(b), len(c))):
-            out.append(_compare(key, b[i] if i < len(b) else None, c[i] if i < len(c) else None,
-                                base_root, cand_root))
+        out += [_compare(key, bv, cv, base_root, cand_root) for bv, cv in itertools.zip_longest(b, c)]
     return out
 
 
@@ -194,31 +181,23 @@ def split_row(row: str) -> tuple[str, str]:
 
 def rows_changed(diffs: Iterable[VariantDiff],
                  statuses: frozenset[str] = NOT_IDENTICAL) -> dict[tuple[str, str, str], list[VariantDiff]]:
-    """Verdict row (op, case, dtype) -> its variants whose status is in ``statuses`` (every
-    status but ``identical`` by default: a variant only one build launched is a change too)."""
+    """Verdict row (op, case, dtype) -> its variants whose status is in ``statuses`` (by
+    default every status but ``identical``: a variant only one build launched is a change too)."""
     out: dict[tuple[str, str, str], list[VariantDiff]] = defaultdict(list)
-    for d in diffs:
-        if d.status not in statuses:
-            continue
-        for row in d.rows:
-            op, dtype = split_row(row)
+    for d in (d for d in diffs if d.status in statuses):
+        for op, dtype in map(split_row, d.rows):
             out[(op, d.case, dtype)].append(d)
     return {key: sorted(out[key], key=variant_order) for key in sorted(out)}
 
 
 def variant_order(d: VariantDiff) -> tuple[str, ...]:
-    """A total order (ties broken by content), so any input order writes the same bytes."""
+    """A total order, so any input order writes the same bytes."""
     return (d.case, d.kernel, d.name, d.base_file, d.cand_file, d.status, d.reason, d.diff_text)
 
 
-# ---------------------------------------------------------------------------------------
-# the diff folder
-
-
 def diff_paths(diffs: list[VariantDiff]) -> dict[int, PurePosixPath]:
-    """Position in ``diffs`` -> relative .diff path for each changed variant: the ttgir file's
-    folder (candidate side, else base) and ``<name>.diff``; unsafe folders fall back to a
-    flat name, clashes get ``~2``, ``~3``."""
+    """Position in ``diffs`` -> .diff path of each changed variant: the ttgir file's folder
+    (candidate side, else base) and ``<name>.diff``, clashes getting ``~2``, ``~3``."""
     taken: set[PurePosixPath] = set()
     out: dict[int, PurePosixPath] = {}
     for i, d in enumerate(diffs):
@@ -245,18 +224,9 @@ def _tsv(rows: list[tuple[object, ...]]) -> str:
     return buf.getvalue()
 
 
-def _md_cell(text: object) -> str:
-    """A markdown table cell through the one escaping choke point (names come from the run)."""
-    from tritongate.report.untrusted import markdown_cell
-
-    return markdown_cell(text)
-
-
 def summary_markdown(diffs: list[VariantDiff], paths: dict[int, PurePosixPath]) -> str:
     """Counts per status, then the changed variants largest first (and why files were missing)."""
-    counts = {s: 0 for s in STATUSES}
-    for d in diffs:
-        counts[d.status] = counts.get(d.status, 0) + 1
+    counts = {s: 0 for s in STATUSES} | Counter(d.status for d in diffs)
     lines = ["# TTGIR diff", "", "| status | variants |", "|---|---:|"]
     lines += [f"| {_md_cell(s)} | {n} |" for s, n in counts.items()]
     changed = sorted((i for i, d in enumerate(diffs) if d.status == CHANGED),
@@ -279,8 +249,8 @@ def summary_markdown(diffs: list[VariantDiff], paths: dict[int, PurePosixPath]) 
 
 
 def _remove_stale(out: Path, keep: set[PurePosixPath]) -> None:
-    """Delete the .diff files a previous write listed and this one does not: only files this
-    module wrote, so pointing ``out`` at a busy folder never deletes anything else."""
+    """Delete the .diff files a previous write listed and this one does not (only those: ``out``
+    may be a busy folder)."""
     try:
         with open(out / INDEX, encoding="utf-8", newline="") as f:
             old = [rec.get("diff") or "" for rec in csv.DictReader(f, delimiter="\t")]
@@ -293,8 +263,7 @@ def _remove_stale(out: Path, keep: set[PurePosixPath]) -> None:
 
 
 def write_diff_dir(diffs: Iterable[VariantDiff], out: Path) -> Path:
-    """Write the diff folder (one .diff per changed variant, ``index.tsv``, ``summary.md``)
-    with atomic writes; returns ``out``. Deterministic: the same diffs give the same bytes."""
+    """Write the diff folder with atomic writes; returns ``out``. The same diffs give the same bytes."""
     out = Path(out)
     ordered = sorted(diffs, key=variant_order)
     paths = diff_paths(ordered)

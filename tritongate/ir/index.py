@@ -17,15 +17,10 @@ OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusi
 
 @dataclass(frozen=True)
 class CompiledVariant:
-    """One compiled variant of one kernel for one case (shape).
-
-    ``signature`` maps argument names to Triton types (``*fp16``, ``i32``, ``constexpr``);
-    ``constexprs`` the constexpr arguments to their values; ``specialization`` argument
-    names to the attributes the JIT specialized on (``[["tt.divisibility", 16]]``);
-    ``options`` the compile options that shape the code (warps, stages, CTAs, registers,
-    fp fusion). ``compile_hash`` is Triton's cache key (build-specific); ``source_hash`` is
-    build-independent; ``binary_hash`` hashes the cubin bytes.
-    """
+    """One compiled variant of one kernel for one case (shape): arguments by name to their
+    Triton types (``*fp16``), constexpr values and specialization attributes
+    (``[["tt.divisibility", 16]]``); the compile options that shape the code. ``compile_hash``
+    is Triton's (build-specific) cache key; ``binary_hash`` hashes the cubin bytes."""
 
     case: str
     kernel: str  # module.qualname
@@ -70,18 +65,16 @@ def index_text(variants: list[CompiledVariant]) -> str:
     w = csv.writer(buf, delimiter="\t", lineterminator="\n")
     w.writerow(COLUMNS)
     for v in sorted(variants, key=lambda v: (v.case, v.kernel, v.sweep_loser, v.name, v.compile_hash)):
-        row = []
-        for c in COLUMNS:
-            value = getattr(v, c)
-            if c in _JSON_FIELDS:
-                value = json.dumps(dict(value), sort_keys=True, separators=(",", ":"))
-            elif c == "rows":
-                value = ",".join(value)
-            elif c == "sweep_loser":
-                value = "1" if value else "0"
-            row.append(value)
-        w.writerow(row)
+        w.writerow([_cell(c, getattr(v, c)) for c in COLUMNS])
     return buf.getvalue()
+
+
+def _cell(column: str, value: Any) -> Any:
+    if column in _JSON_FIELDS:
+        return json.dumps(dict(value), sort_keys=True, separators=(",", ":"))
+    if column == "rows":
+        return ",".join(value)
+    return ("1" if value else "0") if column == "sweep_loser" else value
 
 
 def read_index(path: Path) -> list[CompiledVariant]:
@@ -100,8 +93,7 @@ def read_index(path: Path) -> list[CompiledVariant]:
     out: list[CompiledVariant] = []
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t")
     try:
-        missing = set(COLUMNS) - set(reader.fieldnames or ())
-        if missing:
+        if missing := set(COLUMNS) - set(reader.fieldnames or ()):
             raise ValueError(f"{path}: missing columns {sorted(missing)}")
         for line, rec in enumerate(reader, start=2):
             try:

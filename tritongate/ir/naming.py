@@ -1,25 +1,11 @@
 """File names for the TTGIR of launched variants: ``ttgir/<case>/<kernel>/<variant>.ttgir``.
 
-A variant's stem names what tells it apart from the other variants of its (case, kernel)
-group: the constexprs whose values differ within the group, as ``<abbr><value>`` joined by
-``_``, then the compile options, always (``w4s3``; ``c2`` when num_ctas != 1, ``r128``
-when maxnreg is set). Multi-word parameter names are shortened to their initials
-(``BLOCK_SIZE_M`` -> ``BSM``) unless two parameters of the kernel would share the
-abbreviation; then both keep their full names. Stems that still collide get, in turn:
-
-1. ``__<dtype>`` (the first pointer's element type), where the colliding variants' dtypes
-   differ; a variant without a pointer argument gets nothing;
-2. ``__<abbr>div<N>`` for each argument whose ``tt.divisibility`` differs among the still
-   colliding variants, on each variant that has the attribute (N is its value); a variant
-   where the argument is not specialized gets nothing for it, so the unsuffixed name is the
-   unspecialized one. Other specialization attributes are left to step 3;
-3. ``__<digest[:8]>`` of the variant's parameters (build-independent, unlike the compile
-   hash), then the compile hash itself if even that is shared.
-
-Stems are compared case-insensitively (a run may be copied to a case-insensitive file
-system), and a stem longer than ``MAX_STEM`` is cut and ends with the hash prefix. Names do
-not depend on the order of the variants or of their mappings (``index.tsv`` stores them
-with sorted keys, so parameters are ordered by name). ``legend`` writes ``naming.md``.
+A stem names what tells a variant apart within its (case, kernel) group: the differing
+constexprs as ``<abbr><value>``, then the compile options (``w4s3``). Stems that still collide
+(compared case-insensitively) get ``__<dtype>``, then ``__<abbr>div<N>`` where
+``tt.divisibility`` differs, then a digest of the parameters (build-independent, unlike the
+compile hash), then the compile hash. Names do not depend on the order of the variants or
+of their mappings. ``legend`` writes ``naming.md``, which spells the rules out.
 """
 
 from __future__ import annotations
@@ -44,8 +30,6 @@ _NOT_KERNEL = re.compile(r"[^A-Za-z0-9._-]+")
 _NOT_CASE = re.compile(r"[^A-Za-z0-9._x=-]+")
 
 
-# --- parameter names --------------------------------------------------------------------
-
 def abbreviate(name: str) -> str:
     """``BLOCK_SIZE_M`` -> ``BSM``, ``stride_am`` -> ``sa``; one word stays whole."""
     words = [w for w in name.split("_") if w]
@@ -53,27 +37,19 @@ def abbreviate(name: str) -> str:
 
 
 def abbreviations(param_names: Iterable[str]) -> dict[str, str]:
-    """Each parameter name of one kernel -> its spelling in file names.
-
-    Names that would share an abbreviation (``BLOCK_M``, ``BATCH_M`` -> ``BM``) keep their
-    full names, so the legend reads one way. Spellings are file-safe; a name that only
-    becomes ambiguous through that (non-ASCII identifiers) gets a digest of itself.
-    """
+    """Each parameter name of one kernel -> its file-safe spelling. Names that would share an
+    abbreviation keep their full names; one ambiguous even so (non-ASCII) gets a digest."""
     names = sorted(set(param_names))
-    short = _spellings(names, lambda n: _safe_name(abbreviate(n)))
+    short = {n: _safe_name(abbreviate(n)) for n in names}
     clashing = [n for n in names if _shared(short, n)]
-    full = _spellings(clashing, _safe_name)
+    full = {n: _safe_name(n) for n in clashing}
     for n in clashing:
         short[n] = full[n] if not _shared(full, n) else f"{full[n]}-{_digest(n, 6)}"
     return short
 
 
-def _spellings(names: Sequence[str], spell: Callable[[str], str]) -> dict[str, str]:
-    return {n: spell(n) for n in names}
-
-
 def _shared(spelled: Mapping[str, str], name: str) -> bool:
-    return sum(1 for s in spelled.values() if s == spelled[name]) > 1
+    return list(spelled.values()).count(spelled[name]) > 1
 
 
 def _safe_name(name: str) -> str:
@@ -81,17 +57,11 @@ def _safe_name(name: str) -> str:
 
 
 def _param_names(variants: Iterable[CompiledVariant]) -> list[str]:
-    """Every argument the variants mention, by name: independent of mapping order."""
-    names: set[str] = set()
-    for v in variants:
-        names.update(v.signature, v.constexprs, v.specialization)
-    return sorted(names)
+    return sorted({n for v in variants for n in (*v.signature, *v.constexprs, *v.specialization)})
 
-
-# --- values -----------------------------------------------------------------------------
 
 def _value_text(value: Any) -> str:
-    """A constexpr or option value in a file name: ``True``, ``-1``, ``"a/b c"`` -> ``a-b-c``."""
+    """A constexpr or option value in a file name: ``"a/b c"`` -> ``a-b-c``."""
     return _NOT_VALUE.sub("-", _plain(jsonable(value)))
 
 
@@ -112,17 +82,10 @@ def _digest(text: str, n: int = _HASH_CHARS) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:n]
 
 
-# --- variant stems ----------------------------------------------------------------------
-
 def option_block(options: Mapping[str, Any]) -> str:
     """``w4s3``, plus ``c<n>`` when num_ctas != 1 and ``r<n>`` when maxnreg is set."""
-    out = []
-    for key, letter in _OPTION_LETTERS:
-        value = options.get(key)
-        if value is None or (key == "num_ctas" and value == 1):
-            continue
-        out.append(f"{letter}{_value_text(value)}")
-    return "".join(out)
+    return "".join(f"{letter}{_value_text(options[key])}" for key, letter in _OPTION_LETTERS
+                   if options.get(key) is not None and not (key == "num_ctas" and options[key] == 1))
 
 
 def assign_names(group: Sequence[CompiledVariant]) -> dict[str, str]:
@@ -138,19 +101,18 @@ def assign_names(group: Sequence[CompiledVariant]) -> dict[str, str]:
     before_hash = dict(names)
     # the parameters' digest, not the compile hash (build-specific): the same variant compiled
     # by two compilers gets the same name, so their files pair up in ir-diff
-    params = {h: _digest(_params_text(v), _HASH_CHARS) for h, v in variants.items()}
+    params = {h: _digest(_params_text(v)) for h, v in variants.items()}
     _resolve(names, lambda hs: {h: _with_hash(names[h], params[h]) for h in hs})
     for h, name in names.items():
         if len(name) > MAX_STEM:
             names[h] = _with_hash(name, params[h])
     # Eight hash characters shared, or long stems cut alike: the whole hash, then a digest of it
-    for longer in (_safe_hash, lambda h: _digest(h, 32)):
+    for longer in (_value_text, lambda h: _digest(h, 32)):
         _resolve(names, lambda hs: {h: _with_hash(before_hash[h], longer(h)) for h in hs})
     return names
 
 
 def _unique_by_hash(group: Sequence[CompiledVariant]) -> dict[str, CompiledVariant]:
-    """One variant per compile hash (one compile recorded twice), chosen independently of order."""
     out: dict[str, CompiledVariant] = {}
     for v in sorted(group, key=_naming_fields):
         out.setdefault(v.compile_hash, v)
@@ -186,7 +148,6 @@ def _dtype_suffixes(variants: Sequence[CompiledVariant]) -> list[str] | None:
 
 
 def _divisibility(attrs: Any) -> Any:
-    """The ``tt.divisibility`` of one argument (``[["tt.divisibility", 16]]`` or a mapping)."""
     if isinstance(attrs, Mapping):
         return attrs.get("tt.divisibility")
     if isinstance(attrs, (list, tuple)):
@@ -207,7 +168,6 @@ def _divisibility_suffixes(variants: Sequence[CompiledVariant], spell: Mapping[s
 
 
 def _collisions(names: Mapping[str, str]) -> list[list[str]]:
-    """Hashes sharing a stem, compared case-insensitively, each set sorted."""
     by_key: dict[str, list[str]] = defaultdict(list)
     for h in sorted(names):
         by_key[names[h].casefold()].append(h)
@@ -215,8 +175,7 @@ def _collisions(names: Mapping[str, str]) -> list[list[str]]:
 
 
 def _resolve(names: dict[str, str], step: Callable[[list[str]], dict[str, str]]) -> None:
-    """One resolution step on every colliding set at once: a set's new names depend only on
-    its own members, so the result does not depend on which set is looked at first."""
+    """One step on every colliding set at once, so no set's result depends on another's."""
     updates: dict[str, str] = {}
     for members in _collisions(names):
         updates.update(step(members))
@@ -229,12 +188,7 @@ def _appended(names: Mapping[str, str], members: Sequence[str], suffixes: Sequen
     return {h: names[h] + s for h, s in zip(members, suffixes)}
 
 
-def _safe_hash(compile_hash: str) -> str:
-    return _NOT_VALUE.sub("-", compile_hash)
-
-
 def _with_hash(stem: str, hash_text: str) -> str:
-    """``<stem>__<hash>``, the stem cut so that the whole stays within ``MAX_STEM``."""
     suffix = f"__{hash_text}"
     return stem[: max(MAX_STEM - len(suffix), 1)] + suffix
 
@@ -244,18 +198,14 @@ def _file_safe(stem: str) -> str:
     return stem if stem[:1] not in ".-" else f"v{stem}"
 
 
-# --- directories ------------------------------------------------------------------------
-
 def case_dir(case: str) -> str:
-    """A directory name for a case: ``4096x4096`` unchanged; otherwise characters outside
-    ``[A-Za-z0-9._x=-]`` become ``-`` and a digest of the case keeps it apart from others."""
+    """``4096x4096`` unchanged; a case that had to be made file-safe gets a digest of itself."""
     return _dir_name(case, _NOT_CASE, "case")
 
 
 def kernel_dir(kernel_id: str, others: Iterable[str]) -> str:
-    """The kernel's last dotted part (``matmul_kernel_fixed``); its full id when another
-    kernel of the case shares it (case-insensitively); that plus a digest when even the
-    full ids would share a directory."""
+    """The kernel's last dotted part; its full id when another kernel of the case shares
+    it (case-insensitively); that plus a digest when even the full ids would."""
     rest = {o for o in others if o != kernel_id}
     for level in (_last_part_dir, _full_id_dir):
         mine = level(kernel_id).casefold()
@@ -286,8 +236,6 @@ def _with_digest(safe: str, original: str) -> str:
     suffix = f"-{_digest(original)}"
     return safe[: MAX_STEM - len(suffix)] + suffix
 
-
-# --- naming.md --------------------------------------------------------------------------
 
 _RULES = f"""\
 # File names in `ttgir/`
@@ -324,14 +272,11 @@ _RULES = f"""\
 
 
 def legend(groups: Mapping[str, Sequence[CompiledVariant]]) -> str:
-    """The text of ``naming.md``: the rules, then each kernel's parameter spellings.
-
-    The mapping's keys are not read: variants are regrouped by kernel id.
-    """
+    """The text of ``naming.md``: the rules, then each kernel's parameter spellings (the
+    mapping's keys are not read: variants are regrouped by kernel id)."""
     by_kernel: dict[str, list[CompiledVariant]] = defaultdict(list)
-    for members in groups.values():
-        for v in members:
-            by_kernel[v.kernel].append(v)
+    for v in (v for members in groups.values() for v in members):
+        by_kernel[v.kernel].append(v)
     parts = [_RULES]
     for kernel in sorted(by_kernel):
         spell = abbreviations(_param_names(by_kernel[kernel]))

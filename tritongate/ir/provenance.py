@@ -1,32 +1,28 @@
 """Where an ahead-of-time IR folder and an ir-diff folder came from, proven by content hashes.
 
-``pair --changed-from DIR`` skips the rows DIR calls identical, so DIR decides which rows
-are never measured: it must prove it was made from *this* baseline record and *these* two
-compiler builds. ``tritongate ir`` writes ``ttgir/aot.json`` (the record's content hash, the
-build's identity, the sha256 of the ``index.tsv`` it wrote); ``ir-diff`` joins the two into
-``provenance.json`` with the sha256 of its own ``index.tsv``; ``check_diff_provenance``
-recomputes every hash it can from the files themselves and refuses the folder on any
-disagreement (a folder from another record, another build, or an edited index).
-
-The record's content hash covers what fixes the variants compiled: ``results.json``,
-``run_identity.json`` and ``ttgir/index.tsv``. A build's identity is Triton's own
-``triton_key()`` (the hash of its sources and ``libtriton``, what its compile cache is keyed
-on) with its version and location: two installs of the same wheel agree, any rebuild differs.
+``pair --changed-from DIR`` skips the rows DIR calls identical, so DIR must prove it was made
+from *this* baseline record and *these* two builds. ``tritongate ir`` writes
+``ttgir/aot.json`` (record hash, build identity, sha256 of its ``index.tsv``); ``ir-diff``
+joins two into ``provenance.json``; ``check_diff_provenance`` recomputes every hash it can.
+The record's hash covers what fixes the variants compiled (``RECORD_FILES``); a build's
+identity is Triton's ``triton_key()`` (what its compile cache is keyed on): two installs of
+the same wheel agree, any rebuild differs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from tritongate.childenv import build_env
-from tritongate.atomicio import write_json_atomic
+from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.errors import UsageError
-from tritongate.ir.index import INDEX
+from tritongate.ir.index import INDEX, index_text
 
 AOT_FILE = "aot.json"
 PROVENANCE = "provenance.json"
@@ -69,10 +65,7 @@ def this_build() -> dict[str, Any]:
 
 
 def build_of(python: str, env: Mapping[str, str] | None = None, timeout_s: float = 120.0) -> dict[str, Any]:
-    """The identity of the Triton that ``python`` (a build's interpreter) imports;
-    ``UsageError`` naming it when it cannot say."""
-    import os
-
+    """The identity of the Triton that ``python`` (a build's interpreter) imports."""
     try:
         proc = subprocess.run([python, "-c", _BUILD_PROBE], capture_output=True, text=True, timeout=timeout_s,
                               env={**build_env(os.environ), **(env or {})})
@@ -90,20 +83,15 @@ def build_of(python: str, env: Mapping[str, str] | None = None, timeout_s: float
 
 
 def write_aot(ttgir_dir: Path, record: Path, *, target: str, compiled: int, failed: Sequence[str]) -> Path:
-    """``ttgir/aot.json`` of a ``tritongate ir`` output folder."""
     ttgir_dir = Path(ttgir_dir)
     if not (ttgir_dir / INDEX).is_file():  # nothing compiled: an empty index, still proven
-        from tritongate.atomicio import write_text_atomic
-        from tritongate.ir.index import index_text
-
         ttgir_dir.mkdir(parents=True, exist_ok=True)
         write_text_atomic(ttgir_dir / INDEX, index_text([]))
     doc = {"schema_version": SCHEMA_VERSION, "kind": "aot", "record": record_identity(record),
            "build": this_build(), "target": target, "compiled": compiled, "failed": list(failed),
            "index_sha256": sha256_file(ttgir_dir / INDEX), "python": sys.executable}
-    path = ttgir_dir / AOT_FILE
-    write_json_atomic(path, doc)
-    return path
+    write_json_atomic(ttgir_dir / AOT_FILE, doc)
+    return ttgir_dir / AOT_FILE
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any]:
@@ -122,7 +110,6 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
 
 
 def read_aot(ttgir_dir: Path) -> dict[str, Any]:
-    """A side's ``aot.json``, checked against the index beside it."""
     ttgir_dir = Path(ttgir_dir)
     doc = _read_json(ttgir_dir / AOT_FILE, "AOT provenance (tritongate ir writes it)")
     if doc.get("index_sha256") != sha256_file(ttgir_dir / INDEX):
@@ -140,10 +127,8 @@ def diff_provenance(base_dir: Path, cand_dir: Path) -> dict[str, Any]:
     if base.get("target") != cand.get("target"):
         raise UsageError(f"{base_dir} is for {base.get('target')}, {cand_dir} for {cand.get('target')}")
     return {"record": base["record"], "target": base.get("target"),
-            "base": {"build": base["build"], "index_sha256": base["index_sha256"],
-                     "compiled": base.get("compiled"), "failed": base.get("failed")},
-            "cand": {"build": cand["build"], "index_sha256": cand["index_sha256"],
-                     "compiled": cand.get("compiled"), "failed": cand.get("failed")}}
+            **{side: {"build": doc["build"], "index_sha256": doc["index_sha256"], "compiled": doc.get("compiled"),
+                      "failed": doc.get("failed")} for side, doc in (("base", base), ("cand", cand))}}
 
 
 def write_diff_provenance(out: Path, provenance: Mapping[str, Any]) -> Path:
@@ -154,19 +139,14 @@ def write_diff_provenance(out: Path, provenance: Mapping[str, Any]) -> Path:
     return out / PROVENANCE
 
 
-def _same_build(claimed: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
-    return claimed.get("triton_key") == actual.get("triton_key")
-
-
 Build = Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None
 
 
 def check_diff_provenance(folder: Path, record: Path, base_build: Build, cand_build: Build,
                           option: str = "--changed-from") -> dict[str, Any]:
-    """``folder``'s provenance, refused (``UsageError`` naming what disagrees) unless its
-    ``index.tsv`` is the one it hashed, it was made from ``record`` as it is now, and (when
-    given) by these two builds. A build may be given as a function (``build_of`` starts
-    the build's interpreter): it is called only once everything cheaper has been checked."""
+    """``folder``'s provenance, refused (``UsageError``) unless its ``index.tsv`` is the one it
+    hashed, it was made from ``record`` as it is now, and (when given) by these two builds.
+    A build given as a function (``build_of``, slow) is called only after the cheaper checks."""
     folder = Path(folder)
     where = f"{option} {folder}"
     try:
@@ -189,7 +169,7 @@ def check_diff_provenance(folder: Path, record: Path, base_build: Build, cand_bu
             continue
         actual = given() if callable(given) else given
         built = (doc.get(side) or {}).get("build") or {}
-        if not _same_build(built, actual):
+        if built.get("triton_key") != actual.get("triton_key"):
             raise UsageError(f"{where}: its {side} IR was compiled by Triton {built.get('triton_version')} "
                              f"(key {str(built.get('triton_key'))[:12]}), not by this pair's {side} build "
                              f"(Triton {actual.get('triton_version')}, key {str(actual.get('triton_key'))[:12]})")

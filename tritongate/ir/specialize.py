@@ -1,19 +1,12 @@
 """The specialization a GPU launch would have, computed for an interpreted launch.
 
-Under ``TRITON_INTERPRET=1`` a kernel launch compiles nothing, so a CPU run has no
-``CompiledKernel`` to index. The launch's arguments are all there, though, and Triton decides
-what to compile from them alone: the JIT's binder (``create_function_from_signature``, which
-calls the native ``specialize_impl``) maps each argument to its type and its specialization
-(pointer alignment to 16 bytes, integers divisible by 16 or equal to 1), and
-``JITFunction._pack_args`` turns that into the signature, constexprs, attributes and
-compile options ``triton.compile`` receives. Both are called here, as ``JITFunction.run``
-calls them, for a target (``cuda:90`` by default) instead of the current device, so the
-result is what a GPU launch of the same arguments compiles: nothing of it is re-implemented.
-``compile_hash`` is the key ``triton.compile`` would give the kernel in this process (same
-source, options, target and cache-invalidating settings). It tells variants apart; it is
-not comparable with a GPU run's (the interpreter patches ``triton.language`` while it runs,
-which enters the source's dependency hash), so a CPU index and a GPU capture are compared on
-their parameters and AOT binaries (``bench/index_equality.py``).
+Under ``TRITON_INTERPRET=1`` a launch compiles nothing, but Triton decides what to compile
+from the arguments alone: the JIT's binder (``create_function_from_signature``) and
+``JITFunction._pack_args`` are called here as ``JITFunction.run`` calls them, for a target
+(``cuda:90`` by default) instead of the current device, so nothing is re-implemented.
+``compile_hash`` is the key ``triton.compile`` would give the kernel in this process; it is
+not comparable with a GPU run's (the interpreter patches ``triton.language``), so a CPU index
+and a GPU capture are compared on their parameters (``bench/index_equality.py``).
 """
 
 from __future__ import annotations
@@ -31,8 +24,7 @@ _INTERPRETER_ENV = frozenset({"TRITON_INTERPRET"})
 
 
 def capture_target(environ: Mapping[str, str] | None = None) -> tuple[str, int | str, int]:
-    """``TRITONGATE_CAPTURE_TARGET`` (``cuda:NN``) as a target, ``DEFAULT_TARGET`` when unset;
-    ``ValueError`` for anything else (the capture notes it and indexes nothing for the launch)."""
+    """``TRITONGATE_CAPTURE_TARGET`` (``cuda:NN``) as a target, ``DEFAULT_TARGET`` when unset."""
     import os
 
     text = (os.environ if environ is None else environ).get(CAPTURE_TARGET_ENV, "")
@@ -46,16 +38,13 @@ def capture_target(environ: Mapping[str, str] | None = None) -> tuple[str, int |
 
 @dataclass(frozen=True)
 class _Target:
-    """What ``CompiledKernel.metadata.target`` holds (backend and arch), for the index."""
-
+    """What ``CompiledKernel.metadata.target`` holds, for the index."""
     backend: str
     arch: int | str
 
 
 class SpecializedLaunch:
-    """What a compiled kernel exposes to ``capture.describe_compiled``, without compiling:
-    ``src`` (the ``ASTSource``), ``metadata`` (the parsed options and the target), ``hash``
-    (the compile key) and no binary or assembly."""
+    """What a compiled kernel exposes to ``capture.describe_compiled``, without compiling."""
 
     interpreted = True
 
@@ -85,8 +74,7 @@ def _backend(target: tuple[str, int | str, int]) -> Any:
 
 
 def _binder(jit: Any, target: tuple[str, int | str, int]) -> Any:
-    """The JIT's own binder for ``target``, built once per kernel (as ``create_binder`` does
-    once per device)."""
+    """The JIT's own binder for ``target``, built once per kernel (``create_binder``: per device)."""
     from triton.runtime.jit import create_function_from_signature
 
     binders = jit.__dict__.setdefault("_tritongate_binders", {})
@@ -96,7 +84,6 @@ def _binder(jit: Any, target: tuple[str, int | str, int]) -> Any:
 
 
 def jit_of(fn: Any) -> Any:
-    """The ``JITFunction`` of an interpreted (or JIT) kernel's Python source, made once."""
     from triton.runtime.jit import JITFunction
 
     if isinstance(fn, JITFunction):
@@ -113,9 +100,9 @@ def jit_of(fn: Any) -> Any:
 
 def specialize_launch(fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any],
                       target: tuple[str, int | str, int] = DEFAULT_TARGET) -> SpecializedLaunch:
-    """The specialization ``JITFunction.run(*args, **kwargs)`` would compile for ``target``.
-    Raises what Triton's binder raises for arguments it cannot specialize."""
+    """The specialization ``JITFunction.run(*args, **kwargs)`` would compile for ``target``."""
     from triton import knobs
+    from triton._C.libtriton import get_cache_invalidating_env_vars
     from triton.compiler import ASTSource
     from triton.runtime.cache import get_cache_key
 
@@ -130,12 +117,6 @@ def specialize_launch(fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any],
     bound, specialization, options = _binder(jit, target)(*args, **kw)
     options, signature, constexprs, attrs = jit._pack_args(backend, kw, bound, specialization, options)
     src = ASTSource(jit, signature, constexprs, attrs)
-    env = {k: v for k, v in _cache_env().items() if k not in _INTERPRETER_ENV}
+    env = {k: v for k, v in dict(get_cache_invalidating_env_vars()).items() if k not in _INTERPRETER_ENV}
     digest = hashlib.sha256(get_cache_key(src, backend, options, env_vars=env).encode("utf-8")).hexdigest()
     return SpecializedLaunch(src, options, target, digest)
-
-
-def _cache_env() -> dict[str, str]:
-    from triton._C.libtriton import get_cache_invalidating_env_vars
-
-    return dict(get_cache_invalidating_env_vars())

@@ -1,18 +1,12 @@
 """The ``ttgir/`` folder of a run directory, written row by row.
 
-Each row's compiled variants are merged into the index and written at once (atomic files),
-so a run that crashes keeps the IR of every row it got to, the crashing row's compiles
-included (the caller hands them over from a ``finally``). Names depend on the whole (case,
-kernel) group, so a later row (another dtype of the same case) can rename an earlier file;
-stale files are removed. A worker that restarts reopens the folder.
-
-A flush costs what changed, not what the folder holds: only the groups a row touched are
-renamed (and the groups of a case that gained a kernel, whose folder names may change), a
-file is written only when its path now holds another variant's TTGIR (files on disk are
-never read back to compare), and ``index.tsv`` is joined from lines kept per variant.
-``naming.md`` is rewritten only when its text changes. Writes between rows leave out the
-fsync (atomic for readers and through a crash of the run, not of the machine); ``close``
-writes the index with one.
+Each row's variants are merged and written at once (atomic files), so a run that crashes
+keeps the IR of every row it got to, the crashing row's included. Names depend on the whole
+(case, kernel) group, so a later row can rename an earlier file; stale files are removed.
+A flush costs what changed: only the groups a row touched (and those of a case that gained
+a kernel) are renamed, a file is written only when its path now holds another variant's
+TTGIR, and ``index.tsv`` is joined from lines kept per variant. Writes between rows skip the
+fsync (atomic through a crash of the run, not of the machine); ``close`` writes with one.
 """
 
 from __future__ import annotations
@@ -35,13 +29,9 @@ NAMING = "naming.md"
 Group = tuple[str, str]  # (case, kernel)
 
 
-def _index_line(v: CompiledVariant) -> str:
-    """The variant's line of ``index.tsv``, as ``index_text`` writes it."""
-    return index_text([v]).split("\n", 1)[1]
-
-
-def _index_order(v: CompiledVariant) -> tuple[str, str, bool, str, str]:
-    return (v.case, v.kernel, v.sweep_loser, v.name, v.compile_hash)  # index_text's order
+def _index_line(v: CompiledVariant) -> tuple[tuple[str, str, bool, str, str], str]:
+    """The variant's sort key and line in ``index.tsv``, as ``index_text`` writes them."""
+    return (v.case, v.kernel, v.sweep_loser, v.name, v.compile_hash), index_text([v]).split("\n", 1)[1]
 
 
 class IRStore:
@@ -75,7 +65,7 @@ class IRStore:
                 self._texts[v.compile_hash] = path.read_text(encoding="utf-8")
                 self._written[path] = v.compile_hash
                 self._group_files.setdefault((v.case, v.kernel), set()).add(path)
-            self._lines[v.key] = (_index_order(v), _index_line(v))
+            self._lines[v.key] = _index_line(v)
         if (self.root / NAMING).is_file():
             self._legend = (self.root / NAMING).read_text(encoding="utf-8")
         # every group is named again at the next flush, once: the folder may predate this version
@@ -145,7 +135,7 @@ class IRStore:
             rel = str(folder / f"{stem}.ttgir") if stem else ""
             named = v if (v.name, v.file) == (stem, rel) else replace(v, name=stem, file=rel)
             members[h] = named
-            self._lines[named.key] = (_index_order(named), _index_line(named))
+            self._lines[named.key] = _index_line(named)
             if rel:
                 path = self.root / rel
                 wanted.add(path)
@@ -159,8 +149,7 @@ class IRStore:
         return released
 
     def _keys(self, kernel: str) -> tuple[tuple[str, str], ...]:
-        """What ``naming.kernel_dir`` compares (case-insensitively) with the case's other
-        kernels: the last dotted part's folder, then the full id's."""
+        """What ``naming.kernel_dir`` compares (case-insensitively) with the case's other kernels."""
         if kernel not in self._folder_keys:
             self._folder_keys[kernel] = (("last", naming._last_part_dir(kernel).casefold()),
                                          ("full", naming._full_id_dir(kernel).casefold()))
@@ -168,10 +157,7 @@ class IRStore:
 
     def _near(self, case: str, kernel: str) -> set[str]:
         """The kernels of ``case`` whose folder names ``kernel``'s could clash with (itself too)."""
-        out: set[str] = set()
-        for key in self._keys(kernel):
-            out |= self._clashing[case][key]
-        return out
+        return set().union(*(self._clashing[case][key] for key in self._keys(kernel)))
 
     def _section(self, kernel: str) -> str:
         """The kernel's part of ``naming.md`` (``legend`` of its variants, the rules left out)."""
@@ -182,8 +168,7 @@ class IRStore:
         return index_text([]) + "".join(line for _, line in sorted(self._lines.values()))
 
     def close(self) -> None:
-        """The last flush, and the index once more with an fsync: the folder of a finished
-        run is on disk, not only in the page cache."""
+        """The last flush, and the index once more with an fsync (on disk, not only in the page cache)."""
         self.flush()
         if (self.root / INDEX).is_file():
             write_text_atomic(self.root / INDEX, self._index_text())
@@ -191,8 +176,8 @@ class IRStore:
 
 
 def merge_ttgir(roots: Iterable[Path], run_dir: Path) -> None:
-    """Every ``ttgir/`` folder of ``roots`` (run directories) into ``run_dir``'s, renamed as
-    one run would have named them (shards of a run, the ops of a batch)."""
+    """Every ``ttgir/`` folder of ``roots`` (run directories: shards, a batch's ops) into
+    ``run_dir``'s, named as one run would have named them."""
     store: IRStore | None = None
     for run in roots:
         root = Path(run) / TTGIR_DIR

@@ -1,14 +1,9 @@
 """Which kernel variants a call launched: patch the Triton launch entry points while the
 call runs once, outside any timed region.
 
-``JITFunction.run`` returns the ``CompiledKernel`` it launched: its source hash is
-build-independent, and the hash of its binary (cubin) bytes tells whether two builds
-generated the same code (with line info off, see ``backends``); under the interpreter
-``InterpretedFunction.run`` compiles nothing, so the variant is named from its arguments.
-
-FlagGems' ``LibEntry`` caches the ``CompiledKernel`` of each argument specialisation and
-launches it directly on later calls, past ``JITFunction.run``: its own ``run`` is patched too
-and reports the cached kernel it returns, when the call did not go through the JIT.
+``JITFunction.run`` returns the ``CompiledKernel`` it launched; under the interpreter the
+variant is named from its arguments. FlagGems' ``LibEntry`` launches cached kernels past
+``JITFunction.run``, so its ``run`` is patched too.
 """
 
 from __future__ import annotations
@@ -42,6 +37,21 @@ def variant_name(kwargs: dict[str, Any]) -> str:
     return " ".join(consts + sorted(opts)) or "default"
 
 
+def binary_hash(compiled: Any) -> str:
+    """The hash of the binary's bytes, not ``CompiledKernel.hash``: that is a cache key which
+    includes the compiler build, so it differs across builds for byte-identical code."""
+    binary = getattr(compiled, "kernel", None)
+    binary = binary.encode() if isinstance(binary, str) else binary
+    return hashlib.sha256(binary).hexdigest()[:16] if binary else ""
+
+
+def patch_run(cls: type, make_run: Callable[[Any], Any]) -> Callable[[], None]:
+    """``cls.run`` replaced by ``make_run(original)``; returns what puts the original back."""
+    original = cls.run
+    cls.run = make_run(original)
+    return lambda: setattr(cls, "run", original)
+
+
 def _source_hash(fn: Any) -> str:
     py = getattr(fn, "fn", fn)
     try:
@@ -68,13 +78,7 @@ class LaunchRecorder:
             self.compiled_launches[compiled.hash] += 1  # interpreted runs always named them
             compiled = None
         if compiled is not None and hasattr(compiled, "hash"):
-            # The bytes of the binary, not CompiledKernel.hash: that is a cache key which
-            # includes the compiler build, so it differs across builds even when the
-            # generated code is byte-identical.
-            binary = getattr(compiled, "kernel", None)
-            if isinstance(binary, str):
-                binary = binary.encode()
-            bin_hash = hashlib.sha256(binary).hexdigest()[:16] if binary else ""
+            bin_hash = binary_hash(compiled)
             if isinstance(compiled.hash, str):
                 self.compiled.setdefault(compiled.hash, (fn, compiled))
                 self.compiled_launches[compiled.hash] += 1
@@ -93,58 +97,42 @@ class LaunchRecorder:
 
 
 def _patch(cls: type, recorder: LaunchRecorder, *, interpreted: bool = False) -> Callable[[], None]:
-    """``interpreted``: the launch compiles nothing; it is recorded with the specialization
-    a GPU launch of the same arguments would compile (``ir.specialize``), so a CPU run's
-    launches count towards the IR index like a GPU run's."""
-    original = cls.run
-
-    def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
-        spec = None
-        if interpreted and not warmup:
-            spec = interpreted_specialization(self, args, kwargs, recorder.notes)
-        result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
-        if not warmup:
-            recorder.record(self, dict(kwargs), result if spec is None else spec)
-        return result
-
-    cls.run = run
-
-    def restore() -> None:
-        cls.run = original
-    return restore
+    """``interpreted``: recorded with the specialization a GPU launch would compile, so a CPU
+    run's launches count towards the IR index like a GPU run's."""
+    def make_run(original: Any) -> Any:
+        def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
+            spec = None
+            if interpreted and not warmup:
+                spec = interpreted_specialization(self, args, kwargs, recorder.notes)
+            result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            if not warmup:
+                recorder.record(self, dict(kwargs), result if spec is None else spec)
+            return result
+        return run
+    return patch_run(cls, make_run)
 
 
 def _patch_libentry(cls: type, recorder: LaunchRecorder) -> Callable[[], None]:
     """``LibEntry.run`` returns ``(kernel, constexprs)``; a call served from its cache
     launches ``kernel`` without the JIT, so it is recorded here (once: a first call that
     compiled through ``JITFunction.run`` was recorded there)."""
-    original = cls.run
-
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        before = recorder.total
-        result = original(self, *args, **kwargs)
-        if recorder.total == before and isinstance(result, tuple) and len(result) == 2:
-            kernel, constexprs = result
-            jit = getattr(self, "jit_function", None) or getattr(self, "fn", self)
-            recorder.record(jit, dict(constexprs) if isinstance(constexprs, dict) else {}, kernel)
-        return result
-
-    cls.run = run
-
-    def restore() -> None:
-        cls.run = original
-    return restore
+    def make_run(original: Any) -> Any:
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            before = recorder.total
+            result = original(self, *args, **kwargs)
+            if recorder.total == before and isinstance(result, tuple) and len(result) == 2:
+                kernel, constexprs = result
+                jit = getattr(self, "jit_function", None) or getattr(self, "fn", self)
+                recorder.record(jit, dict(constexprs) if isinstance(constexprs, dict) else {}, kernel)
+            return result
+        return run
+    return patch_run(cls, make_run)
 
 
 def _libentry_classes() -> list[type]:
-    """LibEntry classes of FlagGems packages already imported (a suite that uses them has
-    imported them before its rows run; nothing is imported here)."""
-    found = []
-    for module in LIBENTRY_MODULES:
-        cls = getattr(sys.modules.get(module), "LibEntry", None)
-        if isinstance(cls, type) and "run" in vars(cls):
-            found.append(cls)
-    return found
+    """LibEntry classes of FlagGems packages already imported (nothing is imported here)."""
+    classes = (getattr(sys.modules.get(module), "LibEntry", None) for module in LIBENTRY_MODULES)
+    return [cls for cls in classes if isinstance(cls, type) and "run" in vars(cls)]
 
 
 @contextlib.contextmanager
