@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_import_cycles import import_graph
+from tests.test_import_cycles import cycles, import_graph
 
 # lowest first; each: (name, the packages and top-level modules of tritongate in it)
 LAYERS: list[tuple[str, set[str]]] = [
@@ -70,34 +70,8 @@ def package_cycles() -> list[list[str]]:
             a, b = unit(module), unit(target)
             if a != b and "tritongate" not in (a, b):
                 edges.setdefault(a, set()).add(b)
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    cycles: list[list[str]] = []
-
-    def visit(v: str) -> None:  # Tarjan's strongly connected components
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in sorted(edges.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                cycles.append(sorted(component))
-
-    for v in sorted(edges):
-        if v not in index:
-            visit(v)
-    return cycles
+                edges.setdefault(b, set())
+    return cycles(edges)
 
 
 def test_no_two_packages_import_each_other_even_through_others() -> None:
