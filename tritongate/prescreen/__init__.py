@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import subprocess
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -37,6 +36,7 @@ from tritongate.ir.diff import CHANGED, LAUNCH_CHANGED, VariantDiff, diff_trees,
 from tritongate.ir.index import INDEX
 from tritongate.ir.provenance import build_of, diff_provenance, record_identity, write_diff_provenance
 from tritongate.prescreen.launch_path import launch_path_changes, launch_path_files
+from tritongate.prescreen.sides import run_both
 from tritongate.prescreen.respecialize import RowKey, capture_both, respecialized_rows, uncompared_rows
 from tritongate.prescreen.target import record_target
 
@@ -79,30 +79,15 @@ def _aot_cmd(python: str, record: Path, out: Path, target: str) -> tuple[list[st
 
 def _aot_both(pythons: Mapping[str, str], record: Path, out: Path, target: str) -> dict[str, float]:
     """Both builds' recompiles at once (one core each on a 2-core runner); seconds per side."""
-    procs, logs, t0, walls = {}, {}, time.monotonic(), {}
-    try:
-        for side, py in pythons.items():
-            cmd, env = _aot_cmd(py, record, out / f"ir-{side}", target)
-            logs[side] = open(out / f"ir-{side}.log", "w", encoding="utf-8")
-            procs[side] = subprocess.Popen(cmd, stdout=logs[side], stderr=subprocess.STDOUT, env=env)
-        for side, proc in procs.items():
-            remaining = max(AOT_TIMEOUT_S - (time.monotonic() - t0), 1.0)
-            proc.wait(timeout=remaining)
-            walls[f"aot_{side}_s"] = round(time.monotonic() - t0, 3)
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        for f in logs.values():
-            f.close()
-    for side, proc in procs.items():
+    codes, walls = run_both({side: _aot_cmd(py, record, out / f"ir-{side}", target) for side, py in pythons.items()},
+                            {side: out / f"ir-{side}.log" for side in pythons}, AOT_TIMEOUT_S)
+    for side, code in codes.items():
         log = out / f"ir-{side}.log"
-        if proc.returncode == 2:
+        if code == 2:
             raise UsageError(f"{pythons[side]} -m tritongate ir --from {record} refused its input (exit 2); see {log}")
-        if proc.returncode != 0:
-            raise PrescreenInternalError(f"{pythons[side]} -m tritongate ir failed (exit {proc.returncode}); see {log}")
-    return walls
+        if code != 0:  # a negative status: killed at AOT_TIMEOUT_S
+            raise PrescreenInternalError(f"{pythons[side]} -m tritongate ir failed (exit {code}); see {log}")
+    return {f"aot_{side}_s": wall for side, wall in walls.items()}
 
 
 def _check_inputs(record: Path, base_python: str, cand_python: str) -> None:

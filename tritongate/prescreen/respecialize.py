@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import time
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -31,6 +29,7 @@ from tritongate.ir.capture import CAPTURE_ONLY_ENV
 from tritongate.ir.diff import split_row
 from tritongate.ir.index import INDEX, CompiledVariant, read_index
 from tritongate.ir.specialize import CAPTURE_TARGET_ENV
+from tritongate.prescreen.sides import run_both
 
 RowKey = tuple[str, str, str]
 VariantKey = tuple[str, str, str, str, str, str]
@@ -78,35 +77,19 @@ def capture_both(pythons: Mapping[str, str], record: Path, suite: str, rows: lis
                  target: str, package_root: str) -> tuple[dict[str, Path | None], dict[str, float]]:
     """Both builds' captures at once; each side's run directory (None: the capture failed,
     its log says why) and seconds per side. ``UsageError`` when a build refused the suite."""
-    procs, logs, t0, walls = {}, {}, time.monotonic(), {}
-    try:
-        for side, py in pythons.items():
-            cmd, env = capture_cmd(py, record, suite, rows, out / f"capture-{side}", target, package_root)
-            logs[side] = open(out / f"capture-{side}.log", "w", encoding="utf-8")
-            procs[side] = subprocess.Popen(cmd, stdout=logs[side], stderr=subprocess.STDOUT, env=env)
-        for side, proc in procs.items():
-            try:
-                proc.wait(timeout=max(CAPTURE_TIMEOUT_S - (time.monotonic() - t0), 1.0))
-            except subprocess.TimeoutExpired:
-                pass  # killed below; the side has no capture
-            walls[f"capture_{side}_s"] = round(time.monotonic() - t0, 3)
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        for f in logs.values():
-            f.close()
+    commands = {side: capture_cmd(py, record, suite, rows, out / f"capture-{side}", target, package_root)
+                for side, py in pythons.items()}
+    codes, walls = run_both(commands, {side: out / f"capture-{side}.log" for side in pythons}, CAPTURE_TIMEOUT_S)
     runs: dict[str, Path | None] = {}
-    for side, proc in procs.items():
+    for side, code in codes.items():
         log = out / f"capture-{side}.log"
-        if proc.returncode == 2:
+        if code == 2:
             raise UsageError(f"{pythons[side]} -m tritongate run --suite {suite} --replay-from {record} refused its "
                              f"input (exit 2; see {log}); name the baseline's suite with --suite")
         found = sorted(p for p in (out / f"capture-{side}").glob("*") if (p / "ttgir" / INDEX).is_file())
         # exit 1 is a run whose rows carry markers (every capture-only row does): still an index
-        runs[side] = found[-1] if proc.returncode in (0, 1) and found else None
-    return runs, walls
+        runs[side] = found[-1] if code in (0, 1) and found else None
+    return runs, {f"capture_{side}_s": wall for side, wall in walls.items()}
 
 
 def respecialized_rows(record_ir: Path, base_ir: Path | None, cand_ir: Path | None,
