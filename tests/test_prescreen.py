@@ -240,3 +240,14 @@ def test_a_kernel_that_failed_to_compile_on_both_sides_leaves_its_row_timed(tmp_
     doc = json.loads((tmp_path / "o" / "prescreen.json").read_text())
     assert doc["variants"] == {"identical": 1}
     assert doc["rows_changed"] == [["matmul", "64x64x64", "float16"]] and not (tmp_path / "o" / "verdict").exists()
+
+
+def test_a_suite_the_builds_refuse_is_exit_2_naming_the_option(tmp_path, monkeypatch) -> None:
+    """The capture replays the baseline with its suite; a build that refuses it (exit 2) is bad
+    input: the message names --suite, the exit code is 2."""
+    from tritongate.errors import UsageError
+    from tritongate.prescreen import respecialize
+
+    monkeypatch.setattr(respecialize, "run_both", lambda commands, logs, timeout_s: ({"base": 2, "cand": 0}, {}))
+    with pytest.raises(UsageError, match="name the baseline's suite with --suite"):
+        respecialize.capture_both({"base": "py", "cand": "py"}, tmp_path, "nosuch", [], tmp_path, "cuda:90", "")

@@ -28,6 +28,9 @@ Schema history (bump ``SCHEMA_VERSION`` on any change a reader must know about):
       a confirmation: ``row_budget``, ``run_budget``, ``round_cap``; null when it reached them),
       ``measurement.pairing.confirm_from`` (the round at which a call's confirmation on fresh
       worker pairs began; 0: none was run).
+      Read more strictly since, without a bump (tritongate never wrote such values): a sample
+      of 1e15 µs or more is refused (its summary arithmetic overflowed to inf, which could not
+      be read back), and so are names over 1,000 characters where the code built them.
 """
 
 from __future__ import annotations
