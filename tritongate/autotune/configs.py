@@ -38,15 +38,4 @@ def config_to_dict(config: Any) -> dict[str, Any]:
 def same_config(recorded: dict[str, Any], config: Any) -> bool:
     """Equal kwargs, and equal values for every field both versions know."""
     mine = config_to_dict(config)
-    if recorded.get("kwargs") != mine["kwargs"]:
-        return False
-    return all(recorded[f] == mine[f] for f in mine if f != "kwargs" and f in recorded)
-
-
-def config_from_dict(recorded: dict[str, Any]) -> Any:
-    """A ``Config`` from a record (no pre_hook): for configs no longer in the kernel's list."""
-    from triton import Config
-
-    known = set(config_fields())
-    fields = {k: v for k, v in recorded.items() if k in known}
-    return Config(dict(recorded.get("kwargs", {})), **fields)
+    return recorded.get("kwargs") == mine["kwargs"] and all(recorded[f] == mine[f] for f in mine if f in recorded)

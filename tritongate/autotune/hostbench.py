@@ -15,11 +15,8 @@ from typing import Callable, Iterator, Sequence
 
 def host_do_bench(kernel_call: Callable[[], object], quantiles: Sequence[float] | None = None,
                   *, repeats: int = 3, **_: object) -> float | list[float]:
-    """Milliseconds per call by wall clock: one discarded call, then the median of ``repeats``.
-
-    Returns one value per requested quantile (all the median: three host samples carry no
-    meaningful spread), matching the ``Benchmarker`` protocol the autotuner calls.
-    """
+    """Milliseconds per call by wall clock: one discarded call, then the median of ``repeats``,
+    once per requested quantile (three host samples carry no meaningful spread)."""
     kernel_call()
     times = []
     for _ in range(repeats):
@@ -36,12 +33,8 @@ def host_benchmarker(bench: Callable[..., object] = host_do_bench) -> Iterator[N
     from triton.runtime.autotuner import Autotuner
 
     original = Autotuner.__dict__.get("do_bench")
-
-    def resolve(self: Autotuner) -> Callable[..., object]:
-        own = getattr(self, "_do_bench", None)
-        return own if own is not None else bench
-
-    Autotuner.do_bench = property(resolve)  # type: ignore[assignment]
+    Autotuner.do_bench = property(  # type: ignore[assignment]
+        lambda self: bench if getattr(self, "_do_bench", None) is None else self._do_bench)
     try:
         yield
     finally:

@@ -1,19 +1,11 @@
 """Record-mode autotune sweeps spread over several GPUs; measurement stays serial on one.
 
-With many shapes the wall time of a record run is the sweep (every config of every tuned
-kernel compiled and benchmarked), not the measurement. ``run --sweep-gpus N`` (or
-``PARALLEL_WARMUP_GPUS=N``) deals the planned rows round robin to N shard processes, one per
-GPU (``tritongate run --only-rows ... --rounds 1 --samples-per-round 1``: their timings are
-thrown away, only their autotune winners count), merges the winners, and the run itself then
-measures every row serially on its own GPU with those winners put into the tuners' caches
-(recorded as ``presweep``). The run directory looks like any record run.
-
-Parallel processes on one machine heat and throttle each other, so their sweeps can pick
-different winners for the same key: each such conflict is counted and said (the first
-shard's winner is kept). The sweep is refused, with the reason logged, when a record is
-being replayed, when fewer than 2 devices are visible, and on the CPU backend; it is
-discarded (the run sweeps serially) when any shard fails, because a merged set with holes
-would tune the missing keys live while claiming a parallel sweep.
+``run --sweep-gpus N`` deals the rows to N shard processes (``tritongate run --only-rows``,
+one short round: only their autotune winners count), merges the winners and measures every
+row itself with them in the tuners' caches (docs/record-replay.md). Parallel processes heat
+and throttle each other, so shards can pick different winners for one key: each conflict is
+counted (the first shard's winner kept). A failed shard discards the whole sweep: a merged
+set with holes would tune the missing keys live while claiming a parallel sweep.
 """
 
 from __future__ import annotations
@@ -31,6 +23,7 @@ from typing import Any, Callable, Sequence
 
 from tritongate.autotune.records import Record, RecordSet, load_records
 from tritongate.autotune.configs import key_text
+from tritongate.errors import UsageError
 
 ENV = "PARALLEL_WARMUP_GPUS"
 DEVICES_ENV = "TRITONGATE_SWEEP_DEVICES"
@@ -78,8 +71,6 @@ def requested_gpus(option: int | None, env: dict[str, str] | None = None) -> int
     try:
         return int(text)
     except ValueError:
-        from tritongate.errors import UsageError
-
         raise UsageError(f"{ENV}={text!r}: expected a whole number of GPUs (2 or more), or unset it") from None
 
 
@@ -90,8 +81,6 @@ def visible_devices(backend_name: str, env: dict[str, str] | None = None) -> lis
     chosen = env.get(DEVICES_ENV, "").strip()
     if chosen:
         devices = [d.strip() for d in chosen.split(",")]
-        from tritongate.errors import UsageError
-
         bad = [d for d in devices if not _DEVICE.fullmatch(d)]
         if bad or len(set(devices)) != len(devices):
             why = f"{bad[0][:40]!r} is not a device index or GPU UUID" if bad else "a device is listed twice"
@@ -139,10 +128,7 @@ def merge_records(shards: Sequence[RecordSet]) -> tuple[RecordSet, list[str]]:
     for rs in shards:
         launches.update(rs.launches)
         for match, rec in rs.records.items():
-            old = merged.get(match)
-            if old is None:
-                merged[match] = rec
-            elif old.config != rec.config:
+            if merged.setdefault(match, rec).config != rec.config:
                 label = f"{rec.kernel} {key_text(rec.key)}"
                 if label not in conflicts:
                     conflicts.append(label)
@@ -178,9 +164,8 @@ def run_sweep(*, suite: str, backend_name: str, shape_file: Path | None, rows: S
                "--allow-busy-gpu", "--color", "never"]  # busy: the parent holds a context on device 0
         if shape_file is not None:
             cmd += ["--shape-file", str(shape_file)]
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": used[i], "NO_COLOR": "1"}
-        env.pop(ENV, None)  # a shard sweeps its own rows serially
-        env.pop(DEVICES_ENV, None)
+        env = {k: v for k, v in os.environ.items() if k not in (ENV, DEVICES_ENV)}  # a shard sweeps serially
+        env.update(CUDA_VISIBLE_DEVICES=used[i], NO_COLOR="1")
         procs.append((i + 1, spawn(cmd, env, work_dir / f"shard-{i + 1}.log"), out))
     failed = []
     for index, proc, _ in procs:
@@ -192,15 +177,18 @@ def run_sweep(*, suite: str, backend_name: str, shape_file: Path | None, rows: S
         if rc != 0:
             failed.append(f"shard {index} exit {rc}")
     wall = time.perf_counter() - t0
+
+    def discarded(reason: str) -> SweepOutcome:
+        return SweepOutcome("discarded", reason, used, wall_s=wall, work_dir=str(work_dir))
+
     if failed:
-        return SweepOutcome("discarded", f"{', '.join(failed)} (logs in {work_dir}): the merged winners "
-                            "would have holes; sweeping serially instead", used, wall_s=wall, work_dir=str(work_dir))
+        return discarded(f"{', '.join(failed)} (logs in {work_dir}): the merged winners would have holes; "
+                         "sweeping serially instead")
     sets = []
     for index, _, out in procs:
         runs = [p for p in out.iterdir() if p.is_dir()] if out.is_dir() else []
         if len(runs) != 1:
-            return SweepOutcome("discarded", f"shard {index} left no run directory in {out}; sweeping serially",
-                                used, wall_s=wall, work_dir=str(work_dir))
+            return discarded(f"shard {index} left no run directory in {out}; sweeping serially")
         sets.append(load_records(runs[0], backend=backend_name))
     merged, conflicts = merge_records(sets)
     shutil.rmtree(work_dir, ignore_errors=True)  # the shards' runs are scratch

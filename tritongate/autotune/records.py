@@ -76,13 +76,9 @@ def _fail(message: str) -> PreflightError:
 
 
 def load_records(run_dir: Path, *, backend: str, run: Run | None = None) -> RecordSet:
-    """Load a record run's autotune records for replay on ``backend``; ``run``: the run
-    directory already loaded (``load_run(run_dir)``), not loaded again.
-
-    Refuses (preflight ``replay_from``/``replay_backend``) a directory that is not a record
-    run, a replay run (naming the original record to use instead), a damaged or invalid
-    record (one line naming the file and field), and a record made on another backend.
-    """
+    """A record run's autotune records for replay on ``backend`` (``run``: the run directory
+    already loaded, not loaded again). Anything else is refused at preflight, in one line:
+    ``replay_from`` (not a record run, a replay run, a damaged record), ``replay_backend``."""
     from tritongate.rundir import check_version, load_run, read_json_object
 
     run_dir = Path(run_dir)
@@ -107,9 +103,7 @@ def load_records(run_dir: Path, *, backend: str, run: Run | None = None) -> Reco
     check_version(meta_path, meta_raw, error=_fail)
     meta = validate(RecordsMetaDoc, meta_raw, source=meta_path, error=_fail)
     records: dict[tuple[str, str], Record] = {}
-    for path in sorted(folder.glob("*.json")):
-        if path.name == META:
-            continue
+    for path in sorted(p for p in folder.glob("*.json") if p.name != META):
         raw = read_json_object(path, path.name, error=_fail)
         check_version(path, raw, error=_fail)
         doc = validate(RecordFileDoc, raw, source=path, error=_fail)

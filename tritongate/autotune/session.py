@@ -1,42 +1,11 @@
 """Record and replay autotune choices by patching the tuners' ``run`` at class level.
 
-Keys: ``autotune_key`` computes the key the way the tuner's own ``run`` does. Both Triton's
-``Autotuner.run`` and FlagGems' ``LibTuner.run`` name the arguments the same way (positional
-arguments zipped with ``arg_names``, keyword arguments merged over them, the result filtered to
-``arg_names``). Triton keys on the key-argument values, then the dtype of every argument that
-has one. A tuner with its own ``get_key`` (``LibTuner`` and its subclasses: strategy-normalised
-values such as ``align32`` buckets, ``args[name]`` lookups) is asked for the key with that
-mapping. If its ``get_key`` raises, the key is unknown: never guessed with another recipe.
-
-Record: after every call, read back ``self.cache[key]`` — the config this call used.
-(Never "which key is new": a warm cache adds no key, so a diff of keys records nothing.)
-A key the cache does not hold records ``best_config`` and says ``key_found: false``.
-
-Replay: before every call, unconditionally put the recorded config into ``self.cache[key]``,
-taken from the kernel's own ``configs`` so its ``pre_hook`` survives; the tuner then finds
-the key cached and benchmarks nothing. Every replayed call is verified, never assumed: the
-config the tuner launched (``best_config``) must be the injected one, and the tuner must have
-run no selection of its own (no ``_bench`` counted for it, no fresh ``configs_timings`` — a
-sweep answered from FlagGems' benchmark cache still rebinds them). Fallbacks tune live (or keep
-what the tuner launched), note the kernel's entry as ``fallback`` with the config actually
-launched, and mark the row ``AUTOTUNE_REPLAY_FALLBACK reason=<r> kernel=<id>``:
-
-- ``key_missing``: the record has no entry for this key.
-- ``config_not_in_space``: the recorded config is not among the kernel's configs.
-- ``compile_failed`` / ``compile_failed_no_evict``: the injected config no longer compiles or
-  launches (dropped and tuned live; ``_no_evict``: a persistent cache that cannot drop it).
-- ``key_unknown``: the tuner's ``get_key`` raised on the arguments its ``run`` passes; the
-  call tunes live (the entry carries ``key_error``; in record mode it is noted, not recorded).
-- ``swept``: the tuner ran a selection during a replayed call, so it did not look up the
-  injected key; the entry carries the call's ``sweep_benchmarks`` and the ``injected`` config.
-- ``key_mismatch``: the tuner launched another config than the injected one without sweeping:
-  it read a winner cached under a key other than the injected one (or its cache did not take
-  the injection).
-
-Works on Triton 3.2-3.9 (``Autotuner.run(*args, **kwargs)`` and its key recipe are the
-same there) and on FlagGems' ``LibTuner`` (a subclass with its own ``run`` and
-``get_key``), when flag_gems is importable. Sweeps are counted at ``Autotuner._bench`` and at
-every loaded subclass that defines its own ``_bench`` (FlagGems has some), once per call.
+docs/record-replay.md tells the modes, the key recipes and the fallback reasons. Record reads
+back ``self.cache[key]`` after every call, never "which key is new" (a warm cache adds no key).
+Replay injects the kernel's own config (its ``pre_hook`` kept) unconditionally and verifies
+every call: ``best_config`` must be it, and no selection may have run (no ``_bench`` counted,
+no fresh ``configs_timings``: a sweep answered from FlagGems' benchmark cache still rebinds
+them). A key the tuner's own ``get_key`` cannot give is unknown, never guessed another way.
 """
 
 from __future__ import annotations
@@ -63,13 +32,6 @@ class AutotuneKeyError(Exception):
     """The tuner's own ``get_key`` failed on the arguments its ``run`` would pass it."""
 
 
-def _named_args(tuner: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
-    """The name->value mapping both ``Autotuner.run`` and ``LibTuner.run`` build: positional
-    arguments by ``arg_names``, keyword arguments over them, only names in ``arg_names``."""
-    all_args = {**dict(zip(tuner.arg_names, args)), **kwargs}
-    return {k: v for k, v in all_args.items() if k in tuner.arg_names}
-
-
 def _has_own_get_key(tuner: Any) -> bool:
     from triton.runtime.autotuner import Autotuner
 
@@ -79,13 +41,12 @@ def _has_own_get_key(tuner: Any) -> bool:
 
 
 def autotune_key(tuner: Any, args: tuple, kwargs: dict) -> Any:
-    """The key the tuner's ``run`` caches this call under.
-
-    Triton's ``Autotuner``: key-argument values, then ``str(dtype)`` of every named argument
-    that has a dtype. A tuner with its own ``get_key`` (``LibTuner``): whatever ``get_key``
-    returns for the mapping its ``run`` passes. Raises ``AutotuneKeyError`` when that fails.
-    """
-    named = _named_args(tuner, args, kwargs)
+    """The key the tuner's ``run`` caches this call under (``AutotuneKeyError``: its own
+    ``get_key`` failed)."""
+    # the mapping both Autotuner.run and LibTuner.run build: positional arguments by arg_names,
+    # keyword arguments over them, only names in arg_names
+    named = {**dict(zip(tuner.arg_names, args)), **kwargs}
+    named = {k: v for k, v in named.items() if k in tuner.arg_names}
     if _has_own_get_key(tuner):
         try:
             return tuner.get_key(named)
@@ -132,9 +93,7 @@ class AutotuneSession:
             raise ValueError("replay mode needs a record set, and only replay mode takes one")
         if presweep is not None and mode != RECORD:
             raise ValueError("presweep winners are for record mode")
-        self.mode = mode
-        self.replay = replay
-        self.presweep = presweep
+        self.mode, self.replay, self.presweep = mode, replay, presweep
         self._records: dict[tuple[str, str], Record] = {}
         self._failed: set[tuple[str, str]] = set()
         self._row: RowAutotune = RowAutotune(mode)
@@ -162,17 +121,13 @@ class AutotuneSession:
         return list(self._records.values())
 
     # -- called from the patched tuners -----------------------------------------------------
-    def count_benchmark(self, tuner: Any = None) -> None:
-        self._row.sweep_benchmarks += 1
-        if tuner is not None:
-            self._benches[id(tuner)] = self._benches.get(id(tuner), 0) + 1
-
     def benchmark(self, tuner: Any, original: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """One sweep benchmark of ``tuner``, counted once however many ``_bench`` layers it
         passes through."""
         if id(tuner) in self._benching:
             return original(tuner, *args, **kwargs)
-        self.count_benchmark(tuner)
+        self._row.sweep_benchmarks += 1
+        self._benches[id(tuner)] = self._benches.get(id(tuner), 0) + 1
         self._benching.add(id(tuner))
         try:
             return original(tuner, *args, **kwargs)
@@ -233,9 +188,7 @@ class AutotuneSession:
     def _inject_presweep(self, tuner: Any, kid: str, key: Any) -> Any:
         """The parallel sweep's winner for this key, put into the tuner's cache (None: none)."""
         rec = self.presweep.lookup(kid, key) if self.presweep is not None else None
-        if rec is None:
-            return None
-        config = next((c for c in tuner.configs if same_config(rec.config, c)), None)
+        config = next((c for c in tuner.configs if same_config(rec.config, c)), None) if rec else None
         if config is not None:
             tuner.cache[key] = config
         return config
@@ -275,17 +228,15 @@ class AutotuneSession:
 
     def _replay(self, tuner: Any, original: Callable[..., Any], kid: str, key: Any, args: tuple,
                 kwargs: dict) -> tuple[Any, Any]:
-        """Run one call under replay; return its result and the config injected (None when
-        it fell back to live tuning or the injection did not take)."""
+        """One call under replay: its result and the config injected (None when it fell back
+        to live tuning or the injection did not take)."""
         match = (kid, key_text(key))
         rec = self.replay.lookup(kid, key) if self.replay else None
-        if rec is None:
-            return self._tune_live("key_missing", tuner, original, kid, key, args, kwargs), None
-        if match in self._failed:
-            return self._tune_live("compile_failed", tuner, original, kid, key, args, kwargs), None
-        config = next((c for c in tuner.configs if same_config(rec.config, c)), None)
-        if config is None:
-            return self._tune_live("config_not_in_space", tuner, original, kid, key, args, kwargs), None
+        config = next((c for c in tuner.configs if same_config(rec.config, c)), None) if rec else None
+        reason = ("key_missing" if rec is None else "compile_failed" if match in self._failed
+                  else "config_not_in_space" if config is None else "")
+        if reason:
+            return self._tune_live(reason, tuner, original, kid, key, args, kwargs), None
         tuner.cache[key] = config  # unconditionally: a cached live winner must not win
         watch = self._watch(tuner)
         try:
@@ -294,9 +245,8 @@ class AutotuneSession:
             if is_fatal(exc):
                 raise
             self._failed.add(match)
-            evicted = _evict(tuner.cache, key)
             # live tuning; with no_evict the same bad config is read back and raises again
-            reason = "compile_failed" if evicted else "compile_failed_no_evict"
+            reason = "compile_failed" if _evict(tuner.cache, key) else "compile_failed_no_evict"
             return self._tune_live(reason, tuner, original, kid, key, args, kwargs), None
         if not self._verified(tuner, kid, key, config, watch):
             return result, None
@@ -329,8 +279,7 @@ class AutotuneSession:
 
     def _tune_live(self, reason: str, tuner: Any, original: Callable[..., Any], kid: str, key: Any,
                    args: tuple, kwargs: dict) -> Any:
-        """Fall back to the tuner's own choice (a sweep the first time, cached after) and
-        mark the row."""
+        """Fall back to the tuner's own choice (a sweep the first time, cached after); mark the row."""
         self._mark(reason, kid)
         result = original(tuner, *args, **kwargs)
         self._note(kid, key, tuner.best_config, "fallback")
@@ -344,8 +293,7 @@ def _tuner_classes() -> list[type]:
 
     classes: list[type] = [Autotuner]
     for module in LIBENTRY_MODULES:
-        top = module.split(".")[0]
-        if importlib.util.find_spec(top) is None:
+        if importlib.util.find_spec(module.split(".")[0]) is None:
             continue
         try:
             mod = importlib.import_module(module)
@@ -366,10 +314,9 @@ def _bench_classes() -> list[type]:
     todo: list[type] = [Autotuner]
     while todo:
         cls = todo.pop()
-        if cls in seen:
-            continue
-        seen.append(cls)
-        todo.extend(cls.__subclasses__())
+        if cls not in seen:
+            seen.append(cls)
+            todo.extend(cls.__subclasses__())
     return [cls for cls in seen if "_bench" in vars(cls)]
 
 

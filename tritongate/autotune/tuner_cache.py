@@ -1,16 +1,11 @@
 """FlagGems' persistent tuner cache (LibTuner winners in an SQLite DB that outlives runs).
 
-Shared, the side that runs first writes winners that the other side silently reuses; so a
-run can ask for a private cache (the ``ZL_ISOLATE_TUNER_CACHE`` semantics), made for the
-run and deleted after it: the chosen configs are kept in ``autotune_records/`` anyway.
-``FLAGGEMS_DB_URL`` is read when flag_gems is imported, so this must run before that.
-What was used is always written to ``run_identity.json`` as ``tuner_cache``.
-
-In a batch's reused worker (``tritongate.batch.lane``) flag_gems stays imported from op to
-op, so a private DB per run cannot work there (the first op's, deleted after it, would stay
-the one flag_gems writes to). The lane gives the worker a private DB of its own instead
-(``WORKER_DB_ENV``), deleted when the worker ends: still shared with no other run or side,
-only with the ops that worker ran before.
+Shared, the side that runs first writes winners the other side silently reuses; so a run can
+ask for a private DB (the ``ZL_ISOLATE_TUNER_CACHE`` semantics), deleted after it (the chosen
+configs are in ``autotune_records/`` anyway). flag_gems reads ``FLAGGEMS_DB_URL`` on import, so
+this runs before that; ``run_identity.json`` says which was used (``tuner_cache``). A batch's
+reused worker keeps flag_gems imported from op to op, so a per-run DB cannot work there: the
+lane gives the worker a private DB of its own (``WORKER_DB_ENV``), deleted when it ends.
 """
 
 from __future__ import annotations
@@ -28,8 +23,6 @@ from tritongate.errors import UsageError
 
 ISOLATE_ENV = ("TRITONGATE_ISOLATE_TUNER_CACHE", "ZL_ISOLATE_TUNER_CACHE")
 WORKER_DB_ENV = "TRITONGATE_WORKER_TUNER_DB"  # set by a batch lane for its worker: the worker's private DB URL
-
-
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
 
@@ -95,8 +88,7 @@ def open_tuner_cache(isolate: bool) -> TunerCache:
         return cache
     cache._previous = cache.db_url
     cache._tmp = tempfile.mkdtemp(prefix="tritongate-tuner-cache-")
-    cache.db_url = f"sqlite:///{cache._tmp}/TunedConfig.db"
-    os.environ["FLAGGEMS_DB_URL"] = cache.db_url
+    cache.db_url = os.environ["FLAGGEMS_DB_URL"] = f"sqlite:///{cache._tmp}/TunedConfig.db"
     if "flag_gems" in sys.modules:
         cache.notes.append("flag_gems was imported before isolation: its DB URL was already read")
     return cache

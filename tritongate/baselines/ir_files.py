@@ -2,17 +2,14 @@
 small enough, the launched variants' TTGIR.
 
 The index is what ``tritongate ir --from ENTRY`` recompiles under another compiler, so the
-pre-screen of a PR needs nothing but the entry. The TTGIR files are kept only when the whole
-folder is at most ``MAX_TTGIR_BYTES`` (the `pr` suite's launched TTGIR on the H200: 34 files,
-317 KB, the largest 19.6 KB; ``bench/results/2026-12-01_h200_cpu_index_equality.md``); beyond, the
-entry keeps the index alone and the TTGIR stays a CI artifact of the record run. Every copied
-file enters the manifest with its sha256 like the rest of the entry.
+pre-screen of a PR needs nothing but the entry. The TTGIR is kept only up to ``MAX_TTGIR_BYTES``
+in all (the `pr` suite's launched TTGIR on the H200: 34 files, 317 KB;
+``bench/results/2026-12-01_h200_cpu_index_equality.md``); beyond, it stays a CI artifact.
 """
 
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
-from typing import Callable
 
 from tritongate.ir.index import INDEX, read_index
 from tritongate.ir.store import NAMING, TTGIR_DIR
@@ -51,16 +48,3 @@ def ir_files(run_dir: Path, max_ttgir_bytes: int = MAX_TTGIR_BYTES) -> list[str]
             total += path.stat().st_size
             texts.append(f"{TTGIR_DIR}/{rel}")
     return names + (sorted(set(texts)) if total <= max_ttgir_bytes else [])
-
-
-def copy_ir(src: Path, dst: Path, write: Callable[[Path, bytes], None],
-            max_ttgir_bytes: int = MAX_TTGIR_BYTES) -> dict[str, bytes]:
-    """Copy ``ir_files(src)`` into ``dst`` with ``write``; returns rel path -> bytes written."""
-    out: dict[str, bytes] = {}
-    for rel in ir_files(src, max_ttgir_bytes):
-        data = (Path(src) / rel).read_bytes()
-        target = Path(dst) / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write(target, data)
-        out[rel] = data
-    return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import shlex
+from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -25,10 +26,7 @@ def refresh_command(store: Path | str, suite: str, runner_class: str, backend: s
     """The command a nightly (or a person) runs to publish a fresh baseline."""
     cmd = ["python", "ci/record_baseline.py", "--suite", suite, "--out", "runs", "--publish", str(store),
            "--runner-class", runner_class]
-    if backend:
-        cmd += ["--backend", backend]
-    if compiler_repo:
-        cmd += ["--compiler-repo", compiler_repo]
+    cmd += (["--backend", backend] if backend else []) + (["--compiler-repo", compiler_repo] if compiler_repo else [])
     return shlex.join(cmd)
 
 
@@ -88,27 +86,14 @@ def differences(m: Manifest, *, suite: str, gpu: str, suite_digest: str | None =
 def find(store: Path, runner_class: str, suite: str, gpu: str, *, max_age_days: float = DEFAULT_MAX_AGE_DAYS,
          now: dt.datetime | None = None, suite_digest: str | None = None, backend: str | None = None,
          store_text: str | None = None, compiler_repo: str | None = None) -> Lookup:
-    """The baseline a PR job should replay. Never raises for a damaged store entry (it is
-    skipped with a note); raises ``BaselineError`` only for bad arguments.
+    """The baseline a PR job should replay; the states are baselines/README.md's "What find decides".
 
     Entries read: valid manifests under ``<store>/<runner_class>/<slug(suite)>/*/*`` that sit
-    where their ``record_path`` says. With ``compiler_repo`` (any spelling ``parse_repo`` reads),
-    only entries built from that repository are candidates at all: another repository's
-    entries (or ones that record none) are never chosen, nor offered as the nearest. An entry
-    *matches* when its suite name is ``suite``, its GPU slug is ``gpu_slug(gpu)``, and (when
-    given) its suite digest is ``suite_digest`` and its backend is ``backend``. It is *good* when its files match their sha256 and it loads as a
-    complete record run with autotune records. Newest = latest (recorded, created, name).
-
-    - ok: the newest good matching entry is at most ``max_age_days`` old (age from recorded_utc)
-    - stale: the same entry, older (returned all the same)
-    - mismatched: no good matching entry, but valid entries exist for the repository, runner
-      class and suite (including ones recorded under a schema this tritongate cannot read);
-      ``nearest`` is the newest of them and the reason names its differences
-    - missing: no valid entry (no store, nothing published, only damaged entries, or only
-      entries of other repositories: the reason says "no baseline for REPO on runner class
-      RC" and names the repositories it found)
-
-    ``store_text`` is how the store is spelled in the refresh command (default: ``store``).
+    where their ``record_path`` says; with ``compiler_repo``, only those built from that
+    repository (another's, or one recording none, is never chosen, nor offered as the nearest).
+    Newest = latest (recorded, created, name). Never raises for a damaged entry (skipped with a
+    note): ``BaselineError`` only for bad arguments. ``store_text``: how the refresh command
+    spells the store (default: ``store``).
     """
     store = Path(store)
     check_runner_class(runner_class)
@@ -121,9 +106,10 @@ def find(store: Path, runner_class: str, suite: str, gpu: str, *, max_age_days: 
     if now.tzinfo is None:
         raise BaselineError("find(now=...) must be timezone-aware")
     repo = parse_repo(compiler_repo) if compiler_repo else None
+    repo_name = repo.display if repo else None
     expected = {"runner_class": runner_class, "suite": suite, "gpu": gpu, "gpu_slug": gpu_slug(gpu),
-                "suite_digest": suite_digest, "backend": backend, "compiler_repo": repo.display if repo else None}
-    refresh = refresh_command(store_text or str(store), suite, runner_class, backend, repo.display if repo else None)
+                "suite_digest": suite_digest, "backend": backend, "compiler_repo": repo_name}
+    refresh = refresh_command(store_text or str(store), suite, runner_class, backend, repo_name)
 
     def result(state: State, reason: str, **kw: Any) -> Lookup:
         return Lookup(state=state, reason=reason, refresh=refresh, expected=expected,
@@ -144,18 +130,15 @@ def find(store: Path, runner_class: str, suite: str, gpu: str, *, max_age_days: 
         diffs = differences(entry.manifest, suite=suite, gpu=gpu, suite_digest=suite_digest, backend=backend)
         if diffs:
             mismatched.append((entry, diffs))
-            continue
-        if chosen is not None:
-            continue
-        try:
-            verify_entry(entry)
-        except SchemaVersionError as exc:  # readable by another tritongate: not damage
-            mismatched.append((entry, [f"record unreadable by this tritongate ({exc})"]))
-            continue
-        except (GateError, OSError) as exc:
-            notes.append(f"skipped {entry.path}: {exc}")
-            continue
-        chosen = entry
+        elif chosen is None:
+            try:
+                verify_entry(entry)
+            except SchemaVersionError as exc:  # readable by another tritongate: not damage
+                mismatched.append((entry, [f"record unreadable by this tritongate ({exc})"]))
+            except (GateError, OSError) as exc:
+                notes.append(f"skipped {entry.path}: {exc}")
+            else:
+                chosen = entry
     skipped = f"; {len(notes)} damaged entr{'y' if len(notes) == 1 else 'ies'} skipped" if notes else ""
     where = (f"{suite} baseline for {repo.display} on runner class {runner_class} ({gpu_slug(gpu)})" if repo
              else f"{suite} baseline for runner class {runner_class} on {gpu_slug(gpu)}")
@@ -174,8 +157,7 @@ def find(store: Path, runner_class: str, suite: str, gpu: str, *, max_age_days: 
         return result(State.OK, f"newest {where}: {m.record_path}, {age:.1f} days old, built from "
                                 f"{built}{skipped}", entry=chosen, age_days=age)
     if mismatched:
-        mismatched.sort(key=lambda pair: pair[0].sort_key(), reverse=True)
-        nearest, diffs = mismatched[0]
+        nearest, diffs = max(mismatched, key=lambda pair: pair[0].sort_key())
         return result(State.MISMATCHED, f"no {where} matches: the newest entry {nearest.manifest.record_path} "
                                         f"has {'; '.join(diffs)}{skipped}", entry=None, nearest=nearest)
     return result(State.MISSING, f"no {where} in {store}{_others_text(others)}{skipped}", entry=None)
@@ -186,25 +168,16 @@ def _by_repo(entries: list[Entry], repo: Repo | None) -> tuple[list[Entry], list
     other one (None: it records none)."""
     if repo is None:
         return entries, []
-    ours: list[Entry] = []
-    others: list[Repo | None] = []
-    for entry in entries:
-        found = entry.repo()
-        if found is not None and found.key == repo.key:
-            ours.append(entry)
-        else:
-            others.append(found)
-    return ours, others
+    found = [(entry, entry.repo()) for entry in entries]
+    return ([e for e, r in found if r is not None and r.key == repo.key],
+            [r for _, r in found if r is None or r.key != repo.key])
 
 
 def _others_text(others: list[Repo | None]) -> str:
     """What the runner class and suite hold instead: "; its 3 entries are for a/b (2), ..."."""
     if not others:
         return ""
-    counts: dict[str, int] = {}
-    for found in others:
-        name = found.display if found is not None else "no recorded repository"
-        counts[name] = counts.get(name, 0) + 1
+    counts = Counter(found.display if found is not None else "no recorded repository" for found in others)
     listed = ", ".join(f"{name} ({n})" for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     n = len(others)
     return (f"; its {n} entr{'y' if n == 1 else 'ies'} for this runner class and suite {'is' if n == 1 else 'are'} "

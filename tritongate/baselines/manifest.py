@@ -1,14 +1,14 @@
 """``manifest.json`` of a baseline entry: what was recorded, where, by which builds.
 
-The manifest is the one file a lookup reads per entry, so it carries everything a lookup
-matches on (runner class, suite name + digest, GPU, backend) and the sha256 of every file of
-the entry (a damaged or edited record is caught before a PR job replays it). It is validated
-when built (a publish never writes a manifest it could not read back) and when read.
+The one file a lookup reads per entry: everything a lookup matches on, and the sha256 of every
+other file (a damaged or edited record is caught before a PR job replays it). Validated when
+built (a publish never writes a manifest it could not read back) and when read.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 from pathlib import Path
@@ -77,8 +77,7 @@ def _utc(value: str) -> str:
 
 
 def _relative(value: str) -> str:
-    parts = value.split("/")
-    if value.startswith("/") or any(p in ("", ".", "..") for p in parts):
+    if value.startswith("/") or any(p in ("", ".", "..") for p in value.split("/")):
         raise ValueError(f"expected a relative path inside the store, got {value[:80]!r}")
     return value
 
@@ -142,8 +141,6 @@ def build_manifest(fields: dict[str, Any], *, source: str | Path) -> Manifest:
 
 def read_manifest(path: Path) -> Manifest:
     """The manifest at ``path``, or ``BaselineError`` with one line naming the file."""
-    import json
-
     path = Path(path)
     if not path.is_file():
         raise BaselineError(f"{path} is missing (a publish that died, or not a baseline entry)")

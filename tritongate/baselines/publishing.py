@@ -15,7 +15,7 @@ from tritongate import __version__
 from tritongate import safefs
 from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.autotune.records import RECORDS_DIR, load_records
-from tritongate.baselines.ir_files import copy_ir
+from tritongate.baselines.ir_files import ir_files
 from tritongate.baselines.manifest import (MANIFEST, BaselineError, build_manifest,
                                            check_runner_class, gpu_slug, slug)
 from tritongate.baselines.repo import parse_repo, repo_of_ref
@@ -29,39 +29,41 @@ _RECORD = "record one: python ci/record_baseline.py --suite SUITE --out runs --p
 _FIX = f"publish a finished record run, or {_RECORD}"
 
 
+def _refusal(run_dir: Path, why: object) -> BaselineError:
+    return BaselineError(f"refusing to publish {run_dir}: {why}")
+
+
 def _load_publishable(run_dir: Path) -> Run:
     if not run_dir.is_dir():
-        raise BaselineError(f"refusing to publish {run_dir}: not a directory; pass the run directory "
-                            "that `tritongate run` printed")
+        raise _refusal(run_dir, "not a directory; pass the run directory that `tritongate run` printed")
     try:
         run = load_run(run_dir, allow_incomplete=True)
     except GateError as exc:
-        raise BaselineError(f"refusing to publish {run_dir}: {exc}") from None
+        raise _refusal(run_dir, exc) from None
     if run.mode == "replay":
         original = run.identity.get("replay_from") or "unknown"
-        raise BaselineError(f"refusing to publish {run_dir}: it is a replay run (of {original}) and holds "
-                            f"no autotune records of its own; publish the record it replayed, or {_RECORD}")
+        raise _refusal(run_dir, f"it is a replay run (of {original}) and holds no autotune records of its own; "
+                                f"publish the record it replayed, or {_RECORD}")
     if run.status is not RunStatus.COMPLETE:
-        raise BaselineError(f"refusing to publish {run_dir}: the run is incomplete ({run.status.value}, "
-                            f"{len(run.rows)} rows); {_FIX}")
+        raise _refusal(run_dir, f"the run is incomplete ({run.status.value}, {len(run.rows)} rows); {_FIX}")
     if not run.rows:
-        raise BaselineError(f"refusing to publish {run_dir}: it has no rows; {_FIX}")
+        raise _refusal(run_dir, f"it has no rows; {_FIX}")
     if not any(r.status is RowStatus.OK and r.samples for r in run.rows):  # a baseline nothing can replay against
-        raise BaselineError(f"refusing to publish {run_dir}: none of its {len(run.rows)} rows was measured (every "
-                            f"row errored or timed out); {_FIX}")
+        raise _refusal(run_dir, f"none of its {len(run.rows)} rows was measured (every row errored or timed out); "
+                                f"{_FIX}")
     from tritongate.gate.comparability import planted_knobs
 
     planted = planted_knobs(run.identity)
     if planted:
-        raise BaselineError(f"refusing to publish {run_dir}: it is a planted run ({planted}), its kernels slowed "
-                            f"on purpose; unset the variable and {_RECORD}")
+        raise _refusal(run_dir, f"it is a planted run ({planted}), its kernels slowed on purpose; unset the "
+                                f"variable and {_RECORD}")
     backend = run.identity.get("backend")
     if not isinstance(backend, str) or not backend:
-        raise BaselineError(f"refusing to publish {run_dir}: {IDENTITY} names no backend; {_FIX}")
+        raise _refusal(run_dir, f"{IDENTITY} names no backend; {_FIX}")
     try:
         load_records(run_dir, backend=backend, run=run)
     except GateError as exc:
-        raise BaselineError(f"refusing to publish {run_dir}: {exc}") from None
+        raise _refusal(run_dir, exc) from None
     return run
 
 
@@ -84,8 +86,8 @@ def _check_copy(run_dir: Path, tmp: Path, run: Run, loaded: Mapping[str, str], f
     copied records load, for the run that was loaded."""
     changed = [rel for rel in (RESULTS, IDENTITY) if files.get(rel) != loaded[rel]]
     if changed:
-        raise BaselineError(f"refusing to publish {run_dir}: {', '.join(changed)} changed while it was published; "
-                            "publish it again once its writer has finished")
+        raise _refusal(run_dir, f"{', '.join(changed)} changed while it was published; publish it again once "
+                                "its writer has finished")
     try:
         load_records(tmp, backend=backend, run=run)
     except GateError as exc:
@@ -100,15 +102,11 @@ def _text_at(ident: Mapping[str, Any], *keys: str) -> str | None:
 
 
 def _utc_text(value: str | None) -> str | None:
-    if not value:
-        return None
     try:
-        when = dt.datetime.fromisoformat(value)
+        when = dt.datetime.fromisoformat(value) if value else None
     except ValueError:
         return None
-    if when.tzinfo is None:
-        return None
-    return when.astimezone(dt.timezone.utc).isoformat()
+    return when.astimezone(dt.timezone.utc).isoformat() if when is not None and when.tzinfo is not None else None
 
 
 def _identity_fields(run: Run) -> dict[str, Any]:
@@ -119,8 +117,7 @@ def _identity_fields(run: Run) -> dict[str, Any]:
     for name, keys in need.items():
         value = _text_at(ident, *keys)
         if value is None:
-            raise BaselineError(f"refusing to publish {run.path}: {IDENTITY} has no {'.'.join(keys)}, so "
-                                f"a lookup could not match it; {_FIX}")
+            raise _refusal(run.path, f"{IDENTITY} has no {'.'.join(keys)}, so a lookup could not match it; {_FIX}")
         fields[name] = value
     fields["triton_build_hash"] = _text_at(ident, "software", "triton", "build_hash")
     fields["compiler_ref"] = _text_at(ident, "compiler_ref")
@@ -154,17 +151,17 @@ def _copy_record(src: Path, dst: Path) -> dict[str, str]:
     (``ir_files``: with the TTGIR when small); run.log stays a CI artifact."""
     names = [RESULTS, IDENTITY] + ([SHAPES] if (src / SHAPES).is_file() else [])
     names += [f"{RECORDS_DIR}/{p.name}" for p in sorted((src / RECORDS_DIR).glob("*.json")) if p.is_file()]
+    try:
+        names += ir_files(src)
+    except ValueError as exc:  # a damaged index is refused, not silently dropped
+        raise _refusal(src, exc) from None
     (dst / RECORDS_DIR).mkdir()
     files = {}
     for rel in names:
         data = safefs.read_bytes(src, rel)  # a link in the run is refused, never copied as its target
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
         _write_durable(dst / rel, data)
         files[rel] = sha256_of(data)
-    try:
-        kept = copy_ir(src, dst, _write_durable)
-    except ValueError as exc:  # a damaged index is refused, not silently dropped
-        raise BaselineError(f"refusing to publish {src}: {exc}") from None
-    files.update({rel: sha256_of(data) for rel, data in kept.items()})
     return files
 
 
@@ -188,11 +185,9 @@ def _short_commit(commit: str | None) -> str:
 
 def publish(store: Path, run_dir: Path, *, runner_class: str, compiler_repo: str | None = None,
             compiler_commit: str | None = None, now: dt.datetime | None = None) -> Entry:
-    """Copy a finished record run into the store as a new entry and return it.
-
-    Refuses (``BaselineError``, one line naming the path and the fix) a replay run, an
-    incomplete or invalid run, and one whose identity lacks what a lookup matches on.
-    """
+    """Copy a finished record run into the store as a new entry and return it; a replay run, an
+    incomplete or invalid one, or one whose identity lacks what a lookup matches on is refused
+    (``BaselineError``, one line naming the path and the fix)."""
     store, run_dir = Path(store), Path(run_dir)
     check_runner_class(runner_class)
     now = now or dt.datetime.now(dt.timezone.utc)
@@ -204,14 +199,13 @@ def publish(store: Path, run_dir: Path, *, runner_class: str, compiler_repo: str
     try:  # stored credential-free (a clone URL may carry a token); matched by its key
         repo = parse_repo(compiler_repo) if compiler_repo else repo_of_ref(fields["compiler_ref"])
     except BaselineError as exc:
-        raise BaselineError(f"refusing to publish {run_dir}: {exc}") from None
+        raise _refusal(run_dir, exc) from None
     commit = compiler_commit or _text_at(run.identity, "commit")
     created = now.astimezone(dt.timezone.utc).isoformat()
     recorded = _utc_text(_text_at(run.identity, "started_utc")) or created
-    fields.update(tritongate_version=__version__, created_utc=created, recorded_utc=recorded,
-                  runner_class=runner_class, compiler_repo=repo.display if repo else None, compiler_commit=commit,
-                  source_run=run_dir.name, rows=len(run.rows),
-                  rows_ok=sum(1 for r in run.rows if r.status.value == "ok"))
+    fields.update(tritongate_version=__version__, created_utc=created, recorded_utc=recorded, runner_class=runner_class,
+                  compiler_repo=repo.display if repo else None, compiler_commit=commit, source_run=run_dir.name,
+                  rows=len(run.rows), rows_ok=sum(1 for r in run.rows if r.status.value == "ok"))
     suite_dir = slug(fields["suite_name"])
     source = f"{run_dir}: its baseline manifest"
     try:  # refuse a value the manifest cannot hold before copying anything

@@ -1,17 +1,11 @@
 """Which compiler repository a baseline was built from, spelled any way git or GitHub spells it.
 
-A store entry is only a baseline for PRs of the repository its compiler came from: FlagTree's
-records are not Triton's, and a fork's nightly is not upstream's. Workflows name a repository
-as ``OWNER/NAME`` (``github.repository``), people as a clone URL; all of these are one
-repository::
-
-    flagos-ai/FlagTree   https://github.com/flagos-ai/FlagTree.git   git@github.com:flagos-ai/flagtree
-    ssh://git@github.com/flagos-ai/FlagTree   github.com/flagos-ai/FlagTree/
-
-The key compares them: GitHub's host dropped (``github.com`` is the default), any user or
-token in the URL dropped, a trailing ``.git`` or ``/`` dropped, letters lower-cased (GitHub
-owner and repository names are case-insensitive). Another host keeps its name in the key:
-``gitlab.com/org/triton`` is not ``org/triton``.
+A store entry is only a baseline for PRs of its compiler's repository (FlagTree's records are
+not Triton's, a fork's nightly is not upstream's). ``flagos-ai/FlagTree``,
+``https://github.com/flagos-ai/FlagTree.git``, ``git@github.com:flagos-ai/flagtree`` and
+``ssh://git@github.com/flagos-ai/FlagTree`` are one repository: the key drops GitHub's host,
+any user or token, a trailing ``.git`` or ``/``, and letter case (GitHub names are
+case-insensitive). Another host stays in the key: ``gitlab.com/org/triton`` is not ``org/triton``.
 """
 
 from __future__ import annotations

@@ -12,11 +12,8 @@
                          `tritongate ir --from ENTRY` recompiles (baselines/ir_files.py)
 ```
 
-An entry folder *is* a record run directory: pass it to ``tritongate pair`` or
-``tritongate run --replay-from``. Nothing in the store is ever rewritten: a publish builds the
-entry in a hidden temp folder beside its final place and renames it in, so concurrent
-publishers end in distinct entries and a reader never sees half of one; "latest" is computed
-by reading manifests, never stored.
+An entry folder *is* a record run directory (``tritongate pair``, ``run --replay-from``).
+Nothing in the store is ever rewritten, and "latest" is computed from the manifests, never stored.
 """
 
 from __future__ import annotations
@@ -40,15 +37,12 @@ SHAPES = "shapes.yaml"
 SUMMARY = "summary.tsv"
 INCOMING = ".incoming-"  # a publish in flight (or one that died): never read as an entry
 REQUIRED_FILES = (RESULTS, IDENTITY, f"{RECORDS_DIR}/{META}")
+FUTURE_SLACK_DAYS = 1 / 24  # an hour of clock difference between runners is not "the future"
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-DIR_MODE = 0o777 & ~_umask()  # mkdtemp makes 0700: entries must be readable like any folder
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+DIR_MODE = 0o777 & ~_UMASK  # mkdtemp makes 0700: entries must be readable like any folder
 
 
 def default_store(environ: Mapping[str, str] | None = None) -> Path:
@@ -109,23 +103,19 @@ def check_files(path: Path, manifest: Manifest) -> None:
             raise BaselineError(f"{file} does not match its sha256 in {MANIFEST}: edited or damaged")
 
 
-def check_record(path: Path, backend: str) -> Run:
-    """The folder loads as replay will load it: a complete record run with its records.
-    ``SchemaVersionError`` passes through (a record this tritongate cannot read is not damage)."""
-    run = load_run(path)
+def verify_entry(entry: Entry) -> Run:
+    """Files intact and the folder loading as replay will load it (a complete record run with
+    its records): what "good" means for a lookup. ``SchemaVersionError`` passes through (a
+    record this tritongate cannot read is not damage)."""
+    check_files(entry.path, entry.manifest)
+    run = load_run(entry.path)
     if run.mode != "record":
-        raise BaselineError(f"{path} is a {run.mode} run, not a record")
+        raise BaselineError(f"{entry.path} is a {run.mode} run, not a record")
     try:
-        load_records(path, backend=backend)
+        load_records(entry.path, backend=entry.manifest.backend)
     except GateError as exc:
         raise BaselineError(str(exc)) from None
     return run
-
-
-def verify_entry(entry: Entry) -> Run:
-    """Files intact and the record loadable: what "good" means for a lookup."""
-    check_files(entry.path, entry.manifest)
-    return check_record(entry.path, entry.manifest.backend)
 
 
 def _dirs(folder: Path, notes: list[str]) -> Iterator[Path]:
@@ -195,8 +185,3 @@ def list_entries(store: Path, *, runner_class: str | None = None, suite: str | N
         except (GateError, OSError) as exc:
             notes.append(f"damaged {e.path}: {exc}; find skips it")
     return entries, notes
-
-
-# -- publish -------------------------------------------------------------------------------
-
-FUTURE_SLACK_DAYS = 1 / 24  # an hour of clock difference between runners is not "the future"

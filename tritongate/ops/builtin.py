@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -15,6 +16,7 @@ from tritongate.ops.registry import Case, OpSpec, Registry
 REGISTRY = Registry()
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 HALF_DTYPES = ("float16", "bfloat16")
+_numel = math.prod
 
 
 def _randn(shape, dtype, device, gen, scale: float = 1.0):
@@ -22,44 +24,39 @@ def _randn(shape, dtype, device, gen, scale: float = 1.0):
     return (torch.randn(shape, device=device, generator=gen, dtype=torch.float32) * scale).to(dtype)
 
 
-# Every builder launches with the planted delay of its row, if any (calibration only: see
-# tritongate/ops/planting.py); on the interpreter that is a host spin after the launch.
-def _launch(run, plant):
-    return planting.host_delayed(lambda: run(plant), plant)
+def _case(run, reference, *tensors) -> Case:
+    """``run(plant)`` launches with the planted delay of the row, if any (calibration only: see
+    planting.py; on the interpreter a host spin after the launch). The last tensor is the output."""
+    plant = planting.active()
+    return Case(planting.host_delayed(lambda: run(plant), plant), lambda: tensors[-1], reference, tensors)
 
 
 def _build_add(shape, dtype, device, gen):
     x, y = _randn(shape, dtype, device, gen), _randn(shape, dtype, device, gen)
     out = torch.empty_like(x)
-    return Case(_launch(lambda p: elementwise.add(x, y, out, plant=p), planting.active()), lambda: out,
-                lambda: x.float() + y.float(), (x, y, out))
+    return _case(lambda p: elementwise.add(x, y, out, plant=p), lambda: x.float() + y.float(), x, y, out)
 
 
 def _build_silu_mul(shape, dtype, device, gen):
     rows, cols = shape
     x = _randn((rows, 2 * cols), dtype, device, gen)
     out = torch.empty((rows, cols), dtype=dtype, device=device)
-    return Case(_launch(lambda p: elementwise.silu_mul(x, out, plant=p), planting.active()), lambda: out,
-                lambda: F.silu(x[:, :cols].float()) * x[:, cols:].float(), (x, out))
+    return _case(lambda p: elementwise.silu_mul(x, out, plant=p),
+                 lambda: F.silu(x[:, :cols].float()) * x[:, cols:].float(), x, out)
 
 
 def _build_softmax(shape, dtype, device, gen):
     x = _randn(shape, dtype, device, gen, scale=2.0)
     out = torch.empty_like(x)
-    return Case(_launch(lambda p: reduction.softmax(x, out, plant=p), planting.active()), lambda: out,
-                lambda: torch.softmax(x.float(), dim=-1), (x, out))
+    return _case(lambda p: reduction.softmax(x, out, plant=p), lambda: torch.softmax(x.float(), dim=-1), x, out)
 
 
 def _build_rmsnorm(shape, dtype, device, gen):
-    x = _randn(shape, dtype, device, gen)
-    w = _randn(shape[-1:], dtype, device, gen)
+    x, w = _randn(shape, dtype, device, gen), _randn(shape[-1:], dtype, device, gen)
     out = torch.empty_like(x)
-
-    def ref():
-        xf = x.float()
-        return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
-    return Case(_launch(lambda p: reduction.rmsnorm(x, w, out, plant=p), planting.active()), lambda: out, ref,
-                (x, w, out))
+    return _case(lambda p: reduction.rmsnorm(x, w, out, plant=p),
+                 lambda: x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6) * w.float(),
+                 x, w, out)
 
 
 def _build_matmul(shape, dtype, device, gen):
@@ -67,31 +64,20 @@ def _build_matmul(shape, dtype, device, gen):
     a = _randn((m, k), dtype, device, gen, scale=1 / math.sqrt(k) ** 0.5)
     b = _randn((k, n), dtype, device, gen, scale=1 / math.sqrt(k) ** 0.5)
     c = torch.empty((m, n), dtype=dtype, device=device)
-    return Case(_launch(lambda p: mm_k.matmul(a, b, c, plant=p), planting.active()), lambda: c,
-                lambda: a.float() @ b.float(), (a, b, c))
+    return _case(lambda p: mm_k.matmul(a, b, c, plant=p), lambda: a.float() @ b.float(), a, b, c)
 
 
 def _attention_builder(causal: bool):
     def build(shape, dtype, device, gen):
         q, k, v = (_randn(shape, dtype, device, gen) for _ in range(3))
         out = torch.empty_like(q)
-
-        def ref():
-            return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
-        return Case(_launch(lambda p: attn_k.attention(q, k, v, out, causal=causal, plant=p), planting.active()),
-                    lambda: out, ref, (q, k, v, out))
+        return _case(lambda p: attn_k.attention(q, k, v, out, causal=causal, plant=p),
+                     lambda: F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal),
+                     q, k, v, out)
     return build
 
 
-def _numel(shape) -> int:
-    return math.prod(shape)
-
-
-def _planted_spec(*args, **kwargs) -> OpSpec:
-    """Every builtin op takes the planted delay of calibration runs."""
-    return OpSpec(*args, **kwargs, plantable=True)
-
-
+_planted_spec = functools.partial(OpSpec, plantable=True)  # every builtin op takes calibration's planted delay
 REGISTRY.register(_planted_spec(
     "add", "elementwise x + y (autotuned block size)", "[n] or [rows, cols]", (1, 2), FLOAT_DTYPES,
     _build_add, bytes=lambda s, e: 3 * _numel(s) * e, flops=_numel))
@@ -117,8 +103,7 @@ for _causal in (False, True):
         f"fused attention forward{' with a causal mask' if _causal else ''} (online softmax, autotuned)",
         "[batch, heads, seq, head_dim]", (4,), HALF_DTYPES, _attention_builder(_causal),
         bytes=lambda s, e: 4 * _numel(s) * e,
-        flops=(lambda s: 2.0 * s[0] * s[1] * s[2] * s[2] * s[3]) if _causal
-        else (lambda s: 4.0 * s[0] * s[1] * s[2] * s[2] * s[3]),
+        flops=lambda s, f=2.0 if _causal else 4.0: f * s[0] * s[1] * s[2] * s[2] * s[3],
         tolerance={"float16": (2e-2, 2e-2), "bfloat16": (4e-2, 4e-2)}))
 
 

@@ -2,11 +2,10 @@
 
 ``TRITONGATE_PLANTED_DELAY=FILE`` names a plan written by ``tritongate calibrate``: the
 fraction it plants and, per row (``op/case/dtype``), the spin in nanoseconds that adds that
-fraction to the row's time (found by timing the row at several spins: ``calibrate/aim.py``).
-A builtin op of a planned row launches its kernel with the spin inside
-(``ops/kernels/planted.py``: every program spins after its work); under the interpreter the launch is followed by a host spin.
-Off by default; when on it is in the run identity and in every planted row's params, so a
-planted run can never pass for a plain one.
+fraction to the row's time (``calibrate/aim.py``). A builtin op of a planned row launches its
+kernel with the spin inside (``ops/kernels/planted.py``); under the interpreter a host spin
+follows the launch. Off by default; when on it is in the run identity and in every planted
+row's params, so a planted run can never pass for a plain one.
 """
 
 from __future__ import annotations
@@ -64,16 +63,15 @@ def write_plan(path: Path, fraction: float, delays_ns: Mapping[str, int]) -> Pat
 
 
 def load_plan(environ: Mapping[str, str] | None = None) -> PlantPlan | None:
-    """The plan ``TRITONGATE_PLANTED_DELAY`` names, or None when unset. Raises ``UsageError``
-    naming the variable, the file and what is wrong."""
+    """The plan ``TRITONGATE_PLANTED_DELAY`` names, or None when unset (``UsageError`` naming
+    the variable, the file and what is wrong)."""
     env = os.environ if environ is None else environ
     text = env.get(PLANTED_DELAY_ENV, "").strip()
     if not text:
         return None
-    path = Path(text)
     where = f"{PLANTED_DELAY_ENV}={text}"
     try:
-        raw = path.read_bytes()
+        raw = Path(text).read_bytes()
         doc = json.loads(raw)
     except OSError as exc:
         raise UsageError(f"{where}: cannot read it ({exc.strerror or exc}); unset it, or point it at a plan "
@@ -84,7 +82,7 @@ def load_plan(environ: Mapping[str, str] | None = None) -> PlantPlan | None:
             or not isinstance(doc.get("fraction"), (int, float)) or isinstance(doc.get("fraction"), bool):
         raise UsageError(f"{where}: expected {{\"schema\": {SCHEMA}, \"fraction\": F, \"delays_ns\": {{row: ns}}}}")
     try:
-        return PlantPlan(str(path), hashlib.sha256(raw).hexdigest(), float(doc["fraction"]), dict(doc["delays_ns"]))
+        return PlantPlan(str(Path(text)), hashlib.sha256(raw).hexdigest(), float(doc["fraction"]), dict(doc["delays_ns"]))
     except ValueError as exc:
         raise UsageError(f"{where}: {exc}") from None
 

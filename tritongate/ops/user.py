@@ -1,24 +1,9 @@
 """Ops from the user's own Python modules, named by a suite's ``modules:`` key.
 
-The contract: a module exposes ``TRITONGATE_OPS``, a list of ``OpSpec``
-(``tritongate.ops.registry``), exactly like the builtin ops: ``build`` allocates and seeds
-the inputs from the generator it is given and returns a ``Case`` whose ``launch`` only
-launches; ``bytes`` and ``flops`` count the work of one launch. ``ops/examples/scale_shift.py``
-is a complete example; ``ops/README.md`` ("Your own ops") documents the fields.
-
-While the modules are imported, the suite's directory is at the front of ``sys.path`` (so a
-module next to the suite is found) and is taken off again afterwards: a module should import
-what it needs at import time. A module is imported once per process, by Python's usual rule.
+The contract (``TRITONGATE_OPS``, a list of ``OpSpec``) is in ``ops/README.md``, "Your own ops".
 Every problem is a ``PreflightError`` with check ``user_ops`` that names the module and the fix.
-
-A module that ends the interpreter while it is imported (``os._exit(0)``) cannot be caught in
-the process that imports it: the process is gone, with the exit code the module chose, before
-any "nothing was measured" check runs. So the modules are first imported in a child
-interpreter (``probe_imports``) that reports each import that came back; a module the child
-never came back from is refused before this process imports it. ``SystemExit`` and other
-exceptions at import are caught in-process as before. The op contract's numbers are checked
-too: tolerances finite and bounded (a huge one makes any wrong result "correct"), and what
-``bytes``/``flops`` return finite and >= 0 when a row calls them.
+A module that ends the interpreter while it is imported (``os._exit``) cannot be caught in the
+process that imports it, so the modules are first imported in a child interpreter (``probe_imports``).
 """
 
 from __future__ import annotations
@@ -59,7 +44,9 @@ def registry_for(modules: Sequence[str], *, search_dir: Path | None, probe: bool
         return REGISTRY
     if probe:
         probe_imports(names, search_dir)
-    loaded = _import_all(names, search_dir)
+    with _on_path(search_dir) as entry:
+        importlib.invalidate_caches()  # a file written since the directory was last listed
+        loaded = [(name, _import(name, entry)) for name in names]
     registry = Registry()
     for name in REGISTRY.names():
         registry.register(REGISTRY.get(name))
@@ -111,11 +98,10 @@ def _module_names(modules: Sequence[str]) -> list[str]:
     for name in modules:
         # 'x.py' would parse as module 'py' of package 'x': it is always a file name meant as a module
         if not isinstance(name, str) or not _MODULE_NAME.fullmatch(name) or name.endswith(".py"):
-            hint = ""
-            if isinstance(name, str) and name.endswith(".py"):
-                hint = f"; write {Path(name).stem!r}, without '.py'"
-            elif isinstance(name, str) and ("/" in name or "\\" in name):
-                hint = "; put the file next to the suite and write its module name"
+            text = name if isinstance(name, str) else ""
+            hint = (f"; write {Path(text).stem!r}, without '.py'" if text.endswith(".py") else
+                    "; put the file next to the suite and write its module name" if "/" in text or "\\" in text
+                    else "")
             _fail(f"modules: {name!r} is not a Python module name (like 'my_ops' or 'pkg.my_ops'){hint}")
         if name not in names:  # listed twice: imported once
             names.append(name)
@@ -138,15 +124,6 @@ def _on_path(search_dir: Path | None) -> Iterator[str | None]:
             sys.path.remove(entry)
 
 
-def _import_all(names: list[str], search_dir: Path | None) -> list[tuple[str, ModuleType]]:
-    loaded = []
-    with _on_path(search_dir) as entry:
-        importlib.invalidate_caches()  # a file written since the directory was last listed
-        for name in names:
-            loaded.append((name, _import(name, entry)))
-    return loaded
-
-
 def _import(name: str, entry: str | None) -> ModuleType:
     where = f"{entry} (the suite's directory) and sys.path" if entry else "sys.path"
     try:
@@ -164,8 +141,7 @@ def _import(name: str, entry: str | None) -> ModuleType:
 
 def describe_import_error(exc: BaseException) -> str:
     """An exception raised while importing a module as one bounded line: its type and first line."""
-    lines = str(exc).strip().splitlines()
-    first = lines[0].strip() if lines else ""
+    first = (str(exc).strip().splitlines() or [""])[0].strip()
     if len(first) > 200:
         first = first[:197] + "..."
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
@@ -202,21 +178,17 @@ for name in names:
     out.write(f"{token} importing {name}\\n"); out.flush()
     try:
         importlib.import_module(name)
-    except BaseException as exc:
-        out.write(f"{token} raised {name}\\n"); out.flush()
+    except BaseException:  # left to the in-process import, which names it
         break
-    out.write(f"{token} returned {name}\\n"); out.flush()
 out.write(f"{token} done\\n"); out.flush()
 """
 
 
 def probe_imports(names: Sequence[str], search_dir: Path | None, *, timeout_s: float = PROBE_TIMEOUT_S,
                   python: str | None = None) -> None:
-    """Import ``names`` in a child interpreter with this process's ``sys.path`` (and
-    ``search_dir`` first); ``PreflightError`` naming the module the child never came back
-    from (it ended the interpreter: ``os._exit``, a signal) or that did not finish in
-    ``timeout_s``. A module that raises is left to the in-process import, which names the
-    exception."""
+    """Import ``names`` in a child interpreter with this process's ``sys.path`` (``search_dir``
+    first); ``PreflightError`` naming the module the child never came back from (``os._exit``, a
+    signal) or that did not finish in ``timeout_s``. One that raises is left to the in-process import."""
     token = f"tritongate-probe-{uuid.uuid4().hex}"
     path = ([str(Path(search_dir).resolve())] if search_dir is not None else []) + list(sys.path)
     argv = [python or sys.executable, "-c", _PROBE, token, json.dumps(path), *names]
@@ -239,6 +211,11 @@ def probe_imports(names: Sequence[str], search_dir: Path | None, *, timeout_s: f
           "so nothing would be measured; a module must only define its ops at import (see ops/README.md)")
 
 
+def _finite(value: Any) -> bool:
+    """A finite number >= 0 (not a bool)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
+
+
 def _counted(spec: OpSpec, module_name: str) -> OpSpec:
     """``spec`` whose ``bytes``/``flops`` results are checked when a row calls them: a NaN or
     negative count would be written into the run as a throughput."""
@@ -247,8 +224,7 @@ def _counted(spec: OpSpec, module_name: str) -> OpSpec:
     def checked(fn: Any, what: str) -> Any:
         def call(*args: Any) -> float:
             value = fn(*args)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or value < 0:
+            if not _finite(value):
                 raise ValueError(f"{label}: {what}{tuple(args)!r} returned {value!r}; it must return a finite "
                                  "number >= 0 (see ops/README.md, 'Your own ops')")
             return float(value)
@@ -256,21 +232,6 @@ def _counted(spec: OpSpec, module_name: str) -> OpSpec:
 
     return dataclasses.replace(spec, bytes=checked(spec.bytes, "bytes"),
                                flops=checked(spec.flops, "flops") if spec.flops is not None else None)
-
-
-def _check_tolerance(spec: OpSpec, label: str) -> None:
-    tol = spec.tolerance
-    if not isinstance(tol, dict):
-        _fail(f"{label}: tolerance must be a dict of dtype -> (atol, rtol), got {type(tol).__name__}")
-    for dtype, pair in tol.items():
-        ok = isinstance(pair, (tuple, list)) and len(pair) == 2 and all(
-            not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in pair)
-        if not ok:
-            _fail(f"{label}: tolerance[{dtype!r}] must be (atol, rtol), two finite numbers >= 0, got {pair!r}")
-        atol, rtol = pair
-        if atol > MAX_ATOL or rtol > MAX_RTOL:
-            _fail(f"{label}: tolerance[{dtype!r}] = {tuple(pair)!r} is too loose for a correctness check (any wrong "
-                  f"result would pass); atol <= {MAX_ATOL:g} and rtol <= {MAX_RTOL:g} are allowed")
 
 
 def _check_spec(spec: OpSpec, module_name: str) -> None:
@@ -293,4 +254,11 @@ def _check_spec(spec: OpSpec, module_name: str) -> None:
             _fail(f"{label}: {field_name} must be a function (see ops/README.md, 'Your own ops')")
     if spec.flops is not None and not callable(spec.flops):
         _fail(f"{label}: flops must be a function of the shape, or None")
-    _check_tolerance(spec, label)
+    if not isinstance(spec.tolerance, dict):
+        _fail(f"{label}: tolerance must be a dict of dtype -> (atol, rtol), got {type(spec.tolerance).__name__}")
+    for dtype, pair in spec.tolerance.items():
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(map(_finite, pair))):
+            _fail(f"{label}: tolerance[{dtype!r}] must be (atol, rtol), two finite numbers >= 0, got {pair!r}")
+        if pair[0] > MAX_ATOL or pair[1] > MAX_RTOL:
+            _fail(f"{label}: tolerance[{dtype!r}] = {tuple(pair)!r} is too loose for a correctness check (any wrong "
+                  f"result would pass); atol <= {MAX_ATOL:g} and rtol <= {MAX_RTOL:g} are allowed")

@@ -1,26 +1,16 @@
 """Op providers: packages whose ops a suite takes by name (``provider: flaggems``).
 
-This part reads a provider suite's assets and decides, without importing the provider's
-package (so it works on any machine, for the suite's digest too):
-
-- the inventory ``inventory_<backend>.csv``: ``op,callable,class,status[,module]`` after
-  ``#`` comment lines (the first names the command that regenerates it);
-- the dismiss list ``dismiss.txt``: ``op | YYYY-MM-DD | reason`` per line, ``#`` comments;
-- which ops a suite measures: the ones it names, or with ``ops: inventory`` every op of the
-  inventory whose status is ``ok`` and that is not dismissed;
-- each op's dtypes and its shapes, through the fallback chain: the suite's inline shapes,
-  then the shape file's key for the op's name, then for its class (the inventory's ``class``
-  column, the input recipe's family), then the file's default key ``Benchmark`` (only the
-  shapes whose rank the op takes), then the family's built-in default shapes.
-
-The provider's module (``PROVIDERS[name].module``) turns the ops into ``OpSpec``s once the
-package is imported. Every problem is a ``PreflightError`` of one line naming the file.
+Without importing the provider's package (so on any machine, for the suite's digest too) this
+reads the inventory and the dismiss list (formats: ``ops/README.md``) and decides which ops a
+suite measures, with their dtypes and shapes; the provider's module (``PROVIDERS[name].module``)
+makes ``OpSpec``s of them. Every problem is a ``PreflightError`` of one line naming the file.
 """
 
 from __future__ import annotations
 
 import csv
 import difflib
+import functools
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,8 +76,7 @@ class Inventory:
         return [op for op, e in self.entries.items() if e.status == "ok"]
 
 
-def _inventory_error(message: str) -> PreflightError:
-    return PreflightError("inventory", message)
+_inventory_error = functools.partial(PreflightError, "inventory")
 
 
 def read_inventory(path: Path) -> Inventory:
@@ -100,26 +89,18 @@ def read_inventory(path: Path) -> Inventory:
     except UnicodeDecodeError as exc:
         raise _inventory_error(f"{path} is not UTF-8 text (byte {exc.start})") from None
     lines = text.splitlines()
-    comments: list[str] = []
-    first = 0
-    while first < len(lines) and (lines[first].startswith("#") or not lines[first].strip()):
-        if lines[first].startswith("#"):
-            comments.append(lines[first][1:].strip())
-        first += 1
+    first = next((i for i, line in enumerate(lines) if line.strip() and not line.startswith("#")), len(lines))
+    comments = [line[1:].strip() for line in lines[:first] if line.startswith("#")]
     if first >= len(lines):
         raise _inventory_error(f"{path} has no header line; expected {','.join(INVENTORY_COLUMNS)}")
     reader = csv.reader(io.StringIO("\n".join(lines[first:])))
     header = next(reader)
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
-    unknown = [c for c in header if c not in INVENTORY_COLUMNS]
-    if missing or unknown or len(set(header)) != len(header):
+    if not set(REQUIRED_COLUMNS) <= set(header) <= set(INVENTORY_COLUMNS) or len(set(header)) != len(header):
         raise _inventory_error(f"{path}:{first + 1}: the header must be {','.join(INVENTORY_COLUMNS)} "
                                f"(module optional), got {','.join(header)[:120]!r}")
     entries: dict[str, InventoryEntry] = {}
     for number, row in enumerate(reader, start=first + 2):
-        if not row or (len(row) == 1 and not row[0].strip()):
-            continue
-        if row[0].startswith("#"):
+        if not row or (len(row) == 1 and not row[0].strip()) or row[0].startswith("#"):
             continue
         if len(row) != len(header):
             raise _inventory_error(f"{path}:{number}: expected {len(header)} fields ({','.join(header)}), "
@@ -144,8 +125,7 @@ class Dismissal:
     line: int
 
 
-def _dismiss_error(message: str) -> PreflightError:
-    return PreflightError("dismiss_file", message)
+_dismiss_error = functools.partial(PreflightError, "dismiss_file")
 
 
 def read_dismiss(path: Path) -> tuple[dict[str, Dismissal], bytes]:
@@ -181,11 +161,9 @@ class ShapeChoice:
 def shape_chain(op: str, names: Iterable[str], family: Any, shapes_by_key: Mapping[str, tuple[Shape, ...]],
                 *, inline: tuple[Shape, ...] = (), file_label: str = "") -> ShapeChoice:
     """An op's shapes: inline, then the file's key for each of ``names`` (the op's own
-    spellings), then the family's class name, then the file's ``Benchmark`` entry (shapes of
-    a rank the op takes), then the family's default shapes.
-
-    Shapes found under the op's own key or its class are returned as written: one of a rank
-    the op does not take is the caller's error to report, naming the key."""
+    spellings), then the family's class name (shapes under these two as written: a wrong rank
+    is the caller's error to report, naming the key), then the file's ``Benchmark`` entry
+    (shapes of a rank the op takes), then the family's default shapes."""
     if inline:
         return ShapeChoice(inline, "suite")
     for key in (*names, family.name):
@@ -214,15 +192,9 @@ class Resolution:
     dismissed: list[str] = field(default_factory=list)  # inventory ops `ops: inventory` left out
 
 
-def close_matches(name: str, names: Iterable[str], n: int = 4) -> list[str]:
-    return difflib.get_close_matches(name, list(names), n=n, cutoff=0.6)
-
-
-def _unknown(op: str, inventory: Inventory, where: Path) -> PreflightError:
-    near = close_matches(op, inventory.entries)
-    hint = f"; close matches: {', '.join(near)}" if near else ""
-    return PreflightError("unknown_op", f"{where}: op {op!r} is not in the inventory {inventory.path} "
-                          f"({len(inventory.entries)} ops){hint}")
+def _near(op: str, inventory: Inventory, before: str, after: str = "") -> str:
+    near = difflib.get_close_matches(op, list(inventory.entries), n=4, cutoff=0.6)
+    return f"{before}{', '.join(near)}{after}" if near else ""
 
 
 def resolve_ops(prov: Provider, *, suite_path: Path, ops: Mapping[str, Any], all_inventory: bool,
@@ -234,27 +206,21 @@ def resolve_ops(prov: Provider, *, suite_path: Path, ops: Mapping[str, Any], all
     or None)."""
     for op, dismissal in dismissed.items():
         if op not in inventory.entries:
-            near = close_matches(op, inventory.entries)
-            hint = f" (close matches: {', '.join(near)})" if near else ""
             raise _dismiss_error(f"dismiss list line {dismissal.line}: op {op!r} is not in the inventory "
-                                 f"{inventory.path}{hint}; fix the name or drop the line")
+                                 f"{inventory.path}{_near(op, inventory, ' (close matches: ', ')')}; fix the name "
+                                 "or drop the line")
     known = sorted({d for rec in flaggems_recipes.RECIPES.values() for d in rec.all_dtypes})
     unknown = [d for d in suite_dtypes or () if d not in known]
     if unknown:  # else a typo would silently run every op in its own dtype
         raise PreflightError("dtype", f"{suite_path}: dtypes {unknown} are not dtypes any {prov.package} op here "
                              f"runs (known: {', '.join(known)})")
-    out = Resolution()
-    if all_inventory:
-        chosen: list[str] = []
-        for op in inventory.ok():
-            (out.dismissed if op in dismissed else chosen).append(op)
-        entries: dict[str, Any] = {op: None for op in chosen}
-    else:
-        entries = dict(ops)
+    out = Resolution(dismissed=[op for op in inventory.ok() if op in dismissed] if all_inventory else [])
+    entries = {op: None for op in inventory.ok() if op not in dismissed} if all_inventory else dict(ops)
     for op, entry in entries.items():
         inv = inventory.entries.get(op)
         if inv is None:
-            raise _unknown(op, inventory, suite_path)
+            raise PreflightError("unknown_op", f"{suite_path}: op {op!r} is not in the inventory {inventory.path} "
+                                 f"({len(inventory.entries)} ops){_near(op, inventory, '; close matches: ')}")
         rec = prov.recipe(op)
         regen = prov.collect.format(backend=inventory.path.stem.removeprefix("inventory_") or "cuda")
         if inv.status == "no_recipe":

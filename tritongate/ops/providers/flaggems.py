@@ -1,27 +1,17 @@
 """The FlagGems provider: ops taken from the ``flag_gems`` package by name, as ``OpSpec``s.
 
-A suite with ``provider: flaggems`` loads through ``tritongate.suites``, which resolves its
-ops against the inventory (``ops/inventory_<backend>.csv``) and adds this module to the
-suite's ``modules``; the registry then reads ``TRITONGATE_OPS`` here, which imports
-flag_gems (so a missing or broken install is a ``PreflightError`` with check ``flaggems``,
-one line, when the suite is planned) and turns every recipe of ``flaggems_recipes`` into an
-``OpSpec`` named ``flag_gems.<op>`` (a prefix, so FlagGems' ``add`` is never the builtin one).
-
-Each spec's ``build`` makes the op's arguments from the row's seeded generator (drawn in
-float32 and cast, so every dtype sees the same values), its ``launch`` calls
-``flag_gems.<op>`` — the top-level name, which flag_gems rebinds to the arch-specific
-implementation (Hopper's ``mm``, ``mul``, ...) — and its ``reference`` calls the torch op
-on the same arguments. FlagGems ops are functional: they allocate their result, inside the
-timed launch, exactly as FlagGems' own benchmarks time them.
-
-``GEMS_VENDOR`` is set from the backend before flag_gems is imported (flag_gems otherwise
-probes the machine with vendor tools, which can hang), unless the user set it.
-FlagGems' ``LibTuner`` needs nothing here: ``tritongate.autotune.session`` patches it once
-flag_gems is importable.
+A ``provider: flaggems`` suite gets this module in its ``modules``; reading ``TRITONGATE_OPS``
+imports flag_gems (a failure is one ``PreflightError`` line, check ``flaggems``) and makes every
+recipe an ``OpSpec`` named ``flag_gems.<op>``, whose ``launch`` calls the top-level ``flag_gems.<op>``
+(rebound by flag_gems to the arch-specific implementation) and allocates its result inside the timed
+launch, as FlagGems' own benchmarks do. ``GEMS_VENDOR`` is set first (else flag_gems probes the
+machine with vendor tools, which can hang): ``ops/README.md``, "Vendor". FlagGems' ``LibTuner``
+is patched by ``tritongate.autotune.session``.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -48,10 +38,6 @@ BACKEND_ENV = "TRITONGATE_BACKEND"  # the backend, when the runner says so (else
 
 _specs_cache: tuple[int, list[OpSpec]] | None = None  # (id of the flag_gems module, its specs)
 _vendor_note: dict[str, Any] = {}
-
-
-def row_name(op: str) -> str:
-    return PREFIX + op
 
 
 def vendor_for_backend(backend: str) -> str | None:
@@ -144,36 +130,31 @@ def __getattr__(name: str) -> Any:
 
 # -- specs -----------------------------------------------------------------------------------------
 
-def resolve_callable(module: ModuleType, op: str) -> Callable[..., Any] | None:
-    fn = getattr(module, op, None)
-    return fn if callable(fn) else None
-
-
 def _spec(module: ModuleType, rec: Recipe) -> OpSpec:
-    fam = rec.family
-    tolerance = {**DEFAULT_TOLERANCE, **rec.tolerances()}
-    return OpSpec(
-        name=row_name(rec.op),
-        description=f"flag_gems.{rec.op} vs {rec.ref.removeprefix('torch.')}"
-                    + (f" ({rec.note})" if rec.note else ""),
-        shape_doc=fam.shape_doc, ranks=fam.ranks, dtypes=rec.all_dtypes,
-        build=_builder(module, rec), bytes=fam.bytes, flops=fam.flops, tolerance=tolerance)
-
-
-def _builder(module: ModuleType, rec: Recipe) -> Callable[..., Case]:
     def build(shape: tuple[int, ...], dtype: Any, device: Any, gen: Any) -> Case:
         problem = shape_problem(rec, shape)
         if problem:
-            raise ValueError(f"{row_name(rec.op)}: {problem}")
-        fn = resolve_callable(module, rec.op)
-        if fn is None:
+            raise ValueError(f"{PREFIX}{rec.op}: {problem}")
+        fn = getattr(module, rec.op, None)
+        if not callable(fn):
             version = getattr(module, "__version__", "?")
             raise LookupError(f"flag_gems {version} has no callable flag_gems.{rec.op}; regenerate the "
                               "inventory on this machine (scripts/collect_flaggems_inventory.py)")
         ref = _reference(rec.ref)
-        maker = _Maker(shape, dtype, device, gen)
-        args = [maker.make(a) for a in rec.args]
-        kwargs = {k: maker.make(v) for k, v in rec.kwargs.items()}
+        tensors: list[Any] = []  # drawn from the row's generator, in argument order
+
+        def make(arg: Any) -> Any:
+            if isinstance(arg, T):
+                tensors.append(_tensor(arg, shape, dtype, device, gen))
+                return tensors[-1]
+            if isinstance(arg, Seq):
+                return [make(item) for item in arg.items]
+            if isinstance(arg, S):
+                return arg.fn(shape)
+            return {ROW_DTYPE: dtype, ROW_DEVICE: device}.get(arg, arg) if isinstance(arg, str) else arg
+
+        args = [make(a) for a in rec.args]
+        kwargs = {k: make(v) for k, v in rec.kwargs.items()}
         result: dict[str, Any] = {}
 
         def launch() -> None:
@@ -187,8 +168,14 @@ def _builder(module: ModuleType, rec: Recipe) -> Callable[..., Case]:
                 return _pick(ref(*_float32(args), **dict(zip(kwargs, _float32(kwargs.values())))), rec.ref_out)
             return _pick(ref(*args, **kwargs), rec.ref_out)
 
-        return Case(launch, output, reference, tuple(maker.tensors))
-    return build
+        return Case(launch, output, reference, tuple(tensors))
+
+    fam = rec.family
+    return OpSpec(
+        name=PREFIX + rec.op,
+        description=f"flag_gems.{rec.op} vs {rec.ref.removeprefix('torch.')}" + (f" ({rec.note})" if rec.note else ""),
+        shape_doc=fam.shape_doc, ranks=fam.ranks, dtypes=rec.all_dtypes, build=build, bytes=fam.bytes,
+        flops=fam.flops, tolerance={**DEFAULT_TOLERANCE, **rec.tolerances()})
 
 
 def _float32(values: Any) -> list[Any]:
@@ -199,73 +186,45 @@ def _pick(value: Any, index: int | None) -> Any:
     return value[index] if index is not None else value
 
 
-class _Maker:
-    """Arguments for one build: tensors drawn from the row's generator, in argument order."""
+# Float inputs are drawn in float32 and cast (the same values for every dtype): uniform in [0, 1)
+# for these domains, else normal; then each domain's transform.
+_UNIFORM = ("unit", "positive", "prob", "nonzero", "small_positive")
+_TRANSFORMS: dict[str, Callable[[Any], Any]] = {
+    "real": lambda x: x, "wide": lambda x: x * 4, "unit": lambda x: (x * 2 - 1) * 0.9,
+    "positive": lambda x: x * 2 + 0.1, "prob": lambda x: x * 0.9 + 0.05, "small_positive": lambda x: x * 0.1,
+    "near_one": lambda x: 1 + 0.01 * x, "low": lambda x: x * 0.5 - 0.5, "high": lambda x: x * 0.5 + 0.5,
+}
 
-    def __init__(self, shape: tuple[int, ...], dtype: Any, device: Any, gen: Any) -> None:
-        self.shape, self.dtype, self.device, self.gen = shape, dtype, device, gen
-        self.tensors: list[Any] = []
 
-    def make(self, arg: Any) -> Any:
-        if isinstance(arg, T):
-            tensor = self._tensor(arg)
-            self.tensors.append(tensor)
-            return tensor
-        if isinstance(arg, Seq):
-            return [self.make(item) for item in arg.items]
-        if isinstance(arg, S):
-            return arg.fn(self.shape)
-        if arg == ROW_DTYPE:
-            return self.dtype
-        if arg == ROW_DEVICE:
-            return self.device
-        return arg
+def _tensor(arg: T, row_shape: tuple[int, ...], row_dtype: Any, device: Any, gen: Any) -> Any:
+    import torch
 
-    def _tensor(self, arg: T) -> Any:
-        import torch
-
-        shape = tuple(arg.shape(self.shape))
-        dtype = getattr(torch, arg.dtype) if arg.dtype else self.dtype
-        kw = {"device": self.device, "generator": self.gen}
-        domain = arg.domain
-        if domain == "index":
-            high = arg.high(self.shape) if arg.high else 2
-            return torch.randint(0, max(1, high), shape, dtype=dtype, **kw)
-        if domain == "int":
-            return torch.randint(-1000, 1000, shape, dtype=torch.int32, **kw).to(dtype)
-        if domain == "bool":
-            return (torch.rand(shape, **kw) > 0.5).to(dtype)
-        # Every float draw is made in float32 and cast: the same values for every dtype.
-        u = torch.rand if domain in ("unit", "positive", "prob", "nonzero", "small_positive") else torch.randn
-        x = u(shape, dtype=torch.float32, **kw)
-        if domain == "wide":
-            x = x * 4
-        elif domain == "unit":
-            x = (x * 2 - 1) * 0.9
-        elif domain == "positive":
-            x = x * 2 + 0.1
-        elif domain == "prob":
-            x = x * 0.9 + 0.05
-        elif domain == "nonzero":
-            x = torch.where(torch.randn(shape, dtype=torch.float32, **kw) > 0, 1.0, -1.0) * (0.5 + x)
-        elif domain == "small_positive":
-            x = x * 0.1
-        elif domain == "near_one":
-            x = 1 + 0.01 * x
-        elif domain == "sparse":
-            x = x * (torch.rand(shape, dtype=torch.float32, **kw) > 0.5)
-        elif domain == "sign":
-            x = torch.where(x > 0, 1.0, -1.0)
-        elif domain == "low":
-            x = x * 0.5 - 0.5
-        elif domain == "high":
-            x = x * 0.5 + 0.5
-        elif domain.startswith("scaled:"):
-            # matmul operands: each ~K^-1/4, so a K-long dot product is ~N(0, 1)
-            x = x * float(self.shape[int(domain.split(":", 1)[1])]) ** -0.25
-        elif domain != "real":
-            raise ValueError(f"unknown input domain {domain!r}")
-        return x.to(dtype)
+    shape = tuple(arg.shape(row_shape))
+    dtype = getattr(torch, arg.dtype) if arg.dtype else row_dtype
+    kw = {"device": device, "generator": gen}
+    domain = arg.domain
+    if domain == "index":
+        high = arg.high(row_shape) if arg.high else 2
+        return torch.randint(0, max(1, high), shape, dtype=dtype, **kw)
+    if domain == "int":
+        return torch.randint(-1000, 1000, shape, dtype=torch.int32, **kw).to(dtype)
+    if domain == "bool":
+        return (torch.rand(shape, **kw) > 0.5).to(dtype)
+    x = (torch.rand if domain in _UNIFORM else torch.randn)(shape, dtype=torch.float32, **kw)
+    if domain in _TRANSFORMS:
+        x = _TRANSFORMS[domain](x)
+    elif domain == "nonzero":
+        x = torch.where(torch.randn(shape, dtype=torch.float32, **kw) > 0, 1.0, -1.0) * (0.5 + x)
+    elif domain == "sparse":
+        x = x * (torch.rand(shape, dtype=torch.float32, **kw) > 0.5)
+    elif domain == "sign":
+        x = torch.where(x > 0, 1.0, -1.0)
+    elif domain.startswith("scaled:"):
+        # matmul operands: each ~K^-1/4, so a K-long dot product is ~N(0, 1)
+        x = x * float(row_shape[int(domain.split(":", 1)[1])]) ** -0.25
+    else:
+        raise ValueError(f"unknown input domain {domain!r}")
+    return x.to(dtype)
 
 
 # -- references that are not a single torch function -------------------------------------------------
@@ -273,21 +232,8 @@ class _Maker:
 def _custom_references() -> dict[str, Callable[..., Any]]:
     import torch.nn.functional as F
 
-    def halves(x: Any) -> tuple[Any, Any]:
-        h = x.shape[-1] // 2
-        return x[..., :h], x[..., h:]
-
-    def swiglu(x: Any) -> Any:
-        a, b = halves(x)
-        return F.silu(a) * b
-
-    def geglu(x: Any) -> Any:
-        a, b = halves(x)
-        return F.gelu(a, approximate="tanh") * b
-
-    def reglu(x: Any) -> Any:
-        a, b = halves(x)
-        return F.relu(a) * b
+    def gated(act: Callable[[Any], Any]) -> Callable[[Any], Any]:  # act(first half) * second half
+        return lambda x: act(x[..., :x.shape[-1] // 2]) * x[..., x.shape[-1] // 2:]
 
     return {
         "silu_and_mul": lambda x, y: F.silu(x) * y,
@@ -295,18 +241,14 @@ def _custom_references() -> dict[str, Callable[..., Any]]:
         "skip_layer_norm": lambda x, r, shape, w, b, eps: F.layer_norm(x + r, shape, w, b, eps),
         "group_norm": lambda x, w, b, n, c, hw, groups, eps: F.group_norm(x, groups, w, b, eps),
         "batch_norm": lambda x, w, b, **kw: F.batch_norm(x, None, None, w, b, training=True,
-                                                         momentum=kw.get("momentum", 0.1),
-                                                         eps=kw.get("eps", 1e-5)),
+                                                         momentum=kw.get("momentum", 0.1), eps=kw.get("eps", 1e-5)),
         "repeat": lambda x, sizes: x.repeat(sizes),
         "embedding": lambda weight, indices: F.embedding(indices, weight),
-        "swiglu": swiglu, "geglu": geglu, "reglu": reglu,
+        "swiglu": gated(F.silu), "geglu": gated(lambda a: F.gelu(a, approximate="tanh")), "reglu": gated(F.relu),
     }
 
 
 def _reference(path: str) -> Callable[..., Any]:
     if path.startswith("torch."):
-        obj: Any = importlib.import_module("torch")
-        for part in path.split(".")[1:]:
-            obj = getattr(obj, part)
-        return obj
+        return functools.reduce(getattr, path.split(".")[1:], importlib.import_module("torch"))
     return _custom_references()[path]

@@ -2,14 +2,10 @@
 decides the shape layout and the shape file's fallback key, the arguments to make from a
 shape, the torch op that is the reference, and the bytes/FLOPs of one launch.
 
-Plain data, no torch: suites read it when they load (on any machine), the provider module
-(``flaggems.py``) turns it into ``OpSpec``s once flag_gems is imported.
-
-Family names follow FlagGems' benchmark classes where the layout matches theirs
-(``UnaryPointwiseBenchmark``, ``BinaryPointwiseBenchmark``, ``UnaryReductionBenchmark``,
-``BlasBenchmark`` = [B, M, N, K], ``NormBenchmark`` = [N, C, *], ``MvAndOuterBenchmark``,
-``AttentionBenchmark``, ``TensorSelectBenchmark``), so an upstream ``core_shapes.yaml`` class
-key means the same here; the others are tritongate's own.
+Plain data, no torch: suites read it on any machine; ``flaggems.py`` makes ``OpSpec``s of it.
+Family names follow FlagGems' benchmark classes where the layout matches theirs (e.g.
+``BlasBenchmark`` = [B, M, N, K], ``NormBenchmark`` = [N, C, *]), so an upstream
+``core_shapes.yaml`` class key means the same here; the others are tritongate's own.
 """
 
 from __future__ import annotations
@@ -25,36 +21,29 @@ HALF = ("float16", "bfloat16")
 INT = ("int32", "int16")
 
 
-def numel(shape: Shape) -> int:
-    return math.prod(shape)
+numel = math.prod
 
 
 # -- arguments made from a row's shape ------------------------------------------------------------
 
 @dataclass(frozen=True)
 class T:
-    """A tensor argument. ``shape`` maps the row's shape to this tensor's; ``dtype`` None is
-    the row's dtype (else a torch dtype name); ``domain`` picks the values (see flaggems.py);
-    ``high`` bounds index tensors (values in [0, high(shape)))."""
+    """A tensor argument."""
 
-    shape: Callable[[Shape], Shape] = lambda s: s
-    domain: str = "real"
-    dtype: str | None = None
-    high: Callable[[Shape], int] | None = None
+    shape: Callable[[Shape], Shape] = lambda s: s  # the row's shape -> this tensor's
+    domain: str = "real"  # which values (flaggems._tensor)
+    dtype: str | None = None  # a torch dtype name; None: the row's dtype
+    high: Callable[[Shape], int] | None = None  # index tensors: values in [0, high(shape))
 
 
 @dataclass(frozen=True)
 class Seq:
-    """A list of tensor arguments (``cat``, ``stack``)."""
-
-    items: tuple[T, ...]
+    items: tuple[T, ...]  # a list of tensor arguments (cat, stack)
 
 
 @dataclass(frozen=True)
 class S:
-    """A value computed from the shape (a dim list, a count) or a constant."""
-
-    fn: Callable[[Shape], Any]
+    fn: Callable[[Shape], Any]  # a value computed from the shape (a dim list, a count) or a constant
 
 
 def const(value: Any) -> S:
@@ -106,10 +95,6 @@ def _per_elem(k: float) -> Callable[[Shape, int], float]:
     return lambda s, e: k * numel(s) * e
 
 
-def _rows(s: Shape) -> int:
-    return numel(s[:-1])
-
-
 UNARY = Family("UnaryPointwiseBenchmark", "[*] any layout (1-4 dims)", (1, 2, 3, 4),
                ((1048576,), (4096, 4096)), bytes=_per_elem(2), flops=numel)
 BINARY = Family("BinaryPointwiseBenchmark", "[*] any layout (1-4 dims), both operands", (1, 2, 3, 4),
@@ -118,11 +103,12 @@ TERNARY = Family("TernaryPointwiseBenchmark", "[*] any layout (1-4 dims), three 
                  ((1048576,), (4096, 4096)), bytes=_per_elem(4), flops=lambda s: 2 * numel(s))
 # Reductions accumulate: their error grows with the reduced length, hence the wider float32 band.
 _REDUCE_TOL = {"float32": (1e-3, 1e-3), "float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)}
+_MM_TOL = {"float32": (2e-2, 1e-2), "float16": (2e-2, 1e-2), "bfloat16": (6e-2, 2e-2)}
 REDUCE = Family("UnaryReductionBenchmark", "[*] reduced to one value (1-3 dims)", (1, 2, 3),
                 ((1048576,), (4096, 4096)), bytes=_per_elem(1), flops=numel, tolerance=_REDUCE_TOL)
 REDUCE_DIM = Family("DimReductionBenchmark", "[rows, cols] or [batch, rows, cols], over the last dim",
                     (2, 3), ((1024, 1024), (4096, 4096)),
-                    bytes=lambda s, e: (numel(s) + _rows(s)) * e, flops=numel, tolerance=_REDUCE_TOL)
+                    bytes=lambda s, e: (numel(s) + numel(s[:-1])) * e, flops=numel, tolerance=_REDUCE_TOL)
 SCAN = Family("ScanBenchmark", "[rows, cols] or [batch, rows, cols], along the last dim", (2, 3),
               ((1024, 1024), (4096, 4096)), bytes=_per_elem(2), flops=numel,
               tolerance={"float32": (1e-3, 1e-3), "float16": (5e-2, 2e-2), "bfloat16": (2e-1, 5e-2)})
@@ -136,12 +122,10 @@ CHANNEL_NORM = Family("NormBenchmark", "[N, C, *] (3 or 4 dims)", (3, 4),
                       flops=lambda s: 8 * numel(s))
 MATMUL = Family("MatmulBenchmark", "[M, N, K]", (3,), ((16, 4096, 4096), (4096, 4096, 4096)),
                 bytes=lambda s, e: (s[0] * s[2] + s[2] * s[1] + s[0] * s[1]) * e,
-                flops=lambda s: 2.0 * s[0] * s[1] * s[2], dtypes=FLOAT,
-                tolerance={"float32": (2e-2, 1e-2), "float16": (2e-2, 1e-2), "bfloat16": (6e-2, 2e-2)})
+                flops=lambda s: 2.0 * s[0] * s[1] * s[2], tolerance=_MM_TOL)
 BATCHED = Family("BlasBenchmark", "[B, M, N, K]", (4,), ((16, 1024, 1024, 1024),),
                  bytes=lambda s, e: s[0] * (s[1] * s[3] + s[3] * s[2] + s[1] * s[2]) * e,
-                 flops=lambda s: 2.0 * s[0] * s[1] * s[2] * s[3], dtypes=FLOAT,
-                 tolerance={"float32": (2e-2, 1e-2), "float16": (2e-2, 1e-2), "bfloat16": (6e-2, 2e-2)})
+                 flops=lambda s: 2.0 * s[0] * s[1] * s[2] * s[3], tolerance=_MM_TOL)
 MATVEC = Family("MvAndOuterBenchmark", "[M, N]", (2,), ((4096, 4096),),
                 bytes=lambda s, e: (s[0] * s[1] + s[0] + s[1]) * e, flops=lambda s: 2.0 * s[0] * s[1],
                 tolerance={"float32": (1e-3, 1e-3), "float16": (2e-2, 1e-2), "bfloat16": (6e-2, 2e-2)})
@@ -183,10 +167,6 @@ def _cols_at_least(k: int) -> Callable[[Shape], str | None]:
     return lambda s: None if s[-1] >= k else f"the last dim must be at least {k}, got {s[-1]}"
 
 
-def _matmul_scale(k: int) -> str:
-    return f"scaled:{k}"
-
-
 # -- the table -----------------------------------------------------------------------------------------
 
 RECIPES: dict[str, Recipe] = {}
@@ -211,13 +191,9 @@ for _op in ("abs", "neg", "exp", "exp2", "expm1", "sin", "cos", "tanh", "sigmoid
             "logical_not", "nan_to_num"):
     unary(_op)
 unary("angle", ref_upcast=True)  # torch has no float16 angle on CUDA ("angle_cuda" not implemented for 'Half')
-for _op, _ref in (("silu", "torch.nn.functional.silu"), ("gelu", "torch.nn.functional.gelu"),
-                  ("relu6", "torch.nn.functional.relu6"), ("elu", "torch.nn.functional.elu"),
-                  ("celu", "torch.nn.functional.celu"), ("selu", "torch.nn.functional.selu"),
-                  ("softplus", "torch.nn.functional.softplus"),
-                  ("hardsigmoid", "torch.nn.functional.hardsigmoid"),
-                  ("log_sigmoid", "torch.nn.functional.logsigmoid")):
-    unary(_op, _ref)
+for _op in ("silu", "gelu", "relu6", "elu", "celu", "selu", "softplus", "hardsigmoid"):
+    unary(_op, f"torch.nn.functional.{_op}")
+unary("log_sigmoid", "torch.nn.functional.logsigmoid")
 unary("tan", domain="unit")
 unary("acos", domain="unit")
 for _op in ("log", "log10", "sqrt", "rsqrt"):
@@ -238,9 +214,8 @@ unary("bitwise_not", domain="int", dtypes=INT)
 for _op in ("add", "sub", "mul", "maximum", "minimum", "fmin", "eq", "ne", "gt", "ge", "lt", "le", "greater",
             "atan2", "hypot", "logaddexp", "copysign", "isclose"):
     binary(_op)
-binary("true_divide", y="nonzero")
-binary("remainder", y="nonzero")
-binary("floor_divide", y="nonzero")
+for _op in ("true_divide", "remainder", "floor_divide"):
+    binary(_op, y="nonzero")
 binary("pow_tensor_tensor", "torch.pow", x="positive", y="unit")
 for _op in ("logical_and", "logical_or", "logical_xor"):
     binary(_op, x="sparse", y="sparse")
@@ -265,16 +240,15 @@ for _op in ("sum", "mean", "max", "min"):
 for _op in ("all", "any", "count_nonzero"):
     _add(Recipe(_op, REDUCE, (T(domain="sparse"),), f"torch.{_op}"))
 
-_add(Recipe("sum_dim", REDUCE_DIM, (X, LAST_LIST), "torch.sum"))
-_add(Recipe("mean_dim", REDUCE_DIM, (X, LAST_LIST), "torch.mean"))
-_add(Recipe("amax", REDUCE_DIM, (X, LAST_LIST), "torch.amax"))
-_add(Recipe("max_dim", REDUCE_DIM, (X, LAST), "torch.max", out=0, ref_out=0))
-_add(Recipe("min_dim", REDUCE_DIM, (X, LAST), "torch.min", out=0, ref_out=0))
+for _op, _ref in (("sum_dim", "sum"), ("mean_dim", "mean"), ("amax", "amax")):
+    _add(Recipe(_op, REDUCE_DIM, (X, LAST_LIST), f"torch.{_ref}"))
+for _op, _ref in (("max_dim", "max"), ("min_dim", "min")):
+    _add(Recipe(_op, REDUCE_DIM, (X, LAST), f"torch.{_ref}", out=0, ref_out=0))
 _add(Recipe("argmax", REDUCE_DIM, (X, LAST), "torch.argmax"))
 _add(Recipe("argmin", REDUCE_DIM, (X, LAST), "torch.argmin"))
 _add(Recipe("prod_dim", REDUCE_DIM, (T(domain="near_one"), LAST), "torch.prod"))
-_add(Recipe("all_dim", REDUCE_DIM, (T(domain="sparse"), LAST), "torch.all"))
-_add(Recipe("any_dim", REDUCE_DIM, (T(domain="sparse"), LAST), "torch.any"))
+for _op in ("all", "any"):
+    _add(Recipe(f"{_op}_dim", REDUCE_DIM, (T(domain="sparse"), LAST), f"torch.{_op}"))
 _add(Recipe("var_mean", REDUCE_DIM, (X, LAST_LIST), "torch.var_mean", out=0, ref_out=0))
 _add(Recipe("std", REDUCE_DIM, (X, LAST_LIST), "torch.std"))
 _add(Recipe("var_dim", REDUCE_DIM, (X, LAST_LIST), "torch.var"))
@@ -311,23 +285,23 @@ _add(Recipe("batch_norm", CHANNEL_NORM, (X, _CHANNELS, _CHANNELS), "batch_norm",
             kwargs={"training": True, "momentum": 0.1, "eps": 1e-5},
             tolerance={"float16": (5e-2, 2e-2), "bfloat16": (1e-1, 4e-2)}))
 
-_MK = T(shape=lambda s: (s[0], s[2]), domain=_matmul_scale(2))
-_KN = T(shape=lambda s: (s[2], s[1]), domain=_matmul_scale(2))
+_MK = T(shape=lambda s: (s[0], s[2]), domain="scaled:2")
+_KN = T(shape=lambda s: (s[2], s[1]), domain="scaled:2")
 _add(Recipe("mm", MATMUL, (_MK, _KN), "torch.mm"))
 _add(Recipe("addmm", MATMUL, (T(shape=lambda s: (s[1],)), _MK, _KN), "torch.addmm"))
-_BMK = T(shape=lambda s: (s[0], s[1], s[3]), domain=_matmul_scale(3))
-_BKN = T(shape=lambda s: (s[0], s[3], s[2]), domain=_matmul_scale(3))
+_BMK = T(shape=lambda s: (s[0], s[1], s[3]), domain="scaled:3")
+_BKN = T(shape=lambda s: (s[0], s[3], s[2]), domain="scaled:3")
 _add(Recipe("bmm", BATCHED, (_BMK, _BKN), "torch.bmm"))
 _add(Recipe("baddbmm", BATCHED, (T(shape=lambda s: (s[0], s[1], s[2])), _BMK, _BKN), "torch.baddbmm"))
-_MAT = T(shape=lambda s: s, domain=_matmul_scale(1))
-_VEC_N = T(shape=lambda s: (s[1],), domain=_matmul_scale(1))
+_MAT = T(shape=lambda s: s, domain="scaled:1")
+_VEC_N = T(shape=lambda s: (s[1],), domain="scaled:1")
 _add(Recipe("mv", MATVEC, (_MAT, _VEC_N), "torch.mv"))
 _add(Recipe("addmv", MATVEC, (T(shape=lambda s: (s[0],)), _MAT, _VEC_N), "torch.addmv"))
 _add(Recipe("addr", MATVEC, (X, T(shape=lambda s: (s[0],)), T(shape=lambda s: (s[1],))), "torch.addr",
             note="[M, N] += outer(v1[M], v2[N])"))
 _add(Recipe("outer", MATVEC, (T(shape=lambda s: (s[0],)), T(shape=lambda s: (s[1],))), "torch.outer"))
-_add(Recipe("dot", DOT, (T(domain=_matmul_scale(0)), T(domain=_matmul_scale(0))), "torch.dot"))
-_add(Recipe("vdot", DOT, (T(domain=_matmul_scale(0)), T(domain=_matmul_scale(0))), "torch.vdot"))
+_add(Recipe("dot", DOT, (T(domain="scaled:0"), T(domain="scaled:0")), "torch.dot"))
+_add(Recipe("vdot", DOT, (T(domain="scaled:0"), T(domain="scaled:0")), "torch.vdot"))
 
 _add(Recipe("scaled_dot_product_attention", ATTENTION, (X, X, X),
             "torch.nn.functional.scaled_dot_product_attention"))
