@@ -55,3 +55,21 @@ def test_pairing_says_whose_inputs_a_pair_read():
     assert pairing.validate_json(json.dumps(older), strict=True).inputs == "own"
     with pytest.raises(ValueError, match="inputs\n  Input should be 'own' or 'shared'"):
         PairInfo(pair_id="p", side="base", went_first=(), inputs="theirs")
+
+
+def test_a_row_keeps_the_launch_state_of_each_round():
+    from tritongate.schema import MeasurementInfo
+
+    info = MeasurementInfo(launches_per_sample=500, samples_per_round=5, warmup_calls=3, l2="warm",
+                           launch_state_us=(0.82, 0.82, 0.99))
+    row = make_row(measurement=info)
+    d = row.to_dict()
+    assert d["measurement"]["launch_state_us"] == [0.82, 0.82, 0.99]
+    assert row_of(d) == row
+    older = json.loads(json.dumps(d))
+    del older["measurement"]["launch_state_us"]  # written before the key: no state known
+    assert row_of(older).measurement.launch_state_us == ()
+    for bad in (0.0, float("inf"), -1.0):
+        with pytest.raises(ValueError, match="launch_state_us"):
+            MeasurementInfo(launches_per_sample=1, samples_per_round=1, warmup_calls=0, l2="warm",
+                            launch_state_us=(bad,))

@@ -198,7 +198,7 @@ def finish_row(prepared: PreparedRow, m: Measurement, *, pairing: PairInfo | Non
         row_markers.append(markers.make(markers.CORRECTNESS_MISMATCH, reason=prepared.correctness.detail))
     info = MeasurementInfo(launches_per_sample=m.launches_per_sample, samples_per_round=m.samples_per_round,
                            warmup_calls=m.warmup_calls, l2=m.l2.value, shift_bytes=m.shift_bytes,
-                           pairing=pairing)
+                           pairing=pairing, launch_state_us=m.launch_state_us)
     return Row(**{**prepared.fields, "timer": m.timer.value}, samples=m.samples_us, markers=tuple(row_markers),
                measurement=info, correctness=prepared.correctness, variants=prepared.variants)
 

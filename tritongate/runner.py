@@ -158,6 +158,8 @@ class Runner:
             "timer": req.backend.timer.value, "measure_config": config_dict(config),
             "compiler_ref": compiler_ref(), "commit": source_commit(), "software": software(), "host": host(),
             "codegen_env": codegen_env(), "gpu_state_before": gpu_before,
+            # CUDA: the throwaway graphs made and the launch state before and after them
+            "graph_state": device.graph_state() if hasattr(device, "graph_state") else None,
             "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "replay_from": str(records.run_dir.resolve()) if records else None,
             "replay_record": records.meta if records else None,

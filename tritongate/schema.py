@@ -28,6 +28,8 @@ Schema history (bump ``SCHEMA_VERSION`` on any change a reader must know about):
       a confirmation: ``row_budget``, ``run_budget``, ``round_cap``; null when it reached them),
       ``measurement.pairing.confirm_from`` (the round at which a call's confirmation on fresh
       worker pairs began; 0: none was run).
+      ``measurement.launch_state_us`` (per round, the µs a node of an empty-kernel reference
+      graph just before it: the process's CUDA-graph launch state; absent off CUDA).
       Read more strictly since, without a bump (tritongate never wrote such values): a sample
       of 1e15 µs or more is refused (its summary arithmetic overflowed to inf, which could not
       be read back), and so are names over 1,000 characters where the code built them.
@@ -47,7 +49,7 @@ from pydantic_core import to_jsonable_python
 
 from tritongate.stats import Summary, summarize
 from tritongate.validation.core import StrictDoc
-from tritongate.validation.fields import Name, NonNegFloat, NonNegInt, PosInt, Text
+from tritongate.validation.fields import Name, NonNegFloat, NonNegInt, PosFloat, PosInt, Text
 
 SCHEMA_VERSION = 3
 MIN_READABLE_SCHEMA_VERSION = 1  # 2 and 3 only added optional fields
@@ -161,6 +163,9 @@ class MeasurementInfo(_Stored):
     l2: Name
     shift_bytes: tuple[NonNegInt, ...] = ()
     pairing: Optional[PairInfo] = None  # set in paired runs
+    # per round, µs a node of an empty-kernel reference graph timed just before the round:
+    # the process's launch state (``harness.device.CudaDevice.launch_state_us``)
+    launch_state_us: tuple[PosFloat, ...] = ()
 
 
 class StoredSummary(StrictDoc):

@@ -182,3 +182,43 @@ def test_a_round_shows_its_fresh_inputs_before_anything_launches_on_them():
     with pytest.raises(RuntimeError, match="cannot adopt"):
         m.measure_round(refuse)
     assert m.rounds_done == 3  # the failed round adds no samples
+
+
+class _TwoStateDevice(FakeDevice):
+    """A fake whose launch state switches, as a CUDA process's does after its third graph:
+    ``launch_state_us`` reads the level, and launches cost more after the switch."""
+
+    def __init__(self, switch_at_capture: int) -> None:
+        super().__init__(cost_s=1e-6)
+        self.switch_at_capture = switch_at_capture
+
+    def launch_state_us(self) -> float:
+        return 0.8 if len(self.captures) < self.switch_at_capture else 1.0
+
+    def launch(self) -> None:
+        if not self.capturing:
+            self.cost_s = 1e-6 if len(self.captures) < self.switch_at_capture else 1.2e-6
+        super().launch()
+
+
+def test_each_graph_round_carries_the_launch_state_it_started_in():
+    dev = _TwoStateDevice(switch_at_capture=4)  # two trial graphs, then round 1, 2 at the first level
+    m = measure(_make_fn(dev), device=dev, config=MeasureConfig(rounds=4, samples_per_round=3))
+    assert m.launch_state_us == (0.8, 0.8, 1.0, 1.0)
+    rounds = [m.samples_us[i:i + 3] for i in range(0, 12, 3)]
+    assert rounds[0] == pytest.approx([1.0] * 3) and rounds[3] == pytest.approx([1.2] * 3)
+
+
+def test_a_timer_fallback_drops_the_states_of_the_rounds_it_drops():
+    dev = _TwoStateDevice(switch_at_capture=99)
+    dev.fail_capture = RuntimeError("operation not permitted when stream is capturing")
+    dev.fail_capture_at = 3  # round 2's capture fails: events from then on, no graph, no state
+    m = measure(_make_fn(dev), device=dev, config=MeasureConfig(rounds=3, samples_per_round=3))
+    assert m.timer is TimerKind.CUDA_EVENTS
+    assert m.launch_state_us == ()
+
+
+def test_a_device_without_a_launch_state_records_none():
+    dev = FakeDevice(cost_s=1e-6)
+    m = measure(_make_fn(dev), device=dev, config=MeasureConfig(rounds=2, samples_per_round=3))
+    assert m.launch_state_us == ()

@@ -3,11 +3,10 @@
 Either runs in a new session, so a terminal's Ctrl-C reaches the batch, not the op, and the op dies
 with everything it started as one process group: SIGTERM, a grace period, SIGKILL. While an attempt
 runs, ``.running`` in its op folder names its group, for ``--resume`` to end what a batch killed with
-``kill -9`` left holding the device. A ``Lane`` (``--reuse-worker``) hands its attempts to one
+``kill -9`` left holding the device. A ``Lane`` (the default; not with ``--fresh-process``) hands its attempts to one
 worker process (``tritongate.batch.worker``), replaced after an attempt that did not exit 0 (a CUDA
 error is sticky) or left processes behind, after ``max_attempts``, and for another interpreter,
-environment or private flag_gems tuner DB (what a module reads at import stays). Not the default:
-it moves rows (docs/batch-and-deep-scan.md).
+environment or private flag_gems tuner DB (what a module reads at import stays).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ MANIFEST_VERSION = 1
 PLAN_DIGEST = "plan_sha256"  # of the plan, written with it: a plan changed afterwards is refused
 OPS_DIR = "ops"
 RUN_DIR = "run"  # the merged, ordinary run directory
-WORKER_ATTEMPTS = 32  # with --reuse-worker: attempts a lane's worker runs before it is replaced (batch.lane)
+WORKER_ATTEMPTS = 32  # attempts a lane's worker runs before it is replaced (batch.lane)
 
 
 @dataclass(frozen=True)
@@ -100,9 +100,9 @@ class BatchRequest:
     python: str = sys.executable
     env: Mapping[str, str] = field(default_factory=dict)  # added to every op's environment
     command: CommandFactory | None = None  # None: tritongate_run(python)
-    # per worker process; 0 (the default): a fresh process per attempt. A reused worker measures
-    # the ops after its first differently on a GPU (bench/results/2026-12-03_h200_worker_vs_fresh.md)
-    worker_attempts: int = 0
+    # per worker process before it is replaced; 0: a fresh process per attempt. Both measure
+    # alike since every CUDA process settles its graph state first (harness.device)
+    worker_attempts: int = WORKER_ATTEMPTS
 
     def __post_init__(self) -> None:
         if (self.out is None) == (self.resume is None):

@@ -80,18 +80,15 @@ def add_batch_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--python", type=_text, metavar="PY", help="interpreter of the op processes (default: this one)")
     e.add_argument("--env", type=_text, action="append", metavar="K=V", help="set in every op process (repeatable)")
     w = e.add_mutually_exclusive_group()
-    # the default now; still accepted (hidden) for command lines written when the worker was
-    w.add_argument("--fresh-process", action="store_true", help=argparse.SUPPRESS)
-    w.add_argument("--reuse-worker", action="store_true",
-                   help=f"run a device's ops one after another in one reused worker process, replaced after "
-                        f"{WORKER_ATTEMPTS} attempts or any failure: Python's start and the torch/triton imports "
-                        "once per worker instead of once per op (on an H200 4.6-5.0 s -> 0.14-0.23 s an op), but "
-                        "the ops after a worker's first measure differently there (small kernels 0.13-0.18 us a "
-                        "launch slower than in a fresh process): its records do not compare with a fresh "
-                        "process's, and an op's time depends on the ops before it")
+    w.add_argument("--fresh-process", action="store_true",
+                   help="run each op in a fresh process instead of the device's reused worker: Python's start "
+                        "and the torch/triton imports once per op (on an H200 4.6-5.0 s an op instead of "
+                        "0.14-0.23 s); both measure alike (bench/results/2026-12-05_h100_two_speeds.md)")
+    # the default now; still accepted (hidden) for command lines written when it was not
+    w.add_argument("--reuse-worker", action="store_true", help=argparse.SUPPRESS)
     w.add_argument("--worker-attempts", type=int, metavar="N",
-                   help="as --reuse-worker, replacing the worker after N attempts (0: a fresh process per op, the "
-                        "default); a resume keeps the batch's setting unless one of these is given")
+                   help=f"replace a device's worker after N attempts (default {WORKER_ATTEMPTS}; 0: a fresh "
+                        "process per op); a resume keeps the batch's setting unless one of these is given")
 
     m = add_command(
         sub, "batch-merge", cmd_batch_merge,

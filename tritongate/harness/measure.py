@@ -93,6 +93,9 @@ class Measurement:
     l2: L2Policy
     shift_bytes: tuple[int, ...] = ()
     markers: tuple[str, ...] = field(default_factory=tuple)
+    # per round, µs a node of the device's reference graph just before it (the process's
+    # launch state, ``CudaDevice.launch_state_us``); empty where the device has none
+    launch_state_us: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.samples_us:
@@ -153,6 +156,7 @@ class RowMeasurer:
         self._rng = random.Random(seed)
         self._samples: list[float] = []
         self._shifts: list[int] = []
+        self._states: list[float] = []
         self._markers: list[str] = []
         self._warmed = False
 
@@ -226,6 +230,8 @@ class RowMeasurer:
             nbytes = self._rng.randint(cfg.shift_min_bytes, cfg.shift_max_bytes)
             block = self._device.hold_block(nbytes)
             self._shifts.append(nbytes)
+        state = getattr(self._device, "launch_state_us", None)
+        state_us = state() if state is not None and self.timer is TimerKind.CUDA_GRAPH else None
         fn = None
         try:
             fn = self._make_fn()
@@ -248,6 +254,8 @@ class RowMeasurer:
             # next, and memory this process kept cached would shape where its inputs land.
             self._device.release_cached()
         self._samples.extend(samples)
+        if state_us is not None:
+            self._states.append(state_us)
         return samples
 
     def _graph_round(self, fn: Launch) -> list[float]:
@@ -317,6 +325,7 @@ class RowMeasurer:
         self.timer = TimerKind.CUDA_EVENTS
         self.launches_per_sample = 1
         self._samples.clear()  # one row, one timer: graph samples taken so far are dropped
+        self._states.clear()
         self._device.synchronize()
 
     # -- result ----------------------------------------------------------------------------
@@ -341,6 +350,7 @@ class RowMeasurer:
             l2=self._config.l2,
             shift_bytes=tuple(self._shifts[-self.rounds_done:]) if self._shifts else (),
             markers=tuple(self._markers),
+            launch_state_us=tuple(self._states[-self.rounds_done:]) if len(self._states) == self.rounds_done else (),
         )
 
 

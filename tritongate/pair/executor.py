@@ -241,7 +241,7 @@ class TritonExecutor:
             measurement = {"timer": m.timer.value, "samples": list(m.samples_us),
                            "samples_per_round": m.samples_per_round, "launches_per_sample": m.launches_per_sample,
                            "warmup_calls": m.warmup_calls, "l2": m.l2.value, "shift_bytes": list(m.shift_bytes),
-                           "markers": list(m.markers)}
+                           "markers": list(m.markers), "launch_state_us": list(m.launch_state_us)}
         self._prepared, self._measurer = None, None
         self.unshare(release=True)  # only held if the parent never said the other side was done
         return {"autotune": tuned.to_dict(), "autotune_markers": list(tuned.markers), "measurement": measurement}

@@ -76,6 +76,10 @@ def merged_measurement(answers: list[dict[str, Any]]) -> dict[str, Any] | None:
         return parts[0]
     return {**parts[-1], "samples": [x for p in parts for x in p["samples"]],
             "shift_bytes": [x for p in parts for x in p.get("shift_bytes", [])],
+            # a round's state only where every part kept one for each of its rounds
+            "launch_state_us": [x for p in parts for x in p.get("launch_state_us", [])]
+            if all(len(p.get("launch_state_us", [])) * p["samples_per_round"] == len(p["samples"]) for p in parts)
+            else [],
             "markers": list(dict.fromkeys(m for p in parts for m in p.get("markers", []))),
             "warmup_calls": parts[0]["warmup_calls"]}
 
@@ -134,7 +138,8 @@ def build_row(item: PlannedRow, name: str, states: dict[str, RowState], is_ident
                     samples_per_round=int(meas["samples_per_round"]),
                     launches_per_sample=int(meas["launches_per_sample"]),
                     warmup_calls=int(meas["warmup_calls"]), l2=L2Policy(meas["l2"]),
-                    shift_bytes=tuple(meas["shift_bytes"]), markers=tuple(meas["markers"]))
+                    shift_bytes=tuple(meas["shift_bytes"]), markers=tuple(meas["markers"]),
+                    launch_state_us=tuple(meas.get("launch_state_us", ())))
     rounds = len(m.samples_us) // m.samples_per_round
     target = policy.min_effect_for(item.op)
     # precision of what the rows hold: the workers' own samples (a timer fallback drops a
