@@ -55,8 +55,9 @@ def decide_paired(base: np.ndarray, cand: np.ndarray, *, base_first: np.ndarray,
     """``base``, ``cand``: (R, n, samples per round) times; the layout is (n,)."""
     d = np.log(np.median(cand, -1)) - np.log(np.median(base, -1))
     est = estimate(d, base_first=base_first, groups=worker_pairs, process_sd=process_sd, inflation=pair_inflation)
-    mult = floor_multiplier(noise_z, est.df)
-    floor = np.zeros(len(d)) if mult == 0 else np.hypot(mult * est.se_measured, noise_z * est.se_prior)
+    by_df = {df: floor_multiplier(noise_z, df) for df in np.unique(est.df).tolist()}
+    mult = np.vectorize(by_df.__getitem__, otypes=[float])(est.df)
+    floor = np.zeros(len(d)) if noise_z <= 0 else np.hypot(mult * est.se_measured, noise_z * est.se_prior)
     shift = (est.order_log / 2)[:, None] * order_signs(base_first)[None, :]
     overlap, gap = _iqr_terms(base, cand, shift)
     return _conditions(base, est.effect_log, floor, overlap, gap, est.agreement_p, min_effect, min_samples)

@@ -33,7 +33,7 @@ def _cases(n: int, seed: int = 7) -> list[RowSamples]:
         step = 0.0
         sd = rng.choice([0.0005, 0.004, 0.03])
         if i % 8 == 0:  # a step on one worker pair only: the worker pairs disagree
-            rounds, per_round, effect, groups, step, sd = 24, 5, 0.3, 3, 0.03, 0.0005
+            rounds, per_round, effect, groups, step, sd = 40, 5, 0.3, 8, 0.03, 0.0005
         wp = tuple(sorted(rng.randrange(groups) for _ in range(rounds)))
         steps = [step if w == groups - 1 and groups > 1 else 0.0 for w in wp]
         base = _side(rng, 10.0 + i, rounds, per_round, sd, [0.0] * rounds)
@@ -51,7 +51,7 @@ def _cases(n: int, seed: int = 7) -> list[RowSamples]:
 
 
 def test_decide_rows_equals_decide_row_by_row_on_every_branch():
-    cases = _cases(96)
+    cases = _cases(96, seed=3)  # a seed whose rows reach every branch
     got = decide_rows(cases, **RULE)
     want = [decide(c.base, c.cand, base_per_round=c.base_per_round, cand_per_round=c.cand_per_round,
                    min_effect=c.min_effect, noise_z=RULE["noise_z"], min_samples=RULE["min_samples"],

@@ -246,3 +246,16 @@ def test_an_unpaired_gate_says_it_is_not_the_pr_path(tmp_path):
     res = judge(tmp_path, [row(seed=1)], [row(seed=2)])
     assert any("timed unpaired, from two stored runs" in n and "not the PR path" in n for n in res.notes)
     assert res.rows[0].stopped_by == "unpaired" and res.state == "blind"
+
+
+def test_a_first_call_cut_short_is_not_rescued_by_its_confirmation(tmp_path):
+    """10 pairs (a budget stopped them) called +5 %, 20 fresh ones confirmed it: the first call
+    had fewer pairs than a call needs, so the row is UNCONFIRMED, as the simulation counts it."""
+    from tests.gate.helpers import samples
+
+    short = _paired_rows(tmp_path, [samples(20, rounds=10, seed=1), samples(20, rounds=20, seed=2)],
+                         [samples(21, rounds=10, seed=3), samples(21, rounds=20, seed=4)], confirm_from=10,
+                         worker_pairs=tuple([0] * 5 + [1] * 5 + [2] * 10 + [3] * 10))
+    (r,) = short.rows
+    assert r.verdict is Verdict.UNCONFIRMED and short.passed
+    assert "the first call has 10 pairs, fewer than the 20 a call needs" in r.reasons[-1]

@@ -22,6 +22,12 @@ built in three steps, each against a noise pattern the H200 shows or the simulat
    DerSimonian-Laird estimate from the worker pairs themselves. ``agreement_p`` is the
    probability of the worker pairs' spread (Cochran's Q with tau = process_sd) under one
    common effect: a small value means they disagree.
+
+The floor's degrees of freedom: the measured standard error has a within-worker-pair part
+(the pairs' spread, ``h - 1`` per worker pair) and, where the worker pairs differ by more
+than ``process_sd``, a between part estimated from K worker pairs (K - 1). Their sum gets the
+Welch-Satterthwaite df, rounded down; with the within df alone, pure per-process offsets of
+0.5-2 % cleared the floor 20-340 times more often than its nominal tail.
 """
 
 from __future__ import annotations
@@ -73,7 +79,7 @@ class PairedEstimate:
     se: np.ndarray  # its standard error, the between-worker-pair part included
     se_measured: np.ndarray  # the part the pairs measured (Student's t on df applies) ...
     se_prior: np.ndarray  # ... and the part process_sd stands for (known: the normal quantile applies)
-    df: float  # degrees of freedom of the within-worker-pair part
+    df: np.ndarray  # degrees of freedom of se_measured (Welch-Satterthwaite, rounded down)
     order_log: np.ndarray  # the order term removed (base-first minus candidate-first, halved)
     adjusted: np.ndarray  # the per-pair log ratios with the order term removed
     worker_pairs: int  # K
@@ -145,7 +151,12 @@ def estimate(d: np.ndarray, *, base_first: np.ndarray | None, groups: np.ndarray
         se = np.sqrt(1 / sw)
         excess = (tau2 - process_sd ** 2)[..., None]  # between-worker-pair spread beyond the prior: measured
         se_measured = np.sqrt((w ** 2 * (v + excess)).sum(-1)) / sw
+        within, between = (w ** 2 * v).sum(-1), (w ** 2 * excess).sum(-1)  # its two parts (times sw ** 2)
         se_prior = np.sqrt((w ** 2).sum(-1) * process_sd ** 2) / sw
+        df = np.full(d.shape[:-1], float(dfs))
+        if k >= 2 and dfs > 0:
+            df_sw = (within + between) ** 2 / (within ** 2 / dfs + between ** 2 / (k - 1))
+            df = np.where((between > 0) & np.isfinite(df_sw), np.floor(np.minimum(df_sw, dfs)), df)
     return PairedEstimate(effect_log=effect, se=se, se_measured=se_measured, se_prior=se_prior,
-                          df=float(dfs), order_log=order, adjusted=d,
+                          df=df, order_log=order, adjusted=d,
                           worker_pairs=k, tau=np.sqrt(tau2), agreement_p=agreement, cluster_effects=m)

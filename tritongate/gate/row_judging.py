@@ -116,10 +116,15 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
     if pairing is not None and bp is not None and 0 < pairing.confirm_from < (rounds or 0):
         verdict, timing, confirm_reason = _confirmed(base, cand, bp, pairing.confirm_from, policy, common["min_effect"])
         reasons = [timing.reason, confirm_reason]
-        if verdict is not Verdict.UNCONFIRMED and _short_call(pairing, (rounds or 0) - pairing.confirm_from):
+        # both measurements must be long enough: a first call cut short by a budget is one
+        # a confirmation cannot rescue
+        short = [f"{what} has {n} pairs" for what, n in (("the first call", pairing.confirm_from),
+                                                          ("its confirmation", (rounds or 0) - pairing.confirm_from))
+                 if _short_call(pairing, n)]
+        if verdict is not Verdict.UNCONFIRMED and short:
             verdict = Verdict.UNCONFIRMED
-            reasons.append(f"its confirmation has {(rounds or 0) - pairing.confirm_from} pairs, fewer than the "
-                           f"{pairing.confirm_rounds} a confirmation needs: shown, not failing")
+            reasons.append(f"{' and '.join(short)}, fewer than the {pairing.confirm_rounds} a call needs: "
+                           "shown, not failing")
     elif verdict is not Verdict.UNCHANGED and _short_call(pairing, rounds):
         verdict = Verdict.UNCONFIRMED
         reasons.append(f"called on {rounds} pairs, fewer than the {pairing.confirm_rounds} a confirmation needs "

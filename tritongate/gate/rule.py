@@ -246,7 +246,7 @@ def _evidence(base: Sequence[float], cand: Sequence[float], *, base_per_round: i
             return _Evidence(math.inf, 0.0, None)
         est = paired_estimate(ratios, layout, process_sd, pair_inflation, arrays)
         se = float(est.se_measured)
-        return _Evidence(se if math.isfinite(se) else math.inf, est.df, est, prior_se=float(est.se_prior))
+        return _Evidence(se if math.isfinite(se) else math.inf, float(est.df), est, prior_se=float(est.se_prior))
     se, df = _unpaired_se_df(base, cand, base_per_round, cand_per_round)
     # two stored runs are two processes at two times: each run's own offset is in the difference
     return _Evidence(se, df, None, prior_se=math.sqrt(2) * process_sd)
