@@ -259,3 +259,13 @@ def test_a_first_call_cut_short_is_not_rescued_by_its_confirmation(tmp_path):
     (r,) = short.rows
     assert r.verdict is Verdict.UNCONFIRMED and short.passed
     assert "the first call has 10 pairs, fewer than the 20 a call needs" in r.reasons[-1]
+
+
+def test_two_builds_on_the_interpreter_are_said_to_compare_interpreters():
+    from tritongate.gate.comparability import notes
+    cpu = {"backend": "cpu", "mode": "replay", "replay_from": "/runs/base"}
+    said = notes({"backend": "cpu", "mode": "record"}, cpu, "/runs/base")
+    assert any("compare the two builds' interpreters and Python code, not the code they would generate" in n
+               for n in said)
+    assert not any("interpreter" in n for n in notes({"backend": "cuda", "mode": "record"},
+                                                     {**cpu, "backend": "cuda"}, "/runs/base"))

@@ -24,6 +24,7 @@ it exported.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import signal
@@ -48,6 +49,7 @@ class World:
 
     drift: Callable[[int], float] = lambda r: 1.0
     rounds_started: int = 0
+    processes_started: int = 0  # draws each worker process's own level (TG_PROCESS_SD)
 
 
 class ScriptedGraph:
@@ -127,6 +129,10 @@ class ScriptedExecutor:
         self.world = world or World()
         factor = float(self.env.get("TG_FACTOR", "1.0"))
         seed = int(self.env.get("TG_SEED", "0")) + (0 if self.side == "base" else 1000)
+        process_sd = float(self.env.get("TG_PROCESS_SD", "0"))
+        if process_sd:  # this worker process's own level: every start draws a new one
+            self.world.processes_started += 1
+            factor *= math.exp(random.Random(f"{seed}-{self.world.processes_started}").gauss(0, process_sd))
         self.device = ScriptedDevice(self.world, factor, seed)
         self.default_placement_sd = self.device.placement_sd
         self.plant_plan = load_plan(self.env)

@@ -80,8 +80,9 @@ def test_the_planted_cpu_run_says_the_codegen_overlay_does_nothing_there():
     text = render_verdict(golden_doc("planted"))
     assert "DISABLE_MMA_V3=1 does nothing on the cpu backend" in text
     assert "planted run" in text
+    assert "Both sides ran on the Triton interpreter (--backend cpu)" in text
     notes = re.findall(r"<p><strong>Note:</strong>", html(text))
-    assert len(notes) == 2  # two paragraphs, not one merged quote
+    assert len(notes) == 3  # three paragraphs, not one merged quote
 
 
 def test_only_changed_rows_come_first_with_estimate_interval_and_labelled_medians():

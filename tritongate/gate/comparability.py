@@ -91,6 +91,11 @@ def notes(base: Identity, cand: Identity, base_path: str | None = None) -> list[
         if planted:
             out.append(f"the {side} is a planted run ({planted}): its builtin kernels were slowed on purpose, "
                        "for a calibration; this is not a comparison of compilers")
+    if base.get("backend") == cand.get("backend") == "cpu":
+        # the interpreter runs a kernel's Python semantics: no compiler pass, no code generation
+        out.append("both sides ran on the Triton interpreter (--backend cpu): the times compare the two "
+                   "builds' interpreters and Python code, not the code they would generate; a compiler "
+                   "change is judged on a GPU")
     bs, cs = base.get("suite") or {}, cand.get("suite") or {}
     if bs.get("digest") and bs.get("digest") != cs.get("digest"):
         out.append(f"suite files differ (base {bs.get('name')} {str(bs.get('digest'))[:8]}, candidate "

@@ -129,6 +129,12 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
         verdict = Verdict.UNCONFIRMED
         reasons.append(f"called on {rounds} pairs, fewer than the {pairing.confirm_rounds} a confirmation needs "
                        f"(stopped by the {STOP_WORDS.get(_stop(pairing, rounds), 'budget')}): shown, not failing")
+    if verdict in (Verdict.REGRESSED, Verdict.IMPROVED) and paired and timing.worker_pairs == 1 \
+            and not (pairing is not None and pairing.confirm_from):
+        # one base and one candidate process: a process's own level moves every pair alike
+        verdict = Verdict.UNCONFIRMED
+        reasons.append("called on one worker pair, where a process's own offset cannot be told from a change "
+                       "(the cpu backend keeps one): shown, not failing")
     reached, stopped = _reached(timing, verdict, common["min_effect"], pairing, rounds)
     return RowVerdict(verdict=verdict, timing=timing, reasons=tuple(reasons), reached_target=reached,
                       stopped_by=stopped, **common, **extra)

@@ -106,11 +106,12 @@ def default_schedule(backend: str, rounds: int) -> PairSchedule:
     that many to resolve 2 % (``bench/results/2026-11-30_h200_pair_noise.md``). On the
     interpreter, whose host timings are noisy, to 24 pairs within 8 s a row. A row called on
     fewer than 20 pairs (or twice ``rounds``) is looked at again first (``PairSchedule``), on a
-    fresh worker pair."""
+    fresh worker pair. On the interpreter a row keeps its one worker pair, so a call is measured
+    again on two fresh processes: one pair of processes cannot tell its own offset from a change."""
     confirm = max(CONFIRM_PAIRS, 2 * rounds)
     if backend == "cpu":
         return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, 24), row_budget_s=8.0, run_budget_s=300.0,
-                            confirm_rounds=confirm, max_worker_pairs=CPU_WORKER_PAIRS, confirm_calls=False)
+                            confirm_rounds=confirm, max_worker_pairs=CPU_WORKER_PAIRS, confirm_calls=True)
     return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, GPU_MAX_ROUNDS), confirm_rounds=confirm,
                         max_worker_pairs=GPU_WORKER_PAIRS, confirm_calls=True)
 
