@@ -269,3 +269,36 @@ def test_two_builds_on_the_interpreter_are_said_to_compare_interpreters():
                for n in said)
     assert not any("interpreter" in n for n in notes({"backend": "cuda", "mode": "record"},
                                                      {**cpu, "backend": "cuda"}, "/runs/base"))
+
+
+def test_a_row_whose_sides_ran_in_different_launch_states_is_named_and_not_called(tmp_path):
+    """The candidate's rounds ran in the other CUDA-graph launch state (a process that made
+    its third graph part-way): a +5 % call on such a row is shown, never failing."""
+    from dataclasses import replace
+
+    from tests.gate.helpers import samples
+
+    def sides(base_states, cand_states, sub):
+        b, c = row(median=20), row(median=20)
+        b = replace(b, samples=samples(20, rounds=8, seed=1),
+                    measurement=replace(b.measurement, launch_state_us=base_states))
+        c = replace(c, samples=samples(21, rounds=8, seed=2),
+                    measurement=replace(c.measurement, launch_state_us=cand_states))
+        return run_gate(*pair(tmp_path / sub, [b], [c]), POLICY).rows[0]
+    same = sides((1.0,) * 8, (0.99,) * 8, "same")
+    assert same.verdict is Verdict.REGRESSED and not any("launch state" in x for x in same.reasons)
+    other = sides((1.0,) * 8, (0.82,) * 8, "other")
+    assert other.verdict is Verdict.UNCONFIRMED
+    assert "base and candidate ran in different CUDA-graph launch states (1.000 vs 0.820 µs" in other.reasons[-1]
+    flipped = sides((1.0,) * 8, (0.82,) * 3 + (1.0,) * 5, "flip")
+    assert flipped.verdict is Verdict.UNCONFIRMED
+    assert flipped.reasons[-1].startswith("the candidate's rounds span two CUDA-graph launch states")
+
+
+def test_a_run_that_did_not_settle_its_launch_state_says_so():
+    from tritongate.gate.comparability import notes
+    said = notes({"graph_state": {"primed_graphs": 0}}, {"graph_state": {"primed_graphs": 8}})
+    assert said == ["the base did not settle its CUDA-graph launch state (TRITONGATE_GRAPH_PRIME=0): a small "
+                    "kernel's first rounds in a process may have run ~0.18 µs a launch faster than the rest",
+                    "the candidate is not a replay run: autotune may have picked other configs than the base, so "
+                    "differences can come from config flips rather than the compiler"]

@@ -87,6 +87,10 @@ def notes(base: Identity, cand: Identity, base_path: str | None = None) -> list[
         overlay = overlaid_env(ident)
         if overlay:
             out.append(f"{side} environment overlay: " + " ".join(f"{k}={v}" for k, v in sorted(overlay.items())))
+        settled = ident.get("graph_state")
+        if isinstance(settled, dict) and settled.get("primed_graphs") == 0:
+            out.append(f"the {side} did not settle its CUDA-graph launch state (TRITONGATE_GRAPH_PRIME=0): a small "
+                       "kernel's first rounds in a process may have run ~0.18 µs a launch faster than the rest")
         planted = planted_knobs(ident)
         if planted:
             out.append(f"the {side} is a planted run ({planted}): its builtin kernels were slowed on purpose, "

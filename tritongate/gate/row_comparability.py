@@ -85,3 +85,25 @@ def row_rounds(row: Row) -> int | None:
     if not row.samples or row.measurement is None:
         return None
     return len(row.samples) // row.measurement.samples_per_round
+
+
+# The two CUDA-graph launch states of a process are ~20 % apart on the reference graph
+# (harness.device); 5 % is far outside the jitter of one state (< 1 %).
+LAUNCH_STATE_TOLERANCE = 0.05
+
+
+def launch_state_reason(base: Row, cand: Row) -> str | None:
+    """Why the sides' times are not comparable for a small kernel: they (or one side's rounds)
+    ran in different CUDA-graph launch states. None where they did not, or a side has none."""
+    def states(row: Row) -> tuple[float, ...]:
+        return row.measurement.launch_state_us if row.measurement else ()
+    b, c = states(base), states(cand)
+    if not b or not c:
+        return None
+    spans = [name for name, s in (("base", b), ("candidate", c)) if max(s) > min(s) * (1 + LAUNCH_STATE_TOLERANCE)]
+    bm, cm = sorted(b)[len(b) // 2], sorted(c)[len(c) // 2]
+    if not spans and max(bm, cm) <= min(bm, cm) * (1 + LAUNCH_STATE_TOLERANCE):
+        return None
+    where = f"the {' and the '.join(spans)}'s rounds span two" if spans else "base and candidate ran in different"
+    return (f"{where} CUDA-graph launch states ({bm:.3f} vs {cm:.3f} µs a node of the reference graph; "
+            "a small kernel moves with the state by ~0.18 µs a launch)")

@@ -10,8 +10,8 @@ from typing import Any, Sequence
 
 from tritongate.gate.rule_rows import RowSamples, decide_rows
 from tritongate.gate.policy import GatePolicy
-from tritongate.gate.row_comparability import (identical_binaries, paired_rows, row_marker_reasons, row_mismatch,
-                                               row_rounds, row_status_reasons)
+from tritongate.gate.row_comparability import (identical_binaries, launch_state_reason, paired_rows,
+                                               row_marker_reasons, row_mismatch, row_rounds, row_status_reasons)
 from tritongate.gate.row_verdict import RowVerdict, Verdict
 from tritongate.gate.rule import PairLayout, TimingDecision, decide
 from tritongate.schema import PairInfo, Row, RowStatus, SkipReason
@@ -135,6 +135,12 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
         verdict = Verdict.UNCONFIRMED
         reasons.append("called on one worker pair, where a process's own offset cannot be told from a change "
                        "(the cpu backend keeps one): shown, not failing")
+    state = launch_state_reason(base, cand)
+    if state is not None:
+        if verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
+            verdict = Verdict.UNCONFIRMED
+            state += ": shown, not failing"
+        reasons.append(state)
     reached, stopped = _reached(timing, verdict, common["min_effect"], pairing, rounds)
     return RowVerdict(verdict=verdict, timing=timing, reasons=tuple(reasons), reached_target=reached,
                       stopped_by=stopped, **common, **extra)
