@@ -53,6 +53,7 @@ class AotOutcome:
     compiled: int = 0
     failed: list[str] = field(default_factory=list)  # "case kernel name: why"
     store: IRStore | None = None
+    codegen_env: dict[str, str] = field(default_factory=dict)  # the code-affecting settings it compiled with
 
 
 def resolve_kernel(kernel_id: str) -> Any:
@@ -122,6 +123,10 @@ def recompile(variants: list[CompiledVariant], target: Target, out: Path, *,
             # one set here on purpose (DISABLE_MMA_V3=1 tritongate ir ...) wins
             if k in CODEGEN_ENV and k not in os.environ and value is not None:
                 os.environ[k] = str(value)
+        # as a GPU run compiles (backends.prepare_environment) when the record does not say:
+        # a record made on the interpreter never set it, and line info changes the binary
+        os.environ.setdefault("TRITON_DISABLE_LINE_INFO", "1")
+        outcome.codegen_env = {k: os.environ[k] for k in CODEGEN_ENV if k in os.environ}
         for i, v in enumerate(launched):
             if progress is not None:
                 progress(i, len(launched), v)

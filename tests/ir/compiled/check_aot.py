@@ -97,3 +97,22 @@ def test_an_autotuned_kernel_resolves_to_its_jit_function():
 
     fn = resolve_kernel("tritongate.ops.kernels.elementwise.add_kernel")  # @triton.autotune over @triton.jit
     assert isinstance(fn, JITFunction) and fn.arg_names[:3] == ["x_ptr", "y_ptr", "out_ptr"]
+
+
+def test_a_record_made_on_the_interpreter_recompiles_as_a_gpu_run_would(tmp_path, monkeypatch):
+    """An index captured on a CPU never set TRITON_DISABLE_LINE_INFO; the recompile uses the
+    GPU run's setting (no line info), so the same kernel gives the same binary as a GPU run's."""
+    from tritongate.ir.aot import Target, recompile
+
+    monkeypatch.delenv("TRITON_DISABLE_LINE_INFO", raising=False)
+    run = recorded_run(tmp_path, compiled_add())
+    variants = [v for v in read_index(run / TTGIR_DIR / INDEX) if not v.sweep_loser]
+    cpu_record = recompile(variants, Target.parse("cuda:90"), tmp_path / "cpu",
+                           codegen_env={"TRITON_DISABLE_LINE_INFO": None, "TRITON_INTERPRET": "1"})
+    gpu_record = recompile(variants, Target.parse("cuda:90"), tmp_path / "gpu",
+                           codegen_env={"TRITON_DISABLE_LINE_INFO": "1"})
+    assert cpu_record.codegen_env["TRITON_DISABLE_LINE_INFO"] == "1" == gpu_record.codegen_env["TRITON_DISABLE_LINE_INFO"]
+    (a,), (b,) = read_index(tmp_path / "cpu" / TTGIR_DIR / INDEX), read_index(tmp_path / "gpu" / TTGIR_DIR / INDEX)
+    assert a.binary_hash == b.binary_hash
+    import os
+    assert "TRITON_DISABLE_LINE_INFO" not in os.environ  # put back as it was
