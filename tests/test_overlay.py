@@ -92,3 +92,23 @@ def test_a_removed_line_that_starts_with_two_dashes_is_hunk_content() -> None:
     assert files == ("triton/language/core.py",)
     assert "--- not a header, a removed line '-- ...'\n" in mapped  # kept as it was, not refused or rewritten
     assert mapped.startswith("--- a/triton/language/core.py\n+++ b/triton/language/core.py\n")
+
+
+def test_an_overlay_made_inside_a_git_work_tree_is_applied(tmp_path: Path) -> None:
+    """git apply run inside a repository skips paths outside its folder and still exits 0: a
+    compiler engineer's checkout would get the base build reported as patched."""
+    repo = tmp_path / "checkout"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    build = make_overlay(sys.executable, [PATCHES / "drop-hopper-pipeline.patch"], repo / "build" / "ov")
+    patched = (build.triton_dir / "backends" / "nvidia" / "compiler.py").read_text()
+    assert patched.count("add_pipeline(pm, opt.num_stages, dump_enabled)") == 1
+
+
+def test_a_patch_reported_but_not_applied_is_refused(tmp_path: Path, monkeypatch) -> None:
+    import tritongate.overlay as overlay
+
+    monkeypatch.setattr(overlay, "_apply", lambda mapped, name, site: None)  # as git apply in a work tree did
+    with pytest.raises(OverlayError, match=r"triton/backends/nvidia/compiler\.py but left it as in the base build"):
+        make_overlay(sys.executable, [PATCHES / "drop-hopper-pipeline.patch"], tmp_path / "ov")
+    assert not (tmp_path / "ov").exists()

@@ -164,16 +164,35 @@ def _site_packages(python: Path) -> Path:
 
 
 def _apply(mapped: str, patch_name: str, site: Path) -> None:
-    # git apply is all or nothing: a hunk that fails leaves every file as it was
+    # git apply is all or nothing: a hunk that fails leaves every file as it was. Inside a git
+    # work tree it applies relative to that repository and skips, silently, every path outside
+    # the current folder: the ceiling keeps it from finding a repository above the overlay.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_CEILING_DIRECTORIES"] = str(site.resolve().parent)
     try:
         res = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], input=mapped, text=True,
-                             capture_output=True, cwd=site, timeout=120, check=False)
+                             capture_output=True, cwd=site, timeout=120, check=False, env=env)
     except OSError as exc:
         raise OverlayError(f"git is needed to apply {patch_name} ({exc.strerror})") from exc
     if res.returncode != 0:
         why = " ".join(res.stderr.strip().splitlines()[:3]) or f"git apply exit {res.returncode}"
         raise OverlayError(f"{patch_name} does not apply to the base build's sources: {why}; "
                            "rebase the patch on the base build's Triton version")
+
+
+def _check_applied(src: Path, site: Path, files: list[str]) -> None:
+    """Every file the patches name now differs from the base build's (or was added or
+    removed): an overlay that reports a patch it did not apply would pass for the PR build."""
+    same = []
+    for rel in files:
+        base, now = src.parent / rel, site / rel
+        if base.is_file() and now.is_file() and base.read_bytes() == now.read_bytes():
+            same.append(rel)
+        elif not base.exists() and not now.exists():
+            same.append(rel)
+    if same:
+        raise OverlayError(f"the patches name {', '.join(same[:5])} but left {'it' if len(same) == 1 else 'them'} "
+                           "as in the base build: nothing was applied there")
 
 
 def make_overlay(base_python: str, patches: list[Path], dest: Path) -> OverlayBuild:
@@ -210,6 +229,7 @@ def make_overlay(base_python: str, patches: list[Path], dest: Path) -> OverlayBu
         _copy_tree(src, triton_dir)
         for patch, _sha, mapped, _files in texts:
             _apply(mapped, str(patch), site)
+        _check_applied(src, site, sorted({f for *_x, files in texts for f in files}))
         record = {
             "schema_version": OVERLAY_SCHEMA,
             "base_python": base_python,
