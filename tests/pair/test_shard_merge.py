@@ -102,3 +102,22 @@ def test_only_rows_runs_just_those_planned_rows_and_says_so(tmp_path: Path) -> N
     base = load_run(path / "base")
     assert sorted((r.op, r.case, r.dtype) for r in base.rows) == sorted(wanted) and len(wanted) == 2
     assert base.complete and base.identity["pair"]["only_rows"] == sorted("/".join(k) for k in wanted)
+
+
+def test_shards_of_other_builds_or_records_are_refused_by_name(tmp_path: Path) -> None:
+    """The merged identity is the first shard's: a shard of another candidate build, or one
+    paired against another record, would be judged as if it were the same run."""
+    one = shard(tmp_path / "a", 1, 2, cand_env={"TG_FACTOR": "1.05"})
+    other_build = shard(tmp_path / "b", 2, 2)
+    with pytest.raises(UsageError, match=r"\(candidate\) ran another candidate build than .*environment overlay"):
+        merge_shards([one, other_build], tmp_path / "m1")
+    other_record = shard(tmp_path / "c", 2, 2, cand_env={"TG_FACTOR": "1.05"})
+    for side in ("base", "candidate"):
+        path = other_record / side / "run_identity.json"
+        ident = json.loads(path.read_text())
+        path.write_text(json.dumps({**ident, "replay_from": "/store/pr_20261130T000000Z"}))
+    with pytest.raises(UsageError, match=r"replayed another baseline record than .*record 'baseline' vs "
+                                         r"'pr_20261130T000000Z'"):
+        merge_shards([one, other_record], tmp_path / "m2")
+    same = shard(tmp_path / "d", 2, 2, cand_env={"TG_FACTOR": "1.05"})
+    assert merge_shards([one, same], tmp_path / "m3").rows == 3

@@ -65,6 +65,27 @@ def load_shard(path: Path) -> Shard:
     return Shard(path=path, index=bi, count=bn, runs=runs)
 
 
+def _build_of(identity: Mapping[str, Any]) -> dict[str, Any]:
+    """What tells one side's compiler build from another's, across runners (interpreter paths
+    differ between runners; the build does not)."""
+    triton = (identity.get("software") or {}).get("triton") or {}
+    build = (identity.get("pair") or {}).get("build") or {}
+    return {"compiler ref": identity.get("compiler_ref"), "commit": identity.get("commit"),
+            "Triton version": triton.get("version"), "Triton build hash": triton.get("build_hash"),
+            "overlay": triton.get("overlay"), "environment overlay": build.get("env_overlay")}
+
+
+def _record_of(identity: Mapping[str, Any]) -> dict[str, Any]:
+    """The baseline record a side replayed: its name (a run directory's name is its suite and
+    UTC stamp, wherever a runner put it) and what its autotune records say of it."""
+    source = identity.get("replay_from")
+    return {"record": Path(str(source)).name if source else None, "record meta": identity.get("replay_record")}
+
+
+def _differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    return [f"{k} {a[k]!r} vs {b.get(k)!r}" for k in a if a[k] != b.get(k)]
+
+
 def _check(shards: Sequence[Shard], allow_partial: bool) -> tuple[int, tuple[int, ...]]:
     count, missing = check_shard_set([(s.index, s.count, s.path) for s in shards], allow_partial=allow_partial,
                                      lost="their rows would be absent from the verdict",
@@ -75,10 +96,19 @@ def _check(shards: Sequence[Shard], allow_partial: bool) -> tuple[int, tuple[int
         if s.runs["base"].identity.get("suite") != suite:
             raise UsageError(f"{s.path} measured another suite than {first.path}; merge shards of one deep scan")
         for side in SIDES:
-            mism = identity_mismatches(first.runs[side].identity, s.runs[side].identity)
+            a, b = first.runs[side].identity, s.runs[side].identity
+            mism = identity_mismatches(a, b)
             if mism:
                 raise UsageError(f"{s.path} ({side}) was not measured like {first.path}: "
                                  f"{'; '.join(map(str, mism))}")
+            other = _differences(_build_of(a), _build_of(b))
+            if other:
+                raise UsageError(f"{s.path} ({side}) ran another {side} build than {first.path}: "
+                                 f"{'; '.join(other)}; merge the shards of one paired run")
+            other = _differences(_record_of(a), _record_of(b))
+            if other:
+                raise UsageError(f"{s.path} ({side}) replayed another baseline record than {first.path}: "
+                                 f"{'; '.join(other)}; merge the shards of one paired run")
     return count, missing
 
 
