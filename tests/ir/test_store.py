@@ -148,3 +148,14 @@ def test_a_path_handed_from_one_variant_to_another_holds_the_new_text(tmp_path: 
     store.close()
     assert folder(tmp_path) == written_at_once(tmp_path, [row_ir(cv("x1", block=64)), row_ir(
         cv("x2", block=128) if swap else cv("x2", block=64, dtype="bf16", row="softmax/bfloat16"))])
+
+
+def test_a_variant_listed_twice_in_the_index_is_damage(tmp_path: Path) -> None:
+    """The store keeps one line a variant (its rows joined): a second line for it would count
+    its launches twice and could pair it with either line's file."""
+    written = written_at_once(tmp_path, ROWS)
+    index = tmp_path / "once" / TTGIR_DIR / INDEX
+    lines = written[INDEX].splitlines(keepends=True)
+    index.write_text("".join(lines + [lines[1]]))
+    with pytest.raises(ValueError, match=r"index\.tsv: line \d+: the variant .* is listed twice \(line 2 too\)"):
+        read_index(index)

@@ -91,6 +91,7 @@ def read_index(path: Path) -> list[CompiledVariant]:
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); the index is damaged") from None
     out: list[CompiledVariant] = []
+    first_line: dict[tuple[str, str, str], int] = {}
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t")
     try:
         if missing := set(COLUMNS) - set(reader.fieldnames or ()):
@@ -105,6 +106,11 @@ def read_index(path: Path) -> list[CompiledVariant]:
                 kw["launches"] = int(rec["launches"])
                 kw["sweep_loser"] = rec["sweep_loser"] == "1"
                 kw["rows"] = tuple(r for r in rec["rows"].split(",") if r)
+                key = (kw["case"], kw["kernel"], kw["compile_hash"])
+                if key in first_line:  # the writer keeps one line a variant, its rows joined
+                    raise ValueError(f"the variant {key[0]} {key[1]} {key[2][:16]} is listed twice (line "
+                                     f"{first_line[key]} too); the index is damaged")
+                first_line[key] = line
                 out.append(CompiledVariant(**kw))
             except (ValueError, TypeError) as exc:
                 raise ValueError(f"{path}: line {line}: {exc}") from None
