@@ -334,3 +334,15 @@ def test_the_cheap_reader_gives_the_full_load_s_points_whatever_the_sample_count
     got = entry_points(listed, info)
     assert got == full and [p.median_us for p in got.values()][:4] == [3.0, 1.75, 5.0, 2.0]
     assert [p.n for p in got.values()][:4] == [1, 2, 7, 7]
+
+
+def test_an_entry_recorded_in_the_future_is_skipped_with_a_note(tmp_path):
+    """A runner whose clock ran ahead (or an edited manifest) would make its entry the newest
+    night for good, every later nightly sorted before it."""
+    store = tmp_path / "store"
+    publish_nights(store, tmp_path / "runs", [[row(median=20.0, seed=i)] for i in range(3)])
+    now = T0 + dt.timedelta(hours=2)  # night 2 is more than a day ahead of this clock, night 1 not
+    h = load_history(store, "h200", "pr", now=now)
+    assert [e.commit for e in h.entries] == [commit(0), commit(1)]
+    assert any(n.startswith("skipped ") and "after now (2026-11-01T05:00:00+00:00)" in n for n in h.notes)
+    assert len(load_history(store, "h200", "pr", now=T0 + 2 * DAY).entries) == 3

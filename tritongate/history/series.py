@@ -141,8 +141,12 @@ def _series(maps: Sequence[tuple[EntryInfo, Mapping[Key, Point]]]) -> list[Serie
             for k in sorted(first)]
 
 
+# a night recorded later than this past the reader's clock is a clock or an edited manifest
+FUTURE_SLACK = dt.timedelta(days=1)
+
+
 def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = None,
-                 compiler_repo: str | None = None) -> History:
+                 compiler_repo: str | None = None, *, now: dt.datetime | None = None) -> History:
     """The history of ``runner_class``/``suite`` (on ``gpu``: a GPU name or slug; of
     ``compiler_repo``'s builds: any spelling ``baselines.repo.parse_repo`` reads) in ``store``.
 
@@ -172,7 +176,7 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
         raise HistoryError(f"entries for runner class {runner_class}, suite {suite} in {store} are of {len(repos)} "
                            f"compiler repositories ({', '.join(repos)}); pass --compiler-repo with one of them")
     with gc_paused():  # a year of entries: tens of millions of objects, no cycles
-        loaded = _read_entries(found, notes)
+        loaded = _read_entries(found, notes, now or dt.datetime.now(dt.timezone.utc))
     if not loaded:
         on = f" on {wanted}" if wanted else ""
         why = f" ({len(notes)} damaged entr{'y' if len(notes) == 1 else 'ies'} skipped)" if notes else ""
@@ -184,13 +188,19 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
                    missing=tuple(missing), notes=tuple(notes) + tuple(m.note for m in missing))
 
 
-def _read_entries(found: Sequence[Entry], notes: list[str]) -> list[tuple[EntryInfo, dict[Key, Point]]]:
+def _read_entries(found: Sequence[Entry], notes: list[str],
+                  now: dt.datetime) -> list[tuple[EntryInfo, dict[Key, Point]]]:
     """Each entry read straight to its points (no rows kept: a year of a deep scan's rows, raw
     samples and all, would not fit in memory); a damaged one is a note in ``notes``."""
     loaded: list[tuple[EntryInfo, dict[Key, Point]]] = []
     for entry in found:
         named = any(f"{entry.path}:" in n for n in notes)  # the store's listing found it damaged
         info = EntryInfo.of(entry)
+        if info.recorded > now + FUTURE_SLACK:  # it would stand as the newest night for good
+            notes.append(f"skipped {entry.path}: recorded {info.recorded.isoformat()}, after now "
+                         f"({now.isoformat(timespec='seconds')}): a wrong clock on the recording runner or an "
+                         "edited manifest; not a night of this history")
+            continue
         try:
             if named:  # the listing checked every entry's files: only a named one is checked again
                 check_files(entry.path, entry.manifest)
