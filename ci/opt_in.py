@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -31,12 +32,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--opt-in", default="false")
     p.add_argument("--github-output", type=Path)
     args = p.parse_args(argv)
-    opt_in = args.opt_in.strip().lower() in ("true", "label")
+    mode = args.opt_in.strip().lower()
+    if mode not in ("true", "label", "false", ""):  # a typo must not quietly mean "off"
+        print(f"error: opt_in.py: --opt-in {args.opt_in[:40]!r}: expected true (or label) or false", file=sys.stderr)
+        return 2
+    opt_in = mode in ("true", "label")
     labels: list[str] = []
     try:
         if args.event_name == "pull_request":  # perf-full counts with or without opt-in mode
-            if not args.pr.isdigit():
-                print("error: opt_in.py: a pull_request run needs --pr", file=sys.stderr)
+            if not re.fullmatch(r"[1-9][0-9]{0,9}", args.pr):  # str.isdigit() takes '²' too
+                print(f"error: opt_in.py: --pr {args.pr[:40]!r}: a pull_request run needs the PR's number, a "
+                      "positive whole number", file=sys.stderr)
                 return 2
             client = GitHubClient(api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
                                   token=os.environ.get("GITHUB_TOKEN", ""))

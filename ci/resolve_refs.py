@@ -85,6 +85,24 @@ def resolve(event_name: str, event: dict, sha: str, *, base_ref: str = "", cand_
     raise RefError(f"a {event_name} event names no base commit: pass the base-ref input")
 
 
+MAX_REF = 255
+
+
+def check_ref(value: str, what: str) -> str:
+    """A ref input as git and actions/checkout take it: not an option, no whitespace or
+    control characters, of a sane length. Empty is allowed (the default applies)."""
+    if not value:
+        return value
+    if len(value) > MAX_REF:
+        raise RefError(f"{what}: {len(value)} characters; a commit SHA or a ref name has at most {MAX_REF}")
+    if value.startswith("-"):
+        raise RefError(f"{what} {value[:40]!r}: begins with '-', which git reads as an option; pass a SHA or a ref")
+    if re.search(r"[\s\x00-\x1f\x7f~^:?*\[\\]", value) or ".." in value:
+        raise RefError(f"{what} {value[:40]!r}: not a ref name git accepts (whitespace, control characters, "
+                       "'..' or one of ~^:?*[\\); pass a SHA or a ref")
+    return value
+
+
 def artifact_key(runner_class: str, suite: str) -> str:
     name = Path(suite).name
     name = re.sub(r"\.ya?ml$", "", name)
@@ -109,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         event = json.loads(args.event_path.read_text(encoding="utf-8")) if args.event_path else {}
         out = resolve(args.event_name, event if isinstance(event, dict) else {}, args.sha.strip(),
-                      base_ref=args.base_ref.strip(), cand_ref=args.cand_ref.strip(),
+                      base_ref=check_ref(args.base_ref.strip(), "--base-ref"),
+                      cand_ref=check_ref(args.cand_ref.strip(), "--cand-ref"),
                       merge_checkout=args.merge_checkout)
         if args.runner_class:
             out["key"] = artifact_key(args.runner_class, args.suite)
