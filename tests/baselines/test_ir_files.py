@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from tritongate.baselines.ir_files import ir_files
 from tritongate.ir.capture import RowIR
 from tritongate.ir.index import CompiledVariant
@@ -35,3 +37,18 @@ def test_a_run_without_an_index_or_with_linked_ttgir_keeps_no_link(tmp_path: Pat
     target.unlink()
     os.symlink("/etc/hostname", target)
     assert "ttgir/a/k/w4.ttgir" not in ir_files(run)
+
+
+@pytest.mark.parametrize("linked", ["ttgir", "ttgir/index.tsv"])
+def test_a_linked_ir_index_is_refused_not_published_without_it(tmp_path: Path, linked: str) -> None:
+    """An entry published without its index could never be pre-screened, and nothing said so."""
+    elsewhere = _run(tmp_path / "other")
+    run = tmp_path / "linked"
+    run.mkdir()
+    if linked == "ttgir":
+        (run / "ttgir").symlink_to(elsewhere / "ttgir", target_is_directory=True)
+    else:
+        (run / "ttgir").mkdir()
+        (run / "ttgir" / "index.tsv").symlink_to(elsewhere / "ttgir" / "index.tsv")
+    with pytest.raises(ValueError, match=r"is (a link|not a plain file); the IR index is part of a baseline"):
+        ir_files(run)

@@ -34,8 +34,14 @@ def ir_files(run_dir: Path, max_ttgir_bytes: int = MAX_TTGIR_BYTES) -> list[str]
     lists when they are plain files inside ``ttgir/`` totalling at most ``max_ttgir_bytes``.
     ``ValueError`` when the index is damaged (a publish refuses it rather than drop it)."""
     root = Path(run_dir) / TTGIR_DIR
-    if root.is_symlink() or not _plain_file(root / INDEX):
-        return []
+    index = root / INDEX
+    if not root.is_symlink() and not index.is_symlink() and not index.exists():
+        return []  # a run without an IR index (the cpu backend records none; older runs)
+    if root.is_symlink() or not _plain_file(index):
+        # published without it, the entry could never be pre-screened, and nothing would say so
+        what = f"{TTGIR_DIR}/ is a link" if root.is_symlink() else f"{TTGIR_DIR}/{INDEX} is not a plain file"
+        raise ValueError(f"{run_dir}: {what}; the IR index is part of a baseline (the pre-screen recompiles "
+                         "from it): publish the run directory itself, not links into another")
     names = [f"{TTGIR_DIR}/{INDEX}"] + ([f"{TTGIR_DIR}/{NAMING}"] if _plain_file(root / NAMING) else [])
     texts: list[str] = []
     total = 0
