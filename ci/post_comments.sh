@@ -30,9 +30,14 @@ if (( ${#dirs[@]} > 16 )); then
   exit 2
 fi
 
+# One verdict that cannot be posted (a damaged pr.json, an API failure) is named and the rest
+# are still posted; the job fails at the end when any was not.
+failed=()
 for dir in "${dirs[@]}"; do
+  name="$(basename "$dir")"
+  name="${name//[^A-Za-z0-9._-]/_}"  # an artifact's name, printed into a workflow-command line
   # pr.json: {"pr": N, "key": "h200-pr"}, validated here; no pr.json means no comment
-  fields="$(python3 -I - "$dir/pr.json" <<'PY'
+  if ! fields="$(python3 -I - "$dir/pr.json" 2>&1 <<'PY'
 import json, os, re, stat, sys
 path = sys.argv[1]
 try:
@@ -41,7 +46,12 @@ except OSError:
     sys.exit("pr.json: missing")
 if not stat.S_ISREG(st.st_mode) or st.st_size > 4096:
     sys.exit("pr.json: not a small regular file")
-doc = json.load(open(path, encoding="utf-8"))
+try:
+    doc = json.load(open(path, encoding="utf-8"))
+except (ValueError, UnicodeDecodeError):
+    sys.exit("pr.json: not JSON")
+if not isinstance(doc, dict):
+    sys.exit("pr.json: not a JSON object")
 pr, key = doc.get("pr"), doc.get("key", "")
 if type(pr) is not int or not 0 < pr < 10**9:
     sys.exit("pr.json: no valid PR number")
@@ -49,7 +59,11 @@ if not isinstance(key, str) or not re.fullmatch(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0
     sys.exit("pr.json: bad key")
 print(pr, key or "-")
 PY
-  )"
+  )"; then
+    echo "::error::${name}: ${fields//[^A-Za-z0-9 .:_-]/_}; this verdict is not posted"
+    failed+=("$name")
+    continue
+  fi
   read -r _ key <<< "$fields"
   [[ "$key" == - ]] && key=""
   if [[ -n "${EVENT_PR:-}" ]]; then
@@ -57,6 +71,13 @@ PY
   else
     which=(--head-repo "${HEAD_REPO:-}" --head-branch "${HEAD_BRANCH:-}")
   fi
-  python -I "$here/post_comment.py" --verdict-dir "$dir" --repo "$REPO" "${which[@]}" --head-sha "$HEAD_SHA" \
-    --key "$key"
+  if ! python -I "$here/post_comment.py" --verdict-dir "$dir" --repo "$REPO" "${which[@]}" --head-sha "$HEAD_SHA" \
+    --key "$key"; then
+    echo "::error::${name}: its comment could not be posted (the step's log above says why)"
+    failed+=("$name")
+  fi
 done
+if (( ${#failed[@]} )); then
+  echo "::error::${#failed[@]} of ${#dirs[@]} verdicts not posted: ${failed[*]}"
+  exit 1
+fi

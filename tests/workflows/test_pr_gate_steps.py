@@ -506,3 +506,18 @@ def test_the_gate_actions_builds_and_kernel_caches_stay_in_the_job() -> None:
         assert env["TRITON_CACHE_DIR"].startswith("${{ runner.temp }}/tritongate-pr/"), sid
     nightly = load_yaml(REPO / ".github" / "actions" / "record-baseline" / "action.yml")["runs"]["steps"]
     assert all("TG_CACHE_WRITE" not in (s.get("env") or {}) for s in nightly)  # the trusted job writes (default)
+
+
+def test_one_verdict_that_cannot_be_posted_does_not_stop_the_others(tmp_path: Path) -> None:
+    verdicts = tmp_path / "verdicts"
+    _verdict(verdicts / "tritongate-verdict-acme-h100-pr", "{not json")
+    _verdict(verdicts / "tritongate-verdict-acme-h200-pr", '{"pr": 7, "key": "acme-h200-pr"}')
+    _verdict(verdicts / "tritongate-verdict-acme-mi300-pr", '["a list"]')
+    proc = _post_comments(tmp_path, verdicts, "7")
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    calls = [line for line in proc.stdout.splitlines() if line.startswith("ARGS")]
+    assert len(calls) == 1 and "'--key', 'acme-h200-pr'" in calls[0]
+    assert "::error::tritongate-verdict-acme-h100-pr: pr.json: not JSON; this verdict is not posted" in proc.stdout
+    assert "::error::tritongate-verdict-acme-mi300-pr: pr.json: not a JSON object" in proc.stdout
+    assert ("::error::2 of 3 verdicts not posted: tritongate-verdict-acme-h100-pr tritongate-verdict-acme-mi300-pr"
+            in proc.stdout)
