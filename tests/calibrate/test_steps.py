@@ -251,3 +251,23 @@ def test_damaged_or_missing_resume_files_name_themselves_and_the_fix(tmp_path):
     (copy / "aim.json").write_text(json.dumps({"kind": "tritongate-calibration-aim", "schema": 1, "rows": {}}))
     with pytest.raises(UsageError, match=r"aim.json: damaged \(KeyError: 'failed'\); delete it to aim again"):
         _again(tmp_path, copy, fractions=(0.05,))
+
+
+def test_settings_with_unknown_keys_or_behind_a_link_are_refused(tmp_path):
+    from tritongate.calibrate.resume import SETTINGS, Settings, load_settings
+    from tritongate.errors import UsageError
+
+    folder = tmp_path / "cal"
+    folder.mkdir()
+    Settings(suite="pr", fractions=(0.02,), aa_runs=1, record="/r").write(folder)
+    assert load_settings(folder).suite == "pr"
+    doc = json.loads((folder / SETTINGS).read_text())
+    (folder / SETTINGS).write_text(json.dumps({**doc, "max_pairs": 9}))  # a key a later version might add
+    with pytest.raises(UsageError, match=r"settings.json has keys this tritongate does not know \(max_pairs\)"):
+        load_settings(folder)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps(doc))
+    (folder / SETTINGS).unlink()
+    (folder / SETTINGS).symlink_to(elsewhere)
+    with pytest.raises(UsageError, match=r"--resume .*a calibration's settings are a file in its folder"):
+        load_settings(folder)

@@ -61,9 +61,13 @@ def load_settings(folder: Path) -> Settings:
         shape_file: str | None = None
         python: str | None = None
 
+    from tritongate import safefs
+
     path = Path(folder) / SETTINGS
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+    try:  # a link (out of the folder, or anywhere) is refused, never followed
+        raw = json.loads(safefs.read_bytes(Path(folder), SETTINGS, limit=1 << 20).decode("utf-8"))
+    except safefs.LinkError as exc:
+        raise UsageError(f"--resume {folder}: {exc}; a calibration's settings are a file in its folder") from None
     except OSError as exc:
         raise UsageError(f"--resume {folder}: cannot read {SETTINGS} ({exc.strerror or exc}); pass a folder "
                          "that `tritongate calibrate` made (calibrate-<suite>_<UTC>)") from None
@@ -71,6 +75,10 @@ def load_settings(folder: Path) -> Settings:
         raise UsageError(f"--resume {folder}: {SETTINGS} is damaged ({exc}); start a new calibration") from None
     if not isinstance(raw, dict) or raw.get("kind") != KIND or raw.get("schema") != 1:
         raise UsageError(f"--resume {folder}: {SETTINGS} is damaged (not {KIND} schema 1); start a new calibration")
+    unknown = sorted(set(raw) - {"kind", "schema", *_Settings.model_fields})
+    if unknown:  # a key this version does not know would be dropped without a word
+        raise UsageError(f"--resume {folder}: {SETTINGS} has keys this tritongate does not know "
+                         f"({', '.join(map(str, unknown[:5]))}); start a new calibration")
     doc = validate(_Settings, raw, source=path, error=UsageError)
     return Settings(suite=doc.suite, fractions=tuple(doc.fractions), aa_runs=doc.aa_runs, record=doc.record,
                     only_ops=tuple(doc.only_ops), only_dtypes=tuple(doc.only_dtypes), backend=doc.backend,
