@@ -146,7 +146,8 @@ def test_too_few_samples_is_unchanged(tmp_path):
 
 @pytest.mark.parametrize("field,value", [("device", "NVIDIA H100"), ("backend", "rocm"), ("timer", "cuda-events"),
                                          ("gpu_state_before", {"driver": "570.1"}),
-                                         ("codegen_env", {"TRITON_DISABLE_LINE_INFO": "0"})])
+                                         ("codegen_env", {"TRITON_DISABLE_LINE_INFO": "0"}),
+                                         ("suite", {"name": "smoke", "digest": "d"})])  # one shared row
 def test_identity_mismatch_is_refused(tmp_path, field, value):
     base, cand = pair(tmp_path, [row()], [row(seed=1)], cand_identity={field: value})
     with pytest.raises(IncomparableRunsError, match="not measured alike.*--allow-mismatch"):
