@@ -80,7 +80,7 @@ def _row(op: str, case: str, dtype: str, *, seed: int, side: str, median: float)
     pairing = PairInfo(pair_id="pair-pr_20261129T120000Z", side=side,
                        went_first=tuple((i % 2 == 0) == (side == "base") for i in range(5)),
                        target_effect=0.01, detectable_effect=0.008, target_reached=True, min_rounds=5,
-                       max_rounds=20)
+                       max_rounds=20, worker_pairs=(0, 0, 1, 1, 1))  # a call on one worker pair only shows
     return Row(op=op, case=case, dtype=dtype, timer="cuda-graph", samples=samples(median, seed=seed),
                params={"shape": [4096, 4096], "seed": 7}, markers=(),
                measurement=MeasurementInfo(launches_per_sample=25, samples_per_round=5, warmup_calls=50, l2="warm",
