@@ -95,6 +95,8 @@ def check_ref(value: str, what: str) -> str:
         return value
     if len(value) > MAX_REF:
         raise RefError(f"{what}: {len(value)} characters; a commit SHA or a ref name has at most {MAX_REF}")
+    if "\n" in value or "\r" in value:  # it would end the output line and start another
+        raise RefError(f"{what} {value[:40]!r}: contains a line break; pass a SHA or a ref")
     if value.startswith("-"):
         raise RefError(f"{what} {value[:40]!r}: begins with '-', which git reads as an option; pass a SHA or a ref")
     if re.search(r"[\s\x00-\x1f\x7f~^:?*\[\\]", value) or ".." in value:

@@ -32,7 +32,7 @@ def test_a_pr_number_that_is_not_a_plain_positive_integer_is_named(pr: str) -> N
 
 
 @pytest.mark.parametrize(("ref", "words"), [("-c core.pager=x", "begins with '-'"), ("a" * 100_000, "100000 characters"),
-                                           ("main\nx", "not a ref name git accepts"), ("a..b", "not a ref name")])
+                                           ("main\nx", "contains a line break"), ("main x", "not a ref name git accepts"), ("a..b", "not a ref name")])
 def test_a_ref_git_would_misread_is_refused(ref: str, words: str) -> None:
     done = _run("resolve_refs.py", "--event-name", "workflow_dispatch", "--sha", "0" * 40, "--base-ref", ref)
     assert done.returncode == 2 and "Traceback" not in done.stderr
