@@ -121,7 +121,7 @@ def request_from_args(args: argparse.Namespace) -> BatchRequest:
         "devices": args.devices, "retries": args.retries, "python": args.python, "kill_grace_s": args.kill_grace,
         "env": parse_env_overlay(args.env, option="--env") if args.env else None,
         "worker_attempts": 0 if args.fresh_process else WORKER_ATTEMPTS if args.reuse_worker else args.worker_attempts}
-    timeout = None if args.op_timeout is None else (args.op_timeout or None)
+    timeout = args.op_timeout or None  # 0: no limit
     ops, dtypes = tuple(split_values(args.ops)), tuple(split_values(args.dtypes))
     if args.resume:
         if args.out:

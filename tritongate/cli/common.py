@@ -73,8 +73,7 @@ def want_color(choice: str, stream: object) -> bool:
 
 def _run_row_text(ev: Any) -> str:
     """A finished row of `run`: its median, or why it has none, and its markers."""
-    r = ev.row
-    s = r.summary
+    r, s = ev.row, ev.row.summary
     what = f"{format_time(s.median):>10}" if s else (f"not timed ({r.skipped.value})" if r.skipped else "     error")
     return what + (f"  {'; '.join(r.markers)}" if r.markers else "")
 
@@ -101,8 +100,7 @@ def progress_printer(color: bool, *, verb: str = "measuring", row_text: Callable
                 bar.start()
                 task = bar.add_task("starting", total=ev.total)
             elif ev.kind == "row_start" and ev.planned is not None:
-                p = ev.planned
-                bar.update(task, description=f"{p.op} {p.case} {p.dtype}")
+                bar.update(task, description=f"{ev.planned.op} {ev.planned.case} {ev.planned.dtype}")
             elif ev.kind == "row_done":
                 bar.advance(task)
                 r = ev.row

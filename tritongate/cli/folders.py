@@ -113,8 +113,7 @@ def record_suite(record: Path) -> str:
         return name if same else path
     if name in builtin_suites():  # recorded from another checkout: the builtin of that name
         return name
-    where = f"from {path}, which is not there any more" if path else \
-        "(the record does not say from which file)"
+    where = f"from {path}, which is not there any more" if path else "(the record does not say from which file)"
     raise UsageError(f"{record} was recorded with suite {name!r} {where}, and no builtin suite has that name; "
                      "pass --suite PATH")
 

@@ -16,11 +16,15 @@ from tritongate.model.calibration import CALIBRATION_ENV, load_summary
 from tritongate.report.untrusted import safe_url
 
 
-def add_sampling_options(g: argparse._ArgumentGroup | argparse.ArgumentParser) -> None:
-    """--rounds, --samples-per-round, --l2 of every command that measures, with the defaults it measures with."""
+def add_rows_and_sampling(g: argparse._ArgumentGroup | argparse.ArgumentParser) -> None:
+    """--shape-file, --ops, --dtypes and --rounds, --samples-per-round, --l2 of every command that measures,
+    with the defaults it measures with."""
     from tritongate.backends import CPU_MEASURE
 
     gpu, cpu = MeasureConfig(), CPU_MEASURE
+    g.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
+    g.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
+    g.add_argument("--dtypes", type=_text, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
     g.add_argument("--rounds", type=int, metavar="N",
                    help=f"rounds per row; in a paired run a round times both sides, in alternating order "
                         f"(default {gpu.rounds}; {cpu.rounds} on cpu)")
@@ -38,10 +42,7 @@ def add_measurement_options(p: argparse.ArgumentParser, *, group: argparse._Argu
     """What to measure and how, in a "measurement" group or ``group``. ``paired``: timed by two workers
     (batch passes the options to each op's ``tritongate run`` instead)."""
     g = group or p.add_argument_group("measurement")
-    g.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
-    g.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
-    g.add_argument("--dtypes", type=_text, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
-    add_sampling_options(g)
+    add_rows_and_sampling(g)
     g.add_argument("--isolate-tuner-cache", action="store_true",
                    help=f"private FlagGems LibTuner DB per {'worker' if paired else 'op run'} "
                         "(also TRITONGATE_ISOLATE_TUNER_CACHE=1)")
@@ -180,9 +181,8 @@ def changed_from_option(args: argparse.Namespace, baseline: Path, base: Any, can
 def gate_policy(args: argparse.Namespace) -> Any:
     from tritongate.gate.policy import load_policy
 
-    return load_policy(Path(args.policy) if args.policy else None, min_effect=args.min_effect,
-                       noise_z=args.noise_z, min_samples=args.min_samples,
-                       max_missing=args.max_missing, strict=args.strict or None,
+    return load_policy(Path(args.policy) if args.policy else None, min_effect=args.min_effect, noise_z=args.noise_z,
+                       min_samples=args.min_samples, max_missing=args.max_missing, strict=args.strict or None,
                        fail_on_blind=getattr(args, "fail_on_blind", False) or None,
                        process_sd=getattr(args, "process_sd", None))
 

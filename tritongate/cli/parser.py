@@ -6,7 +6,7 @@ import argparse
 
 from tritongate import __version__
 from tritongate.cli import calibrate, inspect, pair, run
-from tritongate.cli.common import EPILOG, HelpFormatter, use_formatter
+from tritongate.cli.common import EPILOG, use_formatter
 
 PROG = "tritongate"
 
@@ -14,12 +14,8 @@ PROG = "tritongate"
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """Every sub-command, in --help order; or only ``command``, where it is one of ``own``: it parses the
     same without importing the baseline and batch machinery a ``gate`` never uses."""
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Performance-regression gate for Triton compiler changes.",
-        epilog=EPILOG,
-        formatter_class=HelpFormatter,
-    )
+    parser = argparse.ArgumentParser(prog=PROG, description="Performance-regression gate for Triton compiler changes.",
+                                     epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"tritongate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -37,7 +33,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         add_baseline_parser(sub)
         add_batch_parser(sub)
         add_history_parser(sub)
-    use_formatter(parser)  # the other packages' commands wrap their descriptions alike
+    use_formatter(parser)  # HelpFormatter for the parser and every command below it
     return parser
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tritongate.argtypes import nonempty_text as _text
 from tritongate.cli.common import add_command, counted, exit_codes, progress_printer, split_values, want_color
-from tritongate.cli.options import add_sampling_options
+from tritongate.cli.options import add_rows_and_sampling
 from tritongate.errors import ExitCode, MeasurementError, UsageError
 from tritongate.schema import RowStatus
 
@@ -29,10 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                           "timer), cpu (Triton interpreter, host timer), rocm, musa, ascend (device-event "
                           "timer); CI jobs that must measure a GPU name it (--backend cuda)")
     run.add_argument("--out", type=_text, required=True, metavar="DIR", help="parent directory of the run directory")
-    run.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
-    run.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
-    run.add_argument("--dtypes", type=_text, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
-    add_sampling_options(run)
+    add_rows_and_sampling(run)
     run.add_argument("--replay-from", type=_text, metavar="RECORD_RUN",
                      help="replay the autotune configs of this record run instead of tuning live "
                           "(a key it lacks, or a config that no longer compiles, tunes live and marks "

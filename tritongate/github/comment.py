@@ -10,23 +10,14 @@ comment onto another PR.
 
 Steps: read and check the verdict; check the PR head; find the sticky comment (the first
 comment by the bot login that holds ``STICKY_MARKER``; a human quoting the marker is
-ignored); update it, or create one; then, when the verdict turned *worse*, post a short
-extra comment linking to the sticky one (an edit notifies nobody).
+ignored); update it, or create one; then, when the verdict turned *worse* (``is_worse``,
+against the state line this poster wrote last time, never the artifact), post a short extra
+comment linking to the sticky one (an edit notifies nobody).
 
 Stale (the PR head is no longer ``--head-sha``): nothing is posted and the outcome is
 ``stale``, not an error: a newer push superseded this run, and that push's own run posts
 its verdict. (If every run reports stale, the workflow passes the wrong SHA: it must be
-``github.event.workflow_run.head_sha``.)
-
-Worse: the previous sticky comment's state line (the last line, written by this poster,
-never by the artifact) is compared with the new state, and the verdict is worse when it
-was passing and now fails, or when the REGRESSED count rose, or when the REJECTED count
-rose. No sticky comment yet, or one without a readable state line: nothing to compare, not
-worse (a newly created comment notifies by itself). Better or equal: no extra comment.
-
-Exit codes of ``ci/post_comment.py``: 0 posted, dry-run printed, or stale (skipped);
-2 bad usage or a malformed verdict folder; 5 a GitHub API failure (permissions, rate
-limit, not found, network).
+``github.event.workflow_run.head_sha``.) Exit codes: ``ci/post_comment.py --help``.
 """
 
 from __future__ import annotations
@@ -46,8 +37,8 @@ STICKY_MARKER = "<!-- tritongate-verdict -->"
 STATE_PREFIX = "<!-- tritongate-state: "
 STATE_SUFFIX = " -->"
 NOTIFY_MARKER = "<!-- tritongate-notify -->"
+KEY_PREFIX = "<!-- tritongate-key: "
 DEFAULT_BOT_LOGIN = "github-actions[bot]"
-VERDICT_MD = "verdict.md"
 VERDICT_JSON = "verdict.json"
 MAX_MARKDOWN_CHARS = 65_000  # plus the state line stays under GitHub's 65,536
 MAX_JSON_BYTES = 64 * 1024 * 1024  # verdict.json holds every row; this only stops a runaway file
@@ -56,8 +47,9 @@ WRITE_PERMISSION = "pull-requests: write"
 
 _SHA = re.compile(r"[0-9a-fA-F]{40}")
 _PR = re.compile(r"[1-9][0-9]{0,9}")
-_REPO = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
+_REPO = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.\.?\Z)[A-Za-z0-9._-]{1,100}")  # not OWNER/. or OWNER/..
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
+_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?/[A-Za-z0-9._~/%+=&?,;:@!$#-]*")
 
 
@@ -66,25 +58,25 @@ class VerdictInputError(ValueError):
 
 
 # -- arguments ------------------------------------------------------------------------------
+def _matched(pattern: re.Pattern[str], text: str, problem: str) -> str:
+    if not pattern.fullmatch(text):
+        raise VerdictInputError(problem)
+    return text
+
+
 def validate_pr(value: str | int) -> int:
     text = str(value).strip()
-    if not _PR.fullmatch(text):
-        raise VerdictInputError(f"PR number {text[:40]!r} is not a positive integer")
-    return int(text)
+    return int(_matched(_PR, text, f"PR number {text[:40]!r} is not a positive integer"))
 
 
 def validate_sha(value: str) -> str:
     text = value.strip()
-    if not _SHA.fullmatch(text):
-        raise VerdictInputError(f"head SHA {text[:60]!r} is not 40 hex digits")
-    return text.lower()
+    return _matched(_SHA, text, f"head SHA {text[:60]!r} is not 40 hex digits").lower()
 
 
 def validate_repo(value: str) -> tuple[str, str]:
     text = value.strip()
-    if not _REPO.fullmatch(text) or text.split("/")[1] in (".", ".."):
-        raise VerdictInputError(f"repository {text[:120]!r} is not OWNER/NAME")
-    owner, name = text.split("/")
+    owner, name = _matched(_REPO, text, f"repository {text[:120]!r} is not OWNER/NAME").split("/")
     return owner, name
 
 
@@ -110,9 +102,13 @@ def pr_of_head(client: GitHubClient, repo: str, head_repo: str, head_branch: str
 
 
 def validate_login(value: str) -> str:
-    if not _LOGIN.fullmatch(value.strip()):
-        raise VerdictInputError(f"bot login {value[:60]!r} is not a GitHub login")
-    return value.strip()
+    return _matched(_LOGIN, value.strip(), f"bot login {value[:60]!r} is not a GitHub login")
+
+
+def validate_key(value: str) -> str:
+    """The sticky comment's key (runner class and suite): one per key on a PR."""
+    text = value.strip()
+    return _matched(_KEY, text, f"key {text[:60]!r} is not a plain name (letters, digits, . _ -)") if text else text
 
 
 # -- the verdict folder -----------------------------------------------------------------------
@@ -189,18 +185,6 @@ def read_verdict(folder: str | Path) -> Verdict:
 
 
 # -- bodies -----------------------------------------------------------------------------------
-KEY_PREFIX = "<!-- tritongate-key: "
-_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-
-
-def validate_key(value: str) -> str:
-    """The sticky comment's key (runner class and suite): one per key on a PR."""
-    text = value.strip()
-    if text and not _KEY.fullmatch(text):
-        raise VerdictInputError(f"key {text[:60]!r} is not a plain name (letters, digits, . _ -)")
-    return text
-
-
 def key_line(key: str) -> str:
     return f"{KEY_PREFIX}{key} -->" if key else ""
 
@@ -221,17 +205,16 @@ def parse_state(body: str) -> VerdictState | None:
         doc = json.loads(last[len(STATE_PREFIX):-len(STATE_SUFFIX)])
     except ValueError:
         return None
-    if not isinstance(doc, dict) or not isinstance(doc.get("passed"), bool):
+    if not (isinstance(doc, dict) and isinstance(doc.get("passed"), bool) and type(doc.get("regressed")) is int
+            and type(doc.get("rejected")) is int):
         return None
-    regressed, rejected = doc.get("regressed"), doc.get("rejected")
-    if type(regressed) is not int or type(rejected) is not int:
-        return None
-    return VerdictState(passed=doc["passed"], regressed=regressed, rejected=rejected)
+    return VerdictState(passed=doc["passed"], regressed=doc["regressed"], rejected=doc["rejected"])
 
 
 def is_worse(before: VerdictState | None, now: VerdictState) -> bool:
-    """Passing before and failing now, or more REGRESSED rows, or more REJECTED rows.
-    No previous state: nothing to compare, not worse."""
+    """Passing before and failing now, or more REGRESSED rows, or more REJECTED rows. No previous
+    state (no sticky yet, or no readable state line): nothing to compare, not worse (a newly
+    created comment notifies by itself)."""
     if before is None:
         return False
     return (before.passed and not now.passed) or now.regressed > before.regressed or now.rejected > before.rejected
@@ -306,7 +289,6 @@ class Outcome:
     sticky_url: str | None = None
     notify_url: str | None = None
     pr_head: str | None = None
-    before: VerdictState | None = None
 
 
 def post_verdict(client: GitHubClient, target: Target, verdict: Verdict, *,
@@ -323,13 +305,11 @@ def post_verdict(client: GitHubClient, target: Target, verdict: Verdict, *,
     body = sticky_body(verdict, key)
     before = parse_state(sticky["body"]) if sticky else None
     worse = is_worse(before, verdict.state)
-    actions: tuple[Action, ...] = ("update",) if sticky else ("create",)
-    if worse:
-        actions += ("notify",)
+    actions: tuple[Action, ...] = ("update" if sticky else "create",) + (("notify",) if worse else ())
     sticky_url = _html_url(sticky)
     if dry_run:
         note = notify_body(verdict, before, sticky_url) if worse and before else None
-        return Outcome(status="dry-run", actions=actions, body=body, notify=note, before=before,
+        return Outcome(status="dry-run", actions=actions, body=body, notify=note,
                        sticky_id=sticky["id"] if sticky else None, sticky_url=sticky_url)
     write = {"what": f"writing the verdict comment on PR #{target.pr}", "permission": WRITE_PERMISSION}
     if sticky:
@@ -341,11 +321,10 @@ def post_verdict(client: GitHubClient, target: Target, verdict: Verdict, *,
     note, note_url = None, None
     if worse and before:
         note = notify_body(verdict, before, sticky_url)
-        sent = client.post(f"{base}/issues/{target.pr}/comments", {"body": note},
-                           what=f"posting the 'verdict got worse' comment on PR #{target.pr}",
-                           permission=WRITE_PERMISSION)
-        note_url = _html_url(sent)
-    return Outcome(status="posted", actions=actions, body=body, notify=note, before=before,
+        note_url = _html_url(client.post(f"{base}/issues/{target.pr}/comments", {"body": note},
+                                         what=f"posting the 'verdict got worse' comment on PR #{target.pr}",
+                                         permission=WRITE_PERMISSION))
+    return Outcome(status="posted", actions=actions, body=body, notify=note,
                    sticky_id=sticky_id if type(sticky_id) is int else None, sticky_url=sticky_url,
                    notify_url=note_url)
 

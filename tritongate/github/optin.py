@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal
 
-from tritongate.github.rest import GitHubClient
+from tritongate.github.rest import GitHubClient, GitHubError
 
 LABEL, FULL_LABEL = "perf", "perf-full"
 
@@ -89,15 +89,12 @@ def _login(event: dict[str, Any], key: str) -> str:
 def parse_command(event: dict[str, Any]) -> Command | Literal["ignored"]:
     """The `/perf` command of an issue_comment event, or 'ignored' (not a command on a PR)."""
     issue, comment = event.get("issue"), event.get("comment")
-    if event.get("action") != "created" or not isinstance(issue, dict) or not isinstance(comment, dict):
-        return "ignored"
-    if not isinstance(issue.get("pull_request"), dict) or type(issue.get("number")) is not int:
-        return "ignored"  # a comment on an issue, not on a PR
+    if (event.get("action") != "created" or not isinstance(issue, dict) or not isinstance(comment, dict)
+            or not isinstance(issue.get("pull_request"), dict) or type(issue.get("number")) is not int):
+        return "ignored"  # not a new comment, or one on an issue rather than a PR
     m = _COMMAND.match(comment.get("body") or "") if isinstance(comment.get("body"), str) else None
-    if not m:
-        return "ignored"
     login, created = _login(event, "comment"), comment.get("created_at")
-    if not login:
+    if not m or not login:
         return "ignored"
     return Command(pr=issue["number"], full=m.group(1) == "full", login=login,
                    created_at=created if isinstance(created, str) else "", sha=m.group(2) or "")
@@ -119,8 +116,6 @@ def parse_label(event: dict[str, Any]) -> Command | Literal["ignored"]:
 def can_write(client: GitHubClient, repo: str, login: str) -> tuple[bool, str]:
     """Whether ``login`` has write access to ``repo`` (admin, maintain or write), and the
     permission the API gave (``none`` when it knows no such collaborator)."""
-    from tritongate.github.rest import GitHubError
-
     try:
         doc = client.get(f"/repos/{repo}/collaborators/{login}/permission", what=f"reading {login}'s permission",
                          permission="metadata: read")
@@ -137,11 +132,11 @@ def run_command(client: GitHubClient, repo: str, command: Command, workflow: str
     """Check the actor, bind the command to the head they saw, label the PR (a comment), then
     re-run the latest run of ``workflow`` for that head."""
     asked = "the perf label" if command.via_label else "/perf"
+    label = FULL_LABEL if command.full else LABEL
     allowed, permission = can_write(client, repo, command.login)
     if not allowed:
         if command.via_label:  # left on, the opt-in job would count it on the next push
-            name = FULL_LABEL if command.full else LABEL
-            client.delete(f"/repos/{repo}/issues/{command.pr}/labels/{name}", what=f"removing the label {name}",
+            client.delete(f"/repos/{repo}/issues/{command.pr}/labels/{label}", what=f"removing the label {label}",
                           permission="pull-requests: write")
         return Outcome(f"refused: {command.login} has {permission} access",
                        f"@{command.login}: {asked} runs the GPU gate only for someone with write access to this "
@@ -166,7 +161,6 @@ def run_command(client: GitHubClient, repo: str, command: Command, workflow: str
         return Outcome(f"refused: {head[:12]} was pushed after the comment",
                        f"@{command.login}: this PR's head changed after your comment (now `{head[:12]}`); "
                        f"nothing was run. Review it, then comment `/perf` again (or `/perf {head[:12]}`).")
-    label = FULL_LABEL if command.full else LABEL
     if run is None and not command.sha:  # nothing shows which head the commenter saw
         return Outcome(f"refused: no {workflow} run of {head[:12]} yet",
                        f"@{command.login}: no `{workflow}` run of `{head[:12]}` exists yet, so nothing shows this "

@@ -15,9 +15,7 @@ would be read as a line of its own: another output, chosen by whoever wrote the 
 a multi-line value must not hold its delimiter. Here single-line values with a line break
 are refused, never rewritten, and a multi-line value gets a random delimiter
 (``ghadelimiter_<uuid4>``, the form of GitHub's own toolkit) checked to be absent from it.
-
-Every output of one call is checked before anything is written, then appended in one write:
-a refused value leaves the file as it was. Standard library only.
+Standard library only.
 """
 
 from __future__ import annotations

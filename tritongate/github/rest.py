@@ -171,13 +171,9 @@ class GitHubClient:
 
     def _send(self, method: str, url: str, body: dict[str, Any] | None, what: str) -> Response:
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
-                   "User-Agent": USER_AGENT}
-        if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode("utf-8")
-            headers["Content-Type"] = "application/json"
+                   "User-Agent": USER_AGENT, **({"Authorization": f"Bearer {self.token}"} if self.token else {}),
+                   **({"Content-Type": "application/json"} if body is not None else {})}
+        data = None if body is None else json.dumps(body).encode("utf-8")
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
             with self._opener.open(req, timeout=self.timeout_s) as raw:

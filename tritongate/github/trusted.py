@@ -83,20 +83,15 @@ def judge(doc: VerdictDoc) -> Judgement:
     return Judgement(passed=passed, counts={str(k): n for k, n in counts.items()}, contradiction=contradiction)
 
 
-def _rows_state(passed: bool, doc: VerdictDoc) -> str:
-    from tritongate.report.verdict_view import fallback_state
-
-    return fallback_state(passed, doc.rows)[0]
-
-
 def render_comment_body(doc: VerdictDoc) -> str:
     """The sticky comment's Markdown for a validated verdict document (without the state line):
     the same text as the job's verdict.md for a document whose pass/fail, counts and state
     agree with its rows; for any other, the document as its rows say, under a warning."""
     from tritongate.report.verdict_markdown import render_verdict
+    from tritongate.report.verdict_view import fallback_state
 
     j = judge(doc)
-    state = _rows_state(j.passed, doc)
+    state = fallback_state(j.passed, doc.rows)[0]
     problem = j.contradiction
     if problem is None and (doc.state or state) != state:
         problem = f"verdict.json says its state is {doc.state!r}, but its rows give {state!r}: shown from the rows"
