@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         called, slower, faster, rows, timed = count(json.loads(args.verdict.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
         print(f"error: aa_count.py: {args.verdict}: {exc}", file=sys.stderr)
         return 2
     lines = ["### A/A self-check (the gate's false alarms tonight)", "",

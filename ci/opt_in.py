@@ -44,8 +44,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: opt_in.py: --pr {args.pr[:40]!r}: a pull_request run needs the PR's number, a "
                       "positive whole number", file=sys.stderr)
                 return 2
-            client = GitHubClient(api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
-                                  token=os.environ.get("GITHUB_TOKEN", ""))
+            try:
+                client = GitHubClient(api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
+                                      token=os.environ.get("GITHUB_TOKEN", ""))
+            except ValueError as exc:  # a plain-http or malformed API URL: the token is never sent there
+                print(f"error: opt_in.py: GITHUB_API_URL: {exc}", file=sys.stderr)
+                return 2
             try:
                 labels = live_labels(client, args.repo, int(args.pr))
             except GitHubError as exc:

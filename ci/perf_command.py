@@ -36,16 +36,21 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         event = json.loads(args.event_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        print(f"error: perf_command.py: {args.event_path}: {exc}", file=sys.stderr)
+    except (OSError, ValueError, RecursionError) as exc:  # a deeply nested payload: RecursionError
+        print(f"error: perf_command.py: {args.event_path}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
+              file=sys.stderr)
         return 2
     event = event if isinstance(event, dict) else {}
     command = parse_label(event) if args.event_name == "pull_request" else parse_command(event)
     if command == "ignored":
         print("not a /perf command or a perf label on a pull request")
         return 0
-    client = GitHubClient(api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
-                          token=os.environ.get("GITHUB_TOKEN", ""))
+    try:
+        client = GitHubClient(api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
+                              token=os.environ.get("GITHUB_TOKEN", ""))
+    except ValueError as exc:  # a plain-http or malformed API URL: the token is never sent there
+        print(f"error: perf_command.py: GITHUB_API_URL: {exc}", file=sys.stderr)
+        return 2
     try:
         outcome = run_command(client, args.repo, command, args.workflow)
         print(outcome.line)

@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.runner_class:
             out["key"] = artifact_key(args.runner_class, args.suite)
         text = outputs.append(args.github_output, out) if args.github_output else outputs.render(out)
-    except (RefError, OSError, ValueError) as exc:  # OutputError is a ValueError
+    except (RefError, OSError, ValueError, RecursionError) as exc:  # OutputError is a ValueError
         print(f"error: resolve_refs.py: {exc}", file=sys.stderr)
         return 2
     print(text, end="")

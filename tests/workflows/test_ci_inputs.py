@@ -44,3 +44,26 @@ def test_plain_refs_still_resolve() -> None:
                 "--base-ref", "refs/heads/release/3.6", "--cand-ref", "feature_x-1.2")
     assert done.returncode == 0, done.stderr
     assert "base=refs/heads/release/3.6" in done.stdout and "cand=feature_x-1.2" in done.stdout
+
+
+def test_a_plain_http_api_url_is_named_and_no_token_goes_there(tmp_path: Path) -> None:
+    event = tmp_path / "event.json"
+    event.write_text('{"action": "created", "issue": {"number": 5, "pull_request": {}}, '
+                     '"comment": {"body": "/perf", "user": {"login": "a"}}}')
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "GITHUB_TOKEN": "t", "GITHUB_API_URL": "http://api.example"}
+    for argv in (["perf_command.py", "--event-path", str(event), "--repo", "o/r"],
+                 ["opt_in.py", "--event-name", "pull_request", "--repo", "o/r", "--pr", "5", "--opt-in", "true"]):
+        done = subprocess.run([sys.executable, str(ROOT / "ci" / argv[0]), *argv[1:]], capture_output=True, text=True,
+                              cwd=ROOT, timeout=60, env=env)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert "GITHUB_API_URL" in done.stderr and "plain http" in done.stderr
+
+
+def test_a_deeply_nested_event_is_a_named_error(tmp_path: Path) -> None:
+    event = tmp_path / "event.json"
+    event.write_text("[" * 100_000 + "]" * 100_000)
+    for argv in (["perf_command.py", "--event-path", str(event), "--repo", "o/r"],
+                 ["resolve_refs.py", "--event-name", "pull_request", "--event-path", str(event), "--sha", "0" * 40]):
+        done = _run(*argv)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert "RecursionError" in done.stderr or "recursion" in done.stderr
