@@ -206,3 +206,11 @@ def test_ci_record_baseline_refuses_to_publish_a_failed_record(tmp_path):
     proc = _ci("record_baseline.py", "--suite", "no-such-suite", "--backend", "cpu", "--out", str(tmp_path / "runs"),
                "--publish", str(tmp_path / "store"), "--runner-class", "h200")
     assert proc.returncode == 3 and not (tmp_path / "store").exists()  # the run's own exit code
+
+
+@pytest.mark.parametrize("digest", ["latest", "D1", "d1 ", "x" * 65])
+def test_a_suite_digest_that_is_not_hex_is_named(tmp_path, capsys, digest):
+    """Such a digest matched no entry, and the lookup said only that none was found."""
+    assert main(["find", "--suite", "pr", "--runner-class", "h200", "--gpu", "NVIDIA H200", "--store", str(tmp_path),
+                 "--suite-digest", digest]) == 2
+    assert "expected auto, none or the suite's digest in lower-case hex" in capsys.readouterr().err

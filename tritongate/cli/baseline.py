@@ -4,6 +4,7 @@ nightly series; ``main`` runs ``baseline`` without the rest of the CLI (``ci/fin
 from __future__ import annotations
 
 import argparse
+import re
 import datetime as dt
 import json
 import sys
@@ -75,6 +76,9 @@ def _expected_suite(args: argparse.Namespace) -> tuple[str, str | None]:
         except GateError as exc:
             raise BaselineError(f"--suite-digest auto: {exc}; or pass --suite-digest HEX|none") from None
         return suite.name, suite.digest
+    if choice != "none" and not re.fullmatch(r"[0-9a-f]{1,64}", choice):  # else no entry ever matches, silently
+        raise BaselineError(f"--suite-digest {choice[:80]!r}: expected auto, none or the suite's digest in lower-case "
+                            "hex (a run records it: run_identity.json suite.digest)")
     return suite_folder(args.suite), None if choice == "none" else choice
 
 
