@@ -82,7 +82,11 @@ def test_a_quiet_device_catches_every_planted_slowdown_of_2_and_5_percent(tmp_pa
     assert all(g.met for g in cal.goals())
     doc = json.loads((out / CALIBRATION_JSON).read_text())
     assert doc["schema"] == 2 and doc["aa"] == {"rows": 6, "false_verdicts": 0}
-    assert doc["catch"]["0.05"] == {"rows": 3, "caught": 3, "rate": 1.0, "unplanted": 0}
+    assert {k: v for k, v in doc["catch"]["0.05"].items() if k != "measured"} == {
+        "rows": 3, "caught": 3, "rate": 1.0, "unplanted": 0, "on_size": True}
+    # every paired step names its physical GPU; one GPU here: a calibration of that GPU
+    assert {s["gpu_uuid"] for s in doc["steps"] if s["name"] != "aim"} == {"GPU-scripted"}
+    assert doc["runner"]["gpus"] == ["GPU-scripted"] and doc["runner"]["scope"] == "one GPU"
     assert [c["rows"] for c in doc["classes"]] == [1, 1, 1, 0]
     names = [s["name"] for s in doc["steps"]]  # a size the aim was unsure of is checked by a paired run
     assert names[:3] == ["aa-1", "aa-2", "aim"] and names[-3:] == ["planted-0.01", "planted-0.02", "planted-0.05"]
@@ -271,3 +275,17 @@ def test_settings_with_unknown_keys_or_behind_a_link_are_refused(tmp_path):
     (folder / SETTINGS).symlink_to(elsewhere)
     with pytest.raises(UsageError, match=r"--resume .*a calibration's settings are a file in its folder"):
         load_settings(folder)
+
+
+def test_steps_on_several_gpus_make_a_runner_class_calibration():
+    """The H200 calibration's steps ran on four physical GPUs; it calibrated what PRs meet (a
+    class of runner), and says so."""
+    from tritongate.calibrate.analysis import Step, StepRow, analyse
+
+    rows = (StepRow("add", "4096", "float32", "UNCHANGED", 0.0, 0.01, 2.0),)
+    aa = [Step("aa-1", None, rows, 1.0, gpu_uuid="GPU-a"), Step("aa-2", None, rows, 1.0, gpu_uuid="GPU-b")]
+    planted = [Step("planted-0.02", 0.02, rows, 1.0, delays_ns={}, gpu_uuid="GPU-b")]
+    cal = analyse(created_utc="2026-12-05T00:00:00+00:00", suite="pr", runner={"device": "NVIDIA H200"}, aa=aa,
+                  fractions=(0.02,), aims={}, aim_s=0.0, planted=planted)
+    assert cal.runner["gpus"] == ["GPU-a", "GPU-b"] and cal.runner["scope"] == "runner class (2 GPUs)"
+    assert [s["gpu_uuid"] for s in cal.steps] == ["GPU-a", "GPU-b", None, "GPU-b"]  # the aim: no pair of its own

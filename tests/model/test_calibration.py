@@ -12,7 +12,8 @@ from tritongate.errors import SchemaVersionError, UsageError
 
 
 def row(op: str, us: float, caught: dict[str, bool], aa=("UNCHANGED",)) -> RowCalibration:
-    planted = {k: PlantedOutcome(10, "REGRESSED" if v else "UNCHANGED", 0.02) for k, v in caught.items()}
+    # each plant measured at its size (the gate's estimate equals the fraction planted)
+    planted = {k: PlantedOutcome(10, "REGRESSED" if v else "UNCHANGED", float(k)) for k, v in caught.items()}
     return RowCalibration(op=op, case="8", dtype="float16", kernel_us=us, zero_us=us, aa_verdicts=aa,
                           aa_effects=(0.0,) * len(aa), detectable=0.01, planted=planted)
 
@@ -52,12 +53,13 @@ def test_a_size_the_aim_could_not_plant_is_left_out_of_the_rate_and_a_miss_for_t
                                  planted={"0.05": PlantedOutcome(40, "REGRESSED", 0.05, 0.049)},
                                  aim={"missed": {"0.02": "no spin lands within ±25% of 2%"}})
     c = cal([row("mid", 20.0, {"0.02": True, "0.05": True}), unplantable])
-    assert c.rate(0.02) == Rate(rows=1, caught=1, unplanted=1)
-    assert c.rate(0.05) == Rate(rows=2, caught=2, unplanted=0)
+    assert c.rate(0.02) == Rate(rows=1, caught=1, unplanted=1, fraction=0.02, measured=0.02)
+    assert c.rate(0.05) == Rate(rows=2, caught=2, unplanted=0, fraction=0.05, measured=0.05)
     assert c.goals()[0].text() == ("2% caught on ≥ 95% of rows ≥ 10 µs: 1 of 2 (50%), counting 1 that could not "
                                    "be planted at 2% as missed")
     assert [g.met for g in c.goals()] == [False, True]
-    assert c.to_dict()["catch"]["0.02"] == {"rows": 1, "caught": 1, "rate": 1.0, "unplanted": 1}
+    assert c.to_dict()["catch"]["0.02"] == {"rows": 1, "caught": 1, "rate": 1.0, "unplanted": 1, "measured": 0.02,
+                                            "on_size": True}
 
 
 def test_a_row_without_a_positive_time_is_refused():
@@ -138,3 +140,21 @@ def test_a_schema_1_calibration_is_still_cited(tmp_path):
     (tmp_path / "calibration.json").write_text(json.dumps({"schema": 1, "kind": "tritongate-calibration",
                                                             "summary": summary}))
     assert load_summary(tmp_path) == CalibrationSummary(**summary, unplanted=0)
+
+
+def test_a_size_whose_plants_measured_off_it_is_not_judged_at_that_size():
+    """The H200's "2 %" plants on rows < 10 µs measured 2.67 % (the aim ran in the other launch
+    state): such catches were shown at that size, not at 2 %."""
+    def measured(us, effect):
+        return RowCalibration(op="add", case="8", dtype="float16", kernel_us=us, zero_us=us, aa_verdicts=("UNCHANGED",),
+                              aa_effects=(0.0,), detectable=0.01,
+                              planted={"0.02": PlantedOutcome(10, "REGRESSED", effect), "0.05": PlantedOutcome(
+                                  20, "REGRESSED", 0.05)})
+    c = cal([measured(20.0, 0.0267), measured(30.0, 0.0260), measured(40.0, 0.0290)])
+    rate = c.rate(0.02)
+    assert rate.measured == pytest.approx(0.0267) and rate.on_size is False
+    goal = c.goals()[0]
+    assert goal.met is None and goal.text().endswith("not judged: the plants measured 2.67% (median), outside "
+                                                     "±25 % of 2%")
+    assert c.to_dict()["catch"]["0.02"]["on_size"] is False and c.goals()[1].met is True
+    assert cal([measured(20.0, 0.024)]).rate(0.02).on_size is True  # within ±25 %

@@ -37,6 +37,7 @@ class Step:
     wall_s: float
     path: str = ""
     delays_ns: Mapping[str, int] | None = None  # planted steps: the rows planted, with their spins
+    gpu_uuid: str | None = None  # the physical GPU the step's pairs ran on
 
 
 _CALLS = {"slower": Verdict.REGRESSED, "faster": Verdict.IMPROVED}
@@ -91,7 +92,10 @@ def analyse(*, created_utc: str, suite: str, runner: Mapping[str, Any], aa: Sequ
             aim=aim.to_dict() if aim is not None else _unaimed((unaimed or {}).get(key), fractions)))
     if skipped:
         notes = [*notes, f"not timed in the A/A run, so not calibrated: {', '.join(skipped)}"]
-    steps = tuple({"name": s.name, "fraction": s.fraction, "wall_s": round(s.wall_s, 1), "path": s.path}
-                  for s in (*aa, Step("aim", None, (), aim_s), *checks, *planted))
+    steps = tuple({"name": s.name, "fraction": s.fraction, "wall_s": round(s.wall_s, 1), "path": s.path,
+                   "gpu_uuid": s.gpu_uuid} for s in (*aa, Step("aim", None, (), aim_s), *checks, *planted))
+    gpus = sorted({s.gpu_uuid for s in (*aa, *checks, *planted) if s.gpu_uuid})
+    # steps on several physical GPUs calibrate what PRs meet: a class of runner, not one GPU
+    runner = {**runner, "gpus": gpus, "scope": "one GPU" if len(gpus) <= 1 else f"runner class ({len(gpus)} GPUs)"}
     return Calibration(created_utc=created_utc, suite=suite, runner=dict(runner), fractions=tuple(fractions),
                        rows=tuple(rows), steps=steps, notes=tuple(notes))

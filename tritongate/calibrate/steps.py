@@ -60,7 +60,10 @@ def _timed_step(name: str, fraction: float | None, request: Any, run: RunPair,
         raise RuntimeError(f"calibration step {name}: the paired run gave no verdict ({outcome.path})")
     # a step read back by --resume reports what it cost when it ran
     wall = getattr(outcome, "wall_s", 0.0) or time.perf_counter() - t0
-    return Step(name, fraction, step_rows(outcome.result), wall, str(outcome.path), delays), outcome
+    ident = outcome.result.base.identity or {}
+    uuid = (ident.get("gpu_state_before") or {}).get("uuid") or (ident.get("pair") or {}).get("device_uuid")
+    return Step(name, fraction, step_rows(outcome.result), wall, str(outcome.path), delays,
+                gpu_uuid=str(uuid) if uuid else None), outcome
 
 
 def runner_of(outcome_identity: Mapping[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ SIZE_CLASSES: tuple[tuple[str, float, float], ...] = (
     ("< 3 µs", 0.0, 3.0), ("3–10 µs", 3.0, 10.0), ("10–100 µs", 10.0, 100.0), ("≥ 100 µs", 100.0, math.inf))
 # The goals a calibration is held to: (fraction, smallest kernel time in µs, least catch rate).
 GOALS: tuple[tuple[float, float, float], ...] = ((0.02, 10.0, 0.95), (0.05, 0.0, 0.95))
+SIZE_BAND = (0.75, 1.25)  # a plant "measures at" its size within ±25 %
 CAUGHT = Verdict.REGRESSED
 TIMED_CALLS = (*CALLED, Verdict.UNCHANGED)
 
@@ -103,10 +104,20 @@ class Rate:
     rows: int  # planted
     caught: int
     unplanted: int = 0  # calibrated rows the aim could not plant at this size (not counted in rows)
+    fraction: float | None = None  # the size planted
+    measured: float | None = None  # the median of the gate's estimates of the plants
 
     @property
     def rate(self) -> float | None:
         return self.caught / self.rows if self.rows else None
+
+    @property
+    def on_size(self) -> bool | None:
+        """Whether the plants measured within ±25 % of their size: a class caught at "2 %" whose
+        plants the gate measured at 2.7 % was shown at 2.7 %, not 2 % (None: nothing measured)."""
+        if self.measured is None or self.fraction is None:
+            return None
+        return SIZE_BAND[0] * self.fraction <= self.measured <= SIZE_BAND[1] * self.fraction
 
 
 @dataclass(frozen=True)
@@ -124,7 +135,10 @@ class Goal:
 
     @property
     def met(self) -> bool | None:
-        return None if self.counted == 0 else self.rate.caught / self.counted >= self.least_rate
+        """None where nothing was counted, or the plants did not measure at the goal's size."""
+        if self.counted == 0 or self.rate.on_size is False:
+            return None
+        return self.rate.caught / self.counted >= self.least_rate
 
     def text(self) -> str:
         rows = "rows ≥ 10 µs" if self.min_kernel_us else "all rows"
@@ -132,6 +146,9 @@ class Goal:
             f"{self.rate.caught} of {self.counted} ({self.rate.caught / self.counted:.0%})"
         if self.rate.unplanted:
             got += f", counting {self.rate.unplanted} that could not be planted at {self.fraction:.0%} as missed"
+        if self.rate.on_size is False:
+            got += (f"; not judged: the plants measured {self.rate.measured:.2%} (median), outside ±25 % of "
+                    f"{self.fraction:.0%}")
         return f"{self.fraction:.0%} caught on ≥ {self.least_rate:.0%} of {rows}: {got}"
 
 
@@ -163,7 +180,9 @@ class Calibration:
         rows = [r for r in self.rows if r.kernel_us >= min_kernel_us and (size is None or r.size_class == size)]
         planted = [r for r in rows if key in r.planted]
         unplanted = sum(r.aim is not None and key in (r.aim.get("missed") or {}) for r in rows)
-        return Rate(len(planted), sum(r.planted[key].caught for r in planted), unplanted)
+        effects = sorted(e for r in planted if (e := r.planted[key].effect) is not None)
+        measured = (effects[(len(effects) - 1) // 2] + effects[len(effects) // 2]) / 2 if effects else None
+        return Rate(len(planted), sum(r.planted[key].caught for r in planted), unplanted, fraction, measured)
 
     def goals(self) -> list[Goal]:
         return [Goal(f, lo, least, self.rate(f, min_kernel_us=lo)) for f, lo, least in GOALS
@@ -199,7 +218,8 @@ class Calibration:
 
 
 def _rate_dict(rate: Rate) -> dict[str, Any]:
-    return {"rows": rate.rows, "caught": rate.caught, "rate": rate.rate, "unplanted": rate.unplanted}
+    return {"rows": rate.rows, "caught": rate.caught, "rate": rate.rate, "unplanted": rate.unplanted,
+            "measured": rate.measured, "on_size": rate.on_size}
 
 
 def _row_dict(r: RowCalibration) -> dict[str, Any]:
