@@ -178,6 +178,11 @@ def add_ir_diff_parser(sub: argparse._SubParsersAction) -> None:
     ird.add_argument("cand", type=_text, metavar="CAND", help="as BASE, for the candidate build")
     ird.add_argument("--out", type=_text, required=True, metavar="DIR",
                      help="where the .diff files, index.tsv and summary.md go (replacing an earlier ir-diff's there)")
+    ird.add_argument("--blame", type=int, nargs="?", const=20, default=0, metavar="N",
+                     help="for up to N (default 20) changed variants, compile each under both builds with every "
+                          "compiler pass dumped and name the first pass whose output differs (DIR/blame.json; "
+                          "two `tritongate ir` folders: their aot.json names each build's interpreter; seconds "
+                          "to a minute a kernel)")
 
 
 def cmd_ir(args: argparse.Namespace) -> int:
@@ -217,6 +222,41 @@ def cmd_ir(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _blame(diffs: list[Any], base_root: Path, cand_root: Path, out: Path, limit: int) -> None:
+    """The first differing pass of each changed variant (at most ``limit``), into out/blame.json."""
+    from tritongate.atomicio import write_json_atomic
+    from tritongate.ir.index import INDEX, read_index
+    from tritongate.ir.passblame import blame_variant
+    from tritongate.ir.provenance import read_aot
+
+    try:
+        aots = read_aot(base_root), read_aot(cand_root)
+    except (UsageError, ValueError) as exc:
+        raise UsageError(f"--blame needs two `tritongate ir` folders (their aot.json names each build's "
+                         f"interpreter): {exc}") from None
+    if aots[0].get("target") != aots[1].get("target"):
+        raise UsageError(f"--blame: the folders were compiled for {aots[0].get('target')} and "
+                         f"{aots[1].get('target')}; recompile both for one target")
+    try:
+        variants = {(v.case, v.kernel, v.name): v for v in read_index(base_root / INDEX)}
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    changed = [d for d in diffs if d.status in ("changed", "binary_changed")]
+    found: list[dict[str, Any]] = []
+    for i, d in enumerate(changed[:limit]):
+        v = variants.get((d.case, d.kernel, d.name))
+        if v is None:
+            continue
+        blame = blame_variant(str(aots[0]["python"]), str(aots[1]["python"]), v, str(aots[0]["target"]),
+                              out / "blame" / f"{i:03d}")
+        found.append({"case": d.case, "kernel": d.kernel, "variant": d.name, **blame.to_dict()})
+        print(f"  blame    {neutralize(d.case)}  {neutralize(d.kernel)}  {neutralize(d.name)}: "
+              f"{neutralize(blame.summary())}")
+    if len(changed) > limit:
+        print(f"  ({len(changed) - limit} more changed variants not blamed: --blame N for more)")
+    write_json_atomic(out / "blame.json", {"schema_version": 1, "target": aots[0]["target"], "variants": found})
+
+
 def cmd_ir_diff(args: argparse.Namespace) -> int:
     from tritongate.ir.diff import diff_trees, ttgir_root, write_diff_dir
     from tritongate.ir.provenance import AOT_FILE, diff_provenance, write_diff_provenance
@@ -237,6 +277,8 @@ def cmd_ir_diff(args: argparse.Namespace) -> int:
         write_diff_provenance(out, provenance)
     counts = Counter(d.status for d in diffs)
     print(", ".join(f"{counts[s]} {s}" for s in sorted(counts)) or "no launched variants on either side")
+    if args.blame:
+        _blame(diffs, base_root, cand_root, out, args.blame)
     for d in sorted((d for d in diffs if d.status == "changed"), key=lambda d: -(d.added + d.removed))[:20]:
         print(f"  changed  {neutralize(d.case)}  {neutralize(d.kernel)}  {neutralize(d.name)}  "
               f"+{d.added} -{d.removed}")
