@@ -28,6 +28,26 @@ share no process with each other (a call's confirmation: given the run's persist
 - ``outliers``: a round is ``amp`` times slower with probability ``p`` (one side, one round);
 - ``order``: the side timed second in a pair runs ``amp`` slower;
 - ``few_pairs``: iid noise, but the budget stops every row at ``cap`` pairs.
+
+These models are drawn to the 80-pair cap for every row, and what lives with a process evolves
+along those paths: a ``two_state`` or ``serial`` process (and where a run's ``step`` begins) is
+aged as if every row it measures ran to the cap, though most rows stop at 20-40 pairs.
+
+Launch states (``STATE_MODELS``; ``bench/results/2026-12-05_h100_two_speeds.md``: kernels of
+1-2 us run 0.13-0.26 us a launch, 7-23 %, slower once their process has made its third CUDA
+graph, and stay there) are aged by the pairs a process really measures: a process's state is a
+two-level Markov chain over its own rounds (one round a pair it measures), drawn row by row as
+the run goes (``bench.sim.simulate.simulate_runs_aged``: a row's pairs beyond those its schedule
+measured never age its processes). Its level is L, or L (1 + ``s``) in the other state:
+
+- ``state_symmetric``: every process of both builds starts at L and switches for good after a
+  geometric number of its own rounds (mean ``mean_rounds``; at least one), as fresh processes
+  did before the tool settled them;
+- ``state_one_sided``: only the candidate's processes ever reach L (1 + ``s``): from their first
+  round (``mean_rounds`` 0) or after a geometric number of rounds; the base's stay at L (what a
+  build that triggers the state would do: a real difference the candidate causes);
+- ``state_switching``: every process starts at L and flips between the two levels after each of
+  its rounds with probability ``p``.
 """
 
 from __future__ import annotations
@@ -73,6 +93,97 @@ MODELS = (
     NoiseModel("order effect 1 %", "order", {"amp": 0.01}),
     NoiseModel("few pairs (budget: 6)", "few_pairs", {"cap": 6}),
 )
+
+
+# Launch states at the measured sizes (0.13-0.26 us on kernels of 1-2 us: 7-23 %).
+STATE_SIZES = (0.07, 0.15, 0.23)
+STATE_KINDS = ("state_symmetric", "state_one_sided", "state_switching")
+STATE_MODELS = (
+    NoiseModel("no launch state (baseline)", "state_switching", {"s": 0.0, "p": 0.0}, False,
+               "the same runs, rows and rule with no state: what the state models are compared with"),
+    *(NoiseModel(f"symmetric state +{s:.0%}, switch after ~3 rounds", "state_symmetric",
+                 {"s": s, "mean_rounds": 3.0}, True,
+                 "every process of both builds switches from L to L(1+s) for good after a geometric number of "
+                 "its own rounds (mean 3): fresh processes before the tool settled them") for s in STATE_SIZES),
+    *(NoiseModel(f"one-sided state +{s:.0%} on the candidate, from the start", "state_one_sided",
+                 {"s": s, "mean_rounds": 0.0}, True,
+                 "every candidate process at L(1+s) from its first round, every base process at L") for s in STATE_SIZES),
+    *(NoiseModel(f"one-sided state +{s:.0%} on the candidate, after ~3 rounds", "state_one_sided",
+                 {"s": s, "mean_rounds": 3.0}, True,
+                 "every candidate process switches to L(1+s) after a geometric number of its rounds (mean 3); "
+                 "the base's stay at L") for s in STATE_SIZES),
+    *(NoiseModel(f"switching state +{s:.0%}, p 1 % a round", "state_switching", {"s": s, "p": 0.01}, True,
+                 "every process starts at L and flips between L and L(1+s) after each of its rounds with "
+                 "probability 1 %") for s in STATE_SIZES),
+    NoiseModel("switching state +15%, p 0.1 % a round", "state_switching", {"s": 0.15, "p": 0.001}, True,
+               "rarer flips: a flipped process mostly stays flipped for the rest of a run"),
+)
+AGED_KINDS = (*STATE_KINDS, "two_state")  # the kinds ``simulate_runs_aged`` ages by measured pairs
+
+
+def _chain(model: NoiseModel) -> tuple[np.ndarray, np.ndarray, float]:
+    """The process-state chain of an aged model: (up, down) per side (base, candidate): the
+    probability of leaving state 0 / state 1 after one of the process's rounds, and the log
+    offset of state 1."""
+    p, kind = model.params, model.kind
+    q = 1 / p["mean_rounds"] if p.get("mean_rounds", 0) > 0 else 0.0
+    if kind == "state_symmetric":
+        return np.array([q, q]), np.zeros(2), float(np.log1p(p["s"]))
+    if kind == "state_one_sided":
+        return np.array([0.0, q]), np.zeros(2), float(np.log1p(p["s"]))
+    if kind == "state_switching":
+        return np.full(2, p["p"]), np.full(2, p["p"]), float(np.log1p(p["s"]))
+    if kind == "two_state":  # the old model on measured ages (a comparison): states drawn at random
+        return np.full(2, 1 / p["dwell"]), np.full(2, 1 / p["dwell"]), float(p["amp"])
+    raise ValueError(f"{model.name}: not a process-state model ({kind})")
+
+
+def initial_states(model: NoiseModel, batch: int, processes: int, rng: np.random.Generator) -> np.ndarray:
+    """(batch, processes, 2) bool: the state of each process (base, candidate) at its first round."""
+    st = np.zeros((batch, processes, 2), bool)
+    if model.kind == "state_one_sided" and model.params.get("mean_rounds", 0) <= 0:
+        st[..., 1] = True  # the candidate's processes are in it from the start
+    elif model.kind == "two_state":
+        st[:] = rng.integers(0, 2, st.shape).astype(bool)
+    return st
+
+
+def state_paths(model: NoiseModel, states: np.ndarray, labels: np.ndarray,
+                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Each process's state at each of T pairs measured in this order by the processes ``labels``
+    (T,) names, each going on from ``states`` (batch, processes, 2): the state of its next round.
+    Returns (at, after), both (batch, T, 2) bool: the state of the base's and the candidate's
+    process in the pair, and the state of that process's next round. ``states`` is not changed:
+    ``advance`` moves it on by the pairs a row really measured."""
+    up, down, _ = _chain(model)
+    labels = np.asarray(labels, int)
+    cur = states.copy()
+    at = np.empty((len(states), len(labels), 2), bool)
+    after = np.empty_like(at)
+    u = rng.random(at.shape)
+    for t, k in enumerate(labels):
+        s = cur[:, k, :]
+        at[:, t] = s
+        cur[:, k, :] = s ^ (u[:, t] < np.where(s, down, up))
+        after[:, t] = cur[:, k, :]
+    return at, after
+
+
+def advance(states: np.ndarray, ages: np.ndarray, labels: np.ndarray, after: np.ndarray, used: np.ndarray) -> None:
+    """Age the processes by the first ``used`` (batch,) pairs of a row (``labels``, and ``after``
+    from ``state_paths``), in place: each process's state becomes the one after its last pair
+    among them, its age (``ages``, (batch, processes, 2) rounds measured) grows by its pairs."""
+    used = np.asarray(used, int)
+    for t, k in enumerate(np.asarray(labels, int)):
+        m = used > t
+        states[m, k, :] = after[m, t]
+        ages[m, k, :] += 1
+
+
+def state_logs(model: NoiseModel, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The log offsets (base, candidate), each (batch, T), of the states ``at``."""
+    level = _chain(model)[2]
+    return level * at[..., 0], level * at[..., 1]
 
 
 def sample_paths(model: NoiseModel, *, rows: int, pairs: int, per_round: int, pair_sd: float | np.ndarray,

@@ -12,6 +12,9 @@ outlier rounds, order effects and budgets, are drawn many rows at a time by
 schedule, vectorised) on the layout the orchestrator gives a GPU run (``row_layout``,
 ``confirm_layout``: ``tests/gate/test_simulate_layout.py`` holds them to a real paired run's
 recorded worker pairs): ``simulate_runs`` and ``simulate_paired_models`` are the entry points.
+``simulate_runs_aged`` draws the launch-state models row by row instead, so that a process ages
+only by the pairs the schedule had it measure (``simulate_runs`` draws every row to the cap, and
+what lives with a process evolves along all of it).
 """
 
 from __future__ import annotations
@@ -210,3 +213,99 @@ def simulate_paired_models(model: "NoiseModel", *, rows: int, pair_sd: float, sh
                            decision=BatchDecision(called=pick.decision.called[:rows],
                                                   effect_log=pick.decision.effect_log[:rows],
                                                   detectable_log=pick.decision.detectable_log[:rows]))
+
+
+@dataclass(frozen=True)
+class AgedOutcomes:
+    """Rows of simulated runs (run-major) whose processes age by the pairs they measure."""
+
+    adaptive: ScheduleOutcome  # the shipped schedule, calls confirmed on the confirming pairs
+    schedule_only: ScheduleOutcome  # the same measurements, unconfirmed
+    ages: np.ndarray  # (runs, 2 pool, 2): rounds each process measured in its run (base, candidate)
+    cap_ages: np.ndarray  # (runs, 2 pool, 2): what they would have measured had every row run to the cap
+
+
+def simulate_runs_aged(model: "NoiseModel", *, runs: int, rows_per_run: int, pair_sd: float | Sequence[float],
+                       shift: float, seed: int, policy: GatePolicy | None = None, per_round: int = 5,
+                       pool: int | None = None, drift_sd: float = 0.002) -> AgedOutcomes:
+    """``simulate_runs`` for the process-state models (``noise_models.AGED_KINDS``), with each
+    process aged by the pairs it really measures: a run's rows are drawn one after another (all
+    runs at once), each to the cap on the shipped layout, judged by the shipped rule and
+    schedule, and only the pairs the schedule measured (its first ``pairs``) move its processes'
+    states on; a call is measured again at once on the confirming pool pairs, whose processes
+    persist through the run and age the same way. No fixed-count variant: its rows would age
+    the processes otherwise, so it cannot share the adaptive rows' paths."""
+    from bench.sim.noise_models import AGED_KINDS, _finish, _iid, advance, initial_states, state_logs, state_paths
+
+    if model.kind not in AGED_KINDS:
+        raise ValueError(f"{model.name}: simulate_runs_aged takes {AGED_KINDS}, not {model.kind}")
+    policy = policy or GatePolicy()
+    sched = default_schedule("cuda", per_round)
+    pool = pool or pool_pairs(sched)
+    cap = sched.max_rounds
+    looks = sched.looks()
+    rng = np.random.default_rng(seed)
+    sds = np.broadcast_to(np.asarray(pair_sd, float), (rows_per_run,))
+    states = initial_states(model, runs, 2 * pool, rng)
+    ages = np.zeros((runs, 2 * pool, 2), int)
+    cap_ages = np.zeros_like(ages)
+
+    def draw(st: np.ndarray, labels: np.ndarray, bf: np.ndarray, sd: float) -> tuple:
+        lb, lc = _iid(len(st), cap, per_round, sd, bf, rng, drift_sd)
+        at, after = state_paths(model, st, labels, rng)
+        ob, oc = state_logs(model, at)
+        base, cand = _finish(model, lb + ob[..., None], lc + oc[..., None], bf, shift, rng)
+        return base, cand, after
+
+    parts: dict[str, list] = {"adaptive": [], "schedule_only": []}
+    for j in range(rows_per_run):
+        labels = row_layout(sched, pool, j, cap)
+        bf = np.arange(cap) % 2 == 0  # the orchestrator's pair i: base first when i is even
+        base, cand, after = draw(states, labels, bf, float(sds[j]))
+        first = _schedule(base, cand, np.tile(labels, (runs, 1)), bf, looks, policy, sched)
+        advance(states, ages, labels, after, first.pairs)
+        np.add.at(cap_ages, (slice(None), labels), 1)
+
+        def again(idx: np.ndarray, first: ScheduleOutcome = first, labels: np.ndarray = labels,
+                  sd: float = float(sds[j])) -> ScheduleOutcome:
+            start = first.pairs[idx]
+            last = labels[start - 1]
+            n = len(idx)
+            out = dict(pairs=np.zeros(n, int), unconfirmed=np.zeros(n, bool), reached=np.zeros(n, bool),
+                       called=np.zeros(n, bool), effect=np.zeros(n), detect=np.zeros(n))
+            for k in np.unique(last):
+                for parity in (0, 1):
+                    sel = (last == k) & (start % 2 == parity)
+                    if not sel.any():
+                        continue
+                    rows = idx[sel]
+                    conf = confirm_layout(sched, pool, int(k), cap)
+                    b_first = (parity + np.arange(cap)) % 2 == 0  # the orchestrator's pair start + i
+                    st, ag = states[rows], ages[rows]
+                    cb, cc, c_after = draw(st, conf, b_first, sd)
+                    part = _schedule(cb, cc, np.tile(conf, (len(rows), 1)), b_first, looks, policy, sched)
+                    advance(st, ag, conf, c_after, part.pairs)
+                    states[rows], ages[rows] = st, ag
+                    out["pairs"][sel], out["unconfirmed"][sel], out["reached"][sel] = \
+                        part.pairs, part.unconfirmed, part.reached
+                    out["called"][sel], out["effect"][sel] = part.decision.called, part.decision.effect_log
+                    out["detect"][sel] = part.decision.detectable_log
+            return ScheduleOutcome(pairs=out["pairs"], unconfirmed=out["unconfirmed"], reached=out["reached"],
+                                   decision=BatchDecision(called=out["called"], effect_log=out["effect"],
+                                                          detectable_log=out["detect"]))
+
+        parts["adaptive"].append(confirmed(first, again))
+        parts["schedule_only"].append(first)
+
+    def stack(outs: list[ScheduleOutcome]) -> ScheduleOutcome:  # (rows, runs) -> run-major
+        def cat(f):
+            return np.stack([f(o) for o in outs], axis=1).ravel()
+
+        return ScheduleOutcome(pairs=cat(lambda o: o.pairs), unconfirmed=cat(lambda o: o.unconfirmed),
+                               reached=cat(lambda o: o.reached),
+                               decision=BatchDecision(called=cat(lambda o: o.decision.called),
+                                                      effect_log=cat(lambda o: o.decision.effect_log),
+                                                      detectable_log=cat(lambda o: o.decision.detectable_log)))
+
+    return AgedOutcomes(adaptive=stack(parts["adaptive"]), schedule_only=stack(parts["schedule_only"]), ages=ages,
+                        cap_ages=cap_ages)
