@@ -5,8 +5,8 @@ sample a small jitter, plus a drift both sides share (a random walk, half of eac
 the two rounds of a pair: it cancels in the pair only to first order). On top, each model plants
 one pattern the H200 shows or the audit of the rule found, *per worker process*. A process is
 one side of one worker pair of the run's pool, and it lives for the whole run: the shipped GPU
-schedule keeps 3 measuring worker pairs (a row's segments rotate over them, each row starts on
-the next) and 3 more that confirm calls (``bench.sim.simulate.row_layout``). So what lives
+schedule keeps 8 measuring worker pairs (``GPU_WORKER_PAIRS``; a row's segments rotate over them,
+each row starts on the next) and 8 more that confirm calls (``bench.sim.simulate.row_layout``). So what lives
 with a process is shared by every pair it measures: the segments of one row on one pool pair,
 and the rows that follow on it. ``sample_run`` draws whole runs (rows in the order the run
 measures them, each process's pairs in its own time order); ``sample_paths`` draws rows that
