@@ -48,6 +48,12 @@ case "$cmd" in
     ;;
   test)
     ensure_env
+    # the dashboard's browser test draws its pages in headless Chromium (Debian's package)
+    if [[ ! -x /usr/bin/chromium ]] && command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
+      echo "installing chromium for the dashboard's browser test ..." >&2
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 || \
+        echo "chromium could not be installed: the browser test will say it is skipped" >&2
+    fi
     # the lint (pyproject's [tool.ruff]) and the document layer's strict type check first: seconds
     "$venv/bin/ruff" check --quiet tritongate bench tests ci scripts
     "$venv/bin/mypy"

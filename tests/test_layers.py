@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, set[str]]] = [
                    "preflight", "interpreter_cost", "progress", "runner"}),
     ("judging and the gate pipeline", {"gate"}),
     ("pairing", {"pair"}),
-    ("tools", {"prescreen", "baselines", "history", "calibrate", "batch", "github"}),
+    ("tools", {"prescreen", "baselines", "history", "dashboard", "calibrate", "batch", "github"}),
     ("command line", {"cli", "__main__"}),
 ]
 RANK = {unit: i for i, (_, units) in enumerate(LAYERS) for unit in units}

@@ -31,6 +31,9 @@ FOOTER = {
                 "  0    written (change points are findings, not a failure); the last line is history.md\n"
                 "  2    usage or input error (unknown store, no entries for the runner class and suite)\n"
                 "  4    internal error\n"),
+    "dashboard": ("exit codes:\n  0    written; the last line is OUT/index.html\n"
+                  "  2    usage or input error (unknown store, no entries, an --out that is neither new nor an "
+                  "earlier site)\n  4    internal error\n"),
 }
 
 
@@ -266,4 +269,52 @@ def add_history_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
     p.add_argument("--no-plots", action="store_true", help="write no PNGs")
     p.add_argument("--summary-out", type=_text, metavar="FILE",
                    help="also write the new-change-points section alone here (e.g. $GITHUB_STEP_SUMMARY)")
+    return p
+
+
+def run_dashboard(args: argparse.Namespace) -> int:
+    """Build the static site of the store's nightly history; OUT/index.html is the last line."""
+    from tritongate.baselines.manifest import suite_folder
+    from tritongate.dashboard.site import build_site
+    from tritongate.history.changepoints import Detection
+
+    summary = build_site(Path(args.store), Path(args.out), window_nights=args.window_nights,
+                         runner_class=args.runner_class, suite=suite_folder(args.suite) if args.suite else None,
+                         gpu=args.gpu, compiler_repo=args.compiler_repo,
+                         rule=Detection(min_effect=args.min_effect, p_value=args.p_value), new_last=args.new_last,
+                         store_url=args.store_url)
+    for note in summary.notes:
+        print(f"note: {neutralize(note)}", file=sys.stderr)
+    print(neutralize(summary.headline()))
+    print(Path(args.out) / "index.html")
+    return ExitCode.OK
+
+
+def add_dashboard_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = _parser(
+        sub, "dashboard", "the nightly history as a static site: every row's series, change points, drift",
+        "Read the store as `history` does (every runner class, suite, GPU and compiler repository it holds, "
+        "or the ones named) and write OUT/index.html (every row: latest value, drift over the window, change "
+        "points newest first, filterable) and a page per op with one zoomable chart per row (hover: night, "
+        "commit, median, IQR; change points, gaps and missing nightlies marked). Plain files: no server, "
+        "usable offline from file://; an earlier site in OUT is replaced whole.", run_dashboard)
+    p.add_argument("--store", type=_text, required=True, metavar="DIR",
+                   help="the baseline store folder (on GitHub a checkout of the data branch)")
+    p.add_argument("--out", type=_text, required=True, metavar="DIR",
+                   help="a new folder, or an earlier site to replace")
+    p.add_argument("--runner-class", type=_text, metavar="RC", help="only this runner class")
+    p.add_argument("--suite", type=_text, metavar="NAME|PATH", help="only this suite")
+    p.add_argument("--gpu", type=_text, metavar="NAME|SLUG", help="only entries recorded on this GPU")
+    p.add_argument("--compiler-repo", type=_text, metavar="OWNER/NAME|URL",
+                   help="only entries of this compiler repository's builds")
+    p.add_argument("--window-nights", type=float, default=90.0, metavar="D",
+                   help="days before each group's last entry that drift covers and the charts open on (default 90)")
+    p.add_argument("--min-change", dest="min_effect", type=fraction, default=0.02, metavar="F",
+                   help="least relative change a change point needs, as for history (default 0.02)")
+    p.add_argument("--p-value", type=_p_value, default=0.01, metavar="P",
+                   help="Mann-Whitney U significance a change point needs (default 0.01)")
+    p.add_argument("--new-last", type=whole_number, default=1, metavar="N",
+                   help="a change point is new when its first point after is among the last N entries (default 1)")
+    p.add_argument("--store-url", type=_text, metavar="URL",
+                   help="where pages link the store's entries (default: a relative path to --store)")
     return p

@@ -27,12 +27,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if command not in own or name == command:
             add(sub)
     if command not in own:
-        from tritongate.cli.baseline import add_baseline_parser, add_history_parser
+        from tritongate.cli.baseline import add_baseline_parser, add_dashboard_parser, add_history_parser
         from tritongate.cli.batch import add_batch_parser
 
         add_baseline_parser(sub)
         add_batch_parser(sub)
         add_history_parser(sub)
+        add_dashboard_parser(sub)
     use_formatter(parser)  # HelpFormatter for the parser and every command below it
     return parser
 
