@@ -50,8 +50,9 @@ def test_history_names_its_threshold_apart_from_the_gates():
     so another name (and default) than the gate's --min-effect."""
     options = _options()
     assert "tritongate history" not in {n for n, _ in options["--min-effect"]}
-    (_, change), = options["--min-change"]
-    assert change.default == 0.02 and change.metavar == "F" and "0.01 is 1 %" in change.help
+    uses = options["--min-change"]
+    assert {n for n, _ in uses} == {"tritongate history", "tritongate dashboard"}
+    assert all(c.default == 0.02 and c.metavar == "F" and "0.01 is 1 %" in c.help for _, c in uses)
 
 
 @pytest.mark.parametrize("opt", ["--rounds", "--samples-per-round", "--max-rounds", "--row-budget", "--run-budget",

@@ -310,7 +310,8 @@ def add_dashboard_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPa
     p.add_argument("--window-nights", type=float, default=90.0, metavar="D",
                    help="days before each group's last entry that drift covers and the charts open on (default 90)")
     p.add_argument("--min-change", dest="min_effect", type=fraction, default=0.02, metavar="F",
-                   help="least relative change a change point needs, as for history (default 0.02)")
+                   help="least relative change of the segment medians a change point needs, as a fraction: 0.01 "
+                        "is 1 %% (default 0.02)")
     p.add_argument("--p-value", type=_p_value, default=0.01, metavar="P",
                    help="Mann-Whitney U significance a change point needs (default 0.01)")
     p.add_argument("--new-last", type=whole_number, default=1, metavar="N",
