@@ -9,6 +9,8 @@
 #   aa-count  the rows the A/A run called slower or faster (each one a false alarm), into the
 #             job summary; fails when there is any, or when the A/A run failed
 #   history   change points over the nightly history, into the summary
+#   dashboard the store's whole history as a static site ($RUNNER_TEMP/tritongate/dashboard,
+#             uploaded with the run artifact); its place in the summary
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -70,10 +72,20 @@ history() {
     --suite "$TG_SUITE" --compiler-repo "$TG_COMPILER_REPO" --out "$work/history" --summary-out "$GITHUB_STEP_SUMMARY"
 }
 
+dashboard() {
+  # every runner class and suite the store holds, of this compiler repository; a point links
+  # its entry on the data branch (TG_STORE_URL)
+  PYTHONPATH="$root" "$PY" -m tritongate dashboard --store baseline-store --compiler-repo "$TG_COMPILER_REPO" \
+    --out "$work/dashboard" --store-url "$TG_STORE_URL"
+  echo "Dashboard of the nightly history: \`dashboard/index.html\` in this run's nightly artifact" \
+    >> "$GITHUB_STEP_SUMMARY"
+}
+
 case "${1:-}" in
   record) record ;;
   aa) aa ;;
   aa-count) aa_count ;;
   history) history ;;
-  *) echo "usage: nightly_steps.sh record|aa|aa-count|history" >&2; exit 2 ;;
+  dashboard) dashboard ;;
+  *) echo "usage: nightly_steps.sh record|aa|aa-count|history|dashboard" >&2; exit 2 ;;
 esac

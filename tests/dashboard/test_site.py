@@ -259,3 +259,30 @@ def test_the_command_writes_the_site_and_names_bad_input(tmp_path, capsys):
     assert main(["dashboard", "--store", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ")
+
+
+def test_the_nightly_step_builds_the_site_into_the_artifact_and_says_where(tmp_path):
+    """ci/nightly_steps.sh dashboard, as the record-baseline action runs it after publishing."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.dashboard.helpers import make_store
+
+    store, _entries = make_store(tmp_path / "s")
+    job = tmp_path / "job"
+    job.mkdir()
+    shutil.copytree(store, job / "baseline-store")
+    summary = tmp_path / "summary.md"
+    root = Path(__file__).resolve().parents[2]
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))},
+           "PY": sys.executable, "RUNNER_TEMP": str(tmp_path / "temp"), "GITHUB_STEP_SUMMARY": str(summary),
+           "TG_COMPILER_REPO": "org/triton", "TG_STORE_URL": "https://github.com/org/triton/tree/tritongate-baselines"}
+    done = subprocess.run(["bash", str(root / "ci" / "nightly_steps.sh"), "dashboard"], cwd=job, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    index = tmp_path / "temp" / "tritongate" / "dashboard" / "index.html"
+    assert index.is_file() and "github.com/org/triton/tree/tritongate-baselines" in "".join(
+        p.read_text(errors="replace") for p in index.parent.rglob("*.html"))
+    assert "`dashboard/index.html` in this run's nightly artifact" in summary.read_text()
