@@ -41,8 +41,13 @@ def main(argv: list[str] | None = None) -> int:
              f"{timed} timed); gate exit {args.aa_exit}. Both sides ran the same build: every call is a false alarm.",
              ""]
     if args.summary:
-        with args.summary.open("a", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
+        try:
+            with args.summary.open("a", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+        except OSError as exc:  # a folder, a link loop, a path under a file
+            print(f"error: aa_count.py: --summary {args.summary}: cannot be appended to ({exc.strerror or exc}); "
+                  "pass a file (the job summary, $GITHUB_STEP_SUMMARY)", file=sys.stderr)
+            return 2
     print(f"A/A false alarms: {called} of {rows} rows")
     return 1 if called else 0
 

@@ -40,7 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: perf_command.py: {args.event_path}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
               file=sys.stderr)
         return 2
-    event = event if isinstance(event, dict) else {}
+    if not isinstance(event, dict):  # GitHub's event payload is an object: this is some other file
+        print(f"error: perf_command.py: {args.event_path}: the event must be a JSON object, got "
+              f"{type(event).__name__}; pass $GITHUB_EVENT_PATH", file=sys.stderr)
+        return 2
     command = parse_label(event) if args.event_name == "pull_request" else parse_command(event)
     if command == "ignored":
         print("not a /perf command or a perf label on a pull request")

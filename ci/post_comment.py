@@ -29,7 +29,7 @@ import secrets
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Mapping, NoReturn
+from typing import Any, Callable, Mapping, NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -97,6 +97,19 @@ def _token(env: Mapping[str, str], dry_run: bool) -> str:
     return token
 
 
+def _read_verdict(folder: Path) -> Any:
+    """``read_verdict``, with the bad folders it lets through refused as such: a link to nothing (or
+    a link loop), and a verdict.json that cannot be read as a file (a folder of that name)."""
+    if folder.is_symlink() and not folder.exists():
+        raise VerdictInputError(f"--verdict-dir {folder}: a symbolic link to nothing (or a link loop); pass the "
+                                "verdict folder the gate job uploaded")
+    try:
+        return read_verdict(folder)
+    except OSError as exc:
+        raise VerdictInputError(f"--verdict-dir {folder}: its verdict.json cannot be read ({exc.strerror or exc}); "
+                                "the verdict folder must hold a plain verdict.json") from None
+
+
 def _report(outcome: Outcome, target: Target, env: Mapping[str, str]) -> list[str]:
     if outcome.status == "stale":
         return [f"stale: PR #{target.pr}'s head is now {outcome.pr_head}, this verdict is for {target.head_sha}; "
@@ -132,7 +145,7 @@ def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
             api = validate_api_url(args.api_url or env.get("GITHUB_API_URL") or DEFAULT_API_URL)
         except ValueError as exc:
             raise VerdictInputError(str(exc)) from None
-        verdict = read_verdict(args.verdict_dir)
+        verdict = _read_verdict(args.verdict_dir)
         client = GitHubClient(api_url=api, token=token, sleep=sleep)
         pr = validate_pr(args.pr) if args.pr else pr_of_head(client, f"{owner}/{name}", args.head_repo,
                                                               args.head_branch, head_sha)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tritongate.errors import UsageError
+from tritongate.errors import GateError, UsageError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     from tritongate.prescreen import run_prescreen
 
     try:
+        if args.suite:  # read here: a suite the captures cannot read would count every row as changed
+            from tritongate.suites import load_suite
+
+            load_suite(args.suite)
         result = run_prescreen(Path(args.baseline), args.base_python, args.cand_python, Path(args.out),
                                suite=args.suite)
         if result.verdict_dir is not None:
@@ -63,8 +67,13 @@ def main(argv: list[str] | None = None) -> int:
                 outputs.append(github, {"rows_changed": len(result.rows_changed), "rows_total": result.rows_total})
             except OSError as exc:
                 raise UsageError(f"GITHUB_OUTPUT={github} cannot be appended to ({exc.strerror or exc})") from None
-    except UsageError as exc:
+    except GateError as exc:  # a usage error, a damaged baseline (RunDirError), a suite refused at preflight
         print(f"error: prescreen.py: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # --out a file or under one, a folder that cannot be written
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: prescreen.py: {where}{exc.strerror or exc}; fix the path (--out DIR, --baseline RECORD_DIR) "
+              "and run again", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

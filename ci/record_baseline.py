@@ -60,9 +60,22 @@ def _usage(message: str) -> int:
     return 2  # a usage error, like the CLI's
 
 
+def _store_refused(store: Path) -> str | None:
+    """Why the store cannot be published into (None: it can, or it is made), checked before the record:
+    a file, a link to nowhere (or a loop), or a path under a file."""
+    if store.is_symlink() and not store.exists():
+        return "a symbolic link to nothing (or a link loop)"
+    if store.exists():
+        return None if store.is_dir() else "not a folder"
+    for parent in store.parents:
+        if parent.exists() or parent.is_symlink():
+            return None if parent.is_dir() else f"{parent} is not a folder"
+    return None
+
+
 def run(argv: list[str]) -> int:
     if any(a == "--replay-from" or a.startswith("--replay-from=") for a in argv):
-        return _usage("this records; use replay_candidate.py to replay a baseline")
+        return _usage("this records; use replay_candidate.py to replay a baseline (drop --replay-from)")
     if "-h" in argv or "--help" in argv:
         code = main(["run", "--help"], prog="record_baseline.py")
         print(PUBLISH_HELP)
@@ -84,6 +97,9 @@ def run(argv: list[str]) -> int:
             parse_repo(opts.compiler_repo)
     except BaselineError as exc:
         return _usage(str(exc))
+    refused = _store_refused(Path(opts.publish))
+    if refused:
+        return _usage(f"--publish {opts.publish}: {refused}; pass the baseline store folder (it is made if missing)")
     tee = _Tee(sys.stdout)
     real, sys.stdout = sys.stdout, tee
     try:

@@ -114,6 +114,19 @@ def artifact_key(runner_class: str, suite: str) -> str:
     return key
 
 
+def read_event(path: Path) -> dict:
+    """The event payload: a JSON object (``RefError`` naming the file otherwise)."""
+    try:
+        event = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: a deeply nested payload
+        raise RefError(f"--event-path {path}: cannot be read as JSON ({type(exc).__name__}: "
+                       f"{' '.join(str(exc).split())[:200]}); pass $GITHUB_EVENT_PATH") from None
+    if not isinstance(event, dict):
+        raise RefError(f"--event-path {path}: the event must be a JSON object, got {type(event).__name__}; "
+                       "pass $GITHUB_EVENT_PATH")
+    return event
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="resolve_refs.py", description=__doc__.split("\n")[0])
     p.add_argument("--event-name", required=True)
@@ -127,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--github-output", type=Path)
     args = p.parse_args(argv)
     try:
-        event = json.loads(args.event_path.read_text(encoding="utf-8")) if args.event_path else {}
-        out = resolve(args.event_name, event if isinstance(event, dict) else {}, args.sha.strip(),
+        event = read_event(args.event_path) if args.event_path else {}
+        out = resolve(args.event_name, event, args.sha.strip(),
                       base_ref=check_ref(args.base_ref.strip(), "--base-ref"),
                       cand_ref=check_ref(args.cand_ref.strip(), "--cand-ref"),
                       merge_checkout=args.merge_checkout)

@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         n = verify(args.folder, args.entry)
     except (Refused, OSError) as exc:
-        print(f"error: verify_entry.py: refused: {exc}", file=sys.stderr)
+        print(f"error: verify_entry.py: refused {args.folder}: {exc}", file=sys.stderr)
         return 2
     print(f"verified {args.entry}: {n} files and the manifest")
     return 0

@@ -50,9 +50,19 @@ _p_value = number_in(0, 1, open_low=True, open_high=True)
 
 
 def _store(args: argparse.Namespace) -> Path:
+    """The store folder. One that is missing is an empty store (find: state=missing); a path that
+    names something else is refused, not read as an empty store: a file, a link to nothing or a loop."""
     from tritongate.baselines.store import default_store
 
-    return Path(args.store) if args.store else default_store()
+    store = Path(args.store) if args.store else default_store()
+    what = "--store" if args.store else "the default store"
+    if store.is_symlink() and not store.exists():
+        raise UsageError(f"{what} {store}: a symbolic link to nothing (or a link loop); pass the baseline store "
+                         "folder")
+    if store.exists() and not store.is_dir():
+        raise UsageError(f"{what} {store} is not a directory; pass the baseline store folder (on GitHub a checkout "
+                         "of the data branch)")
+    return store
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -278,6 +288,8 @@ def run_dashboard(args: argparse.Namespace) -> int:
     from tritongate.dashboard.site import build_site
     from tritongate.history.changepoints import Detection
 
+    if Path(args.out).is_symlink():  # refused by the site too, but after resolving it (a loop: a crash)
+        raise UsageError(f"--out {args.out} is a symbolic link; pass a new folder or an earlier site")
     summary = build_site(Path(args.store), Path(args.out), window_nights=args.window_nights,
                          runner_class=args.runner_class, suite=suite_folder(args.suite) if args.suite else None,
                          gpu=args.gpu, compiler_repo=args.compiler_repo,

@@ -93,7 +93,15 @@ def _check_record(path: Path, option: str) -> None:
 def _suite_setting(suite: str) -> str:
     """A suite file by its absolute path (a resume may run from elsewhere), a builtin suite by its name."""
     path = Path(suite)
-    return str(path.resolve()) if path.suffix in (".yaml", ".yml") or path.is_file() else suite
+    return _absolute(path, "--suite") if path.suffix in (".yaml", ".yml") or path.is_file() else suite
+
+
+def _absolute(path: Path, option: str) -> str:
+    """``path`` resolved, as a calibration keeps it; a link loop is the user's input, not a bug."""
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError) as exc:  # RuntimeError: Path.resolve's symlink loop (Python < 3.13)
+        raise UsageError(f"{option} {path}: cannot be resolved ({exc}); pass a file") from None
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -119,7 +127,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
              "fractions": args.planted,
              "only_ops": tuple(split_values(args.ops)) or None, "only_dtypes": tuple(split_values(args.dtypes)) or None,
              "backend": None if args.backend == "auto" else args.backend,
-             "shape_file": str(Path(args.shape_file).resolve()) if args.shape_file else None,
+             "shape_file": _absolute(Path(args.shape_file), "--shape-file") if args.shape_file else None,
              "python": args.python}
     if args.resume:  # go on with the calibration's own settings and record
         if args.baseline:

@@ -131,6 +131,12 @@ def _recorded_suite(record: Path) -> tuple[str | None, str | None]:
 def suite_for_record(record: Path, explicit: str | None, *, option: str = "BASELINE_RECORD") -> str:
     """The suite to replay ``record`` with: its own, or ``explicit`` naming the same one (another suite's
     rows would not be in the record, and would tune live instead of replaying)."""
+    if record.is_symlink() and not record.exists():  # resolved for the workers, a loop would be a crash
+        raise PreflightError("replay_from", f"{option} {record}: a symbolic link to nothing (or a link loop); pass a "
+                                            "record run (the directory `tritongate run` printed)")
+    if record.exists() and not record.is_dir():
+        raise PreflightError("replay_from", f"{option} {record}: not a directory; pass a record run (the directory "
+                                            "`tritongate run` printed)")
     if not (record / IDENTITY).is_file():  # a record that is not there is a preflight failure, as before
         if explicit is not None and kind_of(record) in (Kind.MISSING, Kind.OTHER):
             return explicit  # the workers' own check says what is wrong with it

@@ -4,6 +4,7 @@ and pairing, inputs, gate), and the readers that turn their values into library 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -14,6 +15,8 @@ from tritongate.errors import GateError, UsageError
 from tritongate.harness.measure import MeasureConfig
 from tritongate.model.calibration import CALIBRATION_ENV, load_summary
 from tritongate.report.untrusted import safe_url
+
+MAX_TEMPLATE_BYTES = 1 << 20  # a verdict template: a page of jinja2, not a data file
 
 
 def add_rows_and_sampling(g: argparse._ArgumentGroup | argparse.ArgumentParser) -> None:
@@ -147,13 +150,18 @@ def baseline_state_option(args: argparse.Namespace) -> Any:
     return load_baseline_state(Path(args.baseline_state))
 
 
-def _option_or_env(option: str | None, env: str, load: Callable[[Path], Any], errors: type[Exception]) -> Any:
-    """``load`` of the option's path, else of $``env``'s (empty: None, not loaded)."""
+def _option_or_env(option: str | None, env: str, load: Callable[[Path], Any], errors: type[Exception],
+                   *, name: str) -> Any:
+    """``load`` of the option's path, else of $``env``'s (empty: None, not loaded). ``name``: the option."""
     value = option or os.environ.get(env, "").strip()
     if not value:
         return None
     try:
         return load(Path(value))
+    except RecursionError:  # json.loads of a deeply nested document: a damaged file, not a bug
+        where = name if option else env
+        raise UsageError(f"{where} {value}: nested too deeply to be read (a damaged file?); pass the file "
+                         "tritongate wrote") from None
     except errors as exc:
         if not option:  # say where the path came from: the user typed no option
             exc.args = (f"{env}={value}: {exc}",)
@@ -162,7 +170,8 @@ def _option_or_env(option: str | None, env: str, load: Callable[[Path], Any], er
 
 def calibration_option(args: argparse.Namespace) -> Any:
     """The runner's latest calibration summary: --calibration, else $TRITONGATE_CALIBRATION, else None."""
-    return _option_or_env(getattr(args, "calibration", None), CALIBRATION_ENV, load_summary, GateError)
+    return _option_or_env(getattr(args, "calibration", None), CALIBRATION_ENV, load_summary, GateError,
+                          name="--calibration")
 
 
 def changed_from_option(args: argparse.Namespace, baseline: Path, base: Any, cand: Any) -> Any:
@@ -193,9 +202,19 @@ def verdict_template_option(args: argparse.Namespace) -> Path | None:
     from tritongate.report.verdict_markdown import load_template
 
     def checked(path: Path) -> Path:
+        with contextlib.suppress(OSError):  # unreadable: load_template says so
+            size = path.stat().st_size
+            if path.is_file() and size > MAX_TEMPLATE_BYTES:  # verdict.md would be larger still
+                raise UsageError(f"the verdict template {path} is {size:,} bytes, more than the "
+                                 f"{MAX_TEMPLATE_BYTES:,} a template may have (a job summary holds 1 MiB); pass a "
+                                 "jinja2 file or leave --verdict-template out")
         load_template(path)
+        if path.is_file() and not path.read_bytes().strip():  # it would write an empty verdict.md
+            raise UsageError(f"the verdict template {path} is empty; pass a jinja2 file that lays out the "
+                             "verdict, or leave --verdict-template out")
         return path
-    return _option_or_env(getattr(args, "verdict_template", None), "TRITONGATE_VERDICT_TEMPLATE", checked, UsageError)
+    return _option_or_env(getattr(args, "verdict_template", None), "TRITONGATE_VERDICT_TEMPLATE", checked, UsageError,
+                          name="--verdict-template")
 
 
 def artifact_url_option(args: argparse.Namespace) -> str | None:

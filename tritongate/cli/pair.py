@@ -140,6 +140,7 @@ def cmd_loop(args: argparse.Namespace) -> int:
     out = Path(args.out)
     policy = gate_policy(args)  # bad policy options fail before anything is measured
     calibration = calibration_option(args)  # so does a bad calibration file
+    _check_before_recording(args)  # and every other file the pair reads after the record
     print(f"1/2 record: {args.suite} ({args.backend})", file=sys.stderr, flush=True)
     record = record_suite(args, out)
     if isinstance(record, int):
@@ -147,6 +148,23 @@ def cmd_loop(args: argparse.Namespace) -> int:
     print(f"2/2 pair: base and candidate replay {record}, rounds alternating", file=sys.stderr, flush=True)
     return _run_pair(pair_request(args, record, out, policy, calibration), want_color(args.color, sys.stderr),
                      record=record)
+
+
+def _check_before_recording(args: argparse.Namespace) -> None:
+    """What ``loop`` reads after its record, read before it (a record can take an hour): the suite
+    and shape file, the candidate build, the verdict template and the baseline state. The base
+    build's interpreter is checked by starting it: it makes the record."""
+    from tritongate.pair.build import CompilerBuild, parse_env_overlay
+    from tritongate.suites import load_suite
+
+    if args.changed_from:  # its diff must be of the record paired, and this record is not made yet
+        raise UsageError(f"--changed-from {args.changed_from}: an ir-diff is made from the baseline record it is "
+                         "paired with, and loop records a new one; use `tritongate pair RECORD --changed-from DIR`")
+    load_suite(args.suite, shape_file=args.shape_file)
+    CompilerBuild("candidate", python=args.cand_python or sys.executable,
+                  env=parse_env_overlay(list(args.cand_env or ()), option="--cand-env")).check()
+    verdict_template_option(args)
+    baseline_state_option(args)
 
 
 def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
@@ -182,7 +200,11 @@ def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
     if proc.returncode != 0:
         sys.stdout.write(proc.stdout)
         return proc.returncode
-    return Path(proc.stdout.strip().splitlines()[-1])
+    lines = proc.stdout.strip().splitlines()
+    if not lines or not Path(lines[-1]).is_dir():  # an interpreter that is not this build's python
+        raise UsageError(f"the base build's interpreter {base_python} made no record (`tritongate run` printed no "
+                         "run directory); pass the venv's bin/python of that compiler build")
+    return Path(lines[-1])
 
 
 def pair_progress(color: bool) -> Callable[[Any], None]:
@@ -272,7 +294,13 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def cmd_overlay(args: argparse.Namespace) -> int:
     from tritongate.overlay import make_overlay
 
-    build = make_overlay(args.base_python, [Path(p) for p in args.patch], Path(args.out))
+    out = Path(args.out)
+    if out.exists() or out.is_symlink():  # a link, even to nothing, is not a new folder
+        raise UsageError(f"--out {out}: already exists; an overlay is made into a new folder")
+    parent = next((p for p in out.parents if p.exists() or p.is_symlink()), None)
+    if parent is not None and not parent.is_dir():
+        raise UsageError(f"--out {out}: {parent} is not a folder; pass a new folder's path")
+    build = make_overlay(args.base_python, [Path(p) for p in args.patch], out)
     hashes = ", ".join(f"{Path(p['path']).name} sha256 {p['sha256'][:12]}" for p in build.patches)
     print(f"overlay build: {len(build.files)} file(s) patched ({', '.join(build.files)}); {hashes}",
           file=sys.stderr)

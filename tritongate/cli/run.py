@@ -92,10 +92,12 @@ def _only_rows(path: str) -> frozenset[tuple[str, str, str]]:
     """A JSON list of [op, case, dtype] (written by the parallel sweep and the batch runner)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"--only-rows {path}: unreadable ({type(exc).__name__}: {exc}); "
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
+        raise UsageError(f"--only-rows {path}: unreadable ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
                          "expected a JSON list of [op, case, dtype]") from None
     if not isinstance(data, list) or not all(isinstance(r, list) and len(r) == 3 and all(isinstance(x, str) and x
                                                                                           for x in r) for r in data):
         raise UsageError(f"--only-rows {path}: expected a JSON list of [op, case, dtype] string triples")
+    if not data:  # measuring none of the suite's rows is no run
+        raise UsageError(f"--only-rows {path}: lists no rows; expected a JSON list of [op, case, dtype] string triples")
     return frozenset(tuple(r) for r in data)
