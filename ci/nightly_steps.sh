@@ -75,8 +75,12 @@ history() {
 dashboard() {
   # every runner class and suite the store holds, of this compiler repository; a point links
   # its entry on the data branch (TG_STORE_URL)
+  local link=()
+  # an https data branch (GitHub's): points link their entries there; otherwise (a file://
+  # server in a replay) the site links the store relatively, as the artifact holds it
+  if [[ "${TG_STORE_URL:-}" == https://* ]]; then link=(--store-url "$TG_STORE_URL"); fi
   PYTHONPATH="$root" "$PY" -m tritongate dashboard --store baseline-store --compiler-repo "$TG_COMPILER_REPO" \
-    --out "$work/dashboard" --store-url "$TG_STORE_URL"
+    --out "$work/dashboard" "${link[@]}"
   echo "Dashboard of the nightly history: \`dashboard/index.html\` in this run's nightly artifact" \
     >> "$GITHUB_STEP_SUMMARY"
 }
