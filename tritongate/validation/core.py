@@ -89,8 +89,11 @@ def format_loc(loc: tuple[Any, ...]) -> str:
 def short(value: Any) -> str:
     """A value quoted in a message: repr, one line, bounded."""
     text = repr(value)
+    cut = len(text) > MAX_GOT
+    if cut:  # cut before filtering: a value can be a 64 MiB string
+        text = text[: MAX_GOT - 1]
     text = "".join(c if c.isprintable() else "?" for c in text)
-    return text if len(text) <= MAX_GOT else text[: MAX_GOT - 1] + "…"
+    return text + "…" if cut else text
 
 
 _EXPECTED = {
