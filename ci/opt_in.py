@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tritongate.github import outputs
 from tritongate.github.optin import decide, live_labels
-from tritongate.github.rest import DEFAULT_API_URL, GitHubClient, GitHubError
+from tritongate.github.rest import GitHubError, client_from_env
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,8 +45,7 @@ def main(argv: list[str] | None = None) -> int:
                       "positive whole number", file=sys.stderr)
                 return 2
             try:
-                client = GitHubClient(api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
-                                      token=os.environ.get("GITHUB_TOKEN", ""))
+                client = client_from_env(os.environ)
             except ValueError as exc:  # a plain-http or malformed API URL: the token is never sent there
                 print(f"error: opt_in.py: GITHUB_API_URL: {exc}", file=sys.stderr)
                 return 2

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tritongate.github.optin import parse_command, parse_label, reply, run_command
-from tritongate.github.rest import DEFAULT_API_URL, GitHubClient, GitHubError
+from tritongate.github.rest import GitHubError, client_from_env
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,8 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         print("not a /perf command or a perf label on a pull request")
         return 0
     try:
-        client = GitHubClient(api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL,
-                              token=os.environ.get("GITHUB_TOKEN", ""))
+        client = client_from_env(os.environ)
     except ValueError as exc:  # a plain-http or malformed API URL: the token is never sent there
         print(f"error: perf_command.py: GITHUB_API_URL: {exc}", file=sys.stderr)
         return 2

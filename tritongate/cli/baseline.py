@@ -249,6 +249,19 @@ def run_history(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _add_change_point_options(p: argparse.ArgumentParser) -> None:
+    """history's and dashboard's change-point rule, declared once: one option, one meaning."""
+    # not --min-effect: that is the gate's least change of one paired row; this one compares
+    # unpaired nightly medians, a noisier quantity, so it has its own name and default
+    p.add_argument("--min-change", dest="min_effect", type=fraction, default=0.02, metavar="F",
+                   help="least relative change of the segment medians a change point needs, as a fraction: 0.01 "
+                        "is 1 %% (default 0.02)")
+    p.add_argument("--p-value", type=_p_value, default=0.01, metavar="P",
+                   help="Mann-Whitney U significance a change point needs (default 0.01)")
+    p.add_argument("--new-last", type=whole_number, default=1, metavar="N",
+                   help="a change point is new when its first point after is among the last N entries (default 1)")
+
+
 def add_history_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = _parser(
         sub, "history", "nightly history of the baseline store: per-row series, change points, plots",
@@ -267,15 +280,7 @@ def add_history_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
     p.add_argument("--compiler-repo", type=_text, metavar="OWNER/NAME|URL",
                    help="only entries of this compiler repository's builds (needed when the store holds several)")
     p.add_argument("--out", type=_text, required=True, metavar="DIR", help="where the reports and plots go")
-    # not --min-effect: that is the gate's least change of one paired row; this one compares
-    # unpaired nightly medians, a noisier quantity, so it has its own name and default
-    p.add_argument("--min-change", dest="min_effect", type=fraction, default=0.02, metavar="F",
-                   help="least relative change of the segment medians a change point needs, as a fraction: 0.01 "
-                        "is 1 %% (default 0.02)")
-    p.add_argument("--p-value", type=_p_value, default=0.01, metavar="P",
-                   help="Mann-Whitney U significance a change point needs (default 0.01)")
-    p.add_argument("--new-last", type=whole_number, default=1, metavar="N",
-                   help="a change point is new when its first point after is among the last N entries (default 1)")
+    _add_change_point_options(p)
     p.add_argument("--no-plots", action="store_true", help="write no PNGs")
     p.add_argument("--summary-out", type=_text, metavar="FILE",
                    help="also write the new-change-points section alone here (e.g. $GITHUB_STEP_SUMMARY)")
@@ -321,13 +326,7 @@ def add_dashboard_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPa
                    help="only entries of this compiler repository's builds")
     p.add_argument("--window-nights", type=float, default=90.0, metavar="D",
                    help="days before each group's last entry that drift covers and the charts open on (default 90)")
-    p.add_argument("--min-change", dest="min_effect", type=fraction, default=0.02, metavar="F",
-                   help="least relative change of the segment medians a change point needs, as a fraction: 0.01 "
-                        "is 1 %% (default 0.02)")
-    p.add_argument("--p-value", type=_p_value, default=0.01, metavar="P",
-                   help="Mann-Whitney U significance a change point needs (default 0.01)")
-    p.add_argument("--new-last", type=whole_number, default=1, metavar="N",
-                   help="a change point is new when its first point after is among the last N entries (default 1)")
+    _add_change_point_options(p)
     p.add_argument("--store-url", type=_text, metavar="URL",
                    help="where pages link the store's entries (default: a relative path to --store)")
     return p

@@ -237,3 +237,9 @@ class GitHubClient:
         if retry_after is not None:
             return f"GitHub asks to retry after {retry_after} s; re-run the job then"
         return "GitHub gave no reset time; re-run the job later"
+
+
+def client_from_env(env: Mapping[str, str]) -> GitHubClient:
+    """The client a CI step gets: ``GITHUB_API_URL`` (else api.github.com) and ``GITHUB_TOKEN``.
+    ``ValueError`` for an API URL the token must not travel to (plain http, malformed)."""
+    return GitHubClient(api_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL, token=env.get("GITHUB_TOKEN", ""))
