@@ -148,6 +148,8 @@ def prepare_row(item: PlannedRow, backend: Backend, device: Any, device_index: i
     plant = _row_plant(item, spec, backend, tdevice, plan)
     if plant is not None:
         params["planted_delay_ns"] = plant.delay_ns
+        if plant.in_kernel:  # what the spin is on this GPU: the clock it was converted at shows in the data
+            params["planted_cycles"] = plant.cycles
     fields = dict(op=item.op, case=item.case, dtype=item.dtype, timer=backend.timer.value, params=params,
                   flops=spec.flops(item.shape) if spec.flops else None,
                   bytes=float(spec.bytes(item.shape, itemsize)))

@@ -303,3 +303,28 @@ def test_a_run_that_did_not_settle_its_launch_state_says_so():
                     "kernel's first rounds in a process may have run ~0.18 µs a launch faster than the rest",
                     "the candidate is not a replay run: autotune may have picked other configs than the base, so "
                     "differences can come from config flips rather than the compiler"]
+
+
+def test_worker_pairs_that_all_see_a_slowdown_of_different_sizes_are_not_unchanged(tmp_path):
+    """8 worker pairs, the candidate slower in every one by 6-12 % (a change whose size depends
+    on the process, as a planted spin converted at a cold clock made it on an H100): the pairs
+    disagree on the size, not on the direction, so the row is shown, not passed as unchanged;
+    pairs that disagree on the direction stay unchanged."""
+    from tests.gate.helpers import samples
+
+    wp = tuple(i // 10 for i in range(80))
+    base = [samples(20, rounds=10, seed=i) for i in range(8)]
+    slower = [samples(20 * (1.06 + 0.01 * (i % 7)), rounds=10, seed=100 + i) for i in range(8)]
+    one_way = _paired_rows(tmp_path / "w", base, slower, worker_pairs=wp)
+    (r,) = one_way.rows
+    assert r.timing.why.value == "worker_pairs_disagree" and r.timing.one_way
+    assert r.verdict is Verdict.UNCONFIRMED and one_way.passed
+    assert "every worker pair measured it slower, by amounts that depend on the process" in r.reasons[-1]
+    # pairs that disagree on the direction too (two of 40 a little faster): unchanged, as before
+    wp40 = tuple(i // 2 for i in range(80))
+    base40 = [samples(20, rounds=2, seed=i) for i in range(40)]
+    both = [samples(20 * (1.05 if i >= 2 else 0.995), rounds=2, seed=200 + i) for i in range(40)]
+    mixed = _paired_rows(tmp_path / "m", base40, both, worker_pairs=wp40)
+    (m,) = mixed.rows
+    assert m.timing.why.value == "worker_pairs_disagree" and not m.timing.one_way
+    assert m.verdict is Verdict.UNCHANGED

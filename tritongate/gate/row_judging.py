@@ -13,7 +13,7 @@ from tritongate.gate.policy import GatePolicy
 from tritongate.gate.row_comparability import (identical_binaries, launch_state_reason, paired_rows,
                                                row_marker_reasons, row_mismatch, row_rounds, row_status_reasons)
 from tritongate.gate.row_verdict import RowVerdict, Verdict
-from tritongate.gate.rule import PairLayout, TimingDecision, decide
+from tritongate.gate.rule import PairLayout, TimingDecision, Why, decide
 from tritongate.schema import PairInfo, Row, RowStatus, SkipReason
 from tritongate.stats import Change
 
@@ -129,6 +129,12 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
         verdict = Verdict.UNCONFIRMED
         reasons.append(f"called on {rounds} pairs, fewer than the {pairing.confirm_rounds} a confirmation needs "
                        f"(stopped by the {STOP_WORDS.get(_stop(pairing, rounds), 'budget')}): shown, not failing")
+    if verdict is Verdict.UNCHANGED and timing.why is Why.WORKER_PAIRS_DISAGREE and timing.one_way:
+        # every process measured the candidate the same way round, by different amounts: not a
+        # size the gate can stand on, nor nothing (a planted spin converted at a cold clock did this)
+        verdict = Verdict.UNCONFIRMED
+        reasons.append(f"every worker pair measured it {'slower' if timing.effect > 0 else 'faster'}, by amounts "
+                       "that depend on the process: shown, not failing")
     if verdict in (Verdict.REGRESSED, Verdict.IMPROVED) and paired and timing.worker_pairs == 1 \
             and not (pairing is not None and pairing.confirm_from):
         # one base and one candidate process: a process's own level moves every pair alike

@@ -206,6 +206,9 @@ class TimingDecision:
     reason: str
     worker_pairs: int = 0  # independent worker pairs behind a paired estimate (0: unpaired)
     order_effect: float = 0.0  # base-first minus candidate-first pairs, removed before the checks
+    # worker pairs that disagree on the size but every one of them on the direction: a change
+    # whose size depends on the process is still a change (``row_judging`` shows it)
+    one_way: bool = False
 
     @property
     def log_ratio(self) -> float:
@@ -300,6 +303,7 @@ def judge(ev: _Evidence, base: Sequence[float], cand: Sequence[float], b: Summar
                                            cand_per_round=cand_per_round, paired=paired, min_effect=min_effect,
                                            noise_z=noise_z, layout=layout, mult=mult)
     agree = 1.0
+    one_way = False
     if paired and ev.est is not None:
         # the estimate whose standard error the floor uses (the ratio of pooled medians would
         # mix in where the drift stood when each side ran)
@@ -327,6 +331,7 @@ def judge(ev: _Evidence, base: Sequence[float], cand: Sequence[float], b: Summar
         reason = f"effect {_rel(size):.2%} below the noise floor {floor:.2%}"
     elif agree < AGREEMENT_P:
         why = Why.WORKER_PAIRS_DISAGREE
+        one_way = bool(np.all(np.sign(np.atleast_1d(ev.est.cluster_effects)) == np.sign(log_ratio)))
         effects = ", ".join(f"{_rel(float(x)):+.2%}" for x in np.atleast_1d(ev.est.cluster_effects))
         reason = (f"effect {_rel(size):.2%}, but the {ev.est.worker_pairs} worker pairs disagree ({effects}; "
                   f"p = {agree:.1e} under one common effect)")
@@ -339,4 +344,5 @@ def judge(ev: _Evidence, base: Sequence[float], cand: Sequence[float], b: Summar
                           base=b, cand=c, iqrs_overlap=overlap, paired=paired, pairs=pairs,
                           noise_floor=floor, detectable=detectable, why=why, reason=reason,
                           worker_pairs=ev.est.worker_pairs if ev.est is not None else 0,
-                          order_effect=math.expm1(2 * float(ev.est.order_log)) if ev.est is not None else 0.0)
+                          order_effect=math.expm1(2 * float(ev.est.order_log)) if ev.est is not None else 0.0,
+                          one_way=one_way)

@@ -16,7 +16,7 @@ coarse for 1 % of a 2 µs kernel; nanoseconds become cycles with the clock rate 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import triton
 import triton.language as tl
@@ -48,17 +48,35 @@ def _clock_rate_kernel(out_ptr, cycles):
     tl.store(out_ptr, _global_ns() - t0)
 
 
-def measure_clock_ghz(device: Any, cycles: int = 20_000_000) -> float:
-    """SM cycles per nanosecond: ``cycles`` (about 10 ms) spun on ``%clock64`` and timed on
-    ``%globaltimer`` inside one program, so the timer's step is a rounding error."""
+def measure_clock_ghz(device: Any, cycles: int = 20_000_000, *, warmup_cycles: int = 200_000_000,
+                      repeats: int = 3, spin_ns: Callable[[int], int] | None = None) -> float:
+    """SM cycles per nanosecond at the clock the GPU works at: ``cycles`` (about 10 ms) spun on
+    ``%clock64`` and timed on ``%globaltimer`` inside one program, so the timer's step is a
+    rounding error; the fastest of ``repeats`` after ``warmup_cycles`` (about 100 ms) of spinning.
+    Measured cold, a process caught the SM clock on its way up from idle: it read 1.0 instead of
+    2.0 GHz, its planted spins were half as long as planned, and a paired run of one plan saw one
+    worker pair at half the effect of the others (``bench/results/2026-12-05_h100_loaded_host.md``)."""
+    run = spin_ns if spin_ns is not None else _device_spin(device)
+    run(warmup_cycles)
+    rates = []
+    for _ in range(max(1, repeats)):
+        elapsed_ns = run(cycles)
+        if elapsed_ns <= 0:
+            raise RuntimeError(f"the GPU timer did not advance over {cycles} cycles")
+        rates.append(cycles / elapsed_ns)
+    return max(rates)
+
+
+def _device_spin(device: Any) -> Callable[[int], int]:
+    """Nanoseconds one program takes to spin a number of SM cycles on ``device``."""
     import torch
 
     out = torch.zeros(1, dtype=torch.int64, device=device)
-    _clock_rate_kernel[(1,)](out, cycles)
-    elapsed_ns = int(out.item())
-    if elapsed_ns <= 0:
-        raise RuntimeError(f"the GPU timer did not advance over {cycles} cycles")
-    return cycles / elapsed_ns
+
+    def spin(cycles: int) -> int:
+        _clock_rate_kernel[(1,)](out, cycles)
+        return int(out.item())
+    return spin
 
 
 def plant_kwargs(plant: Any) -> dict[str, Any]:

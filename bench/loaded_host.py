@@ -1,0 +1,163 @@
+"""The paired check on a host that is not quiet, and with one side's launch state forced.
+
+Steps (each a `tritongate pair` of one build against itself, every row timed), run in order
+and resumable (a step whose folder holds `done` is not run again):
+
+  unprimed-cand   quiet host; the candidate worker skips the graph priming
+                  (TRITONGATE_GRAPH_PRIME=0), so only its process flips to the slow launch
+                  state part-way: which rows the verdict names, what it calls them
+  aa-1..aa-3      A/A with the host loaded the way a CI host is beside a GPU job: one C compile
+                  loop per CPU core (gcc -O2 of a generated 4,000-function file, again and again)
+  planted-0.02/5  the same load; the candidate's builtin kernels spin (TRITONGATE_PLANTED_DELAY)
+                  for the spin the committed H200 calibration aimed at 2 % / 5 %, scaled by this
+                  GPU's record medians over that calibration's (the spin adds fixed time per
+                  program; both GPUs have 132 SMs)
+  quiet-*         a step above on the quiet host (the plant's size as measured without load)
+
+Every step keeps its pair folder (raw samples); `load.tsv` samples /proc/loadavg and the
+compile count every 5 s. `bench/peer_rules.py` reads the folders afterwards.
+
+    python bench/loaded_host.py --work DIR [--record RUN] [--steps a,b,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from pathlib import Path
+
+H200_CAL = Path(__file__).parent / "results" / "2026-12-03_h200_calibration_pool8.tgz"
+CAL_ROOT = "cal/calibrate-pr_20261202T195548Z"
+STEPS = ("unprimed-cand", "aa-1", "aa-2", "planted-0.02", "aa-3", "planted-0.05")
+
+
+def tg(*args: str, log: Path) -> str:
+    with log.open("a") as fh:
+        proc = subprocess.run([sys.executable, "-m", "tritongate", *args, "--color", "never"],
+                              stdout=subprocess.PIPE, stderr=fh, text=True)
+    fh_out = proc.stdout.strip().splitlines()
+    if proc.returncode not in (0, 1):  # 1: the verdict failed (a planted step should)
+        raise SystemExit(f"tritongate {args[0]} exit {proc.returncode}; see {log}")
+    return fh_out[-1] if fh_out else ""
+
+
+def medians(results: dict) -> dict[str, float]:
+    return {f"{r['op']}/{r['case']}/{r['dtype']}": r["summary"]["median"]
+            for r in results["rows"] if r.get("summary")}
+
+
+def scaled_plans(record: Path, work: Path) -> dict[str, Path]:
+    """The H200 calibration's aimed spins, scaled per row to this GPU's kernel time."""
+    here = medians(json.loads((record / "results.json").read_text()))
+    with tarfile.open(H200_CAL) as tf:
+        def member(name: str) -> dict:
+            f = tf.extractfile(f"{CAL_ROOT}/{name}")
+            assert f is not None
+            return json.load(f)
+        aa1 = [m.name for m in tf.getmembers() if m.name.startswith(f"{CAL_ROOT}/aa-1/")
+               and m.name.endswith("base/results.json")][0]
+        there = medians(member(aa1[len(CAL_ROOT) + 1:]))
+        plans = {k: member(f"plans/planted-{k}.json") for k in ("0.02", "0.05")}
+        zero = member("plans/zero.json")
+    out: dict[str, Path] = {}
+    for k, plan in plans.items():
+        delays = {key: max(1, round(ns * here[key] / there[key]))
+                  for key, ns in plan["delays_ns"].items() if key in here and key in there}
+        plan = {**plan, "delays_ns": {**{key: 0 for key in zero["delays_ns"]}, **delays}}
+        out[k] = work / f"plan-{k}.json"
+        out[k].write_text(json.dumps(plan, indent=1, sort_keys=True))
+    out["zero"] = work / "plan-zero.json"
+    out["zero"].write_text(json.dumps(zero, indent=1, sort_keys=True))
+    return out
+
+
+class Load:
+    """One compile loop per core, as a compiler build beside the GPU job keeps them busy."""
+
+    def __init__(self, work: Path) -> None:
+        self.dir = work / "load"
+        self.dir.mkdir(exist_ok=True)
+        src = self.dir / "unit.c"
+        src.write_text("".join(f"double f{i}(double x){{for(int k=0;k<{i % 7 + 3};k++)x=x*1.0001+{i}.5;"
+                               f"return x;}}\n" for i in range(4000)))
+        self.procs: list[subprocess.Popen] = []
+        self.stop = threading.Event()
+        self.tsv = (work / "load.tsv").open("a")
+
+    def start(self, step: str) -> None:
+        n = os.cpu_count() or 1
+        loop = f"while :; do gcc -O2 -c {self.dir}/unit.c -o /dev/null; echo x >> {self.dir}/count.$$; done"
+        self.procs = [subprocess.Popen(["bash", "-c", loop], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                       start_new_session=True) for _ in range(n)]
+        self.stop.clear()
+        threading.Thread(target=self._sample, args=(step,), daemon=True).start()
+
+    def _sample(self, step: str) -> None:
+        while not self.stop.wait(5.0):
+            count = sum(p.stat().st_size // 2 for p in self.dir.glob("count.*"))
+            self.tsv.write(f"{time.time():.1f}\t{step}\t{Path('/proc/loadavg').read_text().split()[0]}\t{count}\n")
+            self.tsv.flush()
+
+    def end(self) -> None:
+        self.stop.set()
+        for p in self.procs:
+            try:
+                os.killpg(p.pid, 9)
+            except ProcessLookupError:
+                pass
+        self.procs = []
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--record", type=Path)
+    ap.add_argument("--steps", default=",".join(STEPS))
+    a = ap.parse_args()
+    work = a.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / "tritongate.log"
+    rec_file = work / "record.path"
+    if a.record:
+        rec_file.write_text(str(a.record.resolve()))
+    if not rec_file.exists():
+        t0 = time.time()
+        rec_file.write_text(tg("run", "--suite", "pr", "--out", str(work / "record"), log=log))
+        print(f"record {time.time() - t0:.0f} s", flush=True)
+    record = Path(rec_file.read_text().strip())
+    plans = scaled_plans(record, work)
+    load = Load(work)
+    walls = json.loads((work / "walls.json").read_text()) if (work / "walls.json").exists() else {}
+    for step in a.steps.split(","):
+        d = work / step
+        if (d / "done").exists():
+            continue
+        d.mkdir(exist_ok=True)
+        extra: list[str] = []
+        if step == "unprimed-cand":
+            extra = ["--cand-env", "TRITONGATE_GRAPH_PRIME=0"]
+        elif "planted-" in step:
+            extra = ["--base-env", f"TRITONGATE_PLANTED_DELAY={plans['zero']}",
+                     "--cand-env", f"TRITONGATE_PLANTED_DELAY={plans[step.rsplit('-', 1)[1]]}"]
+        loaded = not step.startswith(("unprimed-", "quiet-"))
+        if loaded:
+            load.start(step)
+        t0 = time.time()
+        try:
+            tg("pair", str(record), "--out", str(d), "--time-identical", *extra, log=log)
+        finally:
+            load.end()
+        walls[step] = {"wall_s": round(time.time() - t0, 1), "loaded": loaded, "cores": os.cpu_count()}
+        (work / "walls.json").write_text(json.dumps(walls, indent=1))
+        (d / "done").write_text("")
+        print(f"{step} {walls[step]['wall_s']} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
