@@ -2,6 +2,11 @@
 """CI entry point: the ahead-of-time pre-screen of a PR, CPU only (no GPU is touched).
 
     python ci/prescreen.py --baseline RECORD_DIR --base-python PY --cand-python PY --out DIR [--suite NAME|PATH]
+                           [--blame [N]]
+
+`tritongate prescreen` with the step's outputs: the same options and code
+(tritongate/cli/prescreen.py), the same table of changed rows on stdout, the count line and
+prescreen.json's path last.
 
 Recompiles the baseline record's launched kernel variants for the record's own GPU target
 under each build's interpreter (TTGIR down to cubin), recaptures what each build launches for
@@ -15,7 +20,9 @@ builds' launch-path files, and writes:
 - DIR/verdict/         only when no row changed: verdict.json + verdict.md, every row
                        IDENTICAL_BINARY ("0 of M rows' kernels changed under this PR; no GPU time used")
 
-With $GITHUB_OUTPUT set, appends `rows_changed=<N>` and `rows_total=<M>` to it.
+With $GITHUB_OUTPUT set, appends `rows_changed=<N>` and `rows_total=<M>` to it; with
+$GITHUB_STEP_SUMMARY set and no row changed, verdict.md to the summary. --blame N (off by
+default: seconds to a minute a kernel) writes DIR/ir-diff/blame.json.
 Exit codes: 0 success (whatever the count), 2 bad input (named on stderr), 4 internal error.
 """
 
@@ -28,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tritongate.cli.prescreen import add_arguments, print_result, screen
 from tritongate.errors import GateError, UsageError
 
 
@@ -39,28 +47,12 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="ci/prescreen.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline", required=True, metavar="RECORD_DIR",
-                        help="a baseline record (a store entry) with its ttgir/index.tsv")
-    parser.add_argument("--base-python", required=True, metavar="PY", help="the base build's interpreter")
-    parser.add_argument("--cand-python", required=True, metavar="PY", help="the PR build's interpreter")
-    parser.add_argument("--out", required=True, metavar="DIR", help="where prescreen.json and ir-diff/ go")
-    parser.add_argument("--suite", metavar="NAME|PATH",
-                        help="the suite the baseline was recorded with (default: the name its identity gives)")
+    add_arguments(parser)  # `tritongate prescreen`'s options, --blame N included (off unless given)
     args = parser.parse_args(argv)
     from tritongate.github import outputs
-    from tritongate.prescreen import run_prescreen
 
     try:
-        if args.suite:  # read here: a suite the captures cannot read would count every row as changed
-            from tritongate.suites import load_suite
-
-            load_suite(args.suite)
-        result = run_prescreen(Path(args.baseline), args.base_python, args.cand_python, Path(args.out),
-                               suite=args.suite)
-        if result.verdict_dir is not None:
-            from tritongate.cli.common import append_step_summary
-
-            append_step_summary(result.verdict_dir / "verdict.md")
+        result = screen(args)  # prints the changed rows (and each blamed kernel)
         github = outputs.output_path()
         if github:
             try:
@@ -81,16 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         print(f"internal error: prescreen.py: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 4
-    n = len(result.rows_changed)
-    why = result.document.get("timed_without_ir_change") or {}
-    if isinstance(why.get("why"), str):
-        print(f"{n} of {result.rows_total} rows timed: {why['why']}")
-    else:
-        print(f"{n} of {result.rows_total} rows can change under this PR"
-              + ("; no GPU time needed" if n == 0 else f"; pair them with --changed-from {result.out / 'ir-diff'}"))
-    print(result.out / "prescreen.json")
+    print_result(result)  # the count line, then prescreen.json's path last
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -116,3 +116,34 @@ def test_the_design_notes_name_every_module_as_its_docstring_does() -> None:
     module_map = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module_map)
     assert module_map.block() in (root / "docs" / "design-notes.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_the_compare_builds_try_out_runs_as_written(tmp_path: Path) -> None:
+    """docs/compare-builds.md's CPU steps (a capture of the smoke suite, the pre-screen with
+    --blame) run as one script, the other build an overlay of this Triton that drops a Hopper
+    pipeline pass (as tests/prescreen/ makes it): no GPU, no download."""
+    from tritongate.overlay import make_overlay
+
+    text = (ROOT / "docs" / "compare-builds.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- compare-builds-cpu -->\n```bash\n(.*?)\n```", text, re.S)
+    assert block, "docs/compare-builds.md has no <!-- compare-builds-cpu --> bash block"
+    build = make_overlay(sys.executable, [ROOT / "bench" / "patches" / "drop-hopper-pipeline.patch"],
+                         tmp_path / "overlay")
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+           "NO_COLOR": "1", "OTHER_PY": str(build.python)}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    done = subprocess.run(["bash", "-e", "-c", block.group(1)], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    doc = json.loads((work / "prescreen" / "prescreen.json").read_text())
+    assert 0 < len(doc["rows_changed"]) < doc["rows_total"]
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "prescreen/prescreen.json" and lines[-2].startswith(f"{len(doc['rows_changed'])} of ")
+    for op, case, dtype in doc["rows_changed"]:  # each changed row in the table
+        assert any(ln.split()[:3] == [op, case, dtype] for ln in lines), (op, case, dtype)
+    blame = json.loads((work / "prescreen" / "ir-diff" / "blame.json").read_text())
+    assert blame["variants"] and all("tritongpu-pipeline" in v["summary"] for v in blame["variants"])

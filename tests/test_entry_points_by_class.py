@@ -578,6 +578,7 @@ EXTRAS: dict[str, dict[str, str | None]] = {
     "ci/record_baseline.py": {"--backend": "cpu", "--color": "never"},
     "ci/post_comment.py": {"--pr": "1", "--dry-run": None},
     "ci/prescreen.py": {"--suite": "{suite}"},
+    "tritongate prescreen": {"--suite": "{suite}"},
     "ci/resolve_refs.py": {"--event-name": "merge_group", "--event-path": "{merge_group_event}", "--sha": SHA},
 }
 # (entry point, option under test) -> its extras instead: what that option needs to be read at all

@@ -148,3 +148,52 @@ def test_the_planted_golden_with_an_unconfirmed_row_and_a_forged_pass() -> None:
     body = render_comment_body(parse_verdict_doc(json.dumps(raw).encode(), "verdict.json"))
     assert "> [!WARNING]" in body and "says passed" in body
     assert body.splitlines()[1].startswith("## ❌")
+
+
+# ----------------------------------------------------------------------------- pass blame
+
+def _blame(**line: Any) -> dict[str, Any]:
+    return {"folder": "ir-diff", "variants": {"changed": 1},
+            "blame": {"file": "ir-diff/blame.json", "kernels": [{"kernel": "m.k", "outcome": "pass", **line}]}}
+
+
+def test_the_trusted_comment_shows_the_blame_lines_of_the_real_patch() -> None:
+    """The golden verdict of a real Triton change (tritongpu-coalesce dropped): the trusted job's
+    comment, rendered from the validated verdict.json, is verdict.md, blame lines included."""
+    from pathlib import Path
+
+    golden = Path(__file__).parents[1] / "report" / "golden"
+    body = render_comment_body(parse_verdict_doc((golden / "blame.verdict.json").read_bytes(), "verdict.json"))
+    assert body == (golden / "blame.md").read_text(encoding="utf-8")
+    assert ("- <code>softmax_kernel</code> (2 variants): pipeline changed: <code>tritongpu-coalesce</code> removed "
+            "(ttgir)") in body
+    assert "- <code>matmul_kernel_fixed</code> (8 variants) not blamed: past the first 4 changed variants" in body
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_every_string_of_the_blame_is_escaped(text: str) -> None:
+    ir = _blame(kernel=text, pass_name=text, stage=text)
+    ir["blame"]["kernels"] += [{"kernel": text, "outcome": "pipeline", "pass_name": text, "next_pass": text},
+                               {"kernel": text, "outcome": "below", "level": text},
+                               {"kernel": text, "outcome": "not_blamed", "why": text}]
+    ir["blame"]["file"] = text
+    body = render_comment_body(doc([row()], passed=True, ir=ir))
+    assert "Pass blame" in body
+    _inert(body)
+    noted = {**ir, "blame": {"file": "ir-diff/blame.json", "note": text}}
+    _inert(render_comment_body(doc([row()], passed=True, ir=noted)))
+
+
+@pytest.mark.parametrize("bad", [
+    {"outcome": "evil"}, {"pass_name": "x" * 301}, {"kernel": ""}, {"variants": 0}, {"cases": ["c"] * 21},
+    {"change": "swapped"}])
+def test_a_blame_field_the_model_refuses_refuses_the_document(bad: dict) -> None:
+    with pytest.raises(UntrustedVerdictError, match="ir.blame.kernels"):
+        doc([row()], passed=True, ir=_blame(**bad))
+
+
+def test_a_blame_list_longer_than_the_model_allows_is_refused() -> None:
+    ir = _blame()
+    ir["blame"]["kernels"] *= 201
+    with pytest.raises(UntrustedVerdictError, match="ir.blame.kernels"):
+        doc([row()], passed=True, ir=ir)

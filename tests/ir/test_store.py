@@ -159,3 +159,35 @@ def test_a_variant_listed_twice_in_the_index_is_damage(tmp_path: Path) -> None:
     index.write_text("".join(lines + [lines[1]]))
     with pytest.raises(ValueError, match=r"index\.tsv: line \d+: the variant .* is listed twice \(line 2 too\)"):
         read_index(index)
+
+
+def with_lower(r: RowIR) -> RowIR:
+    """``r`` with LLVM IR and PTX kept for each launched variant (what ``tritongate ir`` adds)."""
+    return RowIR(variants=r.variants, ttgir=r.ttgir,
+                 lower={h: {"llir": f"; llir of {h}\n", "ptx": f"// ptx of {h}\n"} for h in r.ttgir})
+
+
+def test_lower_levels_sit_beside_the_ttgir_renamed_reopened_and_merged_with_it(tmp_path: Path) -> None:
+    rows = [with_lower(r) for r in ROWS]
+    store = IRStore(tmp_path / "rows")
+    for r in rows:
+        store.add(r)
+    store.close()
+    got = folder(tmp_path / "rows")
+    ttgirs = {k: v for k, v in got.items() if k.endswith(".ttgir")}
+    assert ttgirs and {k for k in got if not k.endswith((".ttgir", INDEX, NAMING))} == {
+        k[: -len("ttgir")] + level for k in ttgirs for level in ("llir", "ptx")}  # no stale file of a renamed one
+    for k, text in ttgirs.items():
+        h = text.split()[-1]
+        assert got[k[:-5] + "llir"] == f"; llir of {h}\n" and got[k[:-5] + "ptx"] == f"// ptx of {h}\n"
+    again = IRStore(tmp_path / "r")
+    for r in rows[:2]:
+        again.add(r)
+    again.close()
+    again = IRStore(tmp_path / "r")  # reopened: the kept levels follow a rename
+    for r in rows[2:]:
+        again.add(r)
+    again.close()
+    assert folder(tmp_path / "r") == got
+    merge_ttgir([tmp_path / "r"], tmp_path / "merged")
+    assert folder(tmp_path / "merged") == got

@@ -3,20 +3,26 @@
 
 ``TRITONGATE_UPDATE_GOLDEN=1 pytest tests/report/test_verdict_markdown.py`` rewrites the
 committed ``golden/<kind>.verdict.json`` and ``golden/<kind>.md``; review the diff.
+
+``blame``'s IR diff and pass blame are real (``golden/blame/``: ``tritongate ir-diff --blame`` on
+both builds of a real Triton change, see ``blame_fixture.py``); its timings are synthetic.
 """
 
 from __future__ import annotations
 
+import csv
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
-from tritongate.gate.ir_evidence import IREvidence, RowIR
+from tritongate.gate.ir_blame import read_blame
+from tritongate.gate.ir_evidence import IR_DIFF_DIR, IREvidence, RowIR, _rows
 from tritongate.gate.output import verdict_document
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import run_gate
 from tritongate.pair.orchestrator import default_schedule
 from tritongate.pair.schedule import PairSchedule
+from tritongate.ir.diff import STATUSES, VariantDiff
 from tritongate.schema import Row, SkipReason
 
 from tests.gate.helpers import binary, calibration_summary, pair, paired_run, row, write_run
@@ -141,9 +147,41 @@ def planted(tmp: Path) -> dict[str, Any]:
     return verdict_document(run_gate(b, c, policy))
 
 
+BLAME_FIXTURE = GOLDEN / "blame"
+
+
+def fixture_diffs(folder: Path = BLAME_FIXTURE) -> tuple[list[VariantDiff], dict[int, PurePosixPath]]:
+    """The real ir-diff's variants (from its index.tsv, without the diff texts) and their diff paths."""
+    with open(folder / "index.tsv", encoding="utf-8", newline="") as f:
+        records = list(csv.DictReader(f, delimiter="\t"))
+    diffs = [VariantDiff(case=r["case"], kernel=r["kernel"], name=r["name"], status=r["status"],
+                         added=int(r["added"]), removed=int(r["removed"]), rows=tuple(filter(None, r["rows"].split(","))),
+                         reason=r["reason"]) for r in records]
+    return diffs, {i: PurePosixPath(r["diff"]) for i, r in enumerate(records) if r["diff"]}
+
+
+def blamed(tmp: Path) -> dict[str, Any]:
+    """A real Triton change (the NVIDIA backend drops ``tritongpu-coalesce``): every kernel's TTGIR
+    changed, the first four variants blamed (``ir-diff --blame 4``), the rest said to be not
+    blamed; the memory-bound rows regress (synthetic timings, as an uncoalesced load would)."""
+    base, cand = _sides([
+        measured("softmax", "1024x1024", 9.0, 13.5, seed=21),
+        measured("add", "1048576", 8.1, 12.9, seed=22, dtype="bfloat16"),
+        measured("add", "16777216", 101.0, 160.0, seed=23, dtype="float32"),
+        measured("silu_mul", "4096x4096", 60.0, 60.0, seed=24),
+        measured("matmul", "512x512x512", 14.0, 14.0, seed=25),
+        measured("rmsnorm", "16x8192", 3.2, 3.2, seed=26, dtype="bfloat16")])
+    b, c = pair(tmp, base, cand, cand_identity=_pair_identity({}, "/opt/pr/bin/python"))
+    diffs, paths = fixture_diffs()
+    counts = {st: n for st in STATUSES if (n := sum(d.status == st for d in diffs))}
+    ir = IREvidence(rows=_rows(diffs, paths), counts=counts, folder=IR_DIFF_DIR,
+                    blame=read_blame(BLAME_FIXTURE, diffs, IR_DIFF_DIR))
+    return verdict_document(run_gate(b, c, GatePolicy()), ir)
+
+
 KINDS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "pass": passing, "pass_blind": blind, "fail_regressions_ir": failing, "identical_only": identical,
-    "planted": planted}
+    "planted": planted, "blame": blamed}
 
 
 def build(kind: str, tmp: Path) -> dict[str, Any]:

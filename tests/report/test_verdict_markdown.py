@@ -50,7 +50,8 @@ HEADLINES = {"pass": "## ✅ No regression in 5 rows",
              "pass_blind": "## ⚠️ No regression found; 3 rows could not resolve 1 %",
              "fail_regressions_ir": "## ❌ 2 regressions, worst matmul · 4096x4096x4096 · float16 +",
              "identical_only": "## ✅ No regression in 4 rows",
-             "planted": "## ❌ 1 regression, worst add · 4096 · float32 +"}
+             "planted": "## ❌ 1 regression, worst add · 4096 · float32 +",
+             "blame": "## ❌ 3 regressions, worst add · 1048576 · bfloat16 +"}
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

@@ -154,8 +154,10 @@ def add_ir_parser(sub: argparse._SubParsersAction) -> None:
     ir = add_command(
         sub, "ir", cmd_ir, help="recompile a run's launched kernel variants ahead of time (no GPU needed)",
         description="Read RUN/ttgir/index.tsv and compile every launched variant (same signature, constexprs, "
-                    "specialization and options) for --target under this interpreter's Triton. DIR/ttgir/ has a "
-                    "run's layout: `tritongate ir-diff` compares it with the run, or with another compiler's.",
+                    "specialization and options) for --target under this interpreter's Triton, as a GPU run "
+                    "compiles (TRITON_DISABLE_LINE_INFO=1 unless set; the run's code-generation settings, recorded "
+                    "in DIR/ttgir/aot.json). DIR/ttgir/ has a run's layout plus each variant's .llir, .ptx and "
+                    ".sass: `tritongate ir-diff` compares it with the run, or with another compiler's.",
         epilog=exit_codes(0, 2, 4, 130, zero="done (variants that failed to compile are listed; "
                                                 "none recompiled of some is exit 2)"))
     ir.add_argument("--from", dest="from_run", type=_text, required=True, metavar="RUN",
@@ -163,7 +165,11 @@ def add_ir_parser(sub: argparse._SubParsersAction) -> None:
     ir.add_argument("--target", type=_text, default="cuda:90", metavar="BACKEND:ARCH",
                     help="cuda:90 (default: H100/H200), cuda:100, ...")
     ir.add_argument("--out", type=_text, required=True, metavar="DIR",
-                    help="where DIR/ttgir/ goes (the recompiled variants, laid out as in a run)")
+                    help="where DIR/ttgir/ goes (the recompiled variants, laid out as in a run; each variant's "
+                         "LLVM IR, PTX and SASS beside its .ttgir, so ir-diff can say where code first differs)")
+    ir.add_argument("--no-sass", action="store_true",
+                    help="keep no .sass (each cubin disassembled by the wheel's cuobjdump, beside the compiles: "
+                         "2.6 s of 7 s for 34 variants on 2 cores); ir-diff then cannot tell SASS from the binary")
 
 
 def add_ir_diff_parser(sub: argparse._SubParsersAction) -> None:
@@ -171,8 +177,11 @@ def add_ir_diff_parser(sub: argparse._SubParsersAction) -> None:
         sub, "ir-diff", cmd_ir_diff,
         help="normalized TTGIR diffs between two runs' (or AOT folders') launched variants",
         description="Pair the launched variants of BASE and CAND by (case, kernel, variant name), compare their TTGIR "
-                    "with locations and source paths stripped, and write DIR/<case>/<kernel>/<variant>.diff, "
-                    "DIR/index.tsv (changed / identical / only on one side) and DIR/summary.md.",
+                    "with locations and source paths stripped and SSA names renumbered, and write "
+                    "DIR/<case>/<kernel>/<variant>.diff, DIR/index.tsv (changed / identical / only on one side) and "
+                    "DIR/summary.md. Two `tritongate ir` folders also keep LLVM IR, PTX and SASS: each variant's "
+                    "first differing level (TTGIR, LLVM IR, PTX, SASS or binary only) goes to DIR/levels.tsv, and "
+                    "where TTGIR is equal the lower levels' diffs to DIR/<case>/<kernel>/<variant>.<level>.diff.",
         epilog=exit_codes(0, 2, 4, zero="compared (changed kernels are a finding, not a failure)"))
     ird.add_argument("base", type=_text, metavar="BASE", help="a run directory, an `ir` output, or a ttgir/ folder")
     ird.add_argument("cand", type=_text, metavar="CAND", help="as BASE, for the candidate build")
@@ -207,13 +216,18 @@ def cmd_ir(args: argparse.Namespace) -> int:
     total = sum(1 for v in variants if not v.sweep_loser)
     outcome = recompile(variants, target, Path(args.out), codegen_env=run.identity.get("codegen_env") or {},
                         progress=lambda i, n, v: print(f"[{i + 1}/{n}] {neutralize(v.case)} {neutralize(v.kernel)} "
-                                                       f"{neutralize(v.name)}", file=sys.stderr, flush=True))
+                                                       f"{neutralize(v.name)}", file=sys.stderr, flush=True),
+                        sass=not args.no_sass)
     write_aot(Path(args.out) / TTGIR_DIR, Path(args.from_run), target=str(target), compiled=outcome.compiled,
-              failed=outcome.failed)
+              failed=outcome.failed, codegen_env=outcome.codegen_env, levels=outcome.levels)
     for failure in outcome.failed:
         print(f"not compiled: {neutralize(failure)}", file=sys.stderr)
     print(f"{outcome.compiled} of {total} launched variants recompiled for {target}; "
           f"{len(outcome.failed)} failed")
+    if outcome.compiled:
+        print("kept: " + ", ".join(f"{n} .{level}" for level, n in outcome.levels.items())
+              + (f" (settings: {' '.join(f'{k}={v}' for k, v in sorted(outcome.codegen_env.items()))})"
+                 if outcome.codegen_env else ""))
     print(Path(args.out) / TTGIR_DIR)
     if total and not outcome.compiled:  # nothing was made: never a success
         first = neutralize(outcome.failed[0]) if outcome.failed else "no variant was attempted"
@@ -257,6 +271,31 @@ def _blame(diffs: list[Any], base_root: Path, cand_root: Path, out: Path, limit:
     write_json_atomic(out / "blame.json", {"schema_version": 1, "target": aots[0]["target"], "variants": found})
 
 
+def _print_levels(diffs: list[Any]) -> None:
+    """Where the compared variants first differ, and each variant whose TTGIR is equal but whose code is not."""
+    from tritongate.ir.levels import label
+
+    compared = [d for d in diffs if d.levels]
+    if not compared:
+        return
+    from tritongate.ir.levels import LEVELS
+
+    rank = {level: i for i, level in enumerate(LEVELS)}
+    ordered = sorted((d for d in compared if d.first_level),
+                     key=lambda d: (rank.get(d.first_level, len(rank)), d.status == "identical"))
+    firsts = Counter(label(d.first_level, d.status == "identical") for d in ordered)
+    print("first differs at: " + ("; ".join(f"{n} {what}" for what, n in firsts.items()) or "nowhere")
+          + f" ({counted(len(compared) - sum(firsts.values()), 'variant')} the same at every level)")
+    below = sorted((d for d in compared if d.first_level and d.first_level != "ttgir"),
+                   key=lambda d: (d.status == "identical", d.case, d.kernel, d.name))
+    for d in below[:40]:
+        sizes = " ".join(f"{level} +{a} -{r}" for level, _, a, r in d.level_diffs)
+        print(f"  {label(d.first_level, d.status == 'identical')}:  {neutralize(d.case)}  {neutralize(d.kernel)}  "
+              f"{neutralize(d.name)}" + (f"  {sizes}" if sizes else ""))
+    if len(below) > 40:
+        print(f"  ({len(below) - 40} more in levels.tsv)")
+
+
 def cmd_ir_diff(args: argparse.Namespace) -> int:
     from tritongate.ir.diff import diff_trees, ttgir_root, write_diff_dir
     from tritongate.ir.provenance import AOT_FILE, diff_provenance, write_diff_provenance
@@ -277,6 +316,7 @@ def cmd_ir_diff(args: argparse.Namespace) -> int:
         write_diff_provenance(out, provenance)
     counts = Counter(d.status for d in diffs)
     print(", ".join(f"{counts[s]} {s}" for s in sorted(counts)) or "no launched variants on either side")
+    _print_levels(diffs)
     if args.blame:
         _blame(diffs, base_root, cand_root, out, args.blame)
     for d in sorted((d for d in diffs if d.status == "changed"), key=lambda d: -(d.added + d.removed))[:20]:

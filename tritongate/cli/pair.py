@@ -280,6 +280,12 @@ def cmd_merge(args: argparse.Namespace) -> int:
     merged = merge_shards([Path(p) for p in args.shards], out, allow_partial=args.allow_partial)
     partial = ([f"partial: shard(s) {', '.join(f'{i}/{merged.count}' for i in merged.missing)} missing; their "
                 "rows are not in this verdict"] if merged.missing else [])
+    from tritongate.gate.ir_blame import carry_blame
+    from tritongate.gate.ir_evidence import IR_DIFF_DIR
+
+    for shard in args.shards:  # every shard carried the same pre-screen's blame: the first found will do
+        if carry_blame(Path(shard) / "verdict" / IR_DIFF_DIR, out / "verdict", IR_DIFF_DIR):
+            break
     gated = gate_runs(merged.base, merged.candidate, out / "verdict", policy, cite=cite, notes=partial,
                       template=template)
     append_step_summary(gated.written.md_path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from tritongate import __version__
-from tritongate.cli import calibrate, inspect, pair, run
+from tritongate.cli import calibrate, inspect, pair, prescreen, run
 from tritongate.cli.common import EPILOG, use_formatter
 
 PROG = "tritongate"
@@ -21,8 +21,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     own = {"run": run.add_parser, "gate": pair.add_gate_parser, "pair": pair.add_pair_parser,
            "loop": pair.add_loop_parser, "calibrate": calibrate.add_parser, "ir": inspect.add_ir_parser,
-           "ir-diff": inspect.add_ir_diff_parser, "ops": inspect.add_ops_parser, "merge": pair.add_merge_parser,
-           "show": inspect.add_show_parser, "overlay": pair.add_overlay_parser}  # in --help order
+           "ir-diff": inspect.add_ir_diff_parser, "prescreen": prescreen.add_parser, "ops": inspect.add_ops_parser,
+           "merge": pair.add_merge_parser, "show": inspect.add_show_parser,
+           "overlay": pair.add_overlay_parser}  # in --help order
     for name, add in own.items():
         if command not in own or name == command:
             add(sub)

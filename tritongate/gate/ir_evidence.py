@@ -6,6 +6,9 @@ each (op, case, dtype) row, how many of the kernels it launched changed their IR
 of its smallest diff inside the verdict folder and that diff's first lines. A reviewer who
 sees "matmul +90 %" then has the code change to look at.
 
+When the diff folder holds a ``blame.json`` (``tritongate ir-diff --blame``), its first differing
+compiler pass per changed kernel comes along (``gate.ir_blame``); without one, nothing is said.
+
 Fail soft: runs without IR (the interpreter compiles nothing; runs from before capture)
 give no evidence and, where only one side has IR or it is damaged, a note; a verdict is
 never lost to its IR.
@@ -20,6 +23,7 @@ from typing import Any
 
 from tritongate.ir.diff import (BASE_ONLY, CAND_ONLY, CHANGED, IDENTICAL, STATUSES, VariantDiff, diff_paths,
                                 diff_trees, split_row, ttgir_root, variant_order, write_diff_dir)
+from tritongate.gate.ir_blame import read_blame
 from tritongate.ir.index import INDEX
 
 IR_DIFF_DIR = "ir-diff"
@@ -57,12 +61,14 @@ class IREvidence:
     counts: dict[str, int] = field(default_factory=dict)
     folder: str = ""  # "ir-diff" when written
     note: str = ""
+    blame: dict[str, Any] | None = None  # verdict.json's ``ir.blame``: only where the folder has a blame.json
 
     def for_row(self, key: RowKey) -> RowIR | None:
         return self.rows.get(key)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"folder": self.folder or None, "variants": dict(self.counts), "note": self.note or None}
+        out = {"folder": self.folder or None, "variants": dict(self.counts), "note": self.note or None}
+        return out if self.blame is None else {**out, "blame": self.blame}
 
 
 def _has_ir(run_path: Path) -> bool:
@@ -134,5 +140,6 @@ def collect(base_run: Path, cand_run: Path, verdict_dir: Path) -> IREvidence:
     counts = {s: 0 for s in STATUSES}
     for d in diffs:
         counts[d.status] = counts.get(d.status, 0) + 1
-    return IREvidence(rows=_rows(diffs, diff_paths(diffs)), counts=counts, folder=out.name)
+    return IREvidence(rows=_rows(diffs, diff_paths(diffs)), counts=counts, folder=out.name,
+                      blame=read_blame(out, diffs, IR_DIFF_DIR))
 

@@ -38,7 +38,7 @@ VERDICT_JSON = "verdict.json"
 VERDICT_MD = "verdict.md"
 
 
-def _side(run) -> dict[str, Any]:
+def _side(run: Any) -> dict[str, Any]:
     ident = run.identity if isinstance(run.identity, dict) else {}
     triton = ((ident.get("software") or {}).get("triton") or {}) if isinstance(ident.get("software"), dict) else {}
     return {"path": str(run.path), "run": run.name, "mode": run.mode,

@@ -31,6 +31,13 @@ Versioned output (bump ``VERDICT_SCHEMA_VERSION`` on any change a reader must kn
       ``run_budget``, ``round_cap``, ``unpaired``, ``too_few_samples``; null when it reached
       its target), ``worker_pairs`` and ``order_effect`` (paired rows), and the policy's
       ``process_sd`` and ``fail_on_blind``.
+      Added since, optional, without a bump (readers ignore keys they do not know; a bump would
+      make every older trusted comment job refuse the verdict): ``ir.blame``, present only where
+      the IR diff folder holds a ``blame.json`` (``tritongate ir-diff --blame``, the pre-screen):
+      ``file``, ``target``, ``note`` (why it could not be read; no lines then), ``kernels`` (one
+      line per changed kernel and outcome, at most 100: ``kernel``, ``outcome`` pass, pipeline,
+      input, below, none or not_blamed, ``variants``, ``cases``, ``pass_name``, ``stage``,
+      ``change`` added/removed, ``next_pass``, ``level``, ``why``) and ``more`` (lines left out).
 """
 
 from __future__ import annotations

@@ -10,12 +10,13 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from tritongate.errors import UsageError
-from tritongate.ir.capture import RowIR, describe_compiled, ttgir_of
+from tritongate.ir.capture import RowIR, describe_compiled, lower_irs, ttgir_of
 from tritongate.ir.index import CompiledVariant
 from tritongate.ir.store import IRStore
 
@@ -54,6 +55,7 @@ class AotOutcome:
     failed: list[str] = field(default_factory=list)  # "case kernel name: why"
     store: IRStore | None = None
     codegen_env: dict[str, str] = field(default_factory=dict)  # the code-affecting settings it compiled with
+    levels: dict[str, int] = field(default_factory=dict)  # level kept -> variants that have it (ttgir too)
 
 
 def resolve_kernel(kernel_id: str) -> Any:
@@ -109,8 +111,10 @@ def source_for(fn: Any, v: CompiledVariant) -> Any:
 
 
 def recompile(variants: list[CompiledVariant], target: Target, out: Path, *,
-              codegen_env: Mapping[str, str | None] | None = None, progress: Any = None) -> AotOutcome:
-    """Compile every launched variant for ``target`` into ``out/ttgir/``; one that fails is listed."""
+              codegen_env: Mapping[str, str | None] | None = None, progress: Any = None,
+              sass: bool = True) -> AotOutcome:
+    """Compile every launched variant for ``target`` into ``out/ttgir/``, its LLVM IR, PTX and
+    (``sass``) SASS beside each ``.ttgir``; one that fails is listed."""
     import triton
     from triton.backends.compiler import GPUTarget
 
@@ -118,6 +122,11 @@ def recompile(variants: list[CompiledVariant], target: Target, out: Path, *,
     outcome = AotOutcome(store=IRStore(out))
     launched = [v for v in variants if not v.sweep_loser]
     saved = {k: os.environ.get(k) for k in CODEGEN_ENV}
+    # set in this process on purpose: a GPU run under it compiles with fp fusion as it says (the
+    # record's enable_fp_fusion option was its own run's setting), so the option gives way
+    fusion_asked = "TRITON_DEFAULT_FP_FUSION" in os.environ
+    pool = ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) if sass else None
+    pending: list[tuple[CompiledVariant, str, dict[str, str], Future[dict[str, str]] | None]] = []
     try:
         for k, value in (codegen_env or {}).items():
             # one set here on purpose (DISABLE_MMA_V3=1 tritongate ir ...) wins
@@ -132,15 +141,17 @@ def recompile(variants: list[CompiledVariant], target: Target, out: Path, *,
                 progress(i, len(launched), v)
             try:
                 fn = resolve_kernel(v.kernel)
-                options = {k: val for k, val in v.options.items() if val is not None}
+                options = {k: val for k, val in v.options.items()
+                           if val is not None and not (fusion_asked and k == "enable_fp_fusion")}
                 compiled = triton.compile(source_for(fn, v), target=gpu, options=options)
                 text = ttgir_of(compiled)
                 if text is None:
                     raise LookupError("the compiler gave no TTGIR")
                 fresh = replace(describe_compiled(compiled, kernel=v.kernel, case=v.case),
                                 launches=v.launches, sweep_loser=False, rows=v.rows)
-                outcome.store.add(RowIR(variants=(fresh,), ttgir={fresh.compile_hash: text}))  # type: ignore[union-attr]
-                outcome.compiled += 1
+                # the SASS (a cuobjdump process a kernel) is disassembled while the next compiles
+                pending.append((fresh, text, lower_irs(compiled, sass=False),
+                                pool.submit(lower_irs, compiled, levels=("sass",)) if pool else None))
             except Exception as exc:  # noqa: BLE001 - one variant failing is a finding, not a crash
                 reason = " ".join(str(exc).split())[:300]
                 outcome.failed.append(f"{v.case} {v.kernel} {v.name}: {type(exc).__name__}: {reason}")
@@ -148,6 +159,15 @@ def recompile(variants: list[CompiledVariant], target: Target, out: Path, *,
         os.environ.update({k: value for k, value in saved.items() if value is not None})
         for k in (k for k, value in saved.items() if value is None):
             os.environ.pop(k, None)
+        for fresh, text, lower, sass_job in pending:  # in compile order: the same folder as one by one
+            lower |= sass_job.result() if sass_job is not None else {}
+            outcome.store.add(RowIR(variants=(fresh,), ttgir={fresh.compile_hash: text},  # type: ignore[union-attr]
+                                    lower={fresh.compile_hash: lower}))
+            outcome.compiled += 1
+            for level in ("ttgir", *lower):
+                outcome.levels[level] = outcome.levels.get(level, 0) + 1
+        if pool is not None:
+            pool.shutdown()
         outcome.store.close()  # type: ignore[union-attr]
     return outcome
 

@@ -143,12 +143,37 @@ def ttgir_of(compiled: Any) -> str | None:
     return text if isinstance(text, str) else None
 
 
+# the levels below TTGIR kept beside it (``<variant>.llir`` ...), top down: ``tritongate ir``
+# keeps them so ir-diff can say where two builds' code first differs; GPU runs keep TTGIR only
+LOWER_LEVELS = ("llir", "ptx", "sass")
+
+
+def lower_irs(compiled: Any, *, sass: bool = True, levels: tuple[str, ...] = LOWER_LEVELS) -> dict[str, str]:
+    """LLVM IR, PTX and (``sass``: disassembled by the ``cuobjdump`` the Triton wheel ships, a
+    process of about 0.3 s a kernel) SASS of a compiled kernel, of ``levels``; a level this backend or
+    build lacks is left out."""
+    asm = getattr(compiled, "asm", None) or {}
+    out: dict[str, str] = {}
+    for level in levels:
+        if level == "sass" and (not sass or "cubin" not in asm):
+            continue
+        try:  # "sass" is computed on first access (Triton's AsmDict) and may fail without the tool
+            text = asm[level]
+        except Exception:  # noqa: BLE001 - a missing level is absent, never a failed compile
+            continue
+        if isinstance(text, str) and text:
+            out[level] = text
+    return out
+
+
 @dataclass(frozen=True)
 class RowIR:
-    """A row's compiled variants (launched and sweep losers) and the TTGIR of the launched."""
+    """A row's compiled variants (launched and sweep losers) and the TTGIR of the launched;
+    ``lower``: compile hash -> level (``LOWER_LEVELS``) -> text, where kept."""
     variants: tuple[CompiledVariant, ...] = ()
     ttgir: dict[str, str] = field(default_factory=dict)  # compile hash -> TTGIR text
     notes: tuple[str, ...] = ()
+    lower: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def row_ir(seen: CompiledSeen, launched: dict[str, int] | None, *, case: str, row: str) -> RowIR:

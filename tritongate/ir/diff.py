@@ -1,12 +1,18 @@
 """Normalized IR diffs between two ``ttgir/`` trees (a base and a candidate compiler build).
 
-Each launched variant's TTGIR is compared after ``ir.normalize`` removed what only says where
-it was compiled, so a non-empty diff means the compiler emitted different code.
+Each launched variant's TTGIR is compared in canonical form (``ir.canonical``: locations and
+paths removed, SSA values and blocks renumbered by first appearance), so a non-empty diff
+means the compiler emitted different code. Where both sides kept the levels below TTGIR
+(``tritongate ir``: LLVM IR, PTX, SASS), those are compared too (``ir.levels``) and each
+variant says at which level it first differs.
 
 ```
-<out>/<case_dir>/<kernel_dir>/<name>.diff   one per changed variant (the ttgir file's folder)
-<out>/index.tsv                             every compared variant: status, sizes, diff path, rows
-<out>/summary.md                            counts per status, changed variants by size
+<out>/<case_dir>/<kernel_dir>/<name>.diff          one per changed variant (the ttgir file's folder)
+<out>/<case_dir>/<kernel_dir>/<name>.<level>.diff  TTGIR equal: each lower level that differs
+<out>/index.tsv                                    every compared variant: status, sizes, diff path, rows
+<out>/levels.tsv                                   every compared variant: each level's state, the first
+                                                   that differs, the lower levels' diffs
+<out>/summary.md                                   counts per status and first level, changed variants
 ```
 """
 
@@ -20,12 +26,14 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from tritongate import safefs
 from tritongate.atomicio import write_text_atomic
-from tritongate.ir.index import INDEX, CompiledVariant, read_index
-from tritongate.ir.normalize import normalize_ttgir
+from tritongate.ir.canonical import canonical_ttgir
+from tritongate.ir.index import INDEX, CompiledVariant, level_file, read_index
+from tritongate.ir.levels import (LEVELS, LEVELS_FILE, LevelCompare, compare_levels, label, levels_tsv, listed_diffs,
+                                  title)
 from tritongate.report.untrusted import markdown_cell as _md_cell  # names come from the run
 
 IDENTICAL = "identical"
@@ -43,6 +51,7 @@ STATUSES = (CHANGED, BINARY_CHANGED, LAUNCH_CHANGED, BASE_ONLY, CAND_ONLY, MISSI
 NOT_IDENTICAL = frozenset(STATUSES) - {IDENTICAL}
 
 MAX_DIFF_BYTES = 2 * 1024 * 1024  # IR of huge kernels: keep the diff folder reviewable
+LOWER_DIFF_BYTES = 512 * 1024  # a level below TTGIR (LLVM IR of a big kernel is MBs)
 SUMMARY_MAX_ROWS = 200  # changed variants listed in summary.md (index.tsv lists all)
 TTGIR_DIR = "ttgir"  # a run directory's IR folder (tritongate.ir.store names it too)
 DIFF_COLUMNS = ("case", "kernel", "name", "status", "added", "removed", "diff", "rows", "reason")
@@ -65,6 +74,12 @@ class VariantDiff:
     diff_text: str = ""
     rows: tuple[str, ...] = ()
     reason: str = ""
+    # where the code first differs (``ir.levels``: ttgir, llir, ptx, sass, cubin, below_<level>;
+    # "" when the same as far as kept or not compared), each level's state, and (TTGIR equal)
+    # the diffs of the lower levels that differ: (level, diff text, added, removed)
+    first_level: str = ""
+    levels: tuple[tuple[str, str], ...] = ()
+    level_diffs: tuple[tuple[str, str, int, int], ...] = ()
 
     @property
     def size(self) -> int:
@@ -107,7 +122,7 @@ def _read_ir(root: Path, rel: str) -> tuple[str | None, str]:
         return None, f"{rel!r}: path outside the ttgir folder"
     path = root / safe
     try:  # never through a link: its target's text would be inlined into the diff and the verdict
-        return normalize_ttgir(safefs.read_text(root, safe)), ""
+        return canonical_ttgir(safefs.read_text(root, safe)), ""
     except FileNotFoundError:
         return None, f"{path}: listed in {INDEX} but not on disk"
     except safefs.LinkError as exc:
@@ -151,12 +166,42 @@ def _compare(key: tuple[str, str, str], base: CompiledVariant | None, cand: Comp
         reason = "; ".join(f"{side}: {why}" for side, why in (("base", base_why), ("candidate", cand_why)) if why)
         return replace(pair, status=MISSING_FILE, reason=reason)
     text, added, removed = unified_diff(base_text, cand_text, base.file, cand.file)
-    if not text:
-        if base.binary_hash and cand.binary_hash and base.binary_hash != cand.binary_hash:
-            return replace(pair, status=BINARY_CHANGED,
-                           reason=f"TTGIR identical; cubin {base.binary_hash} -> {cand.binary_hash}")
-        return pair
-    return replace(pair, status=CHANGED, added=added, removed=removed, diff_text=cut_diff(text))
+    roots = {"base": (base_root, base.file), "cand": (cand_root, cand.file)}
+    lv = compare_levels(not text, lambda side, level: _read_lower(*roots[side], level),
+                        base.binary_hash, cand.binary_hash)
+    pair = replace(pair, first_level=lv.first_level, levels=lv.states, level_diffs=_level_diffs(lv, base, cand))
+    if text:
+        return replace(pair, status=CHANGED, added=added, removed=removed, diff_text=cut_diff(text))
+    hashed = bool(base.binary_hash and cand.binary_hash)
+    where = f"first differs at {title(lv.first_level)}"
+    if hashed and base.binary_hash != cand.binary_hash:
+        return replace(pair, status=BINARY_CHANGED,
+                       reason=f"TTGIR identical; {where}; cubin {base.binary_hash} -> {cand.binary_hash}")
+    if lv.first_level and not hashed:  # a lower text differs: different code, no cubin to say so
+        return replace(pair, status=BINARY_CHANGED, reason=f"TTGIR identical; {where}; cubin not hashed")
+    if lv.first_level:  # same cubin: what runs is the same
+        return replace(pair, reason=f"{title(lv.first_level)} text differs; cubin identical")
+    return pair
+
+
+def _read_lower(root: Path, ttgir_file: str, level: str) -> str | None:
+    """A variant's raw IR at a level below TTGIR, kept beside its ``.ttgir``; None when absent,
+    unreadable or a link (never followed)."""
+    safe = _safe_rel(level_file(ttgir_file, level))
+    if safe is None:
+        return None
+    try:
+        return safefs.read_text(root, safe)
+    except (OSError, UnicodeDecodeError, safefs.LinkError):
+        return None
+
+
+def _level_diffs(lv: LevelCompare, base: CompiledVariant, cand: CompiledVariant) -> tuple[tuple[str, str, int, int], ...]:
+    out = []
+    for level, b, c in lv.differing:
+        text, added, removed = unified_diff(b, c, level_file(base.file, level), level_file(cand.file, level))
+        out.append((level, cut_diff(text, LOWER_DIFF_BYTES), added, removed))
+    return tuple(out)
 
 
 def diff_trees(base: Path, cand: Path) -> list[VariantDiff]:
@@ -195,6 +240,14 @@ def variant_order(d: VariantDiff) -> tuple[str, ...]:
     return (d.case, d.kernel, d.name, d.base_file, d.cand_file, d.status, d.reason, d.diff_text)
 
 
+def _diff_place(d: VariantDiff) -> tuple[PurePosixPath, str]:
+    """The folder (the ttgir file's: candidate side, else base) and file stem of a variant's diffs."""
+    folder = _safe_rel(d.cand_file or d.base_file)
+    stem = re.sub(r"[/\\\x00]", "_", d.name) or "variant"
+    stem = "_" + stem if stem.startswith(".") else stem
+    return (folder.parent if folder is not None else PurePosixPath("_unsafe")), stem
+
+
 def diff_paths(diffs: list[VariantDiff]) -> dict[int, PurePosixPath]:
     """Position in ``diffs`` -> .diff path of each changed variant: the ttgir file's folder
     (candidate side, else base) and ``<name>.diff``, clashes getting ``~2``, ``~3``."""
@@ -203,10 +256,7 @@ def diff_paths(diffs: list[VariantDiff]) -> dict[int, PurePosixPath]:
     for i, d in enumerate(diffs):
         if d.status != CHANGED:
             continue
-        folder = _safe_rel(d.cand_file or d.base_file)
-        stem = re.sub(r"[/\\\x00]", "_", d.name) or "variant"
-        stem = "_" + stem if stem.startswith(".") else stem
-        parent = folder.parent if folder is not None else PurePosixPath("_unsafe")
+        parent, stem = _diff_place(d)
         rel, k = parent / f"{stem}.diff", 1
         while rel in taken:
             k += 1
@@ -216,7 +266,27 @@ def diff_paths(diffs: list[VariantDiff]) -> dict[int, PurePosixPath]:
     return out
 
 
-def _tsv(rows: list[tuple[object, ...]]) -> str:
+def level_diff_paths(diffs: list[VariantDiff],
+                     paths: dict[int, PurePosixPath]) -> dict[int, dict[str, PurePosixPath]]:
+    """Position in ``diffs`` -> level -> path of each lower-level diff: ``<name>.<level>.diff``
+    beside where the variant's TTGIR diff would go, clashes (with any diff) getting ``~2``, ..."""
+    taken = set(paths.values())
+    out: dict[int, dict[str, PurePosixPath]] = {}
+    for i, d in enumerate(diffs):
+        if not d.level_diffs:
+            continue
+        parent, stem = _diff_place(d)
+        for level, *_ in d.level_diffs:
+            rel, k = parent / f"{stem}.{level}.diff", 1
+            while rel in taken:
+                k += 1
+                rel = parent / f"{stem}~{k}.{level}.diff"
+            taken.add(rel)
+            out.setdefault(i, {})[level] = rel
+    return out
+
+
+def _tsv(rows: Sequence[tuple[object, ...]]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, delimiter="\t", lineterminator="\n")
     w.writerow(DIFF_COLUMNS)
@@ -224,20 +294,25 @@ def _tsv(rows: list[tuple[object, ...]]) -> str:
     return buf.getvalue()
 
 
-def summary_markdown(diffs: list[VariantDiff], paths: dict[int, PurePosixPath]) -> str:
-    """Counts per status, then the changed variants largest first (and why files were missing)."""
+def summary_markdown(diffs: list[VariantDiff], paths: dict[int, PurePosixPath],
+                     level_paths: dict[int, dict[str, PurePosixPath]] | None = None) -> str:
+    """Counts per status and per first differing level, the changed variants largest first,
+    the variants whose TTGIR is equal but whose code is not (and why files were missing)."""
     counts = {s: 0 for s in STATUSES} | Counter(d.status for d in diffs)
     lines = ["# TTGIR diff", "", "| status | variants |", "|---|---:|"]
     lines += [f"| {_md_cell(s)} | {n} |" for s, n in counts.items()]
+    lines += _levels_markdown(diffs, level_paths or {})
     changed = sorted((i for i, d in enumerate(diffs) if d.status == CHANGED),
                      key=lambda i: (-diffs[i].size, variant_order(diffs[i])))
     if changed:
         lines += ["", "## Changed variants, largest first", "",
-                  "| case | kernel | variant | +lines | -lines | diff | rows |", "|---|---|---|---:|---:|---|---|"]
+                  "| case | kernel | variant | +lines | -lines | diff | first differs at | rows |",
+                  "|---|---|---|---:|---:|---|---|---|"]
         for i in changed[:SUMMARY_MAX_ROWS]:
             d = diffs[i]
             lines.append(f"| {_md_cell(d.case)} | {_md_cell(d.kernel)} | {_md_cell(d.name)} | {d.added} | "
-                         f"{d.removed} | {_md_cell(paths[i])} | {_md_cell(', '.join(d.rows))} |")
+                         f"{d.removed} | {_md_cell(paths[i])} | {title(d.first_level or 'ttgir')} | "
+                         f"{_md_cell(', '.join(d.rows))} |")
         if len(changed) > SUMMARY_MAX_ROWS:
             lines.append(f"\n{len(changed) - SUMMARY_MAX_ROWS} more changed variants: see {INDEX}.")
     missing = [d for d in diffs if d.status == MISSING_FILE]
@@ -248,12 +323,42 @@ def summary_markdown(diffs: list[VariantDiff], paths: dict[int, PurePosixPath]) 
     return "\n".join(lines) + "\n"
 
 
+def _levels_markdown(diffs: list[VariantDiff], level_paths: dict[int, dict[str, PurePosixPath]]) -> list[str]:
+    """Counts per first differing level, then the variants whose TTGIR is equal but whose code
+    (a lower text or the cubin) is not, with their lower-level diffs."""
+    compared = [d for d in diffs if d.levels]
+    if not compared:
+        return []
+    counts = Counter((d.first_level, d.status == IDENTICAL) for d in compared)
+    lines = ["", "## Where the code first differs", "", "| first differs at | variants |", "|---|---:|"]
+    lines += [f"| {label(*key)} | {n} |" for key, n in sorted(counts.items(), key=lambda kv: (_level_rank(kv[0][0]), kv[0][1]))]
+    below = [i for i, d in enumerate(diffs) if d.levels and d.first_level and d.first_level != "ttgir"]
+    if below:
+        lines += ["", "## TTGIR identical, lower levels not", "",
+                  "| case | kernel | variant | status | first differs at | diffs | rows |", "|---|---|---|---|---|---|---|"]
+        for i in sorted(below, key=lambda i: (_level_rank(diffs[i].first_level), diffs[i].status == IDENTICAL,
+                                                 variant_order(diffs[i])))[:SUMMARY_MAX_ROWS]:
+            d = diffs[i]
+            shown = ", ".join(f"{_md_cell(rel)} (+{a} -{r})" for (level, _, a, r) in d.level_diffs
+                              if (rel := level_paths.get(i, {}).get(level)) is not None)
+            lines.append(f"| {_md_cell(d.case)} | {_md_cell(d.kernel)} | {_md_cell(d.name)} | {d.status} | "
+                         f"{label(d.first_level, d.status == IDENTICAL)} | {shown or '(no text diff)'} | "
+                         f"{_md_cell(', '.join(d.rows))} |")
+    return lines
+
+
+def _level_rank(level: str) -> tuple[int, str]:
+    """Top down: ttgir ... cubin, then below_<level>, then identical ("")."""
+    return (LEVELS.index(level), level) if level in LEVELS else (len(LEVELS) + (not level), level)
+
+
 def _remove_stale(out: Path, keep: set[PurePosixPath]) -> None:
     """Delete the .diff files a previous write listed and this one does not (only those: ``out``
     may be a busy folder)."""
     try:
         with open(out / INDEX, encoding="utf-8", newline="") as f:
             old = [rec.get("diff") or "" for rec in csv.DictReader(f, delimiter="\t")]
+        old += listed_diffs((out / LEVELS_FILE).read_text(encoding="utf-8")) if (out / LEVELS_FILE).is_file() else []
     except (OSError, UnicodeDecodeError, csv.Error):
         return
     for rel in old:
@@ -267,14 +372,23 @@ def write_diff_dir(diffs: Iterable[VariantDiff], out: Path) -> Path:
     out = Path(out)
     ordered = sorted(diffs, key=variant_order)
     paths = diff_paths(ordered)
+    level_paths = level_diff_paths(ordered, paths)
     out.mkdir(parents=True, exist_ok=True)
-    _remove_stale(out, set(paths.values()))
-    for i, rel in paths.items():
+    _remove_stale(out, set(paths.values()) | {p for m in level_paths.values() for p in m.values()})
+    files = [(rel, cut_diff(ordered[i].diff_text)) for i, rel in paths.items()]
+    files += [(level_paths[i][level], text) for i, d in enumerate(ordered) if i in level_paths
+              for level, text, _, _ in d.level_diffs]
+    for rel, text in files:
         target = out / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(target, cut_diff(ordered[i].diff_text))
+        write_text_atomic(target, text)
     rows = [(d.case, d.kernel, d.name, d.status, d.added, d.removed, str(paths.get(i, "")),
              ",".join(d.rows), d.reason) for i, d in enumerate(ordered)]
     write_text_atomic(out / INDEX, _tsv(rows))
-    write_text_atomic(out / "summary.md", summary_markdown(ordered, paths))
+    states = [dict(d.levels) for d in ordered]
+    write_text_atomic(out / LEVELS_FILE, levels_tsv(
+        (d.case, d.kernel, d.name, d.status, d.first_level, *(states[i].get(level, "") for level in LEVELS),
+         ",".join(str(p) for p in level_paths.get(i, {}).values())) for i, d in enumerate(ordered)))
+    write_text_atomic(out / "summary.md", summary_markdown(ordered, paths, level_paths))
     return out
+

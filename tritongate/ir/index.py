@@ -55,6 +55,13 @@ class CompiledVariant:
         return ""
 
 
+def level_file(file: str, level: str) -> str:
+    """The file holding a variant's IR at ``level`` (``llir``, ``ptx``, ``sass``) beside its
+    ``.ttgir`` (``file``, relative to ttgir/): ``k/BS1024_w4s3.ttgir`` -> ``k/BS1024_w4s3.llir``."""
+    stem, dot, suffix = file.rpartition(".")
+    return f"{stem if dot and '/' not in suffix else file}.{level}"
+
+
 _JSON_FIELDS = ("signature", "constexprs", "specialization", "options")
 COLUMNS = tuple(f.name for f in fields(CompiledVariant))
 

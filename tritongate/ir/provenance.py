@@ -82,7 +82,10 @@ def build_of(python: str, env: Mapping[str, str] | None = None, timeout_s: float
     return out
 
 
-def write_aot(ttgir_dir: Path, record: Path, *, target: str, compiled: int, failed: Sequence[str]) -> Path:
+def write_aot(ttgir_dir: Path, record: Path, *, target: str, compiled: int, failed: Sequence[str],
+              codegen_env: Mapping[str, str] | None = None, levels: Mapping[str, int] | None = None) -> Path:
+    """``aot.json``; ``codegen_env``: the code-affecting settings it compiled with; ``levels``:
+    the IR levels kept beside the TTGIR (level -> variants that have it)."""
     ttgir_dir = Path(ttgir_dir)
     if not (ttgir_dir / INDEX).is_file():  # nothing compiled: an empty index, still proven
         ttgir_dir.mkdir(parents=True, exist_ok=True)
@@ -90,6 +93,10 @@ def write_aot(ttgir_dir: Path, record: Path, *, target: str, compiled: int, fail
     doc = {"schema_version": SCHEMA_VERSION, "kind": "aot", "record": record_identity(record),
            "build": this_build(), "target": target, "compiled": compiled, "failed": list(failed),
            "index_sha256": sha256_file(ttgir_dir / INDEX), "python": sys.executable}
+    if codegen_env is not None:
+        doc["codegen_env"] = dict(codegen_env)
+    if levels is not None:
+        doc["levels"] = dict(levels)
     write_json_atomic(ttgir_dir / AOT_FILE, doc)
     return ttgir_dir / AOT_FILE
 

@@ -20,8 +20,8 @@ from typing import Iterable
 from tritongate import safefs
 from tritongate.atomicio import write_text_atomic
 from tritongate.ir import naming
-from tritongate.ir.capture import RowIR
-from tritongate.ir.index import INDEX, CompiledVariant, index_text, read_index
+from tritongate.ir.capture import LOWER_LEVELS, RowIR
+from tritongate.ir.index import INDEX, CompiledVariant, index_text, level_file, read_index
 
 TTGIR_DIR = "ttgir"
 NAMING = "naming.md"
@@ -45,7 +45,8 @@ class IRStore:
         self._folder_keys: dict[str, tuple[tuple[str, str], ...]] = {}
         self._cases: dict[str, set[str]] = defaultdict(set)  # kernel -> its cases
         self._texts: dict[str, str] = {}  # compile hash -> TTGIR
-        self._written: dict[Path, str] = {}  # file -> the compile hash whose TTGIR it holds
+        self._lower: dict[str, dict[str, str]] = {}  # compile hash -> level -> text (beside the .ttgir)
+        self._written: dict[Path, str] = {}  # file -> the compile hash whose IR it holds
         self._group_files: dict[Group, set[Path]] = {}
         self._lines: dict[tuple[str, str, str], tuple[tuple[str, str, bool, str, str], str]] = {}
         self._sections: dict[str, str] = {}  # kernel -> its part of naming.md
@@ -65,6 +66,12 @@ class IRStore:
                 self._texts[v.compile_hash] = path.read_text(encoding="utf-8")
                 self._written[path] = v.compile_hash
                 self._group_files.setdefault((v.case, v.kernel), set()).add(path)
+                for level in LOWER_LEVELS:
+                    lower = self.root / level_file(v.file, level)
+                    if lower.is_file():
+                        self._lower.setdefault(v.compile_hash, {})[level] = lower.read_text(encoding="utf-8")
+                        self._written[lower] = v.compile_hash
+                        self._group_files[(v.case, v.kernel)].add(lower)
             self._lines[v.key] = _index_line(v)
         if (self.root / NAMING).is_file():
             self._legend = (self.root / NAMING).read_text(encoding="utf-8")
@@ -96,6 +103,8 @@ class IRStore:
                             rows=tuple(sorted(set(old.rows) | set(v.rows))))
             self._put(v)
         self._texts.update(ir.ttgir)
+        for h, levels in ir.lower.items():
+            self._lower.setdefault(h, {}).update(levels)
         self.notes.extend(n for n in ir.notes if n not in self.notes)
         self._dirty = True
         self.flush()
@@ -137,12 +146,14 @@ class IRStore:
             members[h] = named
             self._lines[named.key] = _index_line(named)
             if rel:
-                path = self.root / rel
-                wanted.add(path)
-                if self._written.get(path) != h:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    write_text_atomic(path, self._texts[h], durable=False)
-                    self._written[path] = h
+                files = [(self.root / rel, self._texts[h])]
+                files += [(self.root / level_file(rel, level), text) for level, text in self._lower.get(h, {}).items()]
+                for path, text in files:
+                    wanted.add(path)
+                    if self._written.get(path) != h:
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                        write_text_atomic(path, text, durable=False)
+                        self._written[path] = h
         claimed |= wanted
         released = self._group_files.get(group, set()) - wanted
         self._group_files[group] = wanted
@@ -187,6 +198,9 @@ def merge_ttgir(roots: Iterable[Path], run_dir: Path) -> None:
         variants = tuple(read_index(root / INDEX))
         texts = {v.compile_hash: safefs.read_text(root, v.file)  # never a link's target
                  for v in variants if v.file and safefs.kind(root, v.file) == "file"}
-        store.add(RowIR(variants=variants, ttgir=texts))
+        lower = {v.compile_hash: {level: safefs.read_text(root, level_file(v.file, level)) for level in LOWER_LEVELS
+                                  if safefs.kind(root, level_file(v.file, level)) == "file"}
+                 for v in variants if v.compile_hash in texts}
+        store.add(RowIR(variants=variants, ttgir=texts, lower={h: m for h, m in lower.items() if m}))
     if store is not None:
         store.close()

@@ -7,7 +7,7 @@ those verdicts have."""
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union, get_args
 
 from pydantic import Field
 
@@ -53,10 +53,48 @@ class RowIRDoc(OpenDoc):
     head_cut: bool = False
 
 
+# pass blame (``tritongate ir-diff --blame``'s blame.json, beside the verdict's IR diff): what a
+# changed kernel's first differing compiler pass was, or why it has none. Its strings come from a
+# PR's compiler output: bounded here, escaped by every renderer
+BlameOutcome = Literal["pass", "pipeline", "input", "below", "none", "not_blamed"]
+BLAME_OUTCOMES: tuple[str, ...] = get_args(BlameOutcome)
+MAX_BLAME_TEXT = 300
+MAX_BLAME_LINES = 200
+BlameText = Annotated[str, Field(max_length=MAX_BLAME_TEXT)]
+
+
+class BlameLineDoc(OpenDoc):
+    """One changed kernel's blame: its variants that share one outcome. ``pass_name``: the pass
+    whose output first differs (``pass``), or the pass one build runs and the other does not
+    (``pipeline``, with ``change`` added/removed and ``next_pass`` the first differing output
+    after it); ``level``: where a ``below`` difference first shows (llir, ptx, cubin);
+    ``why``: why a ``not_blamed`` kernel has no blame."""
+
+    kernel: Annotated[str, Field(min_length=1, max_length=1_000)]
+    outcome: BlameOutcome
+    variants: Annotated[int, Field(ge=1)] = 1
+    cases: Annotated[list[BlameText], Field(max_length=20)] = []
+    pass_name: Optional[BlameText] = None
+    stage: Optional[BlameText] = None
+    change: Optional[Literal["added", "removed"]] = None
+    next_pass: Optional[BlameText] = None
+    level: Optional[BlameText] = None
+    why: Optional[BlameText] = None
+
+
+class IRBlameDoc(OpenDoc):
+    file: BlameText  # inside the verdict folder: ir-diff/blame.json
+    note: Optional[Annotated[str, Field(max_length=1_000)]] = None  # why it could not be read (no kernels then)
+    target: Optional[BlameText] = None
+    kernels: Annotated[list[BlameLineDoc], Field(max_length=MAX_BLAME_LINES)] = []
+    more: Annotated[int, Field(ge=0)] = 0  # lines past those kept here
+
+
 class IRSummaryDoc(OpenDoc):
     folder: Optional[str] = None
     variants: dict[str, int] = {}
     note: Optional[str] = None
+    blame: Optional[IRBlameDoc] = None  # absent where the IR diff folder has no blame.json
 
 
 class VerdictRowDoc(OpenDoc):

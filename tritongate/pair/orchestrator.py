@@ -129,6 +129,11 @@ class PairRunner:
 
         cite = Citations(baseline=self.request.baseline_state, calibration=self.request.calibration,
                          artifact_url=self.request.artifact_url)
+        if self.request.changed_from is not None:  # the pre-screen's pass blame, for the rows timed here
+            from tritongate.gate.ir_blame import carry_blame
+            from tritongate.gate.ir_evidence import IR_DIFF_DIR
+
+            carry_blame(self.request.changed_from.source, self._pair_dir / "verdict", IR_DIFF_DIR)
         gated = gate_runs(outcome.base_path, outcome.cand_path, self._pair_dir / "verdict", self.request.policy,
                           cite=cite, template=self.request.verdict_template)
         outcome.result = gated.result

@@ -35,7 +35,9 @@ from tritongate.ir.changed import load_changed_rows
 from tritongate.ir.diff import CHANGED, LAUNCH_CHANGED, VariantDiff, diff_trees, split_row, write_diff_dir
 from tritongate.ir.index import INDEX
 from tritongate.ir.provenance import build_of, diff_provenance, record_identity, write_diff_provenance
+from tritongate.prescreen.blame import BLAME_JSON
 from tritongate.prescreen.launch_path import launch_path_changes, launch_path_files
+from tritongate.prescreen.rows import LAUNCH_PATH, NOT_COMPARED, VARIANT_SET
 from tritongate.prescreen.sides import run_both
 from tritongate.prescreen.respecialize import RowKey, capture_both, respecialized_rows, uncompared_rows
 from tritongate.prescreen.target import record_target
@@ -165,12 +167,16 @@ def run_prescreen(record: Path, base_python: str, cand_python: str, out: Path, *
     compared: Counter[RowKey] = Counter()  # per row, its variants in the diff (either tree)
     for d in diffs:
         compared.update((split_row(r)[0], d.case, split_row(r)[1]) for r in d.rows)
-    timed = uncompared_rows(record / "ttgir", compared) | timed
+    uncompared = uncompared_rows(record / "ttgir", compared)
+    kinds = {k: NOT_COMPARED for k in uncompared} | {k: VARIANT_SET for k in timed}  # as timed overrides
+    timed = uncompared | timed
     if launch_files:
         why = f"the PR changes Triton's launch path ({', '.join(launch_files)})"
         timed = {k: why for k in all_rows}
+        kinds = {k: LAUNCH_PATH for k in all_rows}
     diff_dir = write_diff_dir([*diffs, *_launch_changed(timed)], out / IR_DIFF)
     write_diff_provenance(diff_dir, provenance)
+    (diff_dir / BLAME_JSON).unlink(missing_ok=True)  # an earlier screen's blame is not this one's
     proven = load_changed_rows(diff_dir, record=record, base_build=builds["base"], cand_build=builds["cand"])
     walls["diff_s"] = round(time.monotonic() - t0, 3)
     changed = [k for k in all_rows if not proven.is_unchanged(k)]
@@ -178,6 +184,8 @@ def run_prescreen(record: Path, base_python: str, cand_python: str, out: Path, *
         "target": target.target, "rows_changed": [list(k) for k in changed],
         "timed_without_ir_change": {"launch_path": launch_files, "rows": len(timed),
                                     "reasons": dict(Counter(timed.values()))},
+        # per row, for the table of changed rows: [op, case, dtype, kind, why]
+        "rows_timed": [[*k, kinds[k], why] for k, why in sorted(timed.items())],
         "variants": dict(Counter(d.status for d in diffs)),
         "compiled": {side: provenance[side]["compiled"] for side in ("base", "cand")},
         "failed": {side: provenance[side]["failed"] for side in ("base", "cand")},

@@ -83,10 +83,13 @@ def capture_both(pythons: Mapping[str, str], record: Path, suite: str, rows: lis
     runs: dict[str, Path | None] = {}
     for side, code in codes.items():
         log = out / f"capture-{side}.log"
-        if code == 2:
+        found = sorted(p for p in (out / f"capture-{side}").glob("*") if (p / "ttgir" / INDEX).is_file())
+        # exit 2 before a run directory is made: the suite or record refused; after, no row ran
+        # under this build (a failed capture: its rows are timed)
+        started = any((p / "run_identity.json").is_file() for p in (out / f"capture-{side}").glob("*"))
+        if code == 2 and not started:
             raise UsageError(f"{pythons[side]} -m tritongate run --suite {suite} --replay-from {record} refused its "
                              f"input (exit 2; see {log}); name the baseline's suite with --suite")
-        found = sorted(p for p in (out / f"capture-{side}").glob("*") if (p / "ttgir" / INDEX).is_file())
         # exit 1 is a run whose rows carry markers (every capture-only row does): still an index
         runs[side] = found[-1] if code in (0, 1) and found else None
     return runs, {f"capture_{side}_s": wall for side, wall in walls.items()}

@@ -11,8 +11,8 @@ the GPU job's verdict.md shows. Layout, after the PR-bot comments reviewers read
    the estimate's interval, and both medians, labelled;
 3. rows that could not resolve their target, with what stopped them;
 4. "N unchanged" and the full table, collapsed;
-5. where it ran (backend, GPU, timer, both builds), on one line; notes, one paragraph each;
-   a footer naming how to read it.
+5. where it ran (backend, GPU, timer, both builds), on one line; the IR line and pass blame
+   (``blame_view``); notes, one paragraph each; a footer naming how to read it.
 
 Every string from the document passes through ``report.untrusted`` (``markdown_cell``,
 ``code_block``, ``safe_url``). The text is assembled once: each table takes rows while the
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from tritongate.report.blame_view import markdown_block
 from tritongate.report.units import format_time
 from tritongate.report.untrusted import code_block, markdown_cell, safe_url
 from tritongate.report.verdict_view import (RowView, VerdictView, build_view, geomean_text, headline_parts,
@@ -156,7 +157,7 @@ def _blind(view: VerdictView) -> _Table:
         d = r.doc
         resolved = "nothing" if d.detectable_effect is None else f"±{pct(d.detectable_effect, sign=False)}"
         what = "call on too few pairs" if r in view.unconfirmed else "no change found"
-        lines.append(f"| {_row_cell(r)} | {what} | {resolved} | {target_text([row_target(d)] if row_target(d) is not None else [])} | "
+        lines.append(f"| {_row_cell(r)} | {what} | {resolved} | {target_text([t] if (t := row_target(d)) is not None else [])} | "
                      f"{cell(r.stopped_by())} |")
     return _Table(["| row | result | could resolve | target | stopped by |", "|---|---|---|---|---|"],
                   lines, SECTION_ROWS, total=len(rows))
@@ -294,13 +295,14 @@ def render_verdict(doc: VerdictDoc | Mapping[str, Any], *, limit: int = COMMENT_
         "counts": _counts(view), "baseline": cell(doc.baseline.line) if doc.baseline and doc.baseline.line else "",
         "artifact_url": safe_url(doc.artifact_url) if doc.artifact_url else "",
         "where": _where(view), "ir_line": _ir_line(doc), "notes": [cell(n) for n in notes(doc)],
+        "blame": markdown_block(doc.ir.blame if doc.ir is not None and doc.ir.folder else None),
         "calibration": _calibration(doc.calibration_line) if doc.calibration_line else "",
         "policy": _policy_line(doc), "reading": _reading(docs_url)}
     # what stands around the tables, as the shipped layout prints it: the tables get the rest
     fixed = [ctx["marker"], ctx["headline"], "", *([f"> [!WARNING]\n> {ctx['warning']}", ""] if warning else []),
              ctx["counts"], "", *([ctx["baseline"], ""] if ctx["baseline"] else []),
              *([_ARTIFACT.format(url=ctx["artifact_url"]), ""] if ctx["artifact_url"] else []),
-             "", ctx["where"], "", *([ctx["ir_line"], ""] if ctx["ir_line"] else []),
+             "", ctx["where"], "", *([ctx["ir_line"], ""] if ctx["ir_line"] else []), *ctx["blame"], "",
              *(line for n in ctx["notes"] for line in (f"**Note:** {n}", "")),
              *([f"<sub>{ctx['calibration']}</sub>", ""] if ctx["calibration"] else []),
              *([ctx["policy"], ""] if ctx["policy"] else []), ctx["reading"]]

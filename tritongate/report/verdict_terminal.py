@@ -7,9 +7,10 @@ bidi characters shown as escapes). The lines are returned, never printed: the CL
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from tritongate.model.verdict import Verdict, VerdictDoc
+from tritongate.report.blame_view import terminal_block
 from tritongate.report.units import format_time
 from tritongate.report.untrusted import neutralize
 from tritongate.report.verdict_view import (RowView, VerdictView, build_view, geomean_text, headline_parts,
@@ -33,7 +34,7 @@ def _change(r: RowView) -> str:
             f"base median {_time(d.base_median_us)}, candidate median {_time(d.cand_median_us)}")
 
 
-def _group(label: str, rows: list[RowView], line) -> list[str]:
+def _group(label: str, rows: list[RowView], line: Callable[[RowView], str]) -> list[str]:
     out = [f"  {label:<17} {_row(r)}  {line(r)}" for r in rows[:MAX_LINES_PER_GROUP]]
     if len(rows) > MAX_LINES_PER_GROUP:
         out.append(f"  … {len(rows) - MAX_LINES_PER_GROUP} more {label.lower()} rows in verdict.md")
@@ -79,7 +80,8 @@ def summary_lines(doc: VerdictDoc | Mapping[str, Any]) -> list[str]:
     lines += _group(
         "NOT RESOLVED", view.blind,
         lambda r: (f"could resolve {'nothing' if r.doc.detectable_effect is None else '±' + pct(r.doc.detectable_effect, sign=False)}"
-                   f", target {target_text([row_target(r.doc)] if row_target(r.doc) is not None else [])}; stopped by {neutralize(r.stopped_by())}"))
+                   f", target {target_text([t] if (t := row_target(r.doc)) is not None else [])}; stopped by {neutralize(r.stopped_by())}"))
+    lines += terminal_block(doc.ir.blame if doc.ir is not None and doc.ir.folder else None)
     lines.append("ran on " + " · ".join(neutralize(p) for p in where_parts(doc))
                  + f"; base: {' '.join(neutralize(p) for p in side_text(doc.base))}"
                  + f"; candidate: {' '.join(neutralize(p) for p in side_text(doc.candidate))}")

@@ -350,7 +350,7 @@ def test_write_diff_dir(tmp_path: Path, trees: tuple[Path, Path]) -> None:
     diff_file = out / "n1024/add_one/B128_w8.diff"
     assert diff_file.read_text(encoding="utf-8") == changed.diff_text
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
-        "index.tsv", "n1024/add_one/B128_w8.diff", "summary.md"]
+        "index.tsv", "levels.tsv", "n1024/add_one/B128_w8.diff", "summary.md"]
     with open(out / "index.tsv", encoding="utf-8", newline="") as f:
         records = list(csv.DictReader(f, delimiter="\t"))
     assert tuple(records[0]) == DIFF_COLUMNS

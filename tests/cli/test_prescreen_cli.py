@@ -1,0 +1,202 @@
+"""``tritongate prescreen``: the table of changed rows, the count line and the paths, the
+exit codes for bad inputs, and ``--blame``. The fast tests fake the two builds' recompiles and
+captures (tests/test_prescreen.py's ``fake_builds``); the slow one screens a real Triton source
+change (an overlay of the installed Triton, as tests/prescreen/ does) and blames it for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tests.test_prescreen as fake_world
+from tritongate.cli import main
+from tritongate.ir import passblame
+from tritongate.prescreen.rows import changed_rows
+
+ROOT = Path(__file__).resolve().parents[2]
+record, fake_builds = fake_world.record, fake_world.fake_builds  # its fixtures: a record, the faked builds
+
+
+def _table_rows(stdout: str) -> list[tuple[str, str, str, str]]:
+    """The rows of the printed table: (op, case, dtype, why)."""
+    lines = stdout.splitlines()
+    start = lines.index(next(ln for ln in lines if ln.startswith("op ") and ln.rstrip().endswith("why")))
+    out = []
+    for line in lines[start + 1:]:
+        if line.startswith((" ", "blame:", "note:")) or " rows " in line:
+            break
+        op, case, dtype, why = line.split(None, 3)
+        out.append((op, case, dtype, why))
+    return out
+
+
+def test_the_table_lists_exactly_the_changed_rows_then_the_count_and_the_paths(tmp_path, record, fake_builds,
+                                                                             capsys) -> None:
+    out = tmp_path / "o"
+    code = main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
+                 "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(out)])
+    assert code == 0
+    stdout = capsys.readouterr().out
+    assert _table_rows(stdout) == [("matmul", "64x64x64", "float16", "kernels changed: matmul_kernel (TTGIR +1 -1)")]
+    lines = stdout.splitlines()
+    assert lines[-2] == f"1 of 2 rows can change under this PR; pair them with --changed-from {out / 'ir-diff'}"
+    assert lines[-1] == str(out / "prescreen.json")
+
+
+def test_a_variant_set_change_is_named_as_such(tmp_path, record, fake_builds, capsys) -> None:
+    assert main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
+                 "--cand-python", fake_builds(tmp_path, "warps8"), "--out", str(tmp_path / "o")]) == 0
+    (row,) = _table_rows(capsys.readouterr().out)
+    assert row[:3] == ("add", "4096", "float32") and row[3].startswith("variant set: the builds launch different")
+    doc = json.loads((tmp_path / "o" / "prescreen.json").read_text())
+    assert doc["rows_timed"] == [["add", "4096", "float32", "variant_set", row[3].removeprefix("variant set: ")]]
+
+
+def test_no_changed_row_prints_no_table_and_names_the_verdict(tmp_path, record, fake_builds, capsys) -> None:
+    out = tmp_path / "o"
+    assert main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
+                 "--cand-python", fake_builds(tmp_path, "same"), "--out", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines() == ["0 of 2 rows can change under this PR; no GPU time needed",
+                                                    f"verdict: {out / 'verdict'}", str(out / "prescreen.json")]
+
+
+def test_a_launch_path_change_names_its_files_once(tmp_path, record, fake_builds, monkeypatch, capsys) -> None:
+    from tritongate import prescreen
+
+    sides = iter([{"runtime/jit.py": "a"}, {"runtime/jit.py": "b"}])
+    monkeypatch.setattr(prescreen, "launch_path_files", lambda triton_dir: next(sides))
+    assert main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
+                 "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(tmp_path / "o")]) == 0
+    stdout = capsys.readouterr().out
+    assert [r[3] for r in _table_rows(stdout)] == [
+        "launch path: Triton's launch path changed",
+        "kernels changed: matmul_kernel (TTGIR +1 -1); launch path: Triton's launch path changed"]
+    assert stdout.count("runtime/jit.py") == 1
+    assert "note: the PR changes Triton's launch path (runtime/jit.py), so every row is timed\n" in stdout
+
+
+@pytest.mark.parametrize("bad, named", [
+    ({"--baseline": "{tmp}"}, "--baseline"),
+    ({"--cand-python": "{tmp}/nope"}, "--cand-python"),
+    ({"--base-python": "{tmp}"}, "--base-python"),
+    ({"--suite": "no-such-suite"}, "--suite no-such-suite"),
+    ({"--blame": "-1"}, "--blame -1"),
+])
+def test_a_bad_input_is_exit_2_naming_it(tmp_path, record, fake_builds, capsys, bad, named) -> None:
+    args = {"--baseline": str(record), "--base-python": fake_builds(tmp_path, "base"),
+            "--cand-python": fake_builds(tmp_path, "newer"), "--out": str(tmp_path / "o")}
+    args |= {k: v.format(tmp=tmp_path) for k, v in bad.items()}
+    assert main(["prescreen", *[x for kv in args.items() for x in kv]]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and named in err[0], err
+    assert not (tmp_path / "o" / "prescreen.json").exists()
+
+
+def test_an_internal_error_is_exit_4(tmp_path, record, fake_builds, monkeypatch, capsys) -> None:
+    from tritongate import prescreen
+
+    def broken(*args, **kw):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(prescreen, "_aot_both", broken)
+    monkeypatch.setenv("TRITONGATE_LOG_DIR", str(tmp_path))
+    base = fake_builds(tmp_path, "base")
+    assert main(["prescreen", "--baseline", str(record), "--base-python", base, "--cand-python", base,
+                 "--out", str(tmp_path / "o")]) == 4
+    assert "internal error" in capsys.readouterr().err
+
+
+def test_blame_writes_ir_diff_blame_json_and_lists_kernels_past_n(tmp_path, record, fake_builds, monkeypatch,
+                                                                  capsys) -> None:
+    """Both kernels changed, --blame 1: the first is blamed (blame_variant faked: the real one
+    compiles with dumps, the slow test's), the second listed as not blamed, in blame.json too."""
+    calls = []
+
+    def fake_blame(base_python, cand_python, variant, target, out, **kw):
+        calls.append((Path(base_python).name, Path(cand_python).name, variant.kernel, target))
+        return passblame.Blame(passblame.PASS, "tritongpu-coalesce", "ttgir", "mlir", 3, 3, True)
+
+    monkeypatch.setattr(passblame, "blame_variant", fake_blame)
+    monkeypatch.setattr(fake_world, "_tree", _both_changed(fake_world._tree))
+    out = tmp_path / "o"
+    assert main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
+                 "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(out), "--blame", "1"]) == 0
+    stdout = capsys.readouterr().out
+    assert calls == [("base", "newer", "m.add_kernel", "cuda:90")]
+    assert "  blame  4096  m.add_kernel  " in stdout
+    assert "first differs after `tritongpu-coalesce` (ttgir, input equal)" in stdout
+    assert "  not blamed  64x64x64  m.matmul_kernel  " in stdout
+    assert f"blame: {out / 'ir-diff' / 'blame.json'}" in stdout
+    doc = json.loads((out / "ir-diff" / "blame.json").read_text())
+    assert doc["schema_version"] == 1 and doc["target"] == "cuda:90" and doc["failed"] == []
+    (blamed,) = doc["variants"]
+    assert blamed["kernel"] == "m.add_kernel" and blamed["pass_name"] == "tritongpu-coalesce"
+    assert blamed["summary"].startswith("first differs after `tritongpu-coalesce`")
+    assert [k["kernel"] for k in doc["not_blamed"]] == ["m.matmul_kernel"]
+    # screened again without --blame: the earlier blame is not left to pass for this one's
+    assert main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
+                 "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(out)]) == 0
+    assert not (out / "ir-diff" / "blame.json").exists()
+
+
+def _both_changed(real):
+    """tests/test_prescreen's ``_tree`` with add's TTGIR changed too under the "newer" build."""
+    def tree(root, texts, **kw):
+        if texts.get("matmul") == "mm v2\n":
+            texts = {**texts, "add": "add v2\n"}
+        return real(root, texts, **kw)
+    return tree
+
+
+def test_ci_prescreen_prints_the_same_table(tmp_path, record, fake_builds, capsys) -> None:
+    sys.path.insert(0, str(ROOT / "ci"))
+    try:
+        import prescreen as ci_prescreen
+    finally:
+        sys.path.remove(str(ROOT / "ci"))
+    assert ci_prescreen.main(["--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
+                              "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(tmp_path / "o")]) == 0
+    assert _table_rows(capsys.readouterr().out) == [
+        ("matmul", "64x64x64", "float16", "kernels changed: matmul_kernel (TTGIR +1 -1)")]
+
+
+def test_the_why_of_a_record_the_prescreen_cannot_compile_for() -> None:
+    doc = {"rows_total": 1, "rows_changed": [["add", "4096", "float32"]], "target": None,
+           "timed_without_ir_change": {"why": "the baseline was recorded for hip:gfx942", "rows": 1}}
+    (row,) = changed_rows(doc)
+    assert row.why == "not compared: the baseline was recorded for hip:gfx942"
+
+
+@pytest.mark.slow
+def test_a_real_pass_change_is_tabled_and_blamed(tmp_path: Path) -> None:
+    """The installed Triton against an overlay that drops a Hopper pipeline pass, on the smoke
+    suite's CPU capture: the table lists exactly prescreen.json's changed rows, each with its
+    changed kernel, and --blame 1 names the first differing pass of one of them."""
+    from tritongate.overlay import make_overlay
+
+    env = {**os.environ, "TRITON_INTERPRET": "1", "TRITONGATE_CAPTURE_ONLY": "1"}
+    rec = subprocess.run([sys.executable, "-m", "tritongate", "run", "--suite", "smoke", "--backend", "cpu",
+                          "--rounds", "1", "--samples-per-round", "1", "--out", str(tmp_path / "rec"),
+                          "--color", "never"], env=env, cwd=ROOT, capture_output=True, text=True)
+    record_dir = rec.stdout.strip().splitlines()[-1]
+    build = make_overlay(sys.executable, [ROOT / "bench" / "patches" / "drop-hopper-pipeline.patch"],
+                         tmp_path / "overlay")
+    out = tmp_path / "pre"
+    proc = subprocess.run([sys.executable, "-m", "tritongate", "prescreen", "--baseline", record_dir,
+                           "--base-python", sys.executable, "--cand-python", str(build.python), "--out", str(out),
+                           "--blame", "1"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads((out / "prescreen.json").read_text())
+    rows = _table_rows(proc.stdout)
+    assert [r[:3] for r in rows] == [tuple(r) for r in doc["rows_changed"]]
+    assert 0 < len(rows) < doc["rows_total"] and all(r[3].startswith("kernels changed: ") for r in rows)
+    blame = json.loads((out / "ir-diff" / "blame.json").read_text())
+    assert len(blame["variants"]) == 1 and blame["failed"] == []
+    assert "tritongpu-pipeline" in blame["variants"][0]["summary"]
+    assert proc.stdout.count("  blame  ") == 1 and "first differs after" in proc.stdout
+    assert len(blame["not_blamed"]) == proc.stdout.count("  not blamed  ") >= 1

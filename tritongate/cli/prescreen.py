@@ -1,0 +1,128 @@
+"""``tritongate prescreen``: which baseline rows two compiler builds can run differently, on a CPU.
+
+``ci/prescreen.py`` is this command with ``$GITHUB_OUTPUT`` lines added: both take the
+arguments ``add_arguments`` declares and run ``screen`` then ``print_result``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tritongate.argtypes import nonempty_text as _text
+from tritongate.cli.common import add_command, append_step_summary, exit_codes
+from tritongate.errors import ExitCode, PreflightError, UsageError
+from tritongate.report.untrusted import neutralize
+
+MAX_TABLE_ROWS = 200  # a launch-path change times every row: prescreen.json lists them all
+DEFAULT_BLAME = 10
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The pre-screen's options (``tritongate prescreen`` and ``ci/prescreen.py``)."""
+    p.add_argument("--baseline", type=_text, required=True, metavar="RECORD_DIR",
+                   help="a baseline record (a store entry, or a run directory) with its ttgir/index.tsv; its "
+                        "launched variants are compiled for the GPU target it was recorded for")
+    p.add_argument("--base-python", type=_text, required=True, metavar="PY",
+                   help="the base build's interpreter (with torch, triton, numpy, pyyaml, pydantic and rich; "
+                        "not tritongate: this one's is put on its path)")
+    p.add_argument("--cand-python", type=_text, required=True, metavar="PY", help="the candidate build's interpreter")
+    p.add_argument("--out", type=_text, required=True, metavar="DIR",
+                   help="where prescreen.json, ir-diff/ (for `pair --changed-from`) and, when no row changed, "
+                        "verdict/ go")
+    p.add_argument("--suite", type=_text, metavar="NAME|PATH",
+                   help="the suite the baseline was recorded with (default: the name its identity gives)")
+    p.add_argument("--blame", type=int, nargs="?", const=DEFAULT_BLAME, default=0, metavar="N",
+                   help=f"for up to N (default {DEFAULT_BLAME}) changed kernels, compile each under both builds "
+                        "with every compiler pass dumped and name the first pass whose output differs "
+                        "(DIR/ir-diff/blame.json, as `ir-diff --blame` writes it; seconds to a minute a kernel)")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = add_command(
+        sub, "prescreen", cmd_prescreen,
+        help="which baseline rows two compiler builds can run differently (CPU only, no GPU time)",
+        description="Recompile the baseline record's launched kernel variants for its GPU target under each "
+                    "build's interpreter (TTGIR down to cubin), recapture what each build launches for each row, "
+                    "compare the builds' launch-path files, and list the rows that can change with why. Pair only "
+                    "those on a GPU: `tritongate pair RECORD --changed-from DIR/ir-diff`. When no row changed, "
+                    "DIR/verdict/ holds a verdict whose every row is IDENTICAL_BINARY. The last line of stdout is "
+                    "DIR/prescreen.json.",
+        epilog=exit_codes(0, 2, 4, 130, zero="screened (changed rows are a finding, not a failure)"))
+    add_arguments(p)
+
+
+def screen(args: argparse.Namespace) -> Any:
+    """Run the pre-screen (and the blame) for ``args``, printing the changed rows' table and each
+    blamed kernel as it is done; the ``PrescreenResult``."""
+    from tritongate.prescreen import run_prescreen
+    from tritongate.prescreen.rows import changed_rows, notes
+
+    if args.blame < 0:
+        raise UsageError(f"--blame {args.blame}: pass a count of kernels, 0 or more")
+    if args.suite:  # read here: a suite the captures cannot read would count every row as changed
+        from tritongate.suites import load_suite
+
+        try:
+            load_suite(args.suite)
+        except PreflightError as exc:  # bad input, exit 2 as every pre-screen input
+            raise UsageError(f"--suite {args.suite}: {exc}") from None
+    result = run_prescreen(Path(args.baseline), args.base_python, args.cand_python, Path(args.out),
+                           suite=args.suite)
+    print(changed_table(changed_rows(result.document)), end="", flush=True)
+    for note in notes(result.document):
+        print(f"note: {neutralize(note)}")
+    if args.blame and result.document.get("target") is None:
+        print("  (--blame: nothing was compiled for this record's target, so no pass can be blamed)")
+    elif args.blame and result.rows_changed:
+        _blame(result, args)
+    if result.verdict_dir is not None:
+        append_step_summary(result.verdict_dir / "verdict.md")
+    return result
+
+
+def changed_table(rows: list[Any]) -> str:
+    """One line per changed row: its key and why it is timed (empty when none changed)."""
+    if not rows:
+        return ""
+    lines = [f"{'op':<18} {'case':<18} {'dtype':<9} why"]
+    for r in rows[:MAX_TABLE_ROWS]:  # each name made safe first: padding a name must not be undone
+        op, case, dtype, why = (neutralize(v) for v in (r.op, r.case, r.dtype, r.why))
+        lines.append(f"{op:<18} {case:<18} {dtype:<9} {why}")
+    if len(rows) > MAX_TABLE_ROWS:
+        lines.append(f"... {len(rows) - MAX_TABLE_ROWS} more rows (prescreen.json lists them all)")
+    return "\n".join(lines) + "\n"
+
+
+def _blame(result: Any, args: argparse.Namespace) -> None:
+    from tritongate.prescreen.blame import blame_prescreen
+
+    def show(k: Any) -> None:
+        what = k.summary if not k.error else f"not blamed: {k.error}"
+        print(f"  blame  {neutralize(k.case)}  {neutralize(k.kernel)}  {neutralize(k.variant)}: {neutralize(what)}",
+              flush=True)
+
+    outcome = blame_prescreen(result.out, result.document, args.base_python, args.cand_python, args.blame,
+                              progress=show)
+    for k in outcome.not_blamed:
+        print(f"  not blamed  {neutralize(k['case'])}  {neutralize(k['kernel'])}  {neutralize(k['variant'])}")
+    if outcome.not_blamed:
+        print(f"  ({len(outcome.not_blamed)} changed kernels not blamed: --blame N for more)")
+    print(f"blame: {outcome.path}")
+
+
+def print_result(result: Any) -> None:
+    """The count line, the verdict folder when no row changed, and prescreen.json last."""
+    from tritongate.prescreen import PRESCREEN_JSON
+    from tritongate.prescreen.rows import count_line
+
+    print(count_line(result.document, str(result.out / "ir-diff")))
+    if result.verdict_dir is not None:
+        print(f"verdict: {result.verdict_dir}")
+    print(result.out / PRESCREEN_JSON)
+
+
+def cmd_prescreen(args: argparse.Namespace) -> int:
+    print_result(screen(args))
+    return ExitCode.OK
