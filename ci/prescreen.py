@@ -3,6 +3,8 @@
 
     python ci/prescreen.py --baseline RECORD_DIR --base-python PY --cand-python PY --out DIR [--suite NAME|PATH]
                            [--blame [N]]
+    python ci/prescreen.py --baseline RECORD_DIR --side base --base-python PY --out DIR   (and --side cand)
+    python ci/prescreen.py --baseline RECORD_DIR --judge --out DIR
 
 `tritongate prescreen` with the step's outputs: the same options and code
 (tritongate/cli/prescreen.py), the same table of changed rows on stdout, the count line and
@@ -19,6 +21,11 @@ builds' launch-path files, and writes:
                        rows timed for a reason the IR does not show are its `launch_changed` entries
 - DIR/verdict/         only when no row changed: verdict.json + verdict.md, every row
                        IDENTICAL_BINARY ("0 of M rows' kernels changed under this PR; no GPU time used")
+
+Split (a verdict no build's code can write): `--side base|cand` runs one build's half into DIR
+(its recompile, capture and launch-path hashes, DIR/side-SIDE.json) and writes no output;
+`--judge` compares the two halves found in DIR (downloaded from the side jobs) in a job that
+holds neither build, and writes everything below.
 
 With $GITHUB_OUTPUT set, appends `rows_changed=<N>` and `rows_total=<M>` to it; with
 $GITHUB_STEP_SUMMARY set and no row changed, verdict.md to the summary. --blame N (off by
@@ -54,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = screen(args)  # prints the changed rows (and each blamed kernel)
         github = outputs.output_path()
+        if result is None:  # --side: one build's half, for a judge job; it decides nothing
+            from tritongate.prescreen.side import side_json
+
+            print(Path(args.out) / side_json(args.side))
+            return 0
         if github:
             try:
                 outputs.append(github, {"rows_changed": len(result.rows_changed), "rows_total": result.rows_total})

@@ -27,7 +27,7 @@ def test_the_pre_screen_s_recompile_and_capture_get_none_of_them(tmp_path: Path,
 
     for name, value in RUNNER.items():
         monkeypatch.setenv(name, value)
-    _, aot_env = prescreen._aot_cmd("python", tmp_path, tmp_path / "ir-cand", "cuda:90")
+    _, aot_env = prescreen.side._aot_cmd("python", tmp_path, tmp_path / "ir-cand", "cuda:90")
     _, capture_env = capture_cmd("python", tmp_path, "smoke", [], tmp_path / "capture-cand", "cuda:90", "")
     for env in (aot_env, capture_env):
         assert not set(env) & {*FILE_COMMANDS, *RUNNER_TOKENS}

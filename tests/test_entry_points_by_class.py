@@ -577,8 +577,9 @@ EXTRAS: dict[str, dict[str, str | None]] = {
                                "--cand-python": PY},
     "ci/record_baseline.py": {"--backend": "cpu", "--color": "never"},
     "ci/post_comment.py": {"--pr": "1", "--dry-run": None},
-    "ci/prescreen.py": {"--suite": "{suite}"},
-    "tritongate prescreen": {"--suite": "{suite}"},
+    # both builds named (the full pre-screen; --side/--judge need fewer)
+    "ci/prescreen.py": {"--suite": "{suite}", "--base-python": PY, "--cand-python": PY},
+    "tritongate prescreen": {"--suite": "{suite}", "--base-python": PY, "--cand-python": PY},
     "ci/resolve_refs.py": {"--event-name": "merge_group", "--event-path": "{merge_group_event}", "--sha": SHA},
 }
 # (entry point, option under test) -> its extras instead: what that option needs to be read at all

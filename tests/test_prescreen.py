@@ -73,9 +73,9 @@ def fake_builds(monkeypatch: pytest.MonkeyPatch):
             runs[side] = out / f"capture-{side}" / "run"
         return runs, {}
 
-    monkeypatch.setattr(prescreen, "_aot_both", aot)
-    monkeypatch.setattr(prescreen, "_capture_both", capture)
-    monkeypatch.setattr(prescreen, "build_of", lambda python, env=None: this_build())
+    monkeypatch.setattr(prescreen.side, "_aot_both", aot)
+    monkeypatch.setattr(prescreen.side, "_capture_both", capture)
+    monkeypatch.setattr(prescreen.side, "build_of", lambda python, env=None: this_build())
     builds = lambda tmp_path, name: _exe(tmp_path / name)  # noqa: E731
     builds.seen = seen  # type: ignore[attr-defined]
     return builds
@@ -129,7 +129,7 @@ def test_bad_input_is_exit_2_naming_it_and_a_crash_is_exit_4(tmp_path, record, f
     def broken(*args, **kw):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(prescreen, "_aot_both", broken)
+    monkeypatch.setattr(prescreen.side, "_aot_both", broken)
     assert ci_prescreen.main(["--baseline", str(record), "--base-python", base, "--cand-python", base,
                               "--out", str(tmp_path / "o2")]) == 4
     assert "internal error" in capsys.readouterr().err and not (tmp_path / "o2" / "prescreen.json").exists()
@@ -162,7 +162,7 @@ def test_a_launch_path_change_times_every_row(tmp_path, record, fake_builds, mon
     import tritongate.prescreen.launch_path as lp
 
     sides = iter([{"runtime/jit.py": "a", "knobs.py": "k"}, {"runtime/jit.py": "b", "knobs.py": "k"}])
-    monkeypatch.setattr(prescreen, "launch_path_files", lambda triton_dir: next(sides))
+    monkeypatch.setattr(prescreen.side, "launch_path_files", lambda triton_dir: next(sides))
     base = fake_builds(tmp_path, "base")
     assert ci_prescreen.main(["--baseline", str(record), "--base-python", base, "--cand-python",
                               fake_builds(tmp_path, "same"), "--out", str(tmp_path / "o")]) == 0
@@ -190,7 +190,7 @@ def test_a_record_for_another_target_is_compiled_for_it_and_a_non_cuda_one_times
 
 
 def test_a_failed_capture_vouches_for_nothing(tmp_path, record, fake_builds, monkeypatch) -> None:
-    monkeypatch.setattr(prescreen, "_capture_both", lambda *a, **k: ({"base": None, "cand": None}, {}))
+    monkeypatch.setattr(prescreen.side, "_capture_both", lambda *a, **k: ({"base": None, "cand": None}, {}))
     base = fake_builds(tmp_path, "base")
     assert ci_prescreen.main(["--baseline", str(record), "--base-python", base, "--cand-python", base,
                               "--out", str(tmp_path / "o")]) == 0
@@ -232,8 +232,8 @@ def test_a_kernel_that_failed_to_compile_on_both_sides_leaves_its_row_timed(tmp_
             _two_kernel_tree(out / f"capture-{side}" / "run")
         return {side: out / f"capture-{side}" / "run" for side in pythons}, {}
 
-    monkeypatch.setattr(prescreen, "_aot_both", aot)
-    monkeypatch.setattr(prescreen, "_capture_both", capture)
+    monkeypatch.setattr(prescreen.side, "_aot_both", aot)
+    monkeypatch.setattr(prescreen.side, "_capture_both", capture)
     base = fake_builds(tmp_path, "base")
     assert ci_prescreen.main(["--baseline", str(record), "--base-python", base, "--cand-python", base,
                               "--out", str(tmp_path / "o")]) == 0
@@ -251,3 +251,84 @@ def test_a_suite_the_builds_refuse_is_exit_2_naming_the_option(tmp_path, monkeyp
     monkeypatch.setattr(respecialize, "run_both", lambda commands, logs, timeout_s: ({"base": 2, "cand": 0}, {}))
     with pytest.raises(UsageError, match="name the baseline's suite with --suite"):
         respecialize.capture_both({"base": "py", "cand": "py"}, tmp_path, "nosuch", [], tmp_path, "cuda:90", "")
+
+
+def _without_times(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k not in ("created_utc", "wall_s")}
+
+
+def test_two_sides_and_a_judge_say_what_the_one_command_says(tmp_path, record, fake_builds, capsys) -> None:
+    """In CI each build's half runs in its own job and the judge in one that holds neither:
+    the same prescreen.json (but its times), ir-diff and verdict as one command; the side jobs
+    write no step output, so only the judge can say how many rows changed."""
+    base, newer = fake_builds(tmp_path, "base"), fake_builds(tmp_path, "newer")
+    assert ci_prescreen.main(["--baseline", str(record), "--base-python", base, "--cand-python", newer,
+                              "--out", str(tmp_path / "one")]) == 0
+    split = tmp_path / "split"
+    for side, py in (("base", base), ("cand", newer)):
+        assert ci_prescreen.main(["--baseline", str(record), "--side", side, f"--{side}-python", py,
+                                  "--out", str(split)]) == 0
+        assert capsys.readouterr().out.strip().endswith(f"side-{side}.json")
+        assert not (split / "prescreen.json").exists()
+    assert ci_prescreen.main(["--baseline", str(record), "--judge", "--out", str(split)]) == 0
+    one, judged = (json.loads((d / "prescreen.json").read_text()) for d in (tmp_path / "one", split))
+    assert _without_times(judged) == _without_times(one)
+    assert judged["rows_changed"] == [["matmul", "64x64x64", "float16"]]
+    assert (split / "ir-diff" / "index.tsv").read_text() == (tmp_path / "one" / "ir-diff" / "index.tsv").read_text()
+
+
+def test_the_judge_refuses_a_side_it_cannot_vouch_for(tmp_path, record, fake_builds, capsys) -> None:
+    base = fake_builds(tmp_path, "base")
+    split = tmp_path / "split"
+    for side in ("base", "cand"):
+        assert ci_prescreen.main(["--baseline", str(record), "--side", side, f"--{side}-python", base,
+                                  "--out", str(split)]) == 0
+    capsys.readouterr()
+    good = (split / "side-cand.json").read_text()
+
+    def judged_with(text: str | None, *, link: bool = False) -> str:
+        path = split / "side-cand.json"
+        path.unlink(missing_ok=True)
+        if link:
+            path.symlink_to(split / "side-base.json")
+        elif text is not None:
+            path.write_text(text)
+        assert ci_prescreen.main(["--baseline", str(record), "--judge", "--out", str(split)]) == 2
+        assert not (split / "prescreen.json").exists()
+        return capsys.readouterr().err
+
+    doc = json.loads(good)
+    missing = judged_with(None)
+    assert "side-cand.json" in missing and "--side cand" in missing
+    assert "a link" in judged_with(None, link=True)
+    assert "it is the base side's" in judged_with(json.dumps({**doc, "side": "base"}))
+    assert "another baseline" in judged_with(json.dumps({**doc, "baseline": {"content_sha256": "0" * 64}}))
+    assert "not a folder name" in judged_with(json.dumps({**doc, "capture": "../../etc"}))
+    assert "not a pre-screen side" in judged_with(json.dumps({**doc, "rows_changed": 0}))  # a field of its own
+    assert "not a pre-screen side" in judged_with(json.dumps({**doc, "schema_version": 2}))
+    assert "made for target" in judged_with(json.dumps({**doc, "target": "cuda:80"}))
+    # and the split options are used as documented
+    assert ci_prescreen.main(["--baseline", str(record), "--side", "cand", "--out", str(split)]) == 2
+    assert "--cand-python PY is needed with --side cand" in capsys.readouterr().err
+    assert ci_prescreen.main(["--baseline", str(record), "--judge", "--blame", "3", "--out", str(split)]) == 2
+    with pytest.raises(SystemExit) as parse_error:  # argparse's error: one line, exit 2
+        ci_prescreen.main(["--baseline", str(record), "--side", "base", "--judge", "--out", str(split)])
+    assert parse_error.value.code == 2 and "not allowed with argument --side" in capsys.readouterr().err
+
+
+def test_the_judge_runs_without_torch_or_triton(tmp_path, record, fake_builds) -> None:
+    """The judge job holds no build: its imports must not need one."""
+    import subprocess
+
+    base = fake_builds(tmp_path, "base")
+    split = tmp_path / "split"
+    for side in ("base", "cand"):
+        assert ci_prescreen.main(["--baseline", str(record), "--side", side, f"--{side}-python", base,
+                                  "--out", str(split)]) == 0
+    blocked = ("import sys, runpy; sys.modules.update(torch=None, triton=None); "
+               f"sys.argv = ['ci/prescreen.py', '--baseline', {str(record)!r}, '--judge', '--out', {str(split)!r}]; "
+               "runpy.run_path('ci/prescreen.py', run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((split / "prescreen.json").read_text())["rows_changed"] == []

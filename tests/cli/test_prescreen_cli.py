@@ -69,7 +69,7 @@ def test_a_launch_path_change_names_its_files_once(tmp_path, record, fake_builds
     from tritongate import prescreen
 
     sides = iter([{"runtime/jit.py": "a"}, {"runtime/jit.py": "b"}])
-    monkeypatch.setattr(prescreen, "launch_path_files", lambda triton_dir: next(sides))
+    monkeypatch.setattr(prescreen.side, "launch_path_files", lambda triton_dir: next(sides))
     assert main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
                  "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(tmp_path / "o")]) == 0
     stdout = capsys.readouterr().out
@@ -103,7 +103,7 @@ def test_an_internal_error_is_exit_4(tmp_path, record, fake_builds, monkeypatch,
     def broken(*args, **kw):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(prescreen, "_aot_both", broken)
+    monkeypatch.setattr(prescreen.side, "_aot_both", broken)
     monkeypatch.setenv("TRITONGATE_LOG_DIR", str(tmp_path))
     base = fake_builds(tmp_path, "base")
     assert main(["prescreen", "--baseline", str(record), "--base-python", base, "--cand-python", base,

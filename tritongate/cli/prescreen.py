@@ -24,10 +24,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", type=_text, required=True, metavar="RECORD_DIR",
                    help="a baseline record (a store entry, or a run directory) with its ttgir/index.tsv; its "
                         "launched variants are compiled for the GPU target it was recorded for")
-    p.add_argument("--base-python", type=_text, required=True, metavar="PY",
+    p.add_argument("--base-python", type=_text, metavar="PY",
                    help="the base build's interpreter (with torch, triton, numpy, pyyaml, pydantic and rich; "
-                        "not tritongate: this one's is put on its path)")
-    p.add_argument("--cand-python", type=_text, required=True, metavar="PY", help="the candidate build's interpreter")
+                        "not tritongate: this one's is put on its path); needed but with --judge")
+    p.add_argument("--cand-python", type=_text, metavar="PY", help="the candidate build's interpreter")
+    split = p.add_mutually_exclusive_group()
+    split.add_argument("--side", choices=("base", "cand"),
+                       help="only this build's half (its recompile, capture and launch-path hashes into DIR, "
+                            "DIR/side-SIDE.json), with its --base-python or --cand-python: in CI each build's half "
+                            "runs in its own job, and --judge in one that holds neither build")
+    split.add_argument("--judge", action="store_true",
+                       help="compare the two halves already in DIR (both --side runs, or their artifacts "
+                            "downloaded there) and classify the rows; runs no compiler code")
     p.add_argument("--out", type=_text, required=True, metavar="DIR",
                    help="where prescreen.json, ir-diff/ (for `pair --changed-from`) and, when no row changed, "
                         "verdict/ go")
@@ -55,7 +63,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def screen(args: argparse.Namespace) -> Any:
     """Run the pre-screen (and the blame) for ``args``, printing the changed rows' table and each
-    blamed kernel as it is done; the ``PrescreenResult``."""
+    blamed kernel as it is done; the ``PrescreenResult`` (None for ``--side``: one build's half)."""
     from tritongate.prescreen import run_prescreen
     from tritongate.prescreen.rows import changed_rows, notes
 
@@ -68,8 +76,27 @@ def screen(args: argparse.Namespace) -> Any:
             load_suite(args.suite)
         except PreflightError as exc:  # bad input, exit 2 as every pre-screen input
             raise UsageError(f"--suite {args.suite}: {exc}") from None
-    result = run_prescreen(Path(args.baseline), args.base_python, args.cand_python, Path(args.out),
-                           suite=args.suite)
+    needed = {"base": ["base_python"], "cand": ["cand_python"]}.get(args.side or "", []) if args.side else \
+        ([] if args.judge else ["base_python", "cand_python"])
+    for name in needed:
+        if not getattr(args, name):
+            raise UsageError(f"--{name.replace('_', '-')} PY is needed" + (f" with --side {args.side}" if args.side
+                                                                          else "; pass both builds' interpreters"))
+    if args.blame and (args.side or args.judge):
+        raise UsageError("--blame compiles under both builds: run it without --side/--judge")
+    if args.side:
+        from tritongate.prescreen import prepare_side
+
+        python = args.base_python if args.side == "base" else args.cand_python
+        prepare_side(Path(args.baseline), {args.side: python}, Path(args.out), suite=args.suite)
+        return None
+    if args.judge:
+        from tritongate.prescreen import judge
+
+        result = judge(Path(args.baseline), Path(args.out), suite=args.suite)
+    else:
+        result = run_prescreen(Path(args.baseline), args.base_python, args.cand_python, Path(args.out),
+                               suite=args.suite)
     print(changed_table(changed_rows(result.document)), end="", flush=True)
     for note in notes(result.document):
         print(f"note: {neutralize(note)}")
@@ -124,5 +151,11 @@ def print_result(result: Any) -> None:
 
 
 def cmd_prescreen(args: argparse.Namespace) -> int:
-    print_result(screen(args))
+    result = screen(args)
+    if result is None:  # one side's half: the judge reads it
+        from tritongate.prescreen.side import side_json
+
+        print(Path(args.out) / side_json(args.side))
+    else:
+        print_result(result)
     return ExitCode.OK

@@ -26,31 +26,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-import tritongate
-from tritongate.childenv import build_env
-from tritongate import __version__
+from tritongate import __version__, safefs
 from tritongate.atomicio import write_json_atomic
-from tritongate.errors import GateError, UsageError
+from tritongate.errors import UsageError
 from tritongate.ir.changed import load_changed_rows
 from tritongate.ir.diff import CHANGED, LAUNCH_CHANGED, VariantDiff, diff_trees, split_row, write_diff_dir
 from tritongate.ir.index import INDEX
-from tritongate.ir.provenance import build_of, diff_provenance, record_identity, write_diff_provenance
+from tritongate.ir.provenance import diff_provenance, record_identity, write_diff_provenance
 from tritongate.prescreen.blame import BLAME_JSON
-from tritongate.prescreen.launch_path import launch_path_changes, launch_path_files
+from tritongate.prescreen.launch_path import launch_path_changes
 from tritongate.prescreen.rows import LAUNCH_PATH, NOT_COMPARED, VARIANT_SET
-from tritongate.prescreen.sides import run_both
-from tritongate.prescreen.respecialize import RowKey, capture_both, respecialized_rows, uncompared_rows
+from tritongate.prescreen.side import PrescreenInternalError as PrescreenInternalError  # re-exported: the CLI maps it
+from tritongate.prescreen.side import SIDES, prepare_sides, read_side, side_json
+from tritongate.prescreen.respecialize import RowKey, respecialized_rows, uncompared_rows
 from tritongate.prescreen.target import record_target
 
 SCHEMA_VERSION = 1
 PRESCREEN_JSON = "prescreen.json"
 IR_DIFF = "ir-diff"
 VERDICT_DIR = "verdict"
-AOT_TIMEOUT_S = 3600.0
-
-
-class PrescreenInternalError(GateError):
-    """A build's recompile failed in a way no input explains."""
 
 
 @dataclass(frozen=True)
@@ -62,36 +56,6 @@ class PrescreenResult:
     verdict_dir: Path | None
 
 
-def _package_root() -> str:
-    return str(Path(tritongate.__file__).resolve().parent.parent)
-
-
-def _aot_cmd(python: str, record: Path, out: Path, target: str) -> tuple[list[str], dict[str, str]]:
-    """``python -m tritongate ir`` (this tritongate, the build's Triton) into ``out``."""
-    env = build_env(os.environ)  # the build is a PR's code: no file commands, no tokens
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH", "")) if p)
-    env.pop("TRITON_INTERPRET", None)  # AOT compiles: the interpreter would make nothing
-    # binaries compared without line info, as GPU runs launch them: debug sections carry the
-    # compiler's own source paths and lines, which differ between any two builds
-    env.setdefault("TRITON_DISABLE_LINE_INFO", "1")
-    # a cache of its own: every variant really compiled by this build, and the wall time honest
-    env["TRITON_CACHE_DIR"] = str(out.with_name(out.name + ".triton-cache"))
-    return [python, "-m", "tritongate", "ir", "--from", str(record), "--target", target, "--out", str(out)], env
-
-
-def _aot_both(pythons: Mapping[str, str], record: Path, out: Path, target: str) -> dict[str, float]:
-    """Both builds' recompiles at once (one core each on a 2-core runner); seconds per side."""
-    codes, walls = run_both({side: _aot_cmd(py, record, out / f"ir-{side}", target) for side, py in pythons.items()},
-                            {side: out / f"ir-{side}.log" for side in pythons}, AOT_TIMEOUT_S)
-    for side, code in codes.items():
-        log = out / f"ir-{side}.log"
-        if code == 2:
-            raise UsageError(f"{pythons[side]} -m tritongate ir --from {record} refused its input (exit 2); see {log}")
-        if code != 0:  # a negative status: killed at AOT_TIMEOUT_S
-            raise PrescreenInternalError(f"{pythons[side]} -m tritongate ir failed (exit {code}); see {log}")
-    return {f"aot_{side}_s": wall for side, wall in walls.items()}
-
-
 def _check_inputs(record: Path, base_python: str, cand_python: str) -> None:
     if not (record / "ttgir" / INDEX).is_file():
         raise UsageError(f"--baseline {record}: no ttgir/{INDEX} (a baseline entry keeps it; a record "
@@ -99,11 +63,6 @@ def _check_inputs(record: Path, base_python: str, cand_python: str) -> None:
     for option, py in (("--base-python", base_python), ("--cand-python", cand_python)):
         if not (Path(py).is_file() and os.access(py, os.X_OK)):
             raise UsageError(f"{option} {py}: not an executable file")
-
-
-def _capture_both(pythons: Mapping[str, str], record: Path, suite: str, rows: list[RowKey], out: Path,
-                  target: str) -> tuple[dict[str, Path | None], dict[str, float]]:
-    return capture_both(pythons, record, suite, rows, out, target, _package_root())
 
 
 def _suite_of(identity: Mapping[str, Any], suite: str | None) -> str:
@@ -123,18 +82,55 @@ def _launch_changed(rows: Mapping[RowKey, str]) -> list[VariantDiff]:
                         rows=(f"{op}/{dtype}",), reason=why) for (op, case, dtype), why in sorted(rows.items())]
 
 
+def _check_record(record: Path) -> None:
+    if not (record / "ttgir" / INDEX).is_file():
+        raise UsageError(f"--baseline {record}: no ttgir/{INDEX} (a baseline entry keeps it; a record "
+                         "made on a GPU or with --backend cpu has one)")
+
+
+def _target(record: Path) -> Any:
+    try:
+        return record_target(record)
+    except ValueError as exc:
+        raise UsageError(f"--baseline {record}: {exc}") from None
+
+
 def run_prescreen(record: Path, base_python: str, cand_python: str, out: Path, *,
                   suite: str | None = None) -> PrescreenResult:
-    """Recompile, recapture, diff, classify; writes ``out/{ir-base,ir-cand,ir-diff}/``,
-    ``out/capture-{base,cand}/`` and ``out/prescreen.json`` (and ``out/verdict/`` when no row
-    changed). ``suite``: the one the baseline was recorded with (default: the name it gives)."""
+    """Both sides at once (``prepare_side``), then the judge: writes ``out/{ir-base,ir-cand,ir-diff}/``,
+    ``out/capture-{base,cand}/``, ``out/side-{base,cand}.json`` and ``out/prescreen.json`` (and
+    ``out/verdict/`` when no row changed). ``suite``: the one the baseline was recorded with
+    (default: the name it gives)."""
+    _check_inputs(record, base_python, cand_python)
+    prepare_side(record, {"base": base_python, "cand": cand_python}, out, suite=suite)
+    return judge(record, out, suite=suite)
+
+
+def prepare_side(record: Path, pythons: Mapping[str, str], out: Path, *, suite: str | None = None) -> None:
+    """One build's half (or both, given both): runs that build's code, writes what ``judge`` reads."""
     from tritongate.rundir import load_run
 
     record, out = Path(record), Path(out)
-    _check_inputs(record, base_python, cand_python)
+    _check_record(record)
+    for side, py in pythons.items():
+        if not (Path(py).is_file() and os.access(py, os.X_OK)):
+            raise UsageError(f"--{'base' if side == 'base' else 'cand'}-python {py}: not an executable file")
     run = load_run(record)
-    out.mkdir(parents=True, exist_ok=True)
-    builds = {"base": build_of(base_python), "cand": build_of(cand_python)}
+    prepare_sides(record, pythons, out, suite=_suite_of(run.identity, suite),
+                  rows=sorted({r.key for r in run.rows}), target=_target(record).target)
+
+
+def judge(record: Path, out: Path, *, suite: str | None = None) -> PrescreenResult:
+    """Compare the two sides in ``out`` (their ``side-*.json``, recompiles and captures) and
+    classify every row; runs no compiler code, so it may run where neither build is installed."""
+    from tritongate.rundir import load_run
+
+    record, out = Path(record), Path(out)
+    _check_record(record)
+    run = load_run(record)
+    _suite_of(run.identity, suite)  # a record that names no suite is refused here too
+    sides = {side: read_side(out, side, record) for side in SIDES}
+    builds = {side: doc.build for side, doc in sides.items()}
     all_rows = sorted({r.key for r in run.rows})
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "tool_version": __version__,
@@ -142,27 +138,25 @@ def run_prescreen(record: Path, base_python: str, cand_python: str, out: Path, *
         "baseline": record_identity(record) | {"suite": run.identity.get("suite", {}).get("name")
                                                if isinstance(run.identity.get("suite"), Mapping) else None},
         "builds": builds, "rows_total": len(all_rows)}
-    try:
-        target = record_target(record)
-    except ValueError as exc:
-        raise UsageError(f"--baseline {record}: {exc}") from None
+    target = _target(record)
+    for side, s in sides.items():
+        if s.target != target.target:
+            raise UsageError(f"{out / side_json(side)}: made for target {s.target}, the baseline's is {target.target}")
     if target.target is None:  # nothing to compile for: every row is timed
         doc |= {"target": None, "rows_changed": [list(k) for k in all_rows],
                 "timed_without_ir_change": {"why": target.why, "rows": len(all_rows)}}
         write_json_atomic(out / PRESCREEN_JSON, doc)
         return PrescreenResult(out, len(all_rows), all_rows, doc, None)
-    pythons = {"base": base_python, "cand": cand_python}
-    launch_files = launch_path_changes(launch_path_files(Path(builds["base"]["triton_dir"])),
-                                       launch_path_files(Path(builds["cand"]["triton_dir"])))
-    walls = _aot_both(pythons, record, out, target.target)
-    captures, capture_walls = _capture_both(pythons, record, _suite_of(run.identity, suite), all_rows, out,
-                                            target.target)
-    walls |= capture_walls
+    launch_files = launch_path_changes(sides["base"].launch_path, sides["cand"].launch_path)
+    walls: dict[str, float] = {k: v for s in sides.values() for k, v in s.wall_s.items()}
     t0 = time.monotonic()
+    captures = {side: None if s.capture is None else safefs.check_inside(out / f"capture-{side}",
+                                                                        out / f"capture-{side}" / s.capture)
+                for side, s in sides.items()}
     base_root, cand_root = out / "ir-base" / "ttgir", out / "ir-cand" / "ttgir"
     provenance = diff_provenance(base_root, cand_root)
     timed = respecialized_rows(record / "ttgir", *(None if captures[s] is None else captures[s] / "ttgir"
-                                                   for s in ("base", "cand")), all_rows)
+                                                   for s in SIDES), all_rows)
     diffs = diff_trees(base_root, cand_root)
     compared: Counter[RowKey] = Counter()  # per row, its variants in the diff (either tree)
     for d in diffs:
