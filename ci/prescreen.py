@@ -62,9 +62,6 @@ def main(argv: list[str] | None = None) -> int:
         result = screen(args)  # prints the changed rows (and each blamed kernel)
         github = outputs.output_path()
         if result is None:  # --side: one build's half, for a judge job; it decides nothing
-            from tritongate.prescreen.side import side_json
-
-            print(Path(args.out) / side_json(args.side))
             return 0
         if github:
             try:

@@ -76,8 +76,7 @@ def screen(args: argparse.Namespace) -> Any:
             load_suite(args.suite)
         except PreflightError as exc:  # bad input, exit 2 as every pre-screen input
             raise UsageError(f"--suite {args.suite}: {exc}") from None
-    needed = {"base": ["base_python"], "cand": ["cand_python"]}.get(args.side or "", []) if args.side else \
-        ([] if args.judge else ["base_python", "cand_python"])
+    needed = [f"{args.side}_python"] if args.side else [] if args.judge else ["base_python", "cand_python"]
     for name in needed:
         if not getattr(args, name):
             raise UsageError(f"--{name.replace('_', '-')} PY is needed" + (f" with --side {args.side}" if args.side
@@ -89,6 +88,9 @@ def screen(args: argparse.Namespace) -> Any:
 
         python = args.base_python if args.side == "base" else args.cand_python
         prepare_side(Path(args.baseline), {args.side: python}, Path(args.out), suite=args.suite)
+        from tritongate.prescreen.side import side_json
+
+        print(Path(args.out) / side_json(args.side))  # what the judge's job downloads
         return None
     if args.judge:
         from tritongate.prescreen import judge
@@ -152,10 +154,6 @@ def print_result(result: Any) -> None:
 
 def cmd_prescreen(args: argparse.Namespace) -> int:
     result = screen(args)
-    if result is None:  # one side's half: the judge reads it
-        from tritongate.prescreen.side import side_json
-
-        print(Path(args.out) / side_json(args.side))
-    else:
+    if result is not None:  # None: one side's half, for the judge
         print_result(result)
     return ExitCode.OK

@@ -56,15 +56,6 @@ class PrescreenResult:
     verdict_dir: Path | None
 
 
-def _check_inputs(record: Path, base_python: str, cand_python: str) -> None:
-    if not (record / "ttgir" / INDEX).is_file():
-        raise UsageError(f"--baseline {record}: no ttgir/{INDEX} (a baseline entry keeps it; a record "
-                         "made on a GPU or with --backend cpu has one)")
-    for option, py in (("--base-python", base_python), ("--cand-python", cand_python)):
-        if not (Path(py).is_file() and os.access(py, os.X_OK)):
-            raise UsageError(f"{option} {py}: not an executable file")
-
-
 def _suite_of(identity: Mapping[str, Any], suite: str | None) -> str:
     if suite:
         return suite
@@ -101,7 +92,6 @@ def run_prescreen(record: Path, base_python: str, cand_python: str, out: Path, *
     ``out/capture-{base,cand}/``, ``out/side-{base,cand}.json`` and ``out/prescreen.json`` (and
     ``out/verdict/`` when no row changed). ``suite``: the one the baseline was recorded with
     (default: the name it gives)."""
-    _check_inputs(record, base_python, cand_python)
     prepare_side(record, {"base": base_python, "cand": cand_python}, out, suite=suite)
     return judge(record, out, suite=suite)
 
@@ -114,7 +104,7 @@ def prepare_side(record: Path, pythons: Mapping[str, str], out: Path, *, suite: 
     _check_record(record)
     for side, py in pythons.items():
         if not (Path(py).is_file() and os.access(py, os.X_OK)):
-            raise UsageError(f"--{'base' if side == 'base' else 'cand'}-python {py}: not an executable file")
+            raise UsageError(f"--{side}-python {py}: not an executable file")
     run = load_run(record)
     prepare_sides(record, pythons, out, suite=_suite_of(run.identity, suite),
                   rows=sorted({r.key for r in run.rows}), target=_target(record).target)
