@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import graph_us_per_launch, software, write_results
 
 from tritongate.ops.kernels.elementwise import add_kernel
-from tritongate.ops.kernels.planted import measure_clock_ghz
+from tritongate.ops.kernels.planted import peak_clock_ghz
 
 REQUESTS_NS = (0, 10, 25, 50, 100, 250, 1000, 10000)
 LAUNCHES, REPS = 200, 21  # per launch: the median of 21 CUDA-graph replays of 200 launches
@@ -36,7 +36,7 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     kernel = add_kernel.fn  # the builtin add kernel, one fixed config
-    ghz = measure_clock_ghz("cuda")
+    ghz = peak_clock_ghz(torch.device("cuda", torch.cuda.current_device()))
     res = {"date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
            "device": torch.cuda.get_device_name(), "driver": software()["driver"], "torch": torch.__version__,
            "triton": triton.__version__, "sm_clock_ghz": round(ghz, 4), "rows": []}

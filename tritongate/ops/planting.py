@@ -115,18 +115,14 @@ def active() -> Plant | None:
     return _ACTIVE.get()
 
 
-_CLOCK_GHZ: dict[str, float] = {}  # per device, measured once per process
-
-
-def make_plant(delay_ns: int, device: Any, *, in_kernel: bool) -> Plant:
+def make_plant(delay_ns: int, device: Any, *, in_kernel: bool, clock_ghz: Callable[[Any], float] | None = None) -> Plant:
+    """The row's plant: on the GPU ``delay_ns`` as SM cycles at the device's rated peak clock
+    (``clock_ghz``, default ``peak_clock_ghz``), so every process of a run spins the same."""
     if not in_kernel:
         return Plant(delay_ns)
-    from tritongate.ops.kernels.planted import measure_clock_ghz
-
-    ghz = _CLOCK_GHZ.get(str(device))
-    if ghz is None:
-        ghz = _CLOCK_GHZ[str(device)] = measure_clock_ghz(device)
-    return Plant(delay_ns, in_kernel=True, cycles=round(delay_ns * ghz))
+    if clock_ghz is None:
+        from tritongate.ops.kernels.planted import peak_clock_ghz as clock_ghz
+    return Plant(delay_ns, in_kernel=True, cycles=round(delay_ns * clock_ghz(device)))
 
 
 def host_delayed(launch: Callable[[], object], plant: Plant | None) -> Callable[[], object]:

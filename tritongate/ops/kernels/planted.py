@@ -10,21 +10,16 @@ several spins before planting (``tritongate/calibrate/aim.py``).
 
 The spin counts ``%clock64``: the GPU's nanosecond ``%globaltimer`` advances in steps of a few
 hundred nanoseconds on the H200 (``bench/results/2026-11-30_h200_planted_delay_counter.md``), too
-coarse for 1 % of a 2 µs kernel; nanoseconds become cycles with the clock rate measured by
-``measure_clock_ghz``. With ``PLANT`` off (a constexpr) none of this is compiled in.
+coarse for 1 % of a 2 µs kernel; nanoseconds become cycles at the GPU's rated peak clock
+(``peak_clock_ghz``). With ``PLANT`` off (a constexpr) none of this is compiled in.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import triton
 import triton.language as tl
-
-
-@triton.jit
-def _global_ns():
-    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
 
 
 @triton.jit
@@ -39,44 +34,27 @@ def planted_spin(delay_cycles):
         pass
 
 
-@triton.jit
-def _clock_rate_kernel(out_ptr, cycles):
-    t0 = _global_ns()
-    c0 = _clock()
-    while _clock() - c0 < cycles:
-        pass
-    tl.store(out_ptr, _global_ns() - t0)
+def peak_clock_ghz(device: Any) -> float:
+    """The GPU's rated peak SM clock (``CU_DEVICE_ATTRIBUTE_CLOCK_RATE``), in cycles per ns.
 
+    Planted nanoseconds become cycles at this fixed rate, the same in every process on a GPU
+    model. A rate measured per process was not: one program spinning on one SM does not bring
+    the clock up the way a full kernel does, and processes read 0.8-2.0 GHz on one H100 (after
+    100 ms of warm-up, the fastest of three readings), so one plan planted spins 2.5x apart in
+    different worker pairs (``bench/results/2026-12-05_h100_fixed_plant.md``). A spin of fixed
+    cycles costs both sides of a paired round the same, whatever clock the GPU runs at then."""
+    from triton.runtime import driver
 
-def measure_clock_ghz(device: Any, cycles: int = 20_000_000, *, warmup_cycles: int = 200_000_000,
-                      repeats: int = 3, spin_ns: Callable[[int], int] | None = None) -> float:
-    """SM cycles per nanosecond at the clock the GPU works at: ``cycles`` (about 10 ms) spun on
-    ``%clock64`` and timed on ``%globaltimer`` inside one program, so the timer's step is a
-    rounding error; the fastest of ``repeats`` after ``warmup_cycles`` (about 100 ms) of spinning.
-    Measured cold, a process caught the SM clock on its way up from idle: it read 1.0 instead of
-    2.0 GHz, its planted spins were half as long as planned, and a paired run of one plan saw one
-    worker pair at half the effect of the others (``bench/results/2026-12-05_h100_loaded_host.md``)."""
-    run = spin_ns if spin_ns is not None else _device_spin(device)
-    run(warmup_cycles)
-    rates = []
-    for _ in range(max(1, repeats)):
-        elapsed_ns = run(cycles)
-        if elapsed_ns <= 0:
-            raise RuntimeError(f"the GPU timer did not advance over {cycles} cycles")
-        rates.append(cycles / elapsed_ns)
-    return max(rates)
+    index = getattr(device, "index", None)
+    if index is None:
+        import torch
 
-
-def _device_spin(device: Any) -> Callable[[int], int]:
-    """Nanoseconds one program takes to spin a number of SM cycles on ``device``."""
-    import torch
-
-    out = torch.zeros(1, dtype=torch.int64, device=device)
-
-    def spin(cycles: int) -> int:
-        _clock_rate_kernel[(1,)](out, cycles)
-        return int(out.item())
-    return spin
+        index = torch.cuda.current_device()
+    props = driver.active.utils.get_device_properties(index)
+    khz = int(props["sm_clock_rate"])
+    if khz <= 0:
+        raise RuntimeError(f"the driver reports no SM clock rate for device {index}")
+    return khz / 1e6
 
 
 def plant_kwargs(plant: Any) -> dict[str, Any]:
