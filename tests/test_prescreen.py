@@ -332,3 +332,24 @@ def test_the_judge_runs_without_torch_or_triton(tmp_path, record, fake_builds) -
                           cwd=Path(__file__).resolve().parents[1])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads((split / "prescreen.json").read_text())["rows_changed"] == []
+
+
+def test_a_folder_with_an_earlier_prescreen_is_refused_not_mixed(tmp_path, record, fake_builds, capsys) -> None:
+    # a recompile appends to ir-<side>/ttgir/index.tsv: a second run into one folder paired two
+    # source versions' variants and called every kernel "compiled by one side only"
+    base = fake_builds(tmp_path, "base")
+    out = tmp_path / "ps"
+    assert ci_prescreen.main(["--baseline", str(record), "--base-python", base, "--cand-python", base,
+                              "--out", str(out)]) == 0
+    before = (out / "ir-base" / "ttgir" / "index.tsv").read_text()
+    capsys.readouterr()
+    assert ci_prescreen.main(["--baseline", str(record), "--base-python", base, "--cand-python", base,
+                              "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "earlier pre-screen's ir-base, capture-base, side-base.json" in err and "a fresh --out" in err
+    assert (out / "ir-base" / "ttgir" / "index.tsv").read_text() == before
+    assert ci_prescreen.main(["--baseline", str(record), "--side", "cand", "--cand-python", base,
+                              "--out", str(out)]) == 2
+    assert "--side writes into a folder without them" in capsys.readouterr().err
+    assert ci_prescreen.main(["--baseline", str(record), "--judge", "--out", str(out)]) == 2
+    assert "earlier pre-screen's ir-diff, prescreen.json" in capsys.readouterr().err

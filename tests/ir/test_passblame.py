@@ -17,8 +17,8 @@ import triton.language as tl
 from tritongate.errors import UsageError
 from tritongate.ir.index import CompiledVariant
 from tritongate.ir.passblame import BELOW, INPUT, NONE, PASS, PIPELINE, first_difference
-from tritongate.ir.passdumps import (PassDump, PassDumps, canonical_names, compile_with_dumps, normalize_pass_text,
-                                     parse_dump_stream)
+from tritongate.ir.passdumps import (PassDump, PassDumps, _stage_hook, canonical_names, compile_with_dumps,
+                                     normalize_pass_text, parse_dump_stream)
 
 
 @triton.jit
@@ -190,6 +190,37 @@ def test_the_parser_names_each_pass_its_stage_level_output_and_internal_steps() 
         normalize_pass_text(pipe.input)
     assert combine.title == "on k" and "!dbg" not in combine.normalized
     assert normalize_pass_text(first) == "module {\n  tt.func @k(%v0: i32) { tt.return }\n}\n"
+
+
+# headers as Triton 3.8.0's MLIR prints them (copied from a real cuda:90 compile of fma_kernel)
+STREAM_38 = """// tritongate-passdumps: stage ttir begin
+// -----// IR Dump Before InlinerPass: inline{default-pipeline=canonicalize inlining-threshold=4294967295 max-iterations=4 } ('builtin.module' operation) //----- //
+module { tt.func @k() { tt.return } }
+// -----// IR Dump Before CanonicalizerPass: canonicalize{cse-between-iterations=false    max-iterations=10 max-num-rewrites=-1 region-simplify=normal test-convergence=false top-down=true} ('tt.func' operation: @fma_kernel) //----- //
+module { tt.func @k() { tt.return } }
+// -----// IR Dump Before TritonCombineOps: triton-combine ('builtin.module' operation) //----- //
+module { tt.func @k() { tt.return } }
+// tritongate-passdumps: stage ttir mlir-output
+module { tt.func @k() { tt.return } }
+// tritongate-passdumps: stage ttir end
+"""
+
+
+def test_triton_38_headers_name_the_pass_by_its_argument() -> None:
+    # 3.8 prints "Before <Class>: <argument>{options} (...)"; 3.6 "Before <Class> (<argument>) (...)"
+    _, passes = parse_dump_stream(STREAM_38)
+    assert [(p.name, p.stage, p.level) for p in passes] == [
+        ("inline", "ttir", "mlir"), ("canonicalize", "ttir", "mlir"), ("triton-combine", "ttir", "mlir")]
+    assert passes[1].title == "CanonicalizerPass 'tt.func' operation: @fma_kernel"
+
+
+def test_the_stage_hook_answers_triton_37s_cache_key_call() -> None:
+    # Triton >= 3.7 calls the hook with no arguments first (key, hash = hook()), then with the stages
+    key, digest = _stage_hook()
+    assert key and len(digest) == 64
+    stages = {"ttir": lambda src, metadata: src + "!"}
+    assert _stage_hook(None, stages, None, None, None) is None
+    assert stages["ttir"]("ir", {}) == "ir!"  # wrapped, and still the stage
 
 
 def test_names_are_positional_and_strings_untouched() -> None:

@@ -42,6 +42,8 @@ FINALS = ("ttir", "ttgir", "llir", "ptx")
 _MARK = "// tritongate-passdumps: "
 
 _MLIR_BEFORE = re.compile(r"^// -----// IR Dump Before (\S+)(?: \(([^()'\s]+)\))?(?: \((.*)\))? //----- //\s*$")
+# MLIR as Triton 3.8 links it: "Before InlinerPass: inline{default-pipeline=...} ('builtin.module' operation)"
+_MLIR_BEFORE_ARGS = re.compile(r"^// -----// IR Dump Before (\S+): ([^\s{(]+)(?:\{.*?\})? \(('[^']*' operation.*)\) //----- //\s*$")
 _PIPELINER = re.compile(r"^// -----// SoftwarePipeliner internal IR Dump After: (.*?)\s*$")
 _LLVM_NEW = re.compile(r"^; \*\*\* IR Dump After (.+?) on (.+?) \*\*\*\s*$")
 _LLVM_LEGACY = re.compile(r"^\*\*\* IR Dump After (.+?) \*\*\*\s*$")
@@ -172,6 +174,8 @@ def _header(line: str) -> tuple[str, str, str] | None:
         return None
     if m := _MLIR_BEFORE.match(line):
         return "mlir", m.group(2) or m.group(1), m.group(1) + (f" {m.group(3)}" if m.group(3) else "")
+    if m := _MLIR_BEFORE_ARGS.match(line):
+        return "mlir", m.group(2), f"{m.group(1)} {m.group(3)}"
     if m := _PIPELINER.match(line):
         return "internal", m.group(1), "SoftwarePipeliner"
     if m := _LLVM_NEW.match(line):
@@ -314,8 +318,16 @@ def _mark(text: str) -> None:
     os.write(2, (_MARK + text + "\n").encode("utf-8"))
 
 
-def _stage_hook(backend: Any, stages: dict[str, Any], options: Any, language: Any, capability: Any) -> None:
-    """Wrap every stage: a marker before it; after an MLIR stage the module as it left it."""
+_HOOK_KEY = "tritongate-passdumps-1"
+
+
+def _stage_hook(backend: Any = None, stages: dict[str, Any] | None = None, options: Any = None,
+                language: Any = None, capability: Any = None) -> tuple[str, str] | None:
+    """Wrap every stage: a marker before it; after an MLIR stage the module as it left it.
+    Triton 3.7 and later also call the hook with no arguments for the part of the cache key it
+    adds (``compiler.compile``: ``key, hash = hook()``); 3.6 only calls it with the stages."""
+    if stages is None:
+        return _HOOK_KEY, hashlib.sha256(_HOOK_KEY.encode()).hexdigest()
     for name, fn in list(stages.items()):
         def run(src: Any, metadata: Any, _fn: Any = fn, _name: str = name) -> Any:
             _mark(f"stage {_name} begin")
@@ -326,6 +338,7 @@ def _stage_hook(backend: Any, stages: dict[str, Any], options: Any, language: An
             _mark(f"stage {_name} end")
             return result
         stages[name] = run
+    return None
 
 
 def _child(spec_path: Path, out: Path) -> int:

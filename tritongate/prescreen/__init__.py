@@ -96,6 +96,15 @@ def run_prescreen(record: Path, base_python: str, cand_python: str, out: Path, *
     return judge(record, out, suite=suite)
 
 
+def _refuse_earlier(out: Path, names: list[str], step: str) -> None:
+    """A folder holding an earlier pre-screen's output is refused: a recompile appends to an
+    IR index, so two runs' variants would mix and pair as if one build made both."""
+    found = [n for n in names if (out / n).exists() or (out / n).is_symlink()]
+    if found:
+        raise UsageError(f"--out {out}: holds an earlier pre-screen's {', '.join(found)}; {step} writes into a "
+                         "folder without them (a fresh --out, or remove them)")
+
+
 def prepare_side(record: Path, pythons: Mapping[str, str], out: Path, *, suite: str | None = None) -> None:
     """One build's half (or both, given both): runs that build's code, writes what ``judge`` reads."""
     from tritongate.rundir import load_run
@@ -105,6 +114,8 @@ def prepare_side(record: Path, pythons: Mapping[str, str], out: Path, *, suite: 
     for side, py in pythons.items():
         if not (Path(py).is_file() and os.access(py, os.X_OK)):
             raise UsageError(f"--{side}-python {py}: not an executable file")
+    _refuse_earlier(out, [n for side in pythons for n in (f"ir-{side}", f"capture-{side}", side_json(side))],
+                    "--side" if len(pythons) == 1 else "--out")
     run = load_run(record)
     prepare_sides(record, pythons, out, suite=_suite_of(run.identity, suite),
                   rows=sorted({r.key for r in run.rows}), target=_target(record).target)
@@ -117,6 +128,7 @@ def judge(record: Path, out: Path, *, suite: str | None = None) -> PrescreenResu
 
     record, out = Path(record), Path(out)
     _check_record(record)
+    _refuse_earlier(out, [IR_DIFF, PRESCREEN_JSON, VERDICT_DIR], "--judge")
     run = load_run(record)
     _suite_of(run.identity, suite)  # a record that names no suite is refused here too
     sides = {side: read_side(out, side, record) for side in SIDES}
