@@ -276,11 +276,12 @@ def report(results: dict[str, Any], groups: dict[str, tuple[str, ...]], tgz: Pat
     ns = [r["samples_per_side"] for s in results.values() for r in s["rows"].values()]
     return lines + [
         "## Caveats", "",
-        "- **The planted spin was uneven.** In these runs the plant varied per candidate process: one worker pair "
-        "measured about half the effect of the others on every row (the spin was converted from ns to SM cycles at a "
-        "clock read while the GPU was still ramping up from idle; see the per-worker-pair effects above, where pair "
-        "ids >= 8 are the confirming pairs a call is measured again on). Planted catches here therefore measure a "
-        "plant of uneven size, smaller than aimed on part of the rounds. A/A counts are unaffected.",
+        "- **Is the plant even?** A plant is the same spin in every candidate process only if each process converts "
+        "it to SM cycles alike. Per planted step, the worker pairs' effects (median over rows) range: " + "; ".join(
+            f"`{st}` {100 * min(results[st]['worker_pair_effect'].values()):+.1f} to "
+            f"{100 * max(results[st]['worker_pair_effect'].values()):+.1f} %" for st in PLANTED) +
+        ". Pair ids >= 8 are the confirming pairs a call is measured again on. A spread of 2x or more means "
+        "catches here measure an uneven plant, not the gate at the aimed size. A/A counts are unaffected.",
         f"- Sample counts are the gate's: each row ran {min(ns)}-{max(ns)} samples a side, chosen by the gate's "
         "adaptive schedule (more rounds where it was unsure, plus confirmation rounds on other worker pairs after a "
         "call). Peers get those same samples, taken as independent values, although they come in paired rounds.",

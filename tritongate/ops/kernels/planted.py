@@ -41,7 +41,7 @@ def peak_clock_ghz(device: Any) -> float:
     model. A rate measured per process was not: one program spinning on one SM does not bring
     the clock up the way a full kernel does, and processes read 0.8-2.0 GHz on one H100 (after
     100 ms of warm-up, the fastest of three readings), so one plan planted spins 2.5x apart in
-    different worker pairs (``bench/results/2026-12-05_h100_fixed_plant.md``). A spin of fixed
+    different worker pairs (``bench/results/2026-12-05_h100_plant_measured_clock.md``). A spin of fixed
     cycles costs both sides of a paired round the same, whatever clock the GPU runs at then."""
     from triton.runtime import driver
 
