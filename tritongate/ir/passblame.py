@@ -155,9 +155,13 @@ def first_difference(base: PassDumps | Sequence[PassDump], cand: PassDumps | Seq
     added: list[str] = []
     removed: list[str] = []
     found: Blame | None = None
+    # A different pipeline input is the frontend's change only while it lasts: a difference the
+    # first passes absorb (3.6 vs 3.7 mangle an inlined helper's name, gone after `inline`) is not
+    # what makes the code differ, so the search goes on from the first equal output.
+    input_blame: Blame | None = None
     if base_input and cand_input and not same_ir(base_input, cand_input, "mlir"):
-        found = Blame(INPUT, "(input)", b[0].stage if b else "", "mlir", input_equal=False,
-                      excerpt=_diff(base_input, cand_input, "mlir", "input"), **common)
+        input_blame = Blame(INPUT, "(input)", b[0].stage if b else "", "mlir", input_equal=False,
+                            excerpt=_diff(base_input, cand_input, "mlir", "input"), **common)
     last_change: tuple[str, PassDump, int, int] | None = None  # the first since the last equal pass
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
@@ -173,8 +177,11 @@ def first_difference(base: PassDumps | Sequence[PassDump], cand: PassDumps | Seq
                 break
             bp, cp = b[i], c[j]
             if same_ir(bp.text, cp.text, bp.level):
-                last_change = None
+                last_change = input_blame = None
                 continue
+            if input_blame is not None:  # different from the input on, never equal since
+                found = input_blame
+                break
             (in_b, level_b), (in_c, level_c) = _input(b, i, base_input), _input(c, j, cand_input)
             input_equal = (None if in_b is None or in_c is None or level_b != level_c
                            else same_ir(in_b, in_c, level_b))
@@ -186,6 +193,7 @@ def first_difference(base: PassDumps | Sequence[PassDump], cand: PassDumps | Seq
             found = replace(found, excerpt=_diff(bp.text, cp.text, bp.level, _label(bp)), **common)
     tail = {"added": tuple(added), "removed": tuple(removed), "levels": levels,
             "first_level": next((k for k, v in levels if v), "")}
+    found = found or input_blame
     if found is not None:
         return replace(found, **tail)
     if last_change is not None and tail["first_level"]:  # the last passes differ, and then the code

@@ -45,15 +45,3 @@ def test_the_delay_is_compiled_in_only_when_planted(fn, consts, elem):
     assert "%clock64" not in plain and "atom." not in plain
     # the spin counts SM cycles; programs share nothing (no atomics), so no process pays more
     assert "%clock64" in planted and "%globaltimer" not in planted and "atom." not in planted
-
-
-def test_the_clock_rate_probe_reads_both_counters():
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    from tritongate.ops.kernels.planted import _clock_rate_kernel
-
-    src = ASTSource(fn=_clock_rate_kernel, signature={"out_ptr": "*i64", "cycles": "i64"})
-    ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
-    assert "%clock64" in ptx and "%globaltimer" in ptx
