@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gzip
 import hashlib
 import json
 import os
@@ -37,6 +38,7 @@ from tritongate.ir.index import CompiledVariant
 from tritongate.ir.normalize import normalize_ptx, normalize_ttgir, strip_abs_paths
 
 DUMP_LOG = "dumps.log"  # the child's stderr: every dump and stage marker, raw
+DUMP_LOG_GZ = DUMP_LOG + ".gz"  # as kept: 60-70 MB a matmul or attention kernel raw, about 20x less gzipped
 COMPILED_JSON = "compiled.json"  # what the child compiled, with which build, how long
 FINALS = ("ttir", "ttgir", "llir", "ptx")
 _MARK = "// tritongate-passdumps: "
@@ -293,6 +295,9 @@ def compile_with_dumps(python: str, variant: CompiledVariant, target: str, out: 
         tail = (out / DUMP_LOG).read_bytes()[-1500:].decode("utf-8", "replace")
         raise RuntimeError(f"{python}: compiling {variant.kernel} with dumps failed (exit {done.returncode}): "
                            f"{tail.strip().splitlines()[-1] if tail.strip() else 'no output'}")
+    with open(out / DUMP_LOG, "rb") as raw, gzip.open(out / DUMP_LOG_GZ, "wb", compresslevel=6) as packed:
+        shutil.copyfileobj(raw, packed, 1 << 20)
+    (out / DUMP_LOG).unlink()
     return load_dumps(out, extra={"wall_s": round(wall, 3)})
 
 
@@ -301,7 +306,12 @@ def load_dumps(folder: Path, *, extra: Mapping[str, Any] | None = None) -> PassD
     folder = Path(folder)
     meta = json.loads((folder / COMPILED_JSON).read_text(encoding="utf-8"))
     t0 = time.monotonic()
-    first, passes = parse_dump_stream((folder / DUMP_LOG).read_text(encoding="utf-8", errors="replace"))
+    if (folder / DUMP_LOG).is_file():
+        text = (folder / DUMP_LOG).read_text(encoding="utf-8", errors="replace")
+    else:
+        with gzip.open(folder / DUMP_LOG_GZ, "rt", encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    first, passes = parse_dump_stream(text)
     finals = {kind: (folder / f"final.{kind}").read_text(encoding="utf-8", errors="replace")
               for kind in FINALS if (folder / f"final.{kind}").is_file()}
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
