@@ -179,9 +179,8 @@ def first_difference(base: PassDumps | Sequence[PassDump], cand: PassDumps | Seq
             if same_ir(bp.text, cp.text, bp.level):
                 last_change = input_blame = None
                 continue
-            if input_blame is not None:  # different from the input on, never equal since
-                found = input_blame
-                break
+            if input_blame is not None:  # still the input's difference, carried: not this pass's
+                continue
             (in_b, level_b), (in_c, level_c) = _input(b, i, base_input), _input(c, j, cand_input)
             input_equal = (None if in_b is None or in_c is None or level_b != level_c
                            else same_ir(in_b, in_c, level_b))
