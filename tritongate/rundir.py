@@ -240,16 +240,6 @@ def terminal_safe(value: Any) -> str:
     return value if isinstance(value, str) and len(value) < 40 and value.isprintable() else short(value)
 
 
-def load_run_docs(path: Path, *, allow_incomplete: bool = False) -> tuple[ResultsDoc, dict[str, Any]]:
-    """A run directory's validated ``results.json`` and its identity, the rows' stored
-    summaries not yet checked against their samples: for a reader that checks them its own way
-    (``history``, many runs at once). Checks the rest of what ``load_run`` checks (versions,
-    schema, one row per key, completeness) and raises as it does.
-    """
-    with gc_paused():
-        return _load_docs(Path(path), allow_incomplete=allow_incomplete)
-
-
 def _load_docs(path: Path, *, allow_incomplete: bool) -> tuple[ResultsDoc, dict[str, Any]]:
     if not path.is_dir():
         raise RunDirError(f"{path} is not a directory; pass a run directory printed by "

@@ -27,12 +27,8 @@ def _short_call(pairing: PairInfo | None, rounds: int | None) -> bool:
     return pairing is not None and rounds is not None and rounds < pairing.confirm_rounds
 
 
-def judge_row(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict:
-    return judge_rows([(base, cand)], policy)[0]
-
-
 def judge_rows(pairs: Sequence[tuple[Row, Row]], policy: GatePolicy) -> list[RowVerdict]:
-    """``judge_row`` of each (base, candidate) pair; the timed rows' decisions are made
+    """The verdict of each (base, candidate) pair; the timed rows' decisions are made
     together (``batch.decide_rows``: what rows share is computed once)."""
     early = [_untimed(b, c, policy) for b, c in pairs]
     timed = [(i, _timed(b, c, policy)) for i, ((b, c), v) in enumerate(zip(pairs, early)) if v is None]
