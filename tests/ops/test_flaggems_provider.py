@@ -25,7 +25,7 @@ from tritongate.suites import load_suite, ops_dir
 ROOT = Path(__file__).resolve().parents[2]
 STAND_IN = Path(__file__).resolve().parent / "stand_in"
 OPS = ROOT / "ops"
-STAND_IN_OPS = ("add", "exp", "mm", "softmax", "sum_dim")
+STAND_IN_OPS = ("add", "cumsum", "exp", "mm", "softmax", "sum_dim")
 
 
 def _forget_flag_gems() -> None:

@@ -29,6 +29,7 @@ from tritongate.ir.capture import CAPTURE_ONLY_ENV
 from tritongate.ir.diff import split_row
 from tritongate.ir.index import INDEX, CompiledVariant, read_index
 from tritongate.ir.specialize import CAPTURE_TARGET_ENV
+from tritongate.prescreen.provider_capture import read_not_capturable
 from tritongate.prescreen.sides import run_both
 
 RowKey = tuple[str, str, str]
@@ -67,10 +68,29 @@ def capture_cmd(python: str, record: Path, suite: str, rows: list[RowKey], out: 
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
     env.update({"TRITON_INTERPRET": "1", CAPTURE_ONLY_ENV: "1", CAPTURE_TARGET_ENV: target})
     env.pop("CUDA_VISIBLE_DEVICES", None)
+    if _provider_suite(suite):  # FlagGems cannot run on the interpreter: its own capture, real JIT kernels
+        env.pop("TRITON_INTERPRET")
+        return [python, "-m", PROVIDER_CAPTURE, "--record", str(record), "--suite", suite, "--target", target,
+                "--only-rows", str(rows_file), "--out", str(out)], env
     cmd = [python, "-m", "tritongate", "run", "--suite", suite, "--backend", "cpu", "--replay-from", str(record),
            "--only-rows", str(rows_file), "--rounds", "1", "--samples-per-round", "1", "--out", str(out),
            "--color", "never"]
     return cmd, env
+
+
+PROVIDER_CAPTURE = "tritongate.cli.provider_capture"
+
+
+def _provider_suite(suite: str) -> bool:
+    """Whether ``suite`` takes its ops from FlagGems (a suite that does not load is left to
+    ``tritongate run`` to refuse, as before)."""
+    from tritongate.errors import GateError
+    from tritongate.suites import load_suite
+
+    try:
+        return load_suite(suite).provider == "flaggems"
+    except GateError:
+        return False
 
 
 def capture_both(pythons: Mapping[str, str], record: Path, suite: str, rows: list[RowKey], out: Path,
@@ -104,11 +124,16 @@ def respecialized_rows(record_ir: Path, base_ir: Path | None, cand_ir: Path | No
                else "both builds' captures of what they launch failed")
         return {k: why for k in rows}
     recorded, base, cand = launched_by_row(record_ir), launched_by_row(base_ir), launched_by_row(cand_ir)
+    # a provider capture says why it could not capture a row
+    unknown = {side: read_not_capturable(ir.parent) for side, ir in (("base", base_ir), ("candidate", cand_ir))}
     out: dict[RowKey, str] = {}
     for key in rows:
         b, c = base.get(key), cand.get(key)
         if not b or not c:
-            out[key] = f"the {'base' if not b else 'candidate'} build's capture launched nothing for this row"
+            side = "base" if not b else "candidate"
+            said = unknown[side].get(key)
+            out[key] = (f"the {side} build could not capture this row's launches on a CPU: {said}" if said else
+                        f"the {side} build's capture launched nothing for this row")
         elif b != c:
             out[key] = (f"the builds launch different variants ({len(b - c)} only under the base, "
                         f"{len(c - b)} only under the candidate)")
