@@ -4,12 +4,22 @@
 # (never by `${{ }}` inside a script). Outputs go to $GITHUB_OUTPUT; run directories under
 # $RUNNER_TEMP/tritongate.
 #
+#   check-stage    TG_STAGE is one the action has: gate (the GPU job), prescreen-base and
+#                  prescreen-cand (one build's half of the pre-screen each, a CPU job each),
+#                  judge (the pre-screen's verdict from the two halves, a job with no build)
+#   build          build.sh build (the compiler's build) contained: see `contained` below
 #   find-baseline  the store's record for this suite, runner class and GPU (state ok|stale|
-#                  mismatched|missing|no-gpu); `no-gpu`: stage prescreen without the gpu input
+#                  mismatched|missing|no-gpu), looked up by LOOKUP_PY (contained: in a side
+#                  job it is a build's interpreter); `no-gpu`: a CPU stage without the gpu input
 #   record         the fallback: record a baseline with the base build (refused when
 #                  TG_REQUIRE=true)
-#   prescreen      ci/prescreen.py: which rows' kernels the PR changes (rows_changed,
-#                  rows_total, ir-diff, and a verdict folder when none changed)
+#   prescreen-side one build's half of the pre-screen (TG_SIDE base|cand: ci/prescreen.py
+#                  --side, contained) into $RUNNER_TEMP/tritongate/prescreen-SIDE: outputs
+#                  side, side-dir (for the upload) and exit-code; it decides nothing
+#   judge          ci/prescreen.py --judge over the two halves downloaded into
+#                  $RUNNER_TEMP/tritongate/prescreen (untrusted data: links refused), by
+#                  JUDGE_PY, an interpreter holding no build: rows_changed, rows_total,
+#                  ir-diff, and a verdict folder when no row changed
 #   pair           the paired check, --strict (a rejected or not-comparable row fails the PR:
 #                  docs/ci.md says why); with TG_CHANGED_FROM, only the rows that folder names.
 #                  Its exit code is pair's: 2 also when it judged no row (the verdict says so)
@@ -26,6 +36,60 @@ mkdir -p "$work"
 source "$(dirname "${BASH_SOURCE[0]}")/outputs.sh"  # out NAME VALUE
 ops_args() { if [[ -n "${TG_OPS:-}" ]]; then printf '%s\n' --ops "$TG_OPS"; fi; }
 
+# contained OUTFILE "KEY ..." COMMAND [ARG ...]: run COMMAND (a compiler build, a pre-screen
+# side: a build's own code runs in it) without the runner's file commands and tokens, in a
+# throwaway HOME, with workflow commands stopped while it prints. Its GITHUB_OUTPUT is OUTFILE,
+# a file of this step's own; of what is written there, only the named outputs reach the step's
+# (one line each, through `out`). A casual or accidental write to $GITHUB_ENV (BASH_ENV=...)
+# or $GITHUB_OUTPUT (rows_changed=0) then reaches nothing. Not a sandbox: the code still runs as
+# the runner user (docs/adopting.md, "What the gate does not defend against").
+contained() {
+  local outfile="$1" keep="$2" home rc=0 token line name
+  shift 2
+  home="${RUNNER_TEMP:?}/tritongate-pr/home-$$-$RANDOM"
+  mkdir -p "$home"
+  : > "$outfile"
+  # a `~` in the build cache's path is the runner user's home, not the throwaway one
+  if [[ -n "${TG_CACHE_ROOT:-}" ]]; then export TG_CACHE_ROOT="${TG_CACHE_ROOT/#\~/$HOME}"; fi
+  token="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+  echo "::stop-commands::$token"
+  env -u GITHUB_ENV -u GITHUB_PATH -u GITHUB_STEP_SUMMARY -u GITHUB_STATE -u GITHUB_TOKEN \
+    -u ACTIONS_RUNTIME_TOKEN -u ACTIONS_RUNTIME_URL -u ACTIONS_RESULTS_URL -u ACTIONS_CACHE_URL \
+    -u ACTIONS_ID_TOKEN_REQUEST_TOKEN -u ACTIONS_ID_TOKEN_REQUEST_URL \
+    HOME="$home" GITHUB_OUTPUT="$outfile" "$@" || rc=$?
+  echo "::$token::"
+  while IFS= read -r line || [[ -n "$line" ]]; do
+    name="${line%%=*}"
+    if [[ "$line" == *=* && " $keep " == *" $name "* ]]; then out "$name" "${line#*=}"; fi
+  done < "$outfile"
+  return "$rc"
+}
+
+own_output() {  # removed with the job's PR builds (the action's last steps)
+  mkdir -p "${RUNNER_TEMP:?}/tritongate-pr"
+  mktemp "$RUNNER_TEMP/tritongate-pr/output.XXXXXX"
+}
+
+check_stage() {
+  case "${TG_STAGE:-}" in
+    gate|prescreen-base|prescreen-cand|judge) echo "stage: $TG_STAGE" ;;
+    prescreen)
+      echo "::error::stage prescreen was split: run prescreen-base and prescreen-cand (one build each, CPU jobs) and judge (a job with no build) as the recipes do (docs/adopting.md)"
+      exit 2 ;;
+    *) echo "::error::stage must be gate, prescreen-base, prescreen-cand or judge, got '${TG_STAGE:-}'"; exit 2 ;;
+  esac
+}
+
+build() {
+  local rc=0
+  contained "$(own_output)" "python commit built patch-sha256" \
+    bash "$root/.github/actions/build-compiler/build.sh" build || rc=$?
+  if (( rc != 0 )); then
+    echo "::error title=build-compiler::the compiler build failed (exit $rc): its error is in the log above"
+    exit "$rc"
+  fi
+}
+
 find_baseline() {
   local gpu days="${TG_MAX_AGE_DAYS:-}"
   # A suite path is the caller's file, relative to the workspace (not to tritongate's folder).
@@ -37,7 +101,7 @@ find_baseline() {
   [[ -n "$days" ]] || days=7
   if [[ "${TG_BACKEND:-cuda}" == cpu ]]; then
     gpu=cpu
-  elif [[ "${TG_STAGE:-gate}" == prescreen ]]; then
+  elif [[ "${TG_STAGE:-gate}" != gate ]]; then  # a CPU stage of the pre-screen: no GPU to ask
     gpu="${TG_GPU:-}"
     if [[ -z "$gpu" ]]; then
       echo "no gpu input: the pre-screen cannot pick the GPU's baseline; the GPU job runs every row"
@@ -48,9 +112,16 @@ find_baseline() {
     gpu="$("$BASE_PY" -c 'import torch; print(torch.cuda.get_device_name(0))')"
   fi
   echo "device: $gpu; store: ${TG_STORE:-?}"
-  "$BASE_PY" "$root/ci/find_baseline.py" --store baseline-store --suite "$TG_SUITE" \
+  local own rc=0
+  own="$(own_output)"
+  contained "$own" "state record reason refresh age_days" \
+    "${LOOKUP_PY:-$BASE_PY}" "$root/ci/find_baseline.py" --store baseline-store --suite "$TG_SUITE" \
     --runner-class "$TG_RUNNER_CLASS" --gpu "$gpu" --backend "$TG_BACKEND" --max-age-days "$days" \
-    --github-output "$GITHUB_OUTPUT" --state-out "$work/baseline-state.json"
+    --github-output "$own" --state-out "$work/baseline-state.json" || rc=$?
+  if (( rc != 0 )); then
+    echo "::error::the baseline lookup failed (exit $rc): its error is in the log above"
+    exit "$rc"
+  fi
 }
 
 record() {
@@ -74,14 +145,47 @@ record() {
   out record "$record"
 }
 
-prescreen() {
-  local dir="$work/prescreen" rc=0
-  # --suite: each build replays the baseline with it, to see what it launches for each row
-  "$BASE_PY" "$root/ci/prescreen.py" --baseline "$RECORD" --base-python "$BASE_PY" --cand-python "$CAND_PY" \
-    --suite "$TG_SUITE" --out "$dir" || rc=$?
+prescreen_side() {
+  local side="${TG_SIDE:-}" py dir rc=0
+  case "$side" in
+    base) py="${BASE_PY:-}" ;;
+    cand) py="${CAND_PY:-}" ;;
+    *) echo "::error::TG_SIDE must be base or cand, got '$side'"; exit 2 ;;
+  esac
+  dir="$work/prescreen-$side"
+  out side "$side"
+  # --suite: the build replays the baseline with it, to see what it launches for each row.
+  # Its own interpreter runs it (in a side job it may be the only one), contained: the half
+  # is this build's output, and only the judge job reads anything into a verdict.
+  contained "$(own_output)" "" "$py" "$root/ci/prescreen.py" --baseline "$RECORD" --side "$side" \
+    "--$side-python" "$py" --suite "$TG_SUITE" --out "$dir" || rc=$?
   out exit-code "$rc"
   if (( rc != 0 )); then
-    echo "::warning::the pre-screen failed (exit $rc): the GPU job runs every row"
+    echo "::warning::the pre-screen's $side half failed (exit $rc): no judge, the GPU job runs every row"
+    return 0
+  fi
+  out side-dir "$dir"
+}
+
+judge() {
+  local dir="$work/prescreen" rc=0 link
+  # The halves are the side jobs' output (one of them ran the PR's build): data, never run or
+  # sourced here; ci/prescreen.py validates them, and no link may stand in for a file.
+  if [[ ! -d "$dir" ]]; then
+    echo "::error::no halves in $dir: the GPU job runs every row"
+    out exit-code 2
+    return 0
+  fi
+  link="$(find "$dir" -type l -print -quit)"
+  if [[ -n "$link" ]]; then
+    echo "::error::the downloaded halves hold a link (${link#"$dir/"}): refused; the GPU job runs every row"
+    out exit-code 2
+    return 0
+  fi
+  "$JUDGE_PY" -I "$root/ci/prescreen.py" --baseline "$RECORD" --judge --suite "$TG_SUITE" --out "$dir" || rc=$?
+  out exit-code "$rc"
+  if (( rc != 0 )); then
+    echo "::warning::the pre-screen's judge failed (exit $rc): the GPU job runs every row"
     return 0
   fi
   [[ -d "$dir/ir-diff" ]] && out ir-diff "$dir/ir-diff"
@@ -148,11 +252,15 @@ runner_class() {
 }
 
 case "${1:-}" in
+  check-stage) check_stage ;;
   runner-class) runner_class ;;
+  build) build ;;
   find-baseline) find_baseline ;;
   record) record ;;
-  prescreen) prescreen ;;
+  prescreen-side) prescreen_side ;;
+  judge) judge ;;
   pair) pair ;;
   note-pr) note_pr ;;
-  *) echo "usage: gate_steps.sh runner-class|find-baseline|record|prescreen|pair|note-pr" >&2; exit 2 ;;
+  *) echo "usage: gate_steps.sh check-stage|runner-class|build|find-baseline|record|prescreen-side|judge|pair|note-pr" >&2
+     exit 2 ;;
 esac

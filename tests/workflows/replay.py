@@ -246,7 +246,7 @@ def interpolate(value: Any, ev: Evaluator) -> Any:
     if not isinstance(value, str):
         return value
     whole = _EXPR.fullmatch(value.strip())
-    if whole:
+    if whole and "}}" not in whole.group(1):  # one expression, not `${{ a }}/x/${{ b }}`
         return ev.evaluate(whole.group(1))
     return _EXPR.sub(lambda m: to_string(ev.evaluate(m.group(1))), value)
 

@@ -2,7 +2,8 @@
 commit's first parent (a trusted venv of the shared cache, reused after its manifest check),
 the PR build is an overlay of that base with the merge commit's diff, really built from this
 machine's Triton with a real pass-pipeline patch; the runner class is the owner's by default.
-Stage prescreen with no store yet: the job stops after the builds and the baseline lookup."""
+Stage prescreen-cand (the PR build's half of the pre-screen: in mode auto it builds the base
+too, to overlay it) with no store yet: the job stops after the builds and the baseline lookup."""
 
 from __future__ import annotations
 
@@ -85,7 +86,7 @@ def test_auto_mode_gates_an_overlay_of_the_pr_against_the_base_build(tmp_path: P
            "GITHUB_EVENT_PATH": str(event_path), "GITHUB_SHA": repo.merge, "GITHUB_EVENT_NAME": "pull_request"}
     run = HoldingRun(workspace, runner_temp, {"github": github, "runner": {"temp": str(runner_temp)}, "vars": {}},
                  env, uses)
-    status, outputs = run.run_composite(PR_GATE_DIR, {"stage": "prescreen", "suite": "smoke", "backend": "cpu",
+    status, outputs = run.run_composite(PR_GATE_DIR, {"stage": "prescreen-cand", "suite": "smoke", "backend": "cpu",
                                                       "compiler-mode": "auto", "python": sys.executable}, {})
     steps, log = run.inner_steps, run.log()
     assert status == "success", log

@@ -1,8 +1,8 @@
 """The adoption recipes under examples/: linted (zizmor at the auditor persona,
 check-jsonschema with GitHub's workflow schema) and replayed against this repository's
 actions and reusable workflows (every input they pass exists, every required one is passed,
-the cross-org gate decides as pr-gate.yml does, and its pre-screen job runs through the real
-pr-gate action with a stand-in ci/prescreen.py)."""
+the cross-org gate decides as pr-gate.yml does, and its pre-screen jobs, both halves and the
+judge, run through the real pr-gate action with a stand-in ci/prescreen.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tests.workflows.replay import Evaluator, JobRun, condition, load_yaml
 from tests.workflows.test_gate_action import publish_store, server_with_store
 from tests.workflows.test_linters import run, tool
 from tests.workflows.test_pr_gate_steps import REPO, WORKFLOWS, clean_env, triggers
-from tests.workflows.test_prescreen_wiring import action_tree
+from tests.workflows.test_prescreen_wiring import Artifacts, action_tree
 
 EXAMPLES = REPO / "examples"
 RECIPES = sorted(EXAMPLES.glob("*/*.yml"))
@@ -87,7 +87,7 @@ def test_same_org_callers_grant_what_the_called_jobs_ask() -> None:
                 assert levels[granted.get(scope, "none")] >= levels[level], f"{path.name}: {job_id} needs {scope}"
 
 
-def _contexts(event: str, fixture: str, *, labels: tuple[str, ...], prescreen: str, changed: str) -> dict:
+def _contexts(event: str, fixture: str, *, labels: tuple[str, ...], judge: str, changed: str) -> dict:
     github = github_context(event, fixture)
     if "pull_request" in github["event"]:
         github["event"]["pull_request"]["labels"] = [{"name": name} for name in labels]
@@ -95,18 +95,19 @@ def _contexts(event: str, fixture: str, *, labels: tuple[str, ...], prescreen: s
     full = "pull_request" in github["event"] and "perf-full" in labels
     opt_in = {"run": "true", "full": "true" if full else "false"}
     return {"github": github, "vars": {}, "inputs": {},
-            "needs": {"prescreen": {"result": prescreen, "outputs": {"rows-changed": changed}},
+            "needs": {"judge": {"result": judge, "outputs": {"rows-changed": changed}},
+                      "prescreen": {"result": judge, "outputs": {}},
                       "opt-in": {"result": "success", "outputs": opt_in}}}
 
 
-@pytest.mark.parametrize("fixture, labels, prescreen, changed", list(itertools.product(
+@pytest.mark.parametrize("fixture, labels, judge, changed", list(itertools.product(
     [("pull_request", "pull_request.synchronize"), ("pull_request", "pull_request.synchronize.fork"),
      ("merge_group", "merge_group.checks_requested")],
     [(), ("perf-full",)], ["success", "failure", "skipped"], ["0", "3", "unknown", ""])))
-def test_the_cross_org_gate_decides_as_the_reusable_workflow(fixture, labels, prescreen, changed) -> None:
+def test_the_cross_org_gate_decides_as_the_reusable_workflow(fixture, labels, judge, changed) -> None:
     ours = load_yaml(WORKFLOWS / "pr-gate.yml")["jobs"]
     theirs = load_yaml(EXAMPLES / "cross-org" / "perf-gate.yml")["jobs"]
-    ctx = _contexts(fixture[0], fixture[1], labels=labels, prescreen=prescreen, changed=changed)
+    ctx = _contexts(fixture[0], fixture[1], labels=labels, judge=judge, changed=changed)
     for job in ("gate",):
         assert condition(theirs[job]["if"], Evaluator(ctx)) == condition(ours[job]["if"], Evaluator(ctx)), job
     ours_dl = next(s for s in ours["gate"]["steps"] if s.get("id") == "changed")
@@ -114,46 +115,59 @@ def test_the_cross_org_gate_decides_as_the_reusable_workflow(fixture, labels, pr
     assert condition(theirs_dl["if"], Evaluator(ctx)) == condition(ours_dl["if"], Evaluator(ctx))
     # the pre-screen too (the reusable's compiler-mode and prescreen inputs at the recipe's values)
     screened = {**ctx, "inputs": {"compiler-mode": "source", "prescreen": True}}
-    assert condition(theirs["prescreen"]["if"], Evaluator(screened)) == condition(ours["prescreen"]["if"],
-                                                                                    Evaluator(screened))
+    for job in ("prescreen", "judge"):
+        assert condition(theirs[job]["if"], Evaluator(screened)) == condition(ours[job]["if"], Evaluator(screened))
 
 
 @pytest.mark.slow
-def test_the_cross_org_prescreen_job_runs_through_the_action(tmp_path: Path) -> None:
-    """The recipe's pre-screen job, its `uses:` resolved to this repository's action (a copy
-    with a stand-in ci/prescreen.py); the one change: a cpu record of the smoke suite in mode
+def test_the_cross_org_prescreen_jobs_run_through_the_action(tmp_path: Path) -> None:
+    """The recipe's pre-screen jobs (its two halves, then the judge), their `uses:` resolved to
+    this repository's action (a copy with a stand-in ci/prescreen.py), the halves handed over
+    through a local artifact store; the one change: a cpu record of the smoke suite in mode
     installed instead of source builds and the `pr` suite on a GPU's baseline."""
     store = publish_store(tmp_path / "s")
-    action_dir = action_tree(tmp_path)
-    job = load_yaml(EXAMPLES / "cross-org" / "perf-gate.yml")["jobs"]["prescreen"]
-    workspace, runner_temp = tmp_path / "ws", tmp_path / "temp"
-    workspace.mkdir()
-    runner_temp.mkdir()
     server = server_with_store(tmp_path, store)
-    github = github_context("pull_request", "pull_request.synchronize", server_url=server.as_uri(), token="t")
-    (tmp_path / "event.json").write_text(json.dumps(github["event"]))
-    contexts = {"github": github, "vars": {}, "inputs": {}, "runner": {"temp": str(runner_temp), "os": "Linux"},
-                "needs": {"opt-in": {"result": "success", "outputs": {"run": "true", "full": "false"}}}}
-    assert condition(job["if"], Evaluator(contexts))
-    uploads: dict[str, dict] = {}
+    artifacts = Artifacts(tmp_path / "artifacts")
+    jobs = load_yaml(EXAMPLES / "cross-org" / "perf-gate.yml")["jobs"]
+    outputs = {}
+    for name, matrix in (("prescreen", {"side": "base"}), ("prescreen", {"side": "cand"}), ("judge", {})):
+        where = tmp_path / f"{name}-{matrix.get('side', '')}"
+        action_dir = action_tree(where)
+        workspace, runner_temp = where / "ws", where / "temp"
+        workspace.mkdir()
+        runner_temp.mkdir()
+        github = github_context("pull_request", "pull_request.synchronize", server_url=server.as_uri(), token="t")
+        (where / "event.json").write_text(json.dumps(github["event"]))
+        contexts = {"github": github, "vars": {}, "inputs": {}, "matrix": matrix,
+                    "runner": {"temp": str(runner_temp), "os": "Linux"},
+                    "needs": {"opt-in": {"result": "success", "outputs": {"run": "true", "full": "false"}},
+                              "prescreen": {"result": "success", "outputs": {}}}}
+        assert condition(jobs[name]["if"], Evaluator(contexts)), name
 
-    def uses(run_: JobRun, step: dict, with_values: dict):
-        if TG_USES.match(step["uses"]):
-            values = {**with_values, "runner-class": "cpu-ci", "suite": "smoke", "backend": "cpu",
-                      "compiler-mode": "installed", "python": sys.executable}
-            return run_.run_composite(action_dir, values, run_.current_env)
-        if step["uses"].startswith("actions/upload-artifact@"):
-            uploads[with_values["name"]] = with_values
-            return None
-        raise AssertionError(step["uses"])
+        def uses(run_: JobRun, step: dict, with_values: dict, action_dir: Path = action_dir):
+            if TG_USES.match(step["uses"]):
+                values = {**with_values, "runner-class": "cpu-ci", "suite": "smoke", "backend": "cpu",
+                          "compiler-mode": "installed", "python": sys.executable}
+                return run_.run_composite(action_dir, values, run_.current_env)
+            if step["uses"].startswith("actions/upload-artifact@"):
+                artifacts.upload(with_values)
+                return None
+            if step["uses"].startswith("actions/download-artifact@"):
+                return artifacts.download(with_values)
+            if step["uses"].startswith("actions/setup-python@"):
+                return "success", {"python-path": sys.executable}
+            raise AssertionError(step["uses"])
 
-    env = {**clean_env(tmp_path, workspace, runner_temp), "GITHUB_SERVER_URL": server.as_uri(),
-           "GITHUB_EVENT_PATH": str(tmp_path / "event.json"), "FAKE_CHANGED": "0"}
-    job_run = JobRun(workspace, runner_temp, contexts, env, uses)
-    assert job_run.run_job(job) == "success", job_run.log()
-    outputs = job_run.contexts["steps"]["gate"]["outputs"]
-    assert outputs["rows-changed"] == "0" and outputs["key"] == "cpu-ci-smoke"
-    assert "tritongate-verdict-cpu-ci-smoke" in uploads and "tritongate-prescreen-cpu-ci-smoke" in uploads
+        env = {**clean_env(where, workspace, runner_temp), "GITHUB_SERVER_URL": server.as_uri(),
+               "GITHUB_EVENT_PATH": str(where / "event.json"), "FAKE_CHANGED": "0"}
+        job_run = JobRun(workspace, runner_temp, contexts, env, uses)
+        job_run.fakes["judge-deps"] = {}  # pip install from PyPI: this interpreter has them
+        assert job_run.run_job(jobs[name]) == "success", job_run.log()
+        outputs[name, matrix.get("side")] = job_run.contexts["steps"]
+    judged = outputs["judge", None]["judge"]["outputs"]
+    assert judged["rows-changed"] == "0" and judged["key"] == "cpu-ci-smoke"
+    assert {"tritongate-half-base-cpu-ci-smoke", "tritongate-half-cand-cpu-ci-smoke", "tritongate-verdict-cpu-ci-smoke",
+            "tritongate-prescreen-cpu-ci-smoke"} <= set(artifacts.uploaded)
 
 
 def test_adopting_md_names_only_files_and_figures_that_exist() -> None:

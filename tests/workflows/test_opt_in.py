@@ -219,7 +219,7 @@ def test_the_result_check_fails_when_not_opted_in(tmp_path, opted_in: str, passe
     step = load_yaml(WORKFLOWS / "pr-gate.yml")["jobs"]["result"]["steps"][0]
     (tmp_path / "s.sh").write_text(step["run"])
     env = {"PATH": os.environ["PATH"], "OPTED_IN": opted_in, "OPT_IN_REASON": "opt-in: add the label `perf`",
-           "GATE": "success" if passes else "skipped", "PRESCREEN": "skipped",
+           "GATE": "success" if passes else "skipped", "JUDGE": "skipped",
            "GITHUB_STEP_SUMMARY": str(tmp_path / "summary")}
     proc = subprocess.run(["bash", "-eo", "pipefail", str(tmp_path / "s.sh")], env=env, capture_output=True, text=True)
     assert (proc.returncode == 0) is passes
@@ -232,11 +232,13 @@ def test_not_opted_in_skips_both_the_prescreen_and_the_gpu() -> None:
     ctx = {"github": github_context("pull_request", "pull_request.synchronize"), "vars": {},
            "inputs": {"compiler-mode": "source", "prescreen": True},
            "needs": {"opt-in": {"result": "success", "outputs": {"run": "false", "full": "false"}},
-                     "prescreen": {"result": "skipped", "outputs": {}}}}
-    assert condition(jobs["prescreen"]["if"], Evaluator(ctx)) is False
-    assert condition(jobs["gate"]["if"], Evaluator(ctx)) is False
+                     "prescreen": {"result": "skipped", "outputs": {}},
+                     "judge": {"result": "skipped", "outputs": {}}}}
+    for job in ("prescreen", "judge", "gate"):
+        assert condition(jobs[job]["if"], Evaluator(ctx)) is False, job
     ctx["needs"]["opt-in"]["outputs"] = {"run": "true", "full": "true"}  # perf-full: straight to the GPU, every row
     assert condition(jobs["prescreen"]["if"], Evaluator(ctx)) is False
+    assert condition(jobs["judge"]["if"], Evaluator(ctx)) is False
     assert condition(jobs["gate"]["if"], Evaluator(ctx)) is True
 
 

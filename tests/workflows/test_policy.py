@@ -240,8 +240,8 @@ def test_pr_gate_is_reusable_gated_and_prescreened() -> None:
         assert name in inputs, name
     assert "tritongate-repo" not in inputs, "the workflow knows its own repository (job.workflow_repository)"
     jobs_ = doc["jobs"]
-    pre, gate, result = jobs_["prescreen"], jobs_["gate"], jobs_["result"]
-    for job in (pre, gate):
+    pre, judge, gate, result = jobs_["prescreen"], jobs_["judge"], jobs_["gate"], jobs_["result"]
+    for job in (pre, judge, gate):
         assert "TRITONGATE_FORK_APPROVAL" in job["if"] and "head.repo.full_name" in job["if"]
         assert job["concurrency"]["cancel-in-progress"] is True
         assert "runner-class" in job["concurrency"]["group"] and "pull_request.number" in job["concurrency"]["group"]
@@ -250,14 +250,16 @@ def test_pr_gate_is_reusable_gated_and_prescreened() -> None:
         assert checkout["with"]["ref"] == "${{ job.workflow_sha }}"
         assert checkout["with"]["repository"] == "${{ job.workflow_repository }}"
         action = next(s for s in job["steps"] if s.get("uses") == "./tritongate/.github/actions/pr-gate")
-        assert action["with"]["stage"] == ("prescreen" if job is pre else "gate")
+        assert action["with"]["stage"] == {id(pre): "prescreen-${{ matrix.side }}", id(judge): "judge",
+                                           id(gate): "gate"}[id(job)]
     assert GITHUB_HOSTED.match(pre["runs-on"].split("'")[1].strip('["]')) or "ubuntu-latest" in pre["runs-on"]
-    assert gate["needs"] == ["opt-in", "prescreen"] and pre["needs"] == "opt-in"
+    assert judge["runs-on"] == "ubuntu-latest"  # no build, no PR code: a fresh GitHub-hosted machine
+    assert pre["needs"] == "opt-in" and judge["needs"] == ["opt-in", "prescreen"] and gate["needs"] == ["opt-in", "judge"]
     assert "rows-changed != '0'" in gate["if"] and "opt-in.outputs.full" in gate["if"] and "inputs.full-run" in gate["if"]
     assert "needs.opt-in.outputs.run == 'true'" in gate["if"] and "needs.opt-in.outputs.run == 'true'" in pre["if"]
     changed = next(s for s in gate["steps"] if s.get("id") == "changed")
-    assert changed["with"]["name"] == "tritongate-prescreen-${{ needs.prescreen.outputs.key }}"
-    assert result["needs"] == ["opt-in", "prescreen", "gate"] and result["if"] == "always()"
+    assert changed["with"]["name"] == "tritongate-prescreen-${{ needs.judge.outputs.key }}"
+    assert result["needs"] == ["opt-in", "judge", "gate"] and result["if"] == "always()"
     assert result["runs-on"] == "ubuntu-latest" and result["permissions"] == {}
 
 
@@ -266,7 +268,7 @@ def test_the_gate_action_uploads_keyed_artifacts_and_ends_with_the_gate_result()
     steps_ = action["runs"]["steps"]
     uploads = [s for s in steps_ if s.get("uses", "").startswith("actions/upload-artifact@")]
     assert {s["with"]["name"].split("${{")[0] for s in uploads} == {
-        "tritongate-verdict-", "tritongate-prescreen-", "tritongate-runs-"}
+        "tritongate-verdict-", "tritongate-prescreen-", "tritongate-runs-", "tritongate-half-"}
     assert all("steps.refs.outputs.key" in s["with"]["name"] for s in uploads)
     assert steps_[-1]["name"] == "Gate result" and steps_[-1]["if"].startswith("always()")
     assert next(s for s in steps_ if s.get("id") == "pair")["run"].endswith("gate_steps.sh\" pair")

@@ -501,7 +501,7 @@ def test_the_gate_actions_builds_and_kernel_caches_stay_in_the_job() -> None:
         assert env["TG_CACHE_WRITE"] == "false", sid
         for name in ("TRITON_HOME", "TRITON_CACHE_DIR", "PIP_CACHE_DIR", "XDG_CACHE_HOME", "CCACHE_DIR"):
             assert env[name].startswith("${{ runner.temp }}/tritongate-pr/"), (sid, name)
-    for sid in ("prescreen", "pair"):
+    for sid in ("side", "pair"):
         env = next(s for s in steps_ if s.get("id") == sid)["env"]
         assert env["TRITON_CACHE_DIR"].startswith("${{ runner.temp }}/tritongate-pr/"), sid
     nightly = load_yaml(REPO / ".github" / "actions" / "record-baseline" / "action.yml")["runs"]["steps"]
