@@ -138,10 +138,16 @@ def test_blame_writes_ir_diff_blame_json_and_lists_kernels_past_n(tmp_path, reco
     assert blamed["kernel"] == "m.add_kernel" and blamed["pass_name"] == "tritongpu-coalesce"
     assert blamed["summary"].startswith("first differs after `tritongpu-coalesce`")
     assert [k["kernel"] for k in doc["not_blamed"]] == ["m.matmul_kernel"]
-    # screened again without --blame: the earlier blame is not left to pass for this one's
+    # screened again into the same folder: refused, so the earlier blame never passes for this one's
+    before = (out / "ir-diff" / "blame.json").read_bytes()
     assert main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
-                 "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(out)]) == 0
-    assert not (out / "ir-diff" / "blame.json").exists()
+                 "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(out)]) == 2
+    assert "holds an earlier pre-screen's" in capsys.readouterr().err
+    assert (out / "ir-diff" / "blame.json").read_bytes() == before
+    fresh = tmp_path / "o2"
+    assert main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
+                 "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(fresh)]) == 0
+    assert not (fresh / "ir-diff" / "blame.json").exists()
 
 
 def _both_changed(real):
