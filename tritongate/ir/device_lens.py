@@ -18,7 +18,7 @@ import contextlib
 import sys
 from typing import Any, Callable, Iterator
 
-from tritongate.ir.launchless import NotCapturable
+from tritongate.ir.launchless import NotCapturable, attributes_set
 
 GPU = "cuda:0"
 # aten ops whose result depends on tensor values read on the host (a GPU would synchronize)
@@ -27,7 +27,6 @@ HOST_READS = frozenset({
     "unique_consecutive", "equal", "is_nonzero", "bincount", "histc", "repeat_interleave", "_assert_async",
     "item",
 })
-_LENSED = ("device", "is_cuda", "is_cpu", "get_device")
 
 
 def _from_torch(depth: int = 2) -> bool:
@@ -101,18 +100,6 @@ def gpu_lens() -> Iterator[None]:
                 _refuse(f"aten.{op}")()
             return func(*args, **(kwargs or {}))
 
-    cls = torch.Tensor
-    saved = {name: vars(cls).get(name) for name in (*_LENSED, "tolist", "numpy", "__array__")}
-    for name, value in _lens(torch).items():
-        setattr(cls, name, value)
-    for name in ("tolist", "numpy", "__array__"):
-        setattr(cls, name, _refuse(f"Tensor.{name}"))
-    try:
-        with Allocate(), HostReads():
-            yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, value)
+    values = {**_lens(torch), **{name: _refuse(f"Tensor.{name}") for name in ("tolist", "numpy", "__array__")}}
+    with attributes_set(torch.Tensor, values), Allocate(), HostReads():
+        yield

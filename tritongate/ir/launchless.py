@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from tritongate.ir.capture import CompiledSeen
 from tritongate.ir.specialize import specialize_launch
@@ -25,6 +25,26 @@ from tritongate.ir.specialize import specialize_launch
 
 class NotCapturable(Exception):
     """What a row launches cannot be known exactly on this host; the message says why."""
+
+
+_ABSENT = object()
+
+
+@contextlib.contextmanager
+def attributes_set(owner: Any, values: Mapping[str, Any]) -> Iterator[None]:
+    """``owner``'s own attributes set to ``values`` inside the block; afterwards each is what
+    it was, or removed again where ``owner`` had none of its own (an inherited one shows again)."""
+    saved = {name: vars(owner).get(name, _ABSENT) for name in values}
+    for name, value in values.items():
+        setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
 
 
 @dataclass

@@ -15,7 +15,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
-from tritongate.ir.launchless import NotCapturable
+from tritongate.ir.launchless import NotCapturable, attributes_set
 
 
 @dataclass(frozen=True)
@@ -149,18 +149,8 @@ def standin_cuda(profile: DeviceProfile) -> Iterator[list[str]]:
     cuda = torch.cuda
     answers = _answers(profile, log)
     answers["default_generators"] = _Refuse("torch.cuda.default_generators")
-    missing = object()
-    saved = {name: vars(cuda).get(name, missing) for name in answers}
-    for name, value in answers.items():
-        setattr(cuda, name, value)
-    try:
+    with attributes_set(cuda, answers):
         yield log
-    finally:
-        for name, value in saved.items():
-            if value is missing:
-                delattr(cuda, name)
-            else:
-                setattr(cuda, name, value)
 
 
 class _Refuse:
