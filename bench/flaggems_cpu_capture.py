@@ -68,7 +68,7 @@ def main() -> int:
         t0 = time.monotonic()
         result = capture_rows(record, args.suite, None, args.target)
         wall = time.monotonic() - t0
-        doc = capture_document(result, suite=args.suite, record=record, wall_s=wall)
+        doc = capture_document(result, suite=args.suite, record=record, wall_s=wall).model_dump()
     doc["date_utc"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     doc["record"] = str(args.record) if args.record else "skeleton (no H200 record here): rows only, no tuner choices"
     doc["variants"] = {"|".join(k): [{"kernel": v.kernel, "constexprs": dict(v.constexprs),

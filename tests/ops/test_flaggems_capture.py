@@ -22,6 +22,7 @@ from tritongate.ir.index import read_index
 from tritongate.ir.launchless import NotCapturable
 from tritongate.ir.standin_device import PROFILES, profile_for, standin_cuda
 from tritongate.prescreen import respecialize
+from tritongate.prescreen.provider_capture import CaptureDoc
 from tritongate.rundir import RunWriter
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,8 +171,10 @@ def test_a_row_the_capture_could_not_take_is_timed_with_its_reason(tmp_path):
         store.close()
     other = ("flag_gems.mm", "32x32x32", "float16")
     for side in ("base", "cand"):
-        (tmp_path / side / "capture.json").write_text(json.dumps(
-            {"not_capturable": [[*other, "aten._local_scalar_dense reads tensor values on the host"]]}))
+        (tmp_path / side / "capture.json").write_text(CaptureDoc(
+            suite="flaggems-pr", record="r", target="cuda:90", device="NVIDIA H200", flag_gems={}, versions={},
+            captured=[(*key, 1)], not_capturable=[(*other, "aten._local_scalar_dense reads tensor values on the host")],
+            device_queries=[], wall_s=0.1).model_dump_json())
     timed = respecialize.respecialized_rows(*(tmp_path / n / "ttgir" for n in ("record", "base", "cand")),
                                             [key, other])
     assert key not in timed

@@ -21,11 +21,12 @@ process launches (the pre-screen compares that with the record).
 from __future__ import annotations
 
 import gc
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tritongate.ir.capture import RowIR, row_ir
 from tritongate.ir.launchless import NotCapturable, launchless_jit
@@ -178,18 +179,34 @@ CAPTURE_JSON = "capture.json"
 SCHEMA_VERSION = 1
 
 
-def capture_document(result: CaptureResult, *, suite: str, record: Path, wall_s: float) -> dict[str, Any]:
+class CaptureDoc(BaseModel):
+    """``capture.json``: what a provider capture took, per row, and what it could not (schema 1)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    suite: str
+    record: str
+    target: str
+    device: str
+    flag_gems: dict[str, Any]
+    versions: dict[str, str]
+    captured: list[tuple[str, str, str, int]]  # op, case, dtype, launched variants
+    not_capturable: list[tuple[str, str, str, str]]  # op, case, dtype, why
+    device_queries: list[str]
+    wall_s: float
+
+
+def capture_document(result: CaptureResult, *, suite: str, record: Path, wall_s: float) -> CaptureDoc:
     import torch
     import triton
 
-    return {
-        "schema_version": SCHEMA_VERSION, "suite": suite, "record": str(record), "target": result.target,
-        "device": result.device, "flag_gems": result.flag_gems,
-        "versions": {"triton": triton.__version__, "torch": torch.__version__},
-        "captured": [[*k, len([v for v in ir.variants if v.launches > 0])] for k, ir in sorted(result.captured.items())],
-        "not_capturable": [[*k, why] for k, why in sorted(result.not_capturable.items())],
-        "device_queries": result.device_queries, "wall_s": round(wall_s, 3),
-    }
+    return CaptureDoc(
+        suite=suite, record=str(record), target=result.target, device=result.device, flag_gems=result.flag_gems,
+        versions={"triton": triton.__version__, "torch": torch.__version__},
+        captured=[(*k, len([v for v in ir.variants if v.launches > 0])) for k, ir in sorted(result.captured.items())],
+        not_capturable=[(*k, why) for k, why in sorted(result.not_capturable.items())],
+        device_queries=result.device_queries, wall_s=round(wall_s, 3))
 
 
 def write_capture(result: CaptureResult, out: Path, *, suite: str, record: Path, wall_s: float) -> Path:
@@ -209,14 +226,15 @@ def write_capture(result: CaptureResult, out: Path, *, suite: str, record: Path,
     store.close()
     if not (run_dir / TTGIR_DIR / INDEX).is_file():  # no row captured: an empty index, not a missing one
         write_text_atomic(run_dir / TTGIR_DIR / INDEX, index_text([]))
-    write_json_atomic(run_dir / CAPTURE_JSON, capture_document(result, suite=suite, record=record, wall_s=wall_s))
+    doc = capture_document(result, suite=suite, record=record, wall_s=wall_s)
+    write_text_atomic(run_dir / CAPTURE_JSON, doc.model_dump_json(indent=1) + "\n")
     return run_dir
 
 
 def read_not_capturable(run_dir: Path) -> dict[RowKey, str]:
     """The rows a capture directory says it could not capture, with why (none if unreadable)."""
     try:
-        doc = json.loads((Path(run_dir) / CAPTURE_JSON).read_text(encoding="utf-8"))
-        return {(str(op), str(case), str(dtype)): str(why) for op, case, dtype, why in doc["not_capturable"]}
-    except (OSError, ValueError, KeyError, TypeError):
+        doc = CaptureDoc.model_validate_json((Path(run_dir) / CAPTURE_JSON).read_bytes())
+    except (OSError, ValidationError):
         return {}
+    return {(op, case, dtype): why for op, case, dtype, why in doc.not_capturable}
