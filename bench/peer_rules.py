@@ -27,7 +27,10 @@ the tools' own source (each side's samples taken as that tool's values, one valu
 The gate's own call comes from verdict.json: `timing_change` on A/A steps (IDENTICAL_BINARY), `verdict` on planted
 steps (REGRESSED = caught; UNCONFIRMED, UNCHANGED = not).
 
-    .venv/bin/python bench/peer_rules.py [--tgz PATH] [--out PREFIX]
+    .venv/bin/python bench/peer_rules.py [--tgz PATH] [--out PREFIX] [--rejudge]
+
+--rejudge: the gate's calls come from this checkout's `tritongate gate` run on each step's stored base and
+candidate (the same samples), not from the verdict.json the run wrote: the gate as it is now on old data.
 """
 
 from __future__ import annotations
@@ -36,7 +39,10 @@ import argparse
 import json
 import math
 import statistics
+import subprocess
+import sys
 import tarfile
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
@@ -48,6 +54,7 @@ HERE = Path(__file__).parent
 TGZ = HERE / "results" / "2026-12-05_h100_loaded_host.tgz"
 OUT = HERE / "results" / "2026-12-05_h100_loaded_host_peers"
 SMALL_US = 10.0
+LANDED_TOLERANCE = 0.25  # a "2 %" plant counts where it measured 1.5-2.5 %
 GROUPS: dict[str, tuple[str, ...]] = {
     "A/A loaded": ("aa-1", "aa-2", "aa-3"),
     "A/A quiet": ("quiet-aa-1", "quiet-aa-2", "quiet-aa-3"),
@@ -169,6 +176,20 @@ def load_steps(tgz: Path) -> dict[str, dict[str, Any]]:
     return dict(out)
 
 
+def rejudge(tgz: Path, docs: dict[str, dict[str, Any]]) -> None:
+    """Replace each step's verdict with this checkout's gate on the step's stored runs."""
+    with tempfile.TemporaryDirectory() as tmp, tarfile.open(tgz) as tf:
+        tf.extractall(tmp, filter="data")
+        for step in docs:
+            (pair,) = Path(tmp, "lh", step).glob("pair-*")
+            out = Path(tmp, "rejudged", step)
+            proc = subprocess.run([sys.executable, "-m", "tritongate", "gate", str(pair / "base"),
+                                   str(pair / "candidate"), "--out", str(out)], capture_output=True, text=True)
+            if proc.returncode not in (0, 1):
+                raise SystemExit(f"gate on {step} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+            docs[step]["verdict"] = json.loads((out / "verdict.json").read_text())
+
+
 def row_key(r: dict[str, Any]) -> str:
     return f"{r['op']}/{r['case']}/{r['dtype']}"
 
@@ -203,11 +224,13 @@ def judge_step(doc: dict[str, Any]) -> dict[str, Any]:
             "worker_pair_effect": {w: float(np.median(v)) for w, v in sorted(per_pair.items())}}
 
 
-def tally(results: dict[str, Any], steps: tuple[str, ...], rule: str) -> dict[str, int]:
+def tally(results: dict[str, Any], steps: tuple[str, ...], rule: str, keys: set[str] | None = None) -> dict[str, int]:
     t = dict.fromkeys(("rows", "small", "large", "slower", "faster", "slower_small", "slower_large",
                        "called_small", "called_large"), 0)
     for step in steps:
         for key, row in results[step]["rows"].items():
+            if keys is not None and key not in keys:
+                continue
             size = "small" if row["base_median_us"] < SMALL_US else "large"
             call = results[step]["calls"][rule][key]
             t["rows"] += 1
@@ -217,6 +240,19 @@ def tally(results: dict[str, Any], steps: tuple[str, ...], rule: str) -> dict[st
                 t[f"called_{size}"] += 1
                 t[f"slower_{size}"] += call == "slower"
     return t
+
+
+def twin(step: str) -> str:
+    """The same plan on the other host: an independent measurement of each row's plant."""
+    return step.removeprefix("quiet-") if step.startswith("quiet-") else f"quiet-{step}"
+
+
+def landed(results: dict[str, Any], step: str) -> set[str]:
+    """Rows whose plant landed at the aimed size (±25 %) as the twin step measured it: chosen on
+    the other step's samples, so the choice does not favour rows that happened to read large here."""
+    aim = float(step.rsplit("-", 1)[1])
+    return {k for k, r in results[twin(step)]["rows"].items()
+            if (1 - LANDED_TOLERANCE) * aim <= r["gate_effect"] <= (1 + LANDED_TOLERANCE) * aim}
 
 
 def shown(p: Path) -> str:
@@ -230,10 +266,13 @@ def pct(k: int, n: int) -> str:
     return f"{k} ({100 * k / n:.0f} %)" if n else "-"
 
 
-def report(results: dict[str, Any], groups: dict[str, tuple[str, ...]], tgz: Path, out: Path) -> list[str]:
+def report(results: dict[str, Any], groups: dict[str, tuple[str, ...]], tgz: Path, out: Path,
+           rejudged: bool = False) -> list[str]:
     lines = ["# Peer tools' rules on the loaded-host pair runs (H100, suite `pr`)", "",
-             f"Command: `.venv/bin/python bench/peer_rules.py --tgz {shown(tgz)} --out {shown(out)}` "
-             "(this file is written by that script).", "",
+             f"Command: `.venv/bin/python bench/peer_rules.py --tgz {shown(tgz)} --out {shown(out)}"
+             f"{' --rejudge' if rejudged else ''}` (this file is written by that script).", "",
+             *(["The gate's calls are this checkout's `tritongate gate` re-run on the stored runs (`--rejudge`), not "
+                "the verdicts the runs wrote.", ""] if rejudged else []),
              "Rules as ported in `bench/peer_rules.py` (its docstring cites each tool's file and function). Every rule "
              "sees the same raw samples per row (one value per sample, 5 samples per paired round); the gate's call is "
              "read from the step's verdict.json. Rows split < 10 µs / >= 10 µs by base median.", ""]
@@ -267,6 +306,15 @@ def report(results: dict[str, Any], groups: dict[str, tuple[str, ...]], tgz: Pat
             t = tally(results, (step,), rule)
             lines.append(f"| {rule} | {pct(t['slower_small'], t['small'])} | {pct(t['slower_large'], t['large'])} | "
                          f"{pct(t['slower'], t['rows'])} | {t['faster']} |")
+        keys = landed(results, step)
+        tl = tally(results, (step,), "gate", keys)
+        lines += ["", f"Rows whose plant landed within ±25 % of the aim as `{twin(step)}` measured it: {tl['rows']} "
+                  f"({tl['small']} < 10 µs, {tl['large']} >= 10 µs). Catches on those rows:", "",
+                  "| rule | caught < 10 µs | caught >= 10 µs | caught all |", "|---|---|---|---|"]
+        for rule in ALL_RULES:
+            t = tally(results, (step,), rule, keys)
+            lines.append(f"| {rule} | {pct(t['slower_small'], t['small'])} | {pct(t['slower_large'], t['large'])} | "
+                         f"{pct(t['slower'], t['rows'])} |")
         misses: dict[str, int] = defaultdict(int)
         for r in res["rows"].values():
             if r["gate_verdict"] != "REGRESSED":
@@ -301,8 +349,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tgz", type=Path, default=TGZ)
     ap.add_argument("--out", type=Path, default=OUT, help="output prefix (.json and .md)")
+    ap.add_argument("--rejudge", action="store_true", help="the gate's calls from this checkout's gate, re-run")
     args = ap.parse_args()
     docs = load_steps(args.tgz)
+    if args.rejudge:
+        rejudge(args.tgz, docs)
     complete = {s for s, d in docs.items() if len(d) == 3}
     groups = {g: steps for g, steps in GROUPS.items() if set(steps) <= complete}  # a planted-only re-run has no A/A
     missing = [s for s in PLANTED if s not in complete]
@@ -312,10 +363,12 @@ def main() -> None:
     results = {step: judge_step(docs[step]) for step in wanted}
     summary = {group: {rule: tally(results, steps, rule) for rule in ALL_RULES}
                for group, steps in {**groups, **{s: (s,) for s in PLANTED}}.items()}
-    doc = {"tgz": shown(args.tgz), "rules": list(ALL_RULES), "small_us": SMALL_US, "summary": summary,
+    summary |= {f"{s} (landed)": {rule: tally(results, (s,), rule, landed(results, s)) for rule in ALL_RULES}
+                for s in PLANTED}
+    doc = {"tgz": shown(args.tgz), "rejudged": args.rejudge, "rules": list(ALL_RULES), "small_us": SMALL_US, "summary": summary,
            "steps": results}
     Path(f"{args.out}.json").write_text(json.dumps(doc, indent=1))
-    lines = report(results, groups, args.tgz, args.out)
+    lines = report(results, groups, args.tgz, args.out, args.rejudge)
     Path(f"{args.out}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

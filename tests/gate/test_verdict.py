@@ -274,26 +274,38 @@ def test_two_builds_on_the_interpreter_are_said_to_compare_interpreters():
 
 def test_a_row_whose_sides_ran_in_different_launch_states_is_named_and_not_called(tmp_path):
     """The candidate's rounds ran in the other CUDA-graph launch state (a process that made
-    its third graph part-way): a +5 % call on such a row is shown, never failing."""
+    its third graph part-way): a call the state could have made (a 1.2 µs kernel +15 %, 0.18
+    µs a launch) is shown, never failing; one far larger than the state moves a launch
+    (a 20 µs kernel +10 %, 2 µs) stands; readings that jitter within one state (0.82-0.89 µs
+    beside large kernels on an H100) are one state."""
     from dataclasses import replace
 
     from tests.gate.helpers import samples
 
-    def sides(base_states, cand_states, sub):
-        b, c = row(median=20), row(median=20)
-        b = replace(b, samples=samples(20, rounds=8, seed=1),
+    def sides(base_states, cand_states, sub, median=1.2, effect=0.15):
+        b, c = row(median=median), row(median=median)
+        b = replace(b, samples=samples(median, rounds=8, seed=1),
                     measurement=replace(b.measurement, launch_state_us=base_states))
-        c = replace(c, samples=samples(21, rounds=8, seed=2),
+        c = replace(c, samples=samples(median * (1 + effect), rounds=8, seed=2),
                     measurement=replace(c.measurement, launch_state_us=cand_states))
         return run_gate(*pair(tmp_path / sub, [b], [c]), POLICY).rows[0]
     same = sides((1.0,) * 8, (0.99,) * 8, "same")
     assert same.verdict is Verdict.REGRESSED and not any("launch state" in x for x in same.reasons)
     other = sides((1.0,) * 8, (0.82,) * 8, "other")
     assert other.verdict is Verdict.UNCONFIRMED
-    assert "base and candidate ran in different CUDA-graph launch states (1.000 vs 0.820 µs" in other.reasons[-1]
+    assert other.reasons[-1].startswith("base and candidate ran in different CUDA-graph launch states (1.000 vs "
+                                        "0.820 µs a node of the reference graph, 0.18 µs apart")
     flipped = sides((1.0,) * 8, (0.82,) * 3 + (1.0,) * 5, "flip")
     assert flipped.verdict is Verdict.UNCONFIRMED
     assert flipped.reasons[-1].startswith("the candidate's rounds span two CUDA-graph launch states")
+    big = sides((1.0,) * 8, (0.82,) * 8, "big", median=20, effect=0.10)
+    assert big.verdict is Verdict.REGRESSED and not any("launch state" in x for x in big.reasons)
+    jitter = (0.818, 0.822, 0.83, 0.845, 0.86, 0.87, 0.879, 0.888)
+    one_state = sides(jitter, tuple(reversed(jitter)), "jitter", effect=0.05)
+    assert one_state.verdict is Verdict.REGRESSED and not any("launch state" in x for x in one_state.reasons)
+    hidden = sides((1.0,) * 8, (0.82,) * 8, "hidden", effect=0.0)
+    assert hidden.verdict is Verdict.UNCHANGED
+    assert hidden.reasons[-1].endswith("enough to hide a change of the minimum effect")
 
 
 def test_a_run_that_did_not_settle_its_launch_state_says_so():

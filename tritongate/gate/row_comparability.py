@@ -4,6 +4,7 @@ whether the two were timed round by round against each other (one paired run).""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from tritongate.schema import Row, RowStatus, Variant
@@ -87,23 +88,49 @@ def row_rounds(row: Row) -> int | None:
     return len(row.samples) // row.measurement.samples_per_round
 
 
-# The two CUDA-graph launch states of a process are ~20 % apart on the reference graph
-# (harness.device); 5 % is far outside the jitter of one state (< 1 %).
-LAUNCH_STATE_TOLERANCE = 0.05
+# The two CUDA-graph launch states of a process are 0.13-0.26 µs a launch apart (H200, H100:
+# bench/results/2026-12-05_h100_two_speeds.md); readings within one state jitter by up to
+# ~0.07 µs on a busy GPU (bench/results/2026-12-05_h100_plant_rated_clock.md: 0.82-0.89 µs
+# beside 190 µs matmuls). A gap of half the smallest move is a second state, not jitter.
+LAUNCH_STATE_GAP_US = 0.09
+# A kernel's time moves with the state by about the reference graph's own move; twice that
+# is as much as the state can explain of a change (a bigger change is the code's).
+LAUNCH_STATE_SENSITIVITY = 2.0
 
 
-def launch_state_reason(base: Row, cand: Row) -> str | None:
-    """Why the sides' times are not comparable for a small kernel: they (or one side's rounds)
-    ran in different CUDA-graph launch states. None where they did not, or a side has none."""
+@dataclass(frozen=True)
+class LaunchState:
+    """The sides' CUDA-graph launch states, where they differ: ``move_us`` is how far apart
+    the states read (µs a node of the reference graph), ``reason`` says where."""
+
+    reason: str
+    move_us: float
+
+    def explains(self, base_us: float, cand_us: float) -> bool:
+        """Could the state alone have moved the row's median from ``base_us`` to ``cand_us``?"""
+        return abs(cand_us - base_us) <= LAUNCH_STATE_SENSITIVITY * self.move_us
+
+
+def _split_gap(readings: tuple[float, ...]) -> float:
+    """The widest gap between neighbouring readings: two states leave one, jitter does not."""
+    s = sorted(readings)
+    return max((b - a for a, b in zip(s, s[1:])), default=0.0)
+
+
+def launch_state(base: Row, cand: Row) -> LaunchState | None:
+    """The sides (or one side's rounds) ran in different CUDA-graph launch states: None where
+    they did not, or a side has no readings."""
     def states(row: Row) -> tuple[float, ...]:
         return row.measurement.launch_state_us if row.measurement else ()
     b, c = states(base), states(cand)
     if not b or not c:
         return None
-    spans = [name for name, s in (("base", b), ("candidate", c)) if max(s) > min(s) * (1 + LAUNCH_STATE_TOLERANCE)]
+    gaps = {"base": _split_gap(b), "candidate": _split_gap(c)}
+    spans = [name for name, g in gaps.items() if g >= LAUNCH_STATE_GAP_US]
     bm, cm = sorted(b)[len(b) // 2], sorted(c)[len(c) // 2]
-    if not spans and max(bm, cm) <= min(bm, cm) * (1 + LAUNCH_STATE_TOLERANCE):
+    if not spans and abs(bm - cm) < LAUNCH_STATE_GAP_US:
         return None
     where = f"the {' and the '.join(spans)}'s rounds span two" if spans else "base and candidate ran in different"
-    return (f"{where} CUDA-graph launch states ({bm:.3f} vs {cm:.3f} µs a node of the reference graph; "
-            "a small kernel moves with the state by ~0.18 µs a launch)")
+    move = max([abs(bm - cm)] + [gaps[name] for name in spans])
+    return LaunchState(f"{where} CUDA-graph launch states ({bm:.3f} vs {cm:.3f} µs a node of the reference graph, "
+                       f"{move:.2f} µs apart; a kernel moves with the state by about as much a launch)", move)

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from tritongate.gate.rule_rows import RowSamples, decide_rows
 from tritongate.gate.policy import GatePolicy
-from tritongate.gate.row_comparability import (identical_binaries, launch_state_reason, paired_rows,
+from tritongate.gate.row_comparability import (identical_binaries, launch_state, paired_rows,
                                                row_marker_reasons, row_mismatch, row_rounds, row_status_reasons)
 from tritongate.gate.row_verdict import RowVerdict, Verdict
 from tritongate.gate.rule import PairLayout, TimingDecision, Why, decide
@@ -137,12 +137,15 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
         verdict = Verdict.UNCONFIRMED
         reasons.append("called on one worker pair, where a process's own offset cannot be told from a change "
                        "(the cpu backend keeps one): shown, not failing")
-    state = launch_state_reason(base, cand)
+    state = launch_state(base, cand)
     if state is not None:
-        if verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
+        b_us, c_us = timing.base.median, timing.cand.median
+        if verdict in (Verdict.REGRESSED, Verdict.IMPROVED) and state.explains(b_us, c_us):
             verdict = Verdict.UNCONFIRMED
-            state += ": shown, not failing"
-        reasons.append(state)
+            reasons.append(f"{state.reason}: shown, not failing")
+        elif verdict is Verdict.UNCHANGED and state.explains(b_us, b_us * (1 + common["min_effect"])):
+            reasons.append(f"{state.reason}: enough to hide a change of the minimum effect")
+        # a call larger than the state can move a launch stands, and needs no note
     reached, stopped = _reached(timing, verdict, common["min_effect"], pairing, rounds)
     return RowVerdict(verdict=verdict, timing=timing, reasons=tuple(reasons), reached_target=reached,
                       stopped_by=stopped, **common, **extra)
