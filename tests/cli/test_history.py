@@ -52,7 +52,7 @@ def test_history_end_to_end(store, tmp_path, capsys):
     assert "note: about 1 nightly missing between 2026-11-02 03:00 and 2026-11-04 03:00 UTC" in stderr
 
     doc = json.loads((out / "history.json").read_text())
-    assert doc["schema"] == 1 and doc["counts"] == {"series": 3, "entries": 11, "missing_nightlies": 1,
+    assert doc["schema"] == 2 and doc["counts"] == {"series": 3, "entries": 11, "missing_nightlies": 1,
                                                     "change_points": 1, "new_change_points": 0}
     (cp,) = doc["change_points"]
     assert (cp["op"], cp["case"], cp["dtype"]) == ("softmax", "4096x4096", "float16")
@@ -169,3 +169,30 @@ def test_the_nightlys_history_step_reads_its_own_compilers_entries(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((tmp_path / "tmp" / "tritongate" / "history" / "history.json").read_text())
     assert len(doc["entries"]) == 3
+
+
+def test_a_change_point_where_autotune_chose_other_configs_says_so(tmp_path):
+    """Two records of one build differ beyond 1 % on small rows where autotune chose another
+    config: a change point across such a choice is marked, in history.json (schema 2) and in
+    history.md, by the cheap reader and the full load alike; one with the same choice is not."""
+    from dataclasses import replace
+
+    from tritongate.schema import AutotuneInfo
+
+    def tuned(block: int) -> AutotuneInfo:
+        return AutotuneInfo(mode="record", kernels=({"kernel": "k.softmax", "key": [4096, "torch.float16"],
+                                                     "config": {"kwargs": {"BLOCK": block}, "num_warps": 8}},))
+
+    def nights(flip: bool) -> list:
+        return [[replace(row(median=20.0 * (1.08 if i >= STEP_AT else 1.0), seed=i),
+                         autotune=tuned(2048 if flip and i >= STEP_AT else 4096))] for i in range(10)]
+    for flip in (True, False):
+        work = tmp_path / str(flip)
+        publish_nights(work / "store", work / "runs", nights(flip))
+        assert _run(work / "store", work / "out", "--no-plots") == 0
+        doc = json.loads((work / "out" / "history.json").read_text())
+        (cp,) = doc["change_points"]
+        assert cp["config_changed"] is flip
+        assert (cp["before"]["config"] != cp["after"]["config"]) is flip and cp["before"]["config"] is not None
+        md = (work / "out" / "history.md").read_text()
+        assert ("% (other configs chosen) |" in md) is flip

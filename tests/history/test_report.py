@@ -66,7 +66,7 @@ def test_a_change_is_new_the_night_the_history_first_shows_it():
 
 def test_history_json_is_versioned_and_complete(report):
     doc = to_json(report, {"softmax": "plots/softmax.png"})
-    assert doc["schema"] == SCHEMA == 1
+    assert doc["schema"] == SCHEMA == 2
     assert doc["counts"] == {"series": 4, "entries": 20, "missing_nightlies": 0, "change_points": 2,
                              "new_change_points": 0}
     assert doc["rule"]["min_effect"] == 0.02 and doc["rule"]["p_value"] == 0.01 and doc["rule"]["new_last"] == 1
@@ -80,7 +80,8 @@ def test_history_json_is_versioned_and_complete(report):
     assert len(flat["points"]) == 20 and flat["change_points"] == [] and flat["drift"] == 0
     first_point = report.history.series[2].points[0]
     assert flat["points"][0] == {"recorded_utc": T0.isoformat(), "commit": commit(0), "entry": first_point.entry,
-                                 "median_us": first_point.median_us, "n": 25, "gap": None}
+                                 "median_us": first_point.median_us, "n": 25, "gap": None,
+                                     "config": None}
     short = by_op[("add", "n=16")]
     assert short["points"][2]["gap"] == "error: boom" and short["note"].startswith("only 2 valued points (of 3)")
     assert doc["plots"] == {"softmax": "plots/softmax.png"} and len(doc["entries"]) == 20
@@ -144,7 +145,7 @@ def test_write_report_is_atomic_and_readable(tmp_path, report):
     out = tmp_path / "a" / "b"
     json_path, md_path = write_report(report, out)
     assert (json_path, md_path) == (out / HISTORY_JSON, out / HISTORY_MD)
-    assert json.loads(json_path.read_text())["schema"] == 1 and md_path.read_text().startswith("# Performance")
+    assert json.loads(json_path.read_text())["schema"] == 2 and md_path.read_text().startswith("# Performance")
     assert sorted(p.name for p in out.iterdir()) == [HISTORY_JSON, HISTORY_MD]  # no temp file left
 
 

@@ -277,12 +277,18 @@ class ChangePoint:
     def rel_change(self) -> float:
         return self.median_after_us / self.median_before_us - 1.0
 
+    @property
+    def config_changed(self) -> bool:
+        """Autotune chose other configs on the two nights around it: the shift may be the
+        choice, not the compiler's code for one config."""
+        return None not in (self.before.config, self.after.config) and self.before.config != self.after.config
+
     def to_dict(self) -> dict[str, Any]:
         return {"op": self.op, "case": self.case, "dtype": self.dtype, "index": self.index,
                 "before": self.before.to_dict(), "after": self.after.to_dict(),
                 "median_before_us": self.median_before_us, "median_after_us": self.median_after_us,
                 "rel_change": self.rel_change, "n_before": self.n_before, "n_after": self.n_after,
-                "p_value": self.p_value}
+                "p_value": self.p_value, "config_changed": self.config_changed}
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from tritongate import safefs
 from tritongate.baselines.store import Entry, check_files
-from tritongate.history.points import EntryInfo, Key, Point, gap_reason, points_of
+from tritongate.history.points import EntryInfo, Key, Point, config_fingerprint, gap_reason, points_of
 from tritongate.rundir import IDENTITY, MAX_JSON_BYTES, RESULTS, load_run
 from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, ResultsDoc, Row
 from tritongate.validation.runfiles import IdentityDoc
@@ -88,7 +88,8 @@ def _points(entry: Entry, info: EntryInfo) -> dict[Key, Point]:
         if key in out:
             raise _Refused
         reason = gap_reason(row)
-        out[key] = (Point(recorded, commit, where, median, len(row.samples)) if reason is None
+        out[key] = (Point(recorded, commit, where, median, len(row.samples), None, config_fingerprint(row.autotune))
+                    if reason is None
                     else Point(recorded, commit, where, None, 0, reason))
     return out
 

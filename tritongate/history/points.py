@@ -4,12 +4,15 @@ count, or a gap with its reason), and of the entry itself."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from tritongate.baselines.store import Entry
-from tritongate.schema import Row, RowStatus
+from tritongate.schema import AutotuneInfo, Row, RowStatus
 
 Key = tuple[str, str, str]  # a row's (op, case, dtype)
 ABSENT = "not in this entry"
@@ -32,6 +35,7 @@ class Point:
     median_us: float | None
     n: int = 0  # raw samples behind the median
     gap: str | None = None  # why there is no value
+    config: str | None = None  # fingerprint of the configs autotune chose (None: no tuned kernel)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "recorded", as_utc(self.recorded, "a point's recorded time"))
@@ -54,7 +58,7 @@ class Point:
 
     def to_dict(self) -> dict[str, Any]:
         return {"recorded_utc": self.recorded.isoformat(), "commit": self.commit, "entry": self.entry,
-                "median_us": self.median_us, "n": self.n, "gap": self.gap}
+                "median_us": self.median_us, "n": self.n, "gap": self.gap, "config": self.config}
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,18 @@ def gap_reason(row: Row) -> str | None:
     return None
 
 
+def config_fingerprint(autotune: AutotuneInfo | None) -> str | None:
+    """The configs autotune chose for a row's kernels, as 12 hex digits: two nights whose
+    fingerprints differ timed different code, whatever the compiler did (two records of one
+    build minutes apart differed by more than 1 % only on rows whose choice differed:
+    bench/results/2026-12-05_h100_plant_rated_clock.md). Interned: a year of points shares them."""
+    if autotune is None or not autotune.kernels:
+        return None
+    chosen = sorted(json.dumps([k.get("kernel"), k.get("key"), k.get("config")], sort_keys=True, default=str)
+                    for k in autotune.kernels)
+    return sys.intern(hashlib.sha256("\n".join(chosen).encode()).hexdigest()[:12])
+
+
 def point_of(info: EntryInfo, row: Row | None) -> Point:
     """A row's point in the entry (without the row: an ``ABSENT`` gap)."""
     common = dict(recorded=info.recorded, commit=info.commit, entry=info.record_path)
@@ -108,7 +124,7 @@ def point_of(info: EntryInfo, row: Row | None) -> Point:
         return Point(median_us=None, gap=reason, **common)
     summary = row.summary
     assert summary is not None  # an ok row without a skip reason has samples (schema)
-    return Point(median_us=summary.median, n=summary.n, **common)
+    return Point(median_us=summary.median, n=summary.n, config=config_fingerprint(row.autotune), **common)
 
 
 def points_of(info: EntryInfo, rows: Sequence[Row]) -> dict[Key, Point]:

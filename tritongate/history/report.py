@@ -23,7 +23,7 @@ from tritongate.history.series import History
 from tritongate.report.units import format_time
 from tritongate.report.untrusted import markdown_cell
 
-SCHEMA = 1
+SCHEMA = 2  # 2: points carry `config`, change points `config_changed`
 HISTORY_JSON = "history.json"
 HISTORY_MD = "history.md"
 MAX_NOTES = 20  # notes listed in history.md; history.json keeps all
@@ -160,7 +160,8 @@ def _table(report: HistoryReport, cps: list[ChangePoint], *, flag: bool) -> list
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in cps:
         cells = ([("**new**" if report.is_new(c) else "")] if flag else []) + [
-            markdown_cell(c.op), markdown_cell(c.case), markdown_cell(c.dtype), f"{c.rel_change:+.1%}",
+            markdown_cell(c.op), markdown_cell(c.case), markdown_cell(c.dtype),
+            f"{c.rel_change:+.1%}" + (" (other configs chosen)" if c.config_changed else ""),
             f"{format_time(c.median_before_us)} → {format_time(c.median_after_us)}",
             f"{report.drift_of(c.key):+.1%}", _between(c), _p(c.p_value)]
         lines.append("| " + " | ".join(cells) + " |")
