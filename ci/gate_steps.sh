@@ -8,6 +8,9 @@
 #                  prescreen-cand (one build's half of the pre-screen each, a CPU job each),
 #                  judge (the pre-screen's verdict from the two halves, a job with no build)
 #   build          build.sh build (the compiler's build) contained: see `contained` below
+#   handed-wheel   stage gate: the wheel a pre-screen half built of side TG_SIDE (base|cand),
+#                  downloaded into TG_DIR, when it fits this runner's interpreter TG_PYTHON
+#                  (output wheel; empty: the build step builds that side here, as before)
 #   find-baseline  the store's record for this suite, runner class and GPU (state ok|stale|
 #                  mismatched|missing|no-gpu), looked up by LOOKUP_PY (contained: in a side
 #                  job it is a build's interpreter); `no-gpu`: a CPU stage without the gpu input
@@ -82,11 +85,44 @@ check_stage() {
 
 build() {
   local rc=0
-  contained "$(own_output)" "python commit built patch-sha256" \
+  contained "$(own_output)" "python commit built patch-sha256 wheel" \
     bash "$root/.github/actions/build-compiler/build.sh" build || rc=$?
   if (( rc != 0 )); then
     echo "::error title=build-compiler::the compiler build failed (exit $rc): its error is in the log above"
     exit "$rc"
+  fi
+}
+
+# The pre-screen's build of one side, for the GPU job to install instead of building it again.
+# The folder is untrusted data (a job that ran PR code wrote it): only a plain file's name is
+# read here, and the one line beside it, by the runner's own interpreter; the wheel itself is
+# installed by the contained build step, in a job that runs the PR's code anyway.
+handed_wheel() {
+  local side="${TG_SIDE:-}" dir="${TG_DIR:-}" found=() name py why
+  [[ "$side" == base || "$side" == cand ]] || { echo "::error::TG_SIDE must be base or cand, got '$side'"; exit 2; }
+  if [[ -d "$dir" && ! -L "$dir" ]]; then
+    mapfile -t found < <(find "$dir" -maxdepth 1 -type f -name '*.whl')
+  fi
+  name="${found[0]:-}"
+  name="${name##*/}"
+  if (( ${#found[@]} != 1 )) || [[ ! "$name" =~ ^[A-Za-z0-9._+-]+\.whl$ ]]; then
+    echo "::notice title=tritongate::no $side build from the pre-screen (${#found[@]} wheel(s); it did not run, reused" \
+         "a cached build, made an overlay, or could not upload): building it here"
+    out wheel ""
+    return 0
+  fi
+  if ! py="$(command -v -- "${TG_PYTHON:-python3}")"; then
+    echo "::notice title=tritongate::python '${TG_PYTHON:-python3}' not found to check the pre-screen's $side build: building it here"
+    out wheel ""
+    return 0
+  fi
+  if why="$("$py" -I "$root/.github/actions/build-compiler/wheel_fits.py" "${found[0]}")"; then
+    echo "the $side build: $name from the pre-screen, installed here (no compiler build)"
+    out wheel "${found[0]}"
+  else
+    echo "::notice title=tritongate::the pre-screen's $side build does not fit this runner (${why:-no reason given})." \
+         "Building it here; a pre-screen runner with this runner's Python and an older or equal glibc saves the build"
+    out wheel ""
   fi
 }
 
@@ -255,12 +291,13 @@ case "${1:-}" in
   check-stage) check_stage ;;
   runner-class) runner_class ;;
   build) build ;;
+  handed-wheel) handed_wheel ;;
   find-baseline) find_baseline ;;
   record) record ;;
   prescreen-side) prescreen_side ;;
   judge) judge ;;
   pair) pair ;;
   note-pr) note_pr ;;
-  *) echo "usage: gate_steps.sh check-stage|runner-class|build|find-baseline|record|prescreen-side|judge|pair|note-pr" >&2
+  *) echo "usage: gate_steps.sh check-stage|runner-class|build|handed-wheel|find-baseline|record|prescreen-side|judge|pair|note-pr" >&2
      exit 2 ;;
 esac

@@ -209,7 +209,7 @@ def test_composite_actions_take_inputs_through_env_only() -> None:
     action = load(GITHUB / "actions" / "build-compiler" / "action.yml")
     assert set(action["inputs"]) == {"repo", "ref", "mode", "wheel", "cache-root", "python", "patch", "patch-from",
                                      "base-commit", "overlay-base", "flagtree-backend"}
-    assert set(action["outputs"]) == {"python", "commit", "built", "patch-sha256"}
+    assert set(action["outputs"]) == {"python", "commit", "built", "patch-sha256", "wheel"}
     for path in ACTION_FILES:
         for step in load(path)["runs"]["steps"]:
             if "run" in step:
@@ -268,7 +268,7 @@ def test_the_gate_action_uploads_keyed_artifacts_and_ends_with_the_gate_result()
     steps_ = action["runs"]["steps"]
     uploads = [s for s in steps_ if s.get("uses", "").startswith("actions/upload-artifact@")]
     assert {s["with"]["name"].split("${{")[0] for s in uploads} == {
-        "tritongate-verdict-", "tritongate-prescreen-", "tritongate-runs-", "tritongate-half-"}
+        "tritongate-verdict-", "tritongate-prescreen-", "tritongate-runs-", "tritongate-half-", "tritongate-wheel-"}
     assert all("steps.refs.outputs.key" in s["with"]["name"] for s in uploads)
     assert steps_[-1]["name"] == "Gate result" and steps_[-1]["if"].startswith("always()")
     assert next(s for s in steps_ if s.get("id") == "pair")["run"].endswith("gate_steps.sh\" pair")

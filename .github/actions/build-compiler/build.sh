@@ -9,7 +9,10 @@
 #                    outputs: slug, commit, cached, src, fetch-depth
 #   build.sh build   make (or reuse) the build's venv and print its interpreter.
 #                    outputs: python, commit, built (source|wheel|installed|overlay),
-#                    patch-sha256 (overlay)
+#                    patch-sha256 (overlay), wheel (a source build made here: the wheel it
+#                    was installed from, with WHEEL.build-host beside it, the glibc it was
+#                    built against; mode wheel: the input wheel; empty otherwise, a reused
+#                    venv included)
 #
 # Environment: TG_MODE (source|wheel|installed|overlay|auto), TG_REPO (owner/name), TG_REF,
 # TG_WHEEL, TG_CACHE_ROOT, TG_PYTHON (the base interpreter), and for `build` in mode source
@@ -50,6 +53,7 @@ TG_DEPS=("numpy>=1.26" "pyyaml>=6.0" "pandas>=2.1" "scipy>=1.11" "jinja2>=3.1" "
 mode="${TG_MODE:-}"
 repo="${TG_REPO:-}"
 ref="${TG_REF:-}"
+built_wheel=""  # set by install_source: the wheel a source build made in this job
 
 check_inputs() {
   case "$mode" in
@@ -279,13 +283,32 @@ install_source() {
     die "no setup.py or pyproject.toml in $TG_REPO@$TG_REF (looked in ./ and ./python)"
   fi
   echo "building $TG_REPO from ${target#"$GITHUB_WORKSPACE/"} (this takes a while the first time)" >&2
-  compiler_code "$vpy" -m pip install --disable-pip-version-check "$target"
+  # The one compile: a wheel (what `pip install <dir>` builds anyway), then that wheel installed,
+  # so that pr-gate can hand the build to its GPU job instead of compiling it there again.
+  local wheels found=()
+  wheels="${RUNNER_TEMP:?RUNNER_TEMP is needed for the wheel of a source build}/tritongate-pr/wheels/$(repo_slug)-$$-${RANDOM}"
+  mkdir -p "$wheels"
+  compiler_code "$vpy" -m pip wheel --disable-pip-version-check --no-deps -w "$wheels" "$target"
+  mapfile -t found < <(find "$wheels" -maxdepth 1 -type f -name '*.whl')
+  (( ${#found[@]} == 1 )) || die "pip wheel of $TG_REPO left ${#found[@]} wheels in $wheels, not one"
+  install_wheel_file "$vpy" "${found[0]}"
+  # The C library it was built against (the runner's interpreter says, not the build's): a
+  # runner with an older one cannot load it; pr-gate checks before it installs it elsewhere.
+  "$(resolve_python "${TG_PYTHON:-python3}")" -c 'import os; print(os.confstr("CS_GNU_LIBC_VERSION") or "")' \
+    > "${found[0]}.build-host" || true
+  built_wheel="${found[0]}"
 }
 
-install_wheel() {
-  local vpy="$1"
-  compiler_code "$vpy" -m pip install --disable-pip-version-check "$TG_WHEEL"
+# A wheel into the venv, over any triton of the same version the base interpreter has (a
+# CUDA torch brings one): pip skips a local wheel whose version is installed, and the venv
+# would import the base's. Then its own dependencies.
+install_wheel_file() {
+  local vpy="$1" whl="$2"
+  compiler_code "$vpy" -m pip install --disable-pip-version-check --no-deps --force-reinstall "$whl"
+  compiler_code "$vpy" -m pip install --disable-pip-version-check "$whl"
 }
+
+install_wheel() { install_wheel_file "$1" "$TG_WHEEL"; }
 
 # What an overlay can take: the Python sources of the package (tritongate.overlay maps these
 # paths to the installed ones). A `:(glob)` `*` never crosses a `/`.
@@ -322,6 +345,7 @@ make_overlay() {
   out python "$(printf '%s\n' "$stdout" | tail -n 1)"
   out patch-sha256 "$sha"
   out built overlay
+  out wheel ""  # the base build patched: nothing of its own to hand on
 }
 
 # Modes overlay and auto with patch-from pr: the PR's diff, and which build it gets.
@@ -338,6 +362,7 @@ build_from_pr() {
     echo "build mode auto: overlay; the PR changes no file from ${base:0:12} to ${head:0:12}: the candidate is the base build, unpatched" >&2
     out python "$(resolve_python "${TG_OVERLAY_BASE:-${TG_PYTHON:-python3}}")"
     out built overlay
+    out wheel ""
     return 0
   fi
   if [[ "$mode" == auto && ${#outside[@]} -gt 0 ]]; then
@@ -346,6 +371,7 @@ build_from_pr() {
     commit="$head"
     build_source "$head"
     out built source
+    out wheel "$built_wheel"
     return 0
   fi
   if (( ${#outside[@]} == ${#files[@]} )); then
@@ -391,6 +417,7 @@ build() {
       out python "$py"
       out commit ""
       out built installed
+      out wheel ""
       return 0
       ;;
     source)
@@ -424,6 +451,7 @@ build() {
   out python "$venv/bin/python"
   out commit "$commit"
   out built "$mode"
+  if [[ "$mode" == wheel ]]; then out wheel "$TG_WHEEL"; else out wheel "$built_wheel"; fi
 }
 
 case "${1:-}" in
