@@ -101,8 +101,9 @@ def test_the_index_renders_every_row_and_the_change_point(site):
     assert time.perf_counter() - t0 < 20  # the browser's start included; the bench measures the real size
     assert dom.find("body", data_rows="3")
     assert len(dom.find("tr")) == 2 + 3 + 1  # two heads, three rows, one change point
-    (cp,) = [a for _, a, _ in dom.find("tr") if a.get("data-night")]
+    ((_, cp, text),) = [(t, a, x) for t, a, x in dom.find("tr") if a.get("data-night")]
     assert cp["data-night"] == STEP_DATE
+    assert "(other configs)" in text  # the step came with another autotune config
     links = [(a["href"], text) for _, a, text in dom.find("a") if a.get("href", "").startswith("ops/")]
     assert {text for _, text in links} == {"softmax", HOSTILE}
     assert all((out / href.split("#")[0]).is_file() for href, _ in links)
@@ -116,8 +117,8 @@ def test_an_op_page_draws_a_chart_per_row_and_marks_the_step(site):
     assert len([a for _, a, _ in sections if "row" in a.get("class", "").split()]) == 2
     assert len(dom.with_class("uplot")) == 2 and len(dom.find("canvas")) >= 2
     assert dom.find("body", data_charts="2")
-    marks = [a["data-night"] for t, a, _ in dom.elements if t == "li" and "data-index" in a]
-    assert marks == [STEP_DATE]
+    marks = [(a["data-night"], "".join(x)) for t, a, x in dom.elements if t == "li" and "data-index" in a]
+    assert [night for night, _ in marks] == [STEP_DATE] and "autotune chose other configs" in marks[0][1]
     (damaged,) = [text for _, _, text in dom.with_class("damaged")]
     assert "sha256" in damaged and entries[17].name in damaged
 

@@ -81,6 +81,7 @@ def test_the_site_s_data_is_history_s_series_and_change_points(built):
     assert (cp["op"], cp["case"], dt.datetime.fromtimestamp(cp["at"], dt.timezone.utc).date().isoformat()) == \
         ("softmax", "4096x4096", STEP_DATE)
     assert 0.07 < cp["rel"] < 0.09 and cp["url"].startswith("https://github.com/org/triton/compare/")
+    assert cp["cfg"] is True  # autotune chose another config from the step's night on (tests.dashboard.helpers)
 
 
 def test_each_read_entry_gives_its_rows_iqr(built):

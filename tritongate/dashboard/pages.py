@@ -75,7 +75,8 @@ def _cp(report: HistoryReport, c: ChangePoint, repo: Repo | None, entry_pos: dic
     return {"i": entry_pos[c.after.entry], "ib": entry_pos[c.before.entry], "at": _t(c.after.recorded),
             "bt": _t(c.before.recorded), "cb": c.before.commit, "ca": c.after.commit,
             "url": compare_url(repo, c.before.commit, c.after.commit), "rel": c.rel_change,
-            "mb": c.median_before_us, "ma": c.median_after_us, "p": c.p_value, "new": report.is_new(c)}
+            "mb": c.median_before_us, "ma": c.median_after_us, "p": c.p_value, "new": report.is_new(c),
+            "cfg": c.config_changed}
 
 
 def index_rows(g: int, report: HistoryReport, page: OpPage, window_start: dt.datetime,

@@ -104,7 +104,9 @@
     opCell.appendChild(el("a", {href: c.href}, c.op));
     td(tr, c.case);
     td(tr, c.dtype);
-    td(tr, TG.pct(c.rel), "num " + sign(c.rel));
+    var change = td(tr, TG.pct(c.rel), "num " + sign(c.rel));
+    if (c.cfg) change.appendChild(el("span", {"class": "cfg", title: "autotune chose other configs on the two nights: " +
+                                               "the shift may be the choice, not the compiler's code"}, " (other configs)"));
     td(tr, TG.us(c.mb) + " → " + TG.us(c.ma), "num");
     var between = td(tr, "", "commits");
     var text = TG.commit(c.cb) + "…" + TG.commit(c.ca);

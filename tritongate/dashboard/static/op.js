@@ -171,7 +171,7 @@
       var item = el("li", {"data-night": TG.date(c.at), "data-index": c.i - row.first});
       item.appendChild(el("strong", null, TG.pct(c.rel)));
       item.appendChild(document.createTextNode(" (" + TG.us(c.mb) + " → " + TG.us(c.ma) + ", p " +
-        TG.pValue(c.p) + (c.new ? ", new" : "") + ") between " + TG.date(c.bt) + " ("));
+        TG.pValue(c.p) + (c.new ? ", new" : "") + (c.cfg ? ", autotune chose other configs" : "") + ") between " + TG.date(c.bt) + " ("));
       item.appendChild(el("a", {href: entryHref(c.ib)}, TG.commit(c.cb)));
       item.appendChild(document.createTextNode(") and " + TG.date(c.at) + " ("));
       item.appendChild(el("a", {href: entryHref(c.i)}, TG.commit(c.ca)));
