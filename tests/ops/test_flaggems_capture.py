@@ -121,6 +121,8 @@ def _capture(tmp_path: Path, record: Path) -> tuple[dict, Path]:
 @pytest.mark.slow
 def test_the_stand_in_captures_each_row_exactly_or_says_why_not(tmp_path):
     doc, run_dir = _capture(tmp_path, _record(tmp_path / "record"))
+    # one typed document beside the IR: no run identity pretending to be a run's
+    assert sorted(p.name for p in run_dir.iterdir()) == ["capture.json", "ttgir"]
     assert [tuple(r[:3]) for r in doc["captured"]] == [ROWS[0], ROWS[1], ROWS[2]]
     (missing,) = doc["not_capturable"]
     assert tuple(missing[:3]) == ROWS[3] and "key_missing" in missing[3]

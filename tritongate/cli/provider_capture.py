@@ -1,7 +1,7 @@
 """``python -m tritongate.cli.provider_capture``: a FlagGems suite's capture run directory,
 for the pre-screen (``prescreen.respecialize`` runs it under each build) and by hand.
 
-Writes ``OUT/<suite>_capture/`` with ``run_identity.json``, ``ttgir/index.tsv`` (the
+Writes ``OUT/<suite>_capture/`` with ``ttgir/index.tsv`` (the
 captured rows' launched variants, as a CPU capture's) and ``capture.json`` (per row: captured,
 or why not; what the stand-in device answered). Exit 0 when the directory was written, 2 when
 the input was refused before it was.

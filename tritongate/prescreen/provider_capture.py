@@ -211,15 +211,12 @@ def capture_document(result: CaptureResult, *, suite: str, record: Path, wall_s:
 
 def write_capture(result: CaptureResult, out: Path, *, suite: str, record: Path, wall_s: float) -> Path:
     """The capture's run directory under ``out``."""
-    from tritongate.atomicio import write_json_atomic, write_text_atomic
+    from tritongate.atomicio import write_text_atomic
     from tritongate.ir.index import INDEX, index_text
     from tritongate.ir.store import TTGIR_DIR, IRStore
 
     run_dir = Path(out) / f"{Path(suite).stem}_capture"
     (run_dir / TTGIR_DIR).mkdir(parents=True, exist_ok=True)
-    write_json_atomic(run_dir / "run_identity.json", {
-        "schema_version": 3, "mode": "capture", "suite": {"name": suite}, "backend": "cpu",
-        "device": result.device, "capture_target": result.target, "replay_from": str(record)})
     store = IRStore(run_dir)
     for ir in result.captured.values():
         store.add(ir)

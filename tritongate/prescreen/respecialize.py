@@ -29,7 +29,7 @@ from tritongate.ir.capture import CAPTURE_ONLY_ENV
 from tritongate.ir.diff import split_row
 from tritongate.ir.index import INDEX, CompiledVariant, read_index
 from tritongate.ir.specialize import CAPTURE_TARGET_ENV
-from tritongate.prescreen.provider_capture import read_not_capturable
+from tritongate.prescreen.provider_capture import CAPTURE_JSON, read_not_capturable
 from tritongate.prescreen.sides import run_both
 
 RowKey = tuple[str, str, str]
@@ -106,7 +106,8 @@ def capture_both(pythons: Mapping[str, str], record: Path, suite: str, rows: lis
         found = sorted(p for p in (out / f"capture-{side}").glob("*") if (p / "ttgir" / INDEX).is_file())
         # exit 2 before a run directory is made: the suite or record refused; after, no row ran
         # under this build (a failed capture: its rows are timed)
-        started = any((p / "run_identity.json").is_file() for p in (out / f"capture-{side}").glob("*"))
+        started = any((p / "run_identity.json").is_file() or (p / CAPTURE_JSON).is_file()
+                      for p in (out / f"capture-{side}").glob("*"))
         if code == 2 and not started:
             raise UsageError(f"{pythons[side]} -m tritongate run --suite {suite} --replay-from {record} refused its "
                              f"input (exit 2; see {log}); name the baseline's suite with --suite")
