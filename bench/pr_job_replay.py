@@ -282,6 +282,13 @@ def step_wall(r: dict[str, Any], job: str, sub: str) -> str:
     return f"{walls[0]:.1f}" if walls else "—"
 
 
+def failure_line(step: dict[str, Any]) -> str:
+    """The step's own error, from its log's tail: the last line naming one."""
+    tail = [ln for ln in step.get("log_tail", "").splitlines() if ln.strip()]
+    errors = [ln for ln in tail if "error" in ln.lower()]
+    return (errors or tail or ["(no log)"])[-1].replace("`", "'")[:300]
+
+
 def write_md(doc: dict[str, Any], path: Path) -> str:
     lines = [f"# The PR workflow replayed on a CPU, step by step ({doc['date']})", "",
              f"Machine: {doc['machine']['platform']}, {doc['machine']['cpus']} CPUs (os.cpu_count; shared). "
@@ -311,6 +318,11 @@ def write_md(doc: dict[str, Any], path: Path) -> str:
         lines += [f"| {k} | {'yes' if v else '**no**'} |" for k, v in r["checks"].items()]
         if r["pair"]:
             lines += ["", f"pair: {r['pair']['headline']}"]
+        for job, j in r["jobs"].items():
+            for st in j["steps"]:
+                if st["exit"] != 0 or st["outputs"].get("exit-code", "0") != "0":
+                    lines += ["", f"{job} / {st['step']} failed (exit {st['exit']}, exit-code "
+                              f"{st['outputs'].get('exit-code')}): `{failure_line(st)}`"]
         lines.append("")
     path.write_text("\n".join(lines), encoding="utf-8")
     return "\n".join(lines)
