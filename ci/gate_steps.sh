@@ -37,7 +37,10 @@ work="${RUNNER_TEMP:?}/tritongate"
 mkdir -p "$work"
 # shellcheck source=ci/outputs.sh
 source "$(dirname "${BASH_SOURCE[0]}")/outputs.sh"  # out NAME VALUE
-ops_args() { if [[ -n "${TG_OPS:-}" ]]; then printf '%s\n' --ops "$TG_OPS"; fi; }
+ops_args() {  # the ops and dtypes inputs, as record/pair options (empty: the whole suite)
+  if [[ -n "${TG_OPS:-}" ]]; then printf '%s\n' --ops "$TG_OPS"; fi
+  if [[ -n "${TG_DTYPES:-}" ]]; then printf '%s\n' --dtypes "$TG_DTYPES"; fi
+}
 
 # contained OUTFILE "KEY ..." COMMAND [ARG ...]: run COMMAND (a compiler build, a pre-screen
 # side: a build's own code runs in it) without the runner's file commands and tokens, in a
