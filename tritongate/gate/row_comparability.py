@@ -4,6 +4,8 @@ whether the two were timed round by round against each other (one paired run).""
 
 from __future__ import annotations
 
+import math
+import statistics
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -89,32 +91,53 @@ def row_rounds(row: Row) -> int | None:
 
 
 # The two CUDA-graph launch states of a process are 0.13-0.26 µs a launch apart (H200, H100:
-# bench/results/2026-12-05_h100_two_speeds.md); readings within one state jitter by up to
-# ~0.07 µs on a busy GPU (bench/results/2026-12-05_h100_plant_rated_clock.md: 0.82-0.89 µs
-# beside 190 µs matmuls). A gap of half the smallest move is a second state, not jitter.
+# bench/results/2026-12-05_h100_two_speeds.md). Noise only pushes a reading up (a stray round
+# of a primed process read 1.1525 beside 0.997s; 0.82-0.89 beside 190 µs matmuls), so a
+# second state is a gap of half the smallest move with several rounds on each side of it,
+# and two sides are compared by their lower quartiles.
 LAUNCH_STATE_GAP_US = 0.09
-# A kernel's time moves with the state by about the reference graph's own move; twice that
-# is as much as the state can explain of a change (a bigger change is the code's).
+LAUNCH_STATE_MIN_SHARE = 0.1  # of a side's rounds, and at least 2, read the other state
+# A kernel launched as one graph node moves with the state by about the reference graph's own
+# move (add 4096 f32: +0.178 µs where the reference moved +0.176); twice that is as much as the
+# state can explain of a change (a bigger change is the code's).
 LAUNCH_STATE_SENSITIVITY = 2.0
 
 
 @dataclass(frozen=True)
 class LaunchState:
     """The sides' CUDA-graph launch states, where they differ: ``move_us`` is how far apart
-    the states read (µs a node of the reference graph), ``reason`` says where."""
+    the states read (µs a node of the reference graph); ``cand_slower`` whether the candidate
+    ran in the slower one (None: a side's own rounds span both, either way)."""
 
     reason: str
     move_us: float
+    cand_slower: bool | None
 
-    def explains(self, base_us: float, cand_us: float) -> bool:
-        """Could the state alone have moved the row's median from ``base_us`` to ``cand_us``?"""
-        return abs(cand_us - base_us) <= LAUNCH_STATE_SENSITIVITY * self.move_us
+    def explains(self, change_us: float) -> bool:
+        """Could the state alone have made the candidate ``change_us`` slower (< 0: faster)
+        a launch? Only in the direction the states point, and by at most twice their move."""
+        if abs(change_us) > LAUNCH_STATE_SENSITIVITY * self.move_us:
+            return False
+        return self.cand_slower is None or (change_us > 0) == self.cand_slower
 
 
-def _split_gap(readings: tuple[float, ...]) -> float:
-    """The widest gap between neighbouring readings: two states leave one, jitter does not."""
+def _two_states(readings: tuple[float, ...]) -> tuple[float, float] | None:
+    """The medians of the two states a side's rounds read, split at their widest gap; None
+    when the gap is jitter or the second state holds too few rounds to be one."""
     s = sorted(readings)
-    return max((b - a for a, b in zip(s, s[1:])), default=0.0)
+    if len(s) < 4:
+        return None
+    gap, at = max((b - a, i + 1) for i, (a, b) in enumerate(zip(s, s[1:])))
+    fewest = max(2, math.ceil(LAUNCH_STATE_MIN_SHARE * len(s)))
+    if gap < LAUNCH_STATE_GAP_US or min(at, len(s) - at) < fewest:
+        return None
+    return statistics.median(s[:at]), statistics.median(s[at:])
+
+
+def _level(readings: tuple[float, ...]) -> float:
+    """A side's state as its readings' lower quartile: upward noise does not move it."""
+    s = sorted(readings)
+    return s[(len(s) - 1) // 4]
 
 
 def launch_state(base: Row, cand: Row) -> LaunchState | None:
@@ -125,12 +148,17 @@ def launch_state(base: Row, cand: Row) -> LaunchState | None:
     b, c = states(base), states(cand)
     if not b or not c:
         return None
-    gaps = {"base": _split_gap(b), "candidate": _split_gap(c)}
-    spans = [name for name, g in gaps.items() if g >= LAUNCH_STATE_GAP_US]
-    bm, cm = sorted(b)[len(b) // 2], sorted(c)[len(c) // 2]
-    if not spans and abs(bm - cm) < LAUNCH_STATE_GAP_US:
+    spans = {name: two for name, r in (("base", b), ("candidate", c)) if (two := _two_states(r)) is not None}
+    bl, cl = _level(b), _level(c)
+    if spans:
+        move = max(hi - lo for lo, hi in spans.values())
+        (name, (lo, hi)), *_ = spans.items()
+        where = " and the ".join(spans)
+        return LaunchState(f"the {where}'s rounds span two CUDA-graph launch states ({lo:.3f} and {hi:.3f} µs a "
+                           "node of the reference graph; a kernel moves with the state by about as much a launch)",
+                           move, None)
+    if abs(bl - cl) < LAUNCH_STATE_GAP_US:
         return None
-    where = f"the {' and the '.join(spans)}'s rounds span two" if spans else "base and candidate ran in different"
-    move = max([abs(bm - cm)] + [gaps[name] for name in spans])
-    return LaunchState(f"{where} CUDA-graph launch states ({bm:.3f} vs {cm:.3f} µs a node of the reference graph, "
-                       f"{move:.2f} µs apart; a kernel moves with the state by about as much a launch)", move)
+    return LaunchState(f"base and candidate ran in different CUDA-graph launch states ({bl:.3f} vs {cl:.3f} µs a "
+                       f"node of the reference graph, {abs(bl - cl):.2f} µs apart; a kernel moves with the state by "
+                       "about as much a launch)", abs(bl - cl), cl > bl)

@@ -10,8 +10,9 @@ from typing import Any, Sequence
 
 from tritongate.gate.rule_rows import RowSamples, decide_rows
 from tritongate.gate.policy import GatePolicy
-from tritongate.gate.row_comparability import (identical_binaries, launch_state, paired_rows,
-                                               row_marker_reasons, row_mismatch, row_rounds, row_status_reasons)
+from tritongate.gate.row_comparability import (LAUNCH_STATE_SENSITIVITY, identical_binaries, launch_state,
+                                               paired_rows, row_marker_reasons, row_mismatch, row_rounds,
+                                               row_status_reasons)
 from tritongate.gate.row_verdict import RowVerdict, Verdict
 from tritongate.gate.rule import PairLayout, TimingDecision, Why, decide
 from tritongate.schema import PairInfo, Row, RowStatus, SkipReason
@@ -139,13 +140,16 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
                        "(the cpu backend keeps one): shown, not failing")
     state = launch_state(base, cand)
     if state is not None:
-        b_us, c_us = timing.base.median, timing.cand.median
-        if verdict in (Verdict.REGRESSED, Verdict.IMPROVED) and state.explains(b_us, c_us):
+        # the change the call stands on, µs a launch (a paired call's estimate, not pooled medians)
+        base_us = timing.base.median
+        change_us = timing.effect * base_us
+        if verdict in (Verdict.REGRESSED, Verdict.IMPROVED) and state.explains(change_us):
             verdict = Verdict.UNCONFIRMED
             reasons.append(f"{state.reason}: shown, not failing")
-        elif verdict is Verdict.UNCHANGED and state.explains(b_us, b_us * (1 + common["min_effect"])):
+        elif verdict is Verdict.UNCHANGED and \
+                LAUNCH_STATE_SENSITIVITY * state.move_us >= common["min_effect"] * base_us:
             reasons.append(f"{state.reason}: enough to hide a change of the minimum effect")
-        # a call larger than the state can move a launch stands, and needs no note
+        # a call the state cannot explain (too large, or the other way) stands, and needs no note
     reached, stopped = _reached(timing, verdict, common["min_effect"], pairing, rounds)
     return RowVerdict(verdict=verdict, timing=timing, reasons=tuple(reasons), reached_target=reached,
                       stopped_by=stopped, **common, **extra)
