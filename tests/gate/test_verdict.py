@@ -181,8 +181,10 @@ def test_a_candidate_that_replayed_another_record_is_noted():
     assert notes({"mode": "record"}, {**cand, "replay_from": "/runs/base"}, "/runs/base") == []
 
 
-def _paired_rows(tmp_path, base_parts, cand_parts, *, confirm_from=0, worker_pairs=None, confirm_rounds=20):
-    """One paired row from parts of samples (each a helpers.samples tuple), measured in that order."""
+def _paired_rows(tmp_path, base_parts, cand_parts, *, confirm_from=0, worker_pairs=None, confirm_rounds=20,
+                 states=None):
+    """One paired row from parts of samples (each a helpers.samples tuple), measured in that order;
+    ``states``: (base, candidate) launch-state readings, one a round."""
     from dataclasses import replace
 
     from tritongate.schema import PairInfo
@@ -196,7 +198,9 @@ def _paired_rows(tmp_path, base_parts, cand_parts, *, confirm_from=0, worker_pai
                         target_effect=0.01, min_rounds=5, max_rounds=80, confirm_rounds=confirm_rounds,
                         worker_pairs=wp, confirm_from=confirm_from)
         r = row(median=20)
-        rows.append(replace(r, samples=s, measurement=replace(r.measurement, pairing=info)))
+        readings = () if states is None else tuple(states[side != "base"])
+        rows.append(replace(r, samples=s, measurement=replace(r.measurement, pairing=info,
+                                                              launch_state_us=readings)))
     return run_gate(*pair(tmp_path, [rows[0]], [rows[1]]), POLICY)
 
 
@@ -314,6 +318,28 @@ def test_a_row_whose_sides_ran_in_different_launch_states_is_named_and_not_calle
     hidden = sides((1.0,) * 8, (0.82,) * 8, "hidden", effect=0.0)
     assert hidden.verdict is Verdict.UNCHANGED
     assert hidden.reasons[-1].endswith("enough to hide a change of the minimum effect")
+
+
+def test_a_confirmed_call_is_checked_on_its_confirmation_s_launch_states(tmp_path):
+    """A 1.2 µs row +15 % (0.18 µs a launch), confirmed on fresh worker pairs: the state is read
+    on the rounds the call stands on. The first 20 pairs' candidate in the slower state, the
+    confirmation's in one state with the base: the call stands; the confirmation's candidate
+    in the slower state: shown, not failing. A side that read no state is named."""
+    from tests.gate.helpers import samples
+
+    def part(median, seed):
+        return samples(median, rounds=20, seed=seed)
+    base, cand = [part(1.2, 1), part(1.2, 2)], [part(1.38, 3), part(1.38, 4)]
+    early = ((0.82,) * 40, (1.0,) * 20 + (0.82,) * 20)
+    (r,) = _paired_rows(tmp_path / "early", base, cand, confirm_from=20, states=early).rows
+    assert r.verdict is Verdict.REGRESSED and not any("launch state" in x for x in r.reasons)
+    late = ((0.82,) * 40, (0.82,) * 20 + (1.0,) * 20)
+    (r,) = _paired_rows(tmp_path / "late", base, cand, confirm_from=20, states=late).rows
+    assert r.verdict is Verdict.UNCONFIRMED
+    assert r.reasons[-1].startswith("base and candidate ran in different CUDA-graph launch states (0.820 vs 1.000")
+    one_side = ((0.82,) * 40, ())
+    (r,) = _paired_rows(tmp_path / "one", base, cand, confirm_from=20, states=one_side).rows
+    assert "the candidate's CUDA-graph launch state was not read: a state difference could not be checked" in r.reasons
 
 
 def test_a_run_that_did_not_settle_its_launch_state_says_so():

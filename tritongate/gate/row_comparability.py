@@ -121,6 +121,17 @@ class LaunchState:
         return self.cand_slower is None or (change_us > 0) == self.cand_slower
 
 
+def launch_state_unknown(base: Row, cand: Row) -> str | None:
+    """The side that kept no launch-state readings where the other did (a timer fallback drops
+    them): its state cannot be compared, which the verdict says."""
+    kept = {name: bool(r.measurement and r.measurement.launch_state_us) for name, r in (("base", base),
+                                                                                         ("candidate", cand))}
+    if kept["base"] == kept["candidate"]:
+        return None
+    missing = "base" if not kept["base"] else "candidate"
+    return f"the {missing}'s CUDA-graph launch state was not read: a state difference could not be checked"
+
+
 def _two_states(readings: tuple[float, ...]) -> tuple[float, float] | None:
     """The medians of the two states a side's rounds read, split at their widest gap; None
     when the gap is jitter or the second state holds too few rounds to be one."""
@@ -140,11 +151,13 @@ def _level(readings: tuple[float, ...]) -> float:
     return s[(len(s) - 1) // 4]
 
 
-def launch_state(base: Row, cand: Row) -> LaunchState | None:
-    """The sides (or one side's rounds) ran in different CUDA-graph launch states: None where
-    they did not, or a side has no readings."""
+def launch_state(base: Row, cand: Row, first_round: int = 0) -> LaunchState | None:
+    """The sides (or one side's rounds from ``first_round`` on: a confirmation's) ran in
+    different CUDA-graph launch states: None where they did not, or a side has no readings."""
     def states(row: Row) -> tuple[float, ...]:
-        return row.measurement.launch_state_us if row.measurement else ()
+        readings = row.measurement.launch_state_us if row.measurement else ()
+        # one reading a round: the rounds a call stands on (all, where they do not line up)
+        return readings[first_round:] if len(readings) == row_rounds(row) and first_round < len(readings) else readings
     b, c = states(base), states(cand)
     if not b or not c:
         return None

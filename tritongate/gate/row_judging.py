@@ -11,8 +11,8 @@ from typing import Any, Sequence
 from tritongate.gate.rule_rows import RowSamples, decide_rows
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.row_comparability import (LAUNCH_STATE_SENSITIVITY, identical_binaries, launch_state,
-                                               paired_rows, row_marker_reasons, row_mismatch, row_rounds,
-                                               row_status_reasons)
+                                               launch_state_unknown, paired_rows, row_marker_reasons, row_mismatch,
+                                               row_rounds, row_status_reasons)
 from tritongate.gate.row_verdict import RowVerdict, Verdict
 from tritongate.gate.rule import PairLayout, TimingDecision, Why, decide
 from tritongate.schema import PairInfo, Row, RowStatus, SkipReason
@@ -138,7 +138,11 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
         verdict = Verdict.UNCONFIRMED
         reasons.append("called on one worker pair, where a process's own offset cannot be told from a change "
                        "(the cpu backend keeps one): shown, not failing")
-    state = launch_state(base, cand)
+    confirmed_from = pairing.confirm_from if pairing is not None and 0 < pairing.confirm_from < (rounds or 0) else 0
+    state = launch_state(base, cand, confirmed_from)  # a confirmed call stands on its confirmation's rounds
+    unknown = launch_state_unknown(base, cand)
+    if unknown is not None:
+        reasons.append(unknown)
     if state is not None:
         # the change the call stands on, µs a launch (a paired call's estimate, not pooled medians)
         base_us = timing.base.median
