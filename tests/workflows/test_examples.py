@@ -7,7 +7,6 @@ judge, run through the real pr-gate action with a stand-in ci/prescreen.py)."""
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import sys
 from pathlib import Path
@@ -18,8 +17,8 @@ from tests.workflows.payloads import github_context
 from tests.workflows.replay import Evaluator, JobRun, condition, load_yaml
 from tests.workflows.test_gate_action import publish_store, server_with_store
 from tests.workflows.test_linters import run, tool
-from tests.workflows.test_pr_gate_steps import REPO, WORKFLOWS, clean_env, triggers
-from tests.workflows.test_prescreen_wiring import Artifacts, action_tree
+from tests.workflows.test_pr_gate_steps import REPO, WORKFLOWS, triggers
+from tests.workflows.test_prescreen_wiring import Artifacts, pr_runner
 
 EXAMPLES = REPO / "examples"
 RECIPES = sorted(EXAMPLES.glob("*/*.yml"))
@@ -132,14 +131,10 @@ def test_the_cross_org_prescreen_jobs_run_through_the_action(tmp_path: Path) -> 
     outputs = {}
     for name, matrix in (("prescreen", {"side": "base"}), ("prescreen", {"side": "cand"}), ("judge", {})):
         where = tmp_path / f"{name}-{matrix.get('side', '')}"
-        action_dir = action_tree(where)
-        workspace, runner_temp = where / "ws", where / "temp"
-        workspace.mkdir()
-        runner_temp.mkdir()
-        github = github_context("pull_request", "pull_request.synchronize", server_url=server.as_uri(), token="t")
-        (where / "event.json").write_text(json.dumps(github["event"]))
-        contexts = {"github": github, "vars": {}, "inputs": {}, "matrix": matrix,
-                    "runner": {"temp": str(runner_temp), "os": "Linux"},
+        r = pr_runner(where, server, changed=0)
+        action_dir = r.action_dir
+        contexts = {"github": r.github, "vars": {}, "inputs": {}, "matrix": matrix,
+                    "runner": {"temp": str(r.runner_temp), "os": "Linux"},
                     "needs": {"opt-in": {"result": "success", "outputs": {"run": "true", "full": "false"}},
                               "prescreen": {"result": "success", "outputs": {}}}}
         assert condition(jobs[name]["if"], Evaluator(contexts)), name
@@ -158,9 +153,7 @@ def test_the_cross_org_prescreen_jobs_run_through_the_action(tmp_path: Path) -> 
                 return "success", {"python-path": sys.executable}
             raise AssertionError(step["uses"])
 
-        env = {**clean_env(where, workspace, runner_temp), "GITHUB_SERVER_URL": server.as_uri(),
-               "GITHUB_EVENT_PATH": str(where / "event.json"), "FAKE_CHANGED": "0"}
-        job_run = JobRun(workspace, runner_temp, contexts, env, uses)
+        job_run = JobRun(r.workspace, r.runner_temp, contexts, r.env, uses)
         job_run.fakes["judge-deps"] = {}  # pip install from PyPI: this interpreter has them
         assert job_run.run_job(jobs[name]) == "success", job_run.log()
         outputs[name, matrix.get("side")] = job_run.contexts["steps"]

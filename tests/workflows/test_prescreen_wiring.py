@@ -135,6 +135,29 @@ class Artifacts:
 
 
 @dataclass
+class Runner:
+    """One job's runner for a pull_request event: the action tree, workspace, RUNNER_TEMP, the
+    github context (its event file written) and the job's environment."""
+    action_dir: Path
+    workspace: Path
+    runner_temp: Path
+    github: dict
+    env: dict
+
+
+def pr_runner(tmp: Path, server: Path, changed: int) -> Runner:
+    action_dir = action_tree(tmp)
+    workspace, runner_temp = tmp / "ws", tmp / "temp"
+    workspace.mkdir()
+    runner_temp.mkdir()
+    github = github_context("pull_request", "pull_request.synchronize", server_url=server.as_uri(), token="t")
+    (tmp / "event.json").write_text(json.dumps(github["event"]))
+    env = {**clean_env(tmp, workspace, runner_temp), "GITHUB_SERVER_URL": server.as_uri(),
+           "GITHUB_EVENT_PATH": str(tmp / "event.json"), "FAKE_CHANGED": str(changed)}
+    return Runner(action_dir, workspace, runner_temp, github, env)
+
+
+@dataclass
 class Stage:
     run: JobRun
     status: str
@@ -146,13 +169,8 @@ def run_stage(tmp: Path, stage: str, server: Path, artifacts: Artifacts, changed
               python: str = sys.executable, **inputs: str) -> Stage:
     """One job: the pr-gate action at ``stage`` on a runner of its own."""
     tmp.mkdir(parents=True)
-    action_dir = action_tree(tmp)
-    workspace, runner_temp = tmp / "ws", tmp / "temp"
-    workspace.mkdir()
-    runner_temp.mkdir()
-    github = github_context("pull_request", "pull_request.synchronize", server_url=server.as_uri(), token="t")
-    (tmp / "event.json").write_text(json.dumps(github["event"]))
-    contexts = {"github": github, "vars": {}, "runner": {"temp": str(runner_temp), "os": "Linux"}}
+    r = pr_runner(tmp, server, changed)
+    contexts = {"github": r.github, "vars": {}, "runner": {"temp": str(r.runner_temp), "os": "Linux"}}
     checkouts: list[dict] = []
 
     def uses(run: JobRun, step: dict, with_values: dict):
@@ -169,13 +187,11 @@ def run_stage(tmp: Path, stage: str, server: Path, artifacts: Artifacts, changed
             return None
         raise AssertionError(ref)
 
-    env = {**clean_env(tmp, workspace, runner_temp), "GITHUB_SERVER_URL": server.as_uri(),
-           "GITHUB_EVENT_PATH": str(tmp / "event.json"), "FAKE_CHANGED": str(changed)}
-    run = JobRun(workspace, runner_temp, contexts, env, uses)
+    run = JobRun(r.workspace, r.runner_temp, contexts, r.env, uses)
     run.fakes["judge-deps"] = {}  # pip install from PyPI: the judge's interpreter here has them
     values = {"stage": stage, "runner-class": "cpu-ci", "suite": "smoke", "backend": "cpu",
               "compiler-mode": "installed", "python": python, **inputs}
-    status, outputs = run.run_composite(action_dir, values, env)
+    status, outputs = run.run_composite(r.action_dir, values, r.env)
     return Stage(run, status, outputs, checkouts)
 
 
