@@ -113,10 +113,15 @@ class LaunchState:
     move_us: float
     cand_slower: bool | None
 
+    @property
+    def reach_us(self) -> float:
+        """The most the state can move a launch, either way."""
+        return LAUNCH_STATE_SENSITIVITY * self.move_us
+
     def explains(self, change_us: float) -> bool:
         """Could the state alone have made the candidate ``change_us`` slower (< 0: faster)
-        a launch? Only in the direction the states point, and by at most twice their move."""
-        if abs(change_us) > LAUNCH_STATE_SENSITIVITY * self.move_us:
+        a launch? Only in the direction the states point, and by at most ``reach_us``."""
+        if abs(change_us) > self.reach_us:
             return False
         return self.cand_slower is None or (change_us > 0) == self.cand_slower
 
@@ -162,14 +167,14 @@ def launch_state(base: Row, cand: Row, first_round: int = 0) -> LaunchState | No
     if not b or not c:
         return None
     spans = {name: two for name, r in (("base", b), ("candidate", c)) if (two := _two_states(r)) is not None}
-    bl, cl = _level(b), _level(c)
     if spans:
         move = max(hi - lo for lo, hi in spans.values())
-        (name, (lo, hi)), *_ = spans.items()
+        lo, hi = next(iter(spans.values()))
         where = " and the ".join(spans)
         return LaunchState(f"the {where}'s rounds span two CUDA-graph launch states ({lo:.3f} and {hi:.3f} µs a "
                            "node of the reference graph; a kernel moves with the state by about as much a launch)",
                            move, None)
+    bl, cl = _level(b), _level(c)
     if abs(bl - cl) < LAUNCH_STATE_GAP_US:
         return None
     return LaunchState(f"base and candidate ran in different CUDA-graph launch states ({bl:.3f} vs {cl:.3f} µs a "

@@ -10,9 +10,8 @@ from typing import Any, Sequence
 
 from tritongate.gate.rule_rows import RowSamples, decide_rows
 from tritongate.gate.policy import GatePolicy
-from tritongate.gate.row_comparability import (LAUNCH_STATE_SENSITIVITY, identical_binaries, launch_state,
-                                               launch_state_unknown, paired_rows, row_marker_reasons, row_mismatch,
-                                               row_rounds, row_status_reasons)
+from tritongate.gate.row_comparability import (identical_binaries, launch_state, launch_state_unknown, paired_rows,
+                                               row_marker_reasons, row_mismatch, row_rounds, row_status_reasons)
 from tritongate.gate.row_verdict import RowVerdict, Verdict
 from tritongate.gate.rule import PairLayout, TimingDecision, Why, decide
 from tritongate.schema import PairInfo, Row, RowStatus, SkipReason
@@ -110,7 +109,9 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
     verdict = {Change.SLOWER: Verdict.REGRESSED, Change.FASTER: Verdict.IMPROVED}.get(timing.change,
                                                                                   Verdict.UNCHANGED)
     reasons = [timing.reason]
+    timed_from = 0  # the first round the timing shown stands on
     if pairing is not None and bp is not None and 0 < pairing.confirm_from < (rounds or 0):
+        timed_from = pairing.confirm_from
         verdict, timing, confirm_reason = _confirmed(base, cand, bp, pairing.confirm_from, policy, common["min_effect"])
         reasons = [timing.reason, confirm_reason]
         # both measurements must be long enough: a first call cut short by a budget is one
@@ -138,8 +139,7 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
         verdict = Verdict.UNCONFIRMED
         reasons.append("called on one worker pair, where a process's own offset cannot be told from a change "
                        "(the cpu backend keeps one): shown, not failing")
-    confirmed_from = pairing.confirm_from if pairing is not None and 0 < pairing.confirm_from < (rounds or 0) else 0
-    state = launch_state(base, cand, confirmed_from)  # a confirmed call stands on its confirmation's rounds
+    state = launch_state(base, cand, timed_from)  # a confirmed call stands on its confirmation's rounds
     unknown = launch_state_unknown(base, cand)
     if unknown is not None:
         reasons.append(unknown)
@@ -150,8 +150,7 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
         if verdict in (Verdict.REGRESSED, Verdict.IMPROVED) and state.explains(change_us):
             verdict = Verdict.UNCONFIRMED
             reasons.append(f"{state.reason}: shown, not failing")
-        elif verdict is Verdict.UNCHANGED and \
-                LAUNCH_STATE_SENSITIVITY * state.move_us >= common["min_effect"] * base_us:
+        elif verdict is Verdict.UNCHANGED and state.reach_us >= common["min_effect"] * base_us:
             reasons.append(f"{state.reason}: enough to hide a change of the minimum effect")
         # a call the state cannot explain (too large, or the other way) stands, and needs no note
     reached, stopped = _reached(timing, verdict, common["min_effect"], pairing, rounds)
