@@ -12,6 +12,7 @@ and resumable (a step whose folder holds `done` is not run again):
                   for the spin the committed H200 calibration aimed at 2 % / 5 %, scaled by this
                   GPU's record medians over that calibration's (the spin adds fixed time per
                   program; both GPUs have 132 SMs)
+  planted-0.01    half the 2 % spin (a spin adds fixed time, so half the spin is half the effect)
   quiet-*         a step above on the quiet host (the plant's size as measured without load)
 
 Every step keeps its pair folder (raw samples); `load.tsv` samples /proc/loadavg and the
@@ -72,6 +73,10 @@ def scaled_plans(record: Path, work: Path) -> dict[str, Path]:
         plan = {**plan, "delays_ns": {**{key: 0 for key in zero["delays_ns"]}, **delays}}
         out[k] = work / f"plan-{k}.json"
         out[k].write_text(json.dumps(plan, indent=1, sort_keys=True))
+        if k == "0.02":
+            half = {**plan, "fraction": 0.01, "delays_ns": {key: (ns + 1) // 2 for key, ns in plan["delays_ns"].items()}}
+            out["0.01"] = work / "plan-0.01.json"
+            out["0.01"].write_text(json.dumps(half, indent=1, sort_keys=True))
     out["zero"] = work / "plan-zero.json"
     out["zero"].write_text(json.dumps(zero, indent=1, sort_keys=True))
     return out

@@ -267,10 +267,11 @@ def pct(k: int, n: int) -> str:
 
 
 def report(results: dict[str, Any], groups: dict[str, tuple[str, ...]], tgz: Path, out: Path,
-           rejudged: bool = False) -> list[str]:
+           rejudged: bool = False, planted: tuple[str, ...] = PLANTED) -> list[str]:
     lines = ["# Peer tools' rules on the loaded-host pair runs (H100, suite `pr`)", "",
              f"Command: `.venv/bin/python bench/peer_rules.py --tgz {shown(tgz)} --out {shown(out)}"
-             f"{' --rejudge' if rejudged else ''}` (this file is written by that script).", "",
+             f"{' --rejudge' if rejudged else ''}{'' if planted == PLANTED else ' --planted ' + ','.join(planted)}` "
+             "(this file is written by that script).", "",
              *(["The gate's calls are this checkout's `tritongate gate` re-run on the stored runs (`--rejudge`), not "
                 "the verdicts the runs wrote.", ""] if rejudged else []),
              "Rules as ported in `bench/peer_rules.py` (its docstring cites each tool's file and function). Every rule "
@@ -291,7 +292,7 @@ def report(results: dict[str, Any], groups: dict[str, tuple[str, ...]], tgz: Pat
     lines += ["`unprimed-cand` (quiet host, the candidate worker skipped the graph priming) is scored as A/A in its own "
               "table and kept out of the quiet A/A group: its candidate process can change launch state part-way, so "
               "it is not a clean A/A.", ""]
-    for step in PLANTED:
+    for step in planted:
         res = results[step]
         t0 = tally(results, (step,), "gate")
         host = "quiet" if step.startswith("quiet") else "loaded"
@@ -327,7 +328,7 @@ def report(results: dict[str, Any], groups: dict[str, tuple[str, ...]], tgz: Pat
         "- **Is the plant even?** A plant is the same spin in every candidate process only if each process converts "
         "it to SM cycles alike. Per planted step, the worker pairs' effects (median over rows) range: " + "; ".join(
             f"`{st}` {100 * min(results[st]['worker_pair_effect'].values()):+.1f} to "
-            f"{100 * max(results[st]['worker_pair_effect'].values()):+.1f} %" for st in PLANTED) +
+            f"{100 * max(results[st]['worker_pair_effect'].values()):+.1f} %" for st in planted) +
         ". Pair ids >= 8 are the confirming pairs a call is measured again on. A spread of 2x or more means "
         "catches here measure an uneven plant, not the gate at the aimed size. A/A counts are unaffected.",
         f"- Sample counts are the gate's: each row ran {min(ns)}-{max(ns)} samples a side, chosen by the gate's "
@@ -350,25 +351,28 @@ def main() -> None:
     ap.add_argument("--tgz", type=Path, default=TGZ)
     ap.add_argument("--out", type=Path, default=OUT, help="output prefix (.json and .md)")
     ap.add_argument("--rejudge", action="store_true", help="the gate's calls from this checkout's gate, re-run")
+    ap.add_argument("--planted", help=f"the planted steps, comma-separated (default {','.join(PLANTED)}); each "
+                    "step's twin on the other host must be among them")
     args = ap.parse_args()
+    planted = tuple(args.planted.split(",")) if args.planted else PLANTED
     docs = load_steps(args.tgz)
     if args.rejudge:
         rejudge(args.tgz, docs)
     complete = {s for s, d in docs.items() if len(d) == 3}
     groups = {g: steps for g, steps in GROUPS.items() if set(steps) <= complete}  # a planted-only re-run has no A/A
-    missing = [s for s in PLANTED if s not in complete]
+    missing = [s for s in planted if s not in complete]
     if missing:
         raise SystemExit(f"steps missing from {args.tgz}: {missing}")
-    wanted = [s for steps in groups.values() for s in steps] + list(PLANTED)
+    wanted = [s for steps in groups.values() for s in steps] + list(planted)
     results = {step: judge_step(docs[step]) for step in wanted}
     summary = {group: {rule: tally(results, steps, rule) for rule in ALL_RULES}
-               for group, steps in {**groups, **{s: (s,) for s in PLANTED}}.items()}
+               for group, steps in {**groups, **{s: (s,) for s in planted}}.items()}
     summary |= {f"{s} (landed)": {rule: tally(results, (s,), rule, landed(results, s)) for rule in ALL_RULES}
-                for s in PLANTED}
+                for s in planted}
     doc = {"tgz": shown(args.tgz), "rejudged": args.rejudge, "rules": list(ALL_RULES), "small_us": SMALL_US, "summary": summary,
            "steps": results}
     Path(f"{args.out}.json").write_text(json.dumps(doc, indent=1))
-    lines = report(results, groups, args.tgz, args.out, args.rejudge)
+    lines = report(results, groups, args.tgz, args.out, args.rejudge, planted)
     Path(f"{args.out}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
