@@ -269,9 +269,9 @@ IDN = r"run_identity\.json"
 
 # (id, damage to a copy of the candidate run, the error line) -> a `show` case and a `gate` case
 RUNDIR_CASES: list[tuple[str, Callable[[Path], None], str]] = [
-    ("results-missing", remove("results.json"), rf"{R} is missing.*pass a run directory"),
-    ("results-is-a-directory", _results_dir, rf"{R} is missing"),
-    ("identity-missing", remove("run_identity.json"), rf"{IDN} is missing.*pass a run directory"),
+    ("results-missing", remove("results.json"), rf"{R} is missing: .* is not a tritongate run directory; pass a run directory"),
+    ("results-is-a-directory", _results_dir, rf"{R} is a folder: .* is not a tritongate run directory"),
+    ("identity-missing", remove("run_identity.json"), rf"{IDN} is missing: .* is not a tritongate run directory; pass a run directory"),
     ("results-not-json", raw("results.json", "{this is not json"), rf"{R} is not valid JSON.*damaged"),
     ("results-empty-file", raw("results.json", ""), rf"{R} is not valid JSON"),
     ("results-truncated", truncate("results.json"), rf"{R} is not valid JSON.*re-run"),
@@ -422,8 +422,11 @@ add("run-suite-option-without-value", lambda x: ["run", "--out", x.backstop, "--
     r"--suite: expected one argument")
 add("run-suite-is-a-directory", lambda x: x.run(suite=x.folder("suites")), 3, r"suites is a directory, not a YAML file",
     "suite_file")
-add("run-suite-file-missing", lambda x: x.run(suite=str(x.tmp / "nosuch.yaml")), 3, r"nosuch\.yaml does not exist",
-    "suite_file")
+add("run-suite-file-missing", lambda x: x.run(suite=str(x.tmp / "nosuch.yaml")), 3,
+    r"suite file .*nosuch\.yaml does not exist; pass the path of a suite YAML, or a builtin suite by its name "
+    r"\(.*smoke", "suite_file")
+add("run-suite-relative-path-missing", lambda x: x.run(suite="./smoke"), 3,
+    r"suite file \./smoke does not exist; .* builtin suite by its name", "suite_file")
 add("run-suite-name-unknown", lambda x: x.run(suite="nosuchsuite"), 3,
     r"no suite named 'nosuchsuite' in .*builtin suites: .*smoke", "suite_file")
 add("run-suite-empty-file", lambda x: x.run(suite=x.file("empty.yaml", "")), 3, r"empty\.yaml lists no ops", "suite_empty")
@@ -432,7 +435,8 @@ add("run-suite-comments-only", lambda x: x.run(suite=x.file("c.yaml", "# nothing
 add("run-dtypes-nosuch", lambda x: x.run("--dtypes", "nosuch"), 3, r"--dtypes names \['nosuch'\], which no op supports",
     "dtype")
 add("run-dtypes-nosuch-in-list", lambda x: x.run("--dtypes", "float32,float64"), 3, r"--dtypes names \['float64'\]", "dtype")
-add("run-ops-nosuch", lambda x: x.run("--ops", "nosuch"), 3, r"unknown op\(s\) \['nosuch'\].*builtin ops: add", "unknown_op")
+add("run-ops-nosuch", lambda x: x.run("--ops", "nosuch"), 3,
+    r"--ops names unknown op\(s\) \['nosuch'\]; suite .* lists add", "unknown_op")
 add("run-ops-not-in-suite", lambda x: x.run("--ops", "softmax"), 3, r"--ops asks for \['softmax'\], which suite .*does not list",
     "unknown_op")
 add("run-out-is-a-file", lambda x: x.run(out=x.file("out.txt", "x")), 3, r"cannot write to output directory .*out\.txt",
@@ -535,7 +539,8 @@ add("show-unknown-option", lambda x: ["show", str(x.runs["cand"]), "--bogus"], 2
 add("show-missing-run", lambda x: ["show"], 2, r"required: FOLDER")
 add("show-no-such-dir", lambda x: ["show", str(x.tmp / "nope")], 2, r"nope is not a directory; pass a run directory")
 add("show-a-file", lambda x: ["show", x.file("r.json", "{}")], 2, r"r\.json is not a directory")
-add("show-empty-dir", lambda x: ["show", x.folder("empty-run")], 2, r"results\.json is missing: .*empty-run is not a tritongate run")
+add("show-empty-dir", lambda x: ["show", x.folder("empty-run")], 2,
+    r"expected a run directory: .*empty-run/results\.json is missing: .*empty-run is not a tritongate run directory; pass")
 add("show-color-unknown", lambda x: ["show", str(x.runs["cand"]), "--color", "pink"], 2, r"--color: invalid choice: 'pink'")
 add("ops-unknown-option", lambda x: ["ops", "--bogus"], 2, r"unrecognized arguments: --bogus")
 add("ops-extra-positional", lambda x: ["ops", "add"], 2, r"unrecognized arguments: add")
@@ -869,8 +874,8 @@ for _id, _damage, _check, _pattern in RECORD_CASES:
     add(f"replay-from-{_id}", lambda x, d=_damage: x.run("--replay-from", str(_record_copy(x, d))), 3, _pattern, _check)
 
 add("replay-from-a-replay-run", lambda x: x.run("--replay-from", str(x.runs["replay"])), 3,
-    r"is a replay run and has no autotune records of its own; replay from the original record instead: "
-    r"--replay-from .*record", "replay_from")
+    r"is a replay run and has no autotune records of its own; give the record it replayed instead \(.*record.*\), "
+    r"to `run --replay-from` or as `pair`'s BASELINE_RECORD", "replay_from")
 
 
 # -- environment variables the tool reads ------------------------------------------------------

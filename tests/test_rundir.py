@@ -70,7 +70,7 @@ def test_missing_and_damaged_files(tmp_path):
     with pytest.raises(RunDirError, match="not a directory"):
         load_run(tmp_path / "nope")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(RunDirError, match="results.json is missing"):
+    with pytest.raises(RunDirError, match=r"empty/results.json is missing: .*empty is not a tritongate run directory"):
         load_run(tmp_path / "empty")
     _write(tmp_path)
     (tmp_path / "run" / RESULTS).write_text("{not json")

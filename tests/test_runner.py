@@ -59,6 +59,7 @@ def test_identity_log_and_shapes(smoke_run):
     assert ident["software"]["triton"]["version"] and ident["suite"]["name"] == "smoke"
     assert ident["codegen_env"]["TRITON_INTERPRET"] == "1"
     assert ident["wall_s"] > 0
+    assert "selection" not in ident  # the whole suite: publishable as its baseline
     shapes = yaml.safe_load((path / "shapes.yaml").read_text())
     assert shapes["softmax"] == {"shapes": [[8, 256]]}
     log = (path / "run.log").read_text()

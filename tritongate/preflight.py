@@ -32,10 +32,13 @@ def plan_rows(suite: Suite, registry: Registry, backend: Backend, *,
     wanted_ops = list(only_ops) if only_ops else None
     wanted_dtypes = set(only_dtypes) if only_dtypes else None
     unknown = [op.name for op in suite.ops if op.name not in registry]
-    unknown += [o for o in wanted_ops or () if o not in registry]
     if unknown:
         raise PreflightError("unknown_op", f"unknown op(s) {sorted(set(unknown))} in {suite.path}; "
                              f"builtin ops: {', '.join(registry.names())}")
+    unknown = [o for o in wanted_ops or () if o not in registry]
+    if unknown:  # a typo on the command line, not in the suite
+        raise PreflightError("unknown_op", f"--ops names unknown op(s) {sorted(set(unknown))}; suite {suite.name} "
+                             f"lists {', '.join(op.name for op in suite.ops)}")
     if wanted_ops:
         absent = [o for o in wanted_ops if o not in {op.name for op in suite.ops}]
         if absent:

@@ -189,9 +189,10 @@ def read_json_object(path: Path, what: str, *, error: Callable[[str], Exception]
         raise error(f"{path} is a symbolic link, not followed: a run directory holds plain files; copy the "
                     "file in, or pass the directory the link points into")
     if found != "file":
-        raise error(missing or f"{path} is missing: {path.parent} is not a tritongate run directory "
-                               f"(no {what}); pass a run directory (what `tritongate run` printed, or "
-                               "the base/ or candidate/ of a pair directory)")
+        what_is = "is missing" if found == "missing" else f"is a {'folder' if found == 'dir' else 'special file'}"
+        raise error(missing or f"{path} {what_is}: {path.parent} is not a tritongate run directory; pass a run "
+                               "directory (what `tritongate run` printed, or the base/ or candidate/ of a pair "
+                               "directory)")
     raw = _read_bytes(path, error)
     try:
         data = json.loads(raw)

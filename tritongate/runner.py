@@ -166,6 +166,9 @@ class Runner:
             "tuner_cache": tuner_cache.to_dict(),
             "parallel_sweep": sweep.to_dict() if sweep is not None else None,
         }
+        if req.only_ops or req.only_dtypes or req.only_rows is not None:  # a part of the suite: never its baseline
+            identity["selection"] = {"ops": list(req.only_ops), "dtypes": list(req.only_dtypes),
+                                     "rows": len(req.only_rows) if req.only_rows is not None else None}
         if plan is not None:
             identity["planted_delay"] = plan.identity()
         work = planted_work()

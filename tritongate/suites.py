@@ -81,22 +81,28 @@ def _read_yaml(path: Path, check: str) -> tuple[Any, bytes]:
         raise PreflightError(check, f"{path} is {describe_yaml_error(exc)}") from exc
 
 
+def _builtin_names() -> str:
+    names = builtin_suites()
+    provided = [n for n in names if _is_provider_suite(ops_dir() / "suites" / f"{n}.yaml")]
+    known = ", ".join(n for n in names if n not in provided) or "none"
+    return known + (f"; suites of flag_gems ops: {', '.join(provided)}" if provided else "")
+
+
 def resolve_suite_path(suite: str) -> Path:
     candidate = Path(suite)
     if candidate.suffix in (".yaml", ".yml") or os.sep in suite or candidate.exists():
+        if not candidate.exists():  # a path with a typo, or a builtin's name written as a file
+            raise PreflightError("suite_file", f"suite file {suite} does not exist; pass the path of a suite YAML, "
+                                 f"or a builtin suite by its name ({_builtin_names()})")
         return candidate
     path = ops_dir() / "suites" / f"{suite}.yaml"
     if not path.is_file():
-        names = builtin_suites()
-        provided = [n for n in names if _is_provider_suite(ops_dir() / "suites" / f"{n}.yaml")]
-        known = ", ".join(n for n in names if n not in provided) or "none"
-        extra = f"; suites of flag_gems ops: {', '.join(provided)}" if provided else ""
         env = os.environ.get("TRITONGATE_OPS_DIR")
         origin = ""
         if env:  # the variable chose the folder: say so, and whether it exists
             origin = f" (set by TRITONGATE_OPS_DIR={env!r}{'' if Path(env).is_dir() else ', which is not a directory'})"
         raise PreflightError("suite_file", f"no suite named {suite!r} in {ops_dir() / 'suites'}{origin} "
-                             f"(builtin suites: {known}{extra}); pass a name or a path to a suite YAML")
+                             f"(builtin suites: {_builtin_names()}); pass a name or a path to a suite YAML")
     return path
 
 

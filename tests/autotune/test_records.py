@@ -42,7 +42,7 @@ def test_replay_of_a_replay_names_the_original(tmp_path):
     run = tmp_path / "replay"
     writer = RunWriter(run, {"backend": "cpu", "replay_from": "/runs/base"}, mode="replay")
     writer.finish()
-    with pytest.raises(PreflightError, match="--replay-from /runs/base") as info:
+    with pytest.raises(PreflightError, match=r"give the record it replayed instead \(/runs/base\)") as info:
         load_records(run, backend="cpu")
     assert info.value.check == "replay_from"
 

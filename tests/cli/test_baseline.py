@@ -166,7 +166,7 @@ def test_ci_find_baseline(tmp_path):
 @pytest.mark.slow
 def test_ci_record_baseline_publish_end_to_end_on_cpu(tmp_path):
     store = tmp_path / "store"
-    rec = _ci("record_baseline.py", "--suite", "smoke", "--backend", "cpu", "--ops", "add", "--out",
+    rec = _ci("record_baseline.py", "--suite", "smoke", "--backend", "cpu", "--out",
               str(tmp_path / "runs"), "--publish", str(store), "--runner-class", "cpu-ci", "--compiler-commit",
               "abc1234", "--compiler-repo", "https://github.com/Acme/Triton.git", cwd=tmp_path)
     assert rec.returncode == 0, rec.stderr

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from tritongate.cli import main
@@ -13,6 +15,12 @@ def test_run_prints_the_run_dir_last(tmp_path, capsys):
     assert out[-1] == str(run_dir)
     assert run_dir.name.startswith("smoke_")
     assert any("softmax" in line for line in out) and "3 rows" in out[-2]
+    # a part of the suite says so: `baseline publish` refuses it as the suite's baseline
+    ident = json.loads((run_dir / "run_identity.json").read_text())
+    assert ident["selection"] == {"ops": ["add", "softmax"], "dtypes": [], "rows": None}
+    assert main(["baseline", "publish", str(run_dir), "--store", str(tmp_path.parent / "store"),
+                 "--runner-class", "cpu"]) == 2
+    assert "it measured part of suite 'smoke' (--ops add,softmax, 3 rows)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("suite,shapes,check", [

@@ -97,7 +97,7 @@ def test_below_input_none_failed_past_n_and_one_side_only_each_say_so(tmp_path: 
     lines = markdown_block(IRBlameDoc.model_validate(read_blame(tmp_path, diffs, IR_DIFF_DIR)))
     text = "\n".join(lines)
     assert "<code>k_below</code> differs below the pass dumps (PTX)" in text
-    assert "<code>k_input</code> differs before any pass: the frontend&#39;s TTIR" in text
+    assert "<code>k_input</code> differs before any pass: the frontend's TTIR" in text
     assert "<code>k_none</code>: no pass output or final output differs" in text
     assert "<code>k_new</code> not blamed: launched by one build only" in text
     assert "<code>k_failed</code> not blamed: its compiles with every pass dumped failed: compiling with dumps" in text

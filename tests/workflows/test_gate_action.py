@@ -63,7 +63,7 @@ def publish_store(tmp: Path, compiler_repo: str = "acme/triton") -> Path:
     """A store with one nightly's entry, built from ``compiler_repo`` (the gate job's PRs are
     acme/triton's)."""
     store = tmp / "store"
-    proc = subprocess.run([sys.executable, str(REPO / "ci" / "record_baseline.py"), "--suite", "smoke", "--ops", "add",
+    proc = subprocess.run([sys.executable, str(REPO / "ci" / "record_baseline.py"), "--suite", "smoke",
                            "--backend", "cpu", "--out", str(tmp / "record"), "--publish", str(store),
                            "--runner-class", "cpu-ci", "--compiler-repo", compiler_repo],
                           capture_output=True, text=True, timeout=300,

@@ -9,7 +9,7 @@ local composite action (build-compiler, mode installed) runs for real, through t
 machinery; only remote actions (checkout, upload-artifact) are skipped, and the test says
 which ones and checks that what they would have uploaded exists.
 
-Scenario "published": a cpu record of the smoke suite (`--ops add`) is published into the
+Scenario "published": a cpu record of the whole smoke suite is published into the
 store first; the lookup finds it (state ok), the paired check of the build against itself
 passes, and verdict.md (the comment body) is in the job summary.
 Scenario "fallback": no store (its checkout fails, continue-on-error); the job records a
@@ -401,7 +401,7 @@ def test_nightly_records_checks_and_pushes_one_entry(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_publish_refuses_an_entry_that_was_changed_on_the_way(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    proc = subprocess.run([sys.executable, str(REPO / "ci" / "record_baseline.py"), "--suite", "smoke", "--ops", "add",
+    proc = subprocess.run([sys.executable, str(REPO / "ci" / "record_baseline.py"), "--suite", "smoke",
                            "--backend", "cpu", "--out", str(tmp_path / "record"), "--publish", str(store),
                            "--runner-class", "cpu-ci"], capture_output=True, text=True, timeout=300,
                           env={k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TRITONGATE_"))})

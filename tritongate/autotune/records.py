@@ -90,8 +90,8 @@ def load_records(run_dir: Path, *, backend: str, run: Run | None = None) -> Reco
         raise _fail(f"--replay-from: {exc}") from exc
     if run.mode == "replay":
         original = run.identity.get("replay_from") or "<unknown>"
-        raise _fail(f"{run_dir} is a replay run and has no autotune records of its own; replay from "
-                    f"the original record instead: --replay-from {original}")
+        raise _fail(f"{run_dir} is a replay run and has no autotune records of its own; give the record it "
+                    f"replayed instead ({original}), to `run --replay-from` or as `pair`'s BASELINE_RECORD")
     folder = run_dir / RECORDS_DIR
     if safefs.kind(run_dir, RECORDS_DIR) == "link":  # records are read inside the run, never through a link
         raise _fail(f"{folder} is a symbolic link, not followed: a record run holds its records itself")

@@ -57,6 +57,13 @@ def _load_publishable(run_dir: Path) -> Run:
     if planted:
         raise _refusal(run_dir, f"it is a planted run ({planted}), its kernels slowed on purpose; unset the "
                                 f"variable and {_RECORD}")
+    selection = run.identity.get("selection")
+    if selection:  # a PR replaying it would find the suite's other rows missing and tune them live
+        part = ", ".join(f"--{k} {','.join(v)}" for k, v in selection.items() if k in ("ops", "dtypes") and v)
+        suite = (run.identity.get("suite") or {}).get("name", "?")
+        raise _refusal(run_dir, f"it measured part of suite {suite!r} ({part or 'a subset of its rows'}, "
+                                f"{len(run.rows)} rows); record the whole suite, or write a suite YAML of just "
+                                "those ops and record that")
     backend = run.identity.get("backend")
     if not isinstance(backend, str) or not backend:
         raise _refusal(run_dir, f"{IDENTITY} names no backend; {_FIX}")

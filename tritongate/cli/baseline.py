@@ -17,6 +17,7 @@ from tritongate.cli.common import add_command, main_alone
 from tritongate.errors import ExitCode, GateError, UsageError
 from tritongate.github import outputs
 from tritongate.report.untrusted import neutralize
+from tritongate.report.units import counted
 
 MAX_VALUE = 2000  # characters of one output value: a reason quoting odd inputs stays bounded
 
@@ -71,7 +72,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     entry = publish(_store(args), Path(args.run), runner_class=args.runner_class,
                     compiler_repo=args.compiler_repo, compiler_commit=args.compiler_commit)
     m = entry.manifest
-    print(f"published {m.suite_name} for {m.runner_class} on {m.gpu_slug}: {m.rows} rows, "
+    print(f"published {m.suite_name} for {m.runner_class} on {m.gpu_slug}: {counted(m.rows, 'row')}, "
           f"recorded {m.recorded_utc}")
     print(f"baseline: {entry.path}")
     return ExitCode.OK
@@ -133,7 +134,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             m = e.manifest
             built = m.compiler_commit or m.compiler_ref or m.triton_version
             repo = e.repo()
-            print(single_line(f"{m.recorded_utc}  {m.runner_class}/{m.suite_name}/{m.gpu_slug}  {m.rows} rows  "
+            print(single_line(f"{m.recorded_utc}  {m.runner_class}/{m.suite_name}/{m.gpu_slug}  {counted(m.rows, 'row')}  "
                               f"{repo.display if repo else '-'}  {built}  {e.path}"))
         if not entries:
             print(f"no baselines in {_store(args)}", file=sys.stderr)

@@ -96,7 +96,7 @@ def load_run_dir(path: Path, *, what: str = "a run directory", allow_incomplete:
     except RunDirError as exc:
         if kind is Kind.RUN:
             raise
-        raise UsageError(f"expected {what}: {what_it_is(path)} ({exc})") from None
+        raise UsageError(f"expected {what}: {exc}") from None  # it names the folder and what it lacks
 
 
 def record_suite(record: Path) -> str:

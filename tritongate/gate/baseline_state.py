@@ -76,5 +76,5 @@ def load_baseline_state(path: str | Path) -> BaselineState:
     def usage(message: str) -> Exception:
         return UsageError(f"--baseline-state: {message}; write it with `tritongate baseline find ... --state-out FILE`")
 
-    raw = read_json_object(path, "baseline state", error=usage)
+    raw = read_json_object(path, "baseline state", error=usage, missing=f"{path} is missing or not a plain file")
     return BaselineState(validate(BaselineStateDoc, raw, source=path, error=UsageError))

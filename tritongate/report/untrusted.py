@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.text import Text
 
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "|": "&#124;", "*": "&#42;",
+# Quotes stay as they are: with ``<`` escaped no HTML attribute can open, and a cell is never
+# inside a link title, so an apostrophe reads as one in the raw file too.
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "*": "&#42;",
              "_": "&#95;", "`": "&#96;", "[": "&#91;", "]": "&#93;", "\\": "&#92;", "~": "&#126;", "@": "&#64;",
              "#": "&#35;", "!": "&#33;", "$": "&#36;"}
 

@@ -50,6 +50,14 @@ class PairIdentDoc(OpenDoc):
     build: Optional[BuildDoc] = None
 
 
+class SelectionDoc(StrictDoc):
+    """The part of the suite a run measured (--ops, --dtypes, a shard's rows); absent: all of it."""
+
+    ops: list[Name] = []
+    dtypes: list[Name] = []
+    rows: Optional[NonNegInt] = None
+
+
 class IdentityDoc(OpenDoc):
     schema_version: int
     tool_version: Text = "unknown"
@@ -66,6 +74,7 @@ class IdentityDoc(OpenDoc):
     gpu_state_before: Optional[GpuStateDoc] = None
     gpu_state_after: Optional[GpuStateDoc] = None
     pair: Optional[PairIdentDoc] = None
+    selection: Optional[SelectionDoc] = None
 
 
 # -- autotune_records/ ---------------------------------------------------------------------
