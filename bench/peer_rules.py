@@ -176,15 +176,32 @@ def load_steps(tgz: Path) -> dict[str, dict[str, Any]]:
     return dict(out)
 
 
-def rejudge(tgz: Path, docs: dict[str, dict[str, Any]]) -> None:
-    """Replace each step's verdict with this checkout's gate on the step's stored runs."""
+def gpu_of(tgz: Path) -> str:
+    """The GPU (model and UUID) the runs in ``tgz`` measured on, as their run identities say."""
+    seen: set[str] = set()
+    with tarfile.open(tgz) as tf:
+        for m in tf.getmembers():
+            if m.isfile() and m.name.endswith("/run_identity.json"):
+                ident = json.load(tf.extractfile(m))  # type: ignore[arg-type]
+                gpu = ident.get("gpu_state_before") or {}
+                seen.add(f"{gpu.get('name', ident.get('device'))} {gpu.get('uuid', '')}".strip())
+    return ", ".join(sorted(seen)) or "GPU not recorded"
+
+
+def rejudge(tgz: Path, docs: dict[str, dict[str, Any]], gate_args: list[str] | None = None) -> None:
+    """Replace each step's verdict with this checkout's gate on the step's stored runs
+    (``gate_args``: options given to it, e.g. another --min-effect)."""
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(tgz) as tf:
         tf.extractall(tmp, filter="data")
         for step in docs:
-            (pair,) = Path(tmp, "lh", step).glob("pair-*")
+            pairs = list(Path(tmp, "lh", step).glob("pair-*"))
+            if not pairs:  # not a pair step (a record-and-replay folder beside them)
+                continue
+            (pair,) = pairs
             out = Path(tmp, "rejudged", step)
             proc = subprocess.run([sys.executable, "-m", "tritongate", "gate", str(pair / "base"),
-                                   str(pair / "candidate"), "--out", str(out)], capture_output=True, text=True)
+                                   str(pair / "candidate"), "--out", str(out), *(gate_args or [])],
+                                  capture_output=True, text=True)
             if proc.returncode not in (0, 1):
                 raise SystemExit(f"gate on {step} failed ({proc.returncode}): {proc.stderr[-2000:]}")
             docs[step]["verdict"] = json.loads((out / "verdict.json").read_text())
@@ -267,10 +284,12 @@ def pct(k: int, n: int) -> str:
 
 
 def report(results: dict[str, Any], groups: dict[str, tuple[str, ...]], tgz: Path, out: Path,
-           rejudged: bool = False, planted: tuple[str, ...] = PLANTED) -> list[str]:
-    lines = ["# Peer tools' rules on the loaded-host pair runs (H100, suite `pr`)", "",
+           rejudged: bool = False, planted: tuple[str, ...] = PLANTED, gate_args: str = "") -> list[str]:
+    gate_args = f" --gate-args '{gate_args}'" if gate_args else ""
+    lines = [f"# Peer tools' rules on the loaded-host pair runs ({gpu_of(tgz)}, suite `pr`)", "",
              f"Command: `.venv/bin/python bench/peer_rules.py --tgz {shown(tgz)} --out {shown(out)}"
-             f"{' --rejudge' if rejudged else ''}{'' if planted == PLANTED else ' --planted ' + ','.join(planted)}` "
+             f"{' --rejudge' if rejudged else ''}{gate_args}"
+             f"{'' if planted == PLANTED else ' --planted ' + ','.join(planted)}` "
              "(this file is written by that script).", "",
              *(["The gate's calls are this checkout's `tritongate gate` re-run on the stored runs (`--rejudge`), not "
                 "the verdicts the runs wrote.", ""] if rejudged else []),
@@ -289,9 +308,10 @@ def report(results: dict[str, Any], groups: dict[str, tuple[str, ...]], tgz: Pat
         rs = [r for st in steps for r in results[st]["rows"].values()]
         lines += ["", f"Samples > 2x their row-side median: {sum(r['samples_over_2x_median'] for r in rs)}; largest "
                   f"sample / row-side median: {max(r['max_over_median'] for r in rs):.1f}x.", ""]
-    lines += ["`unprimed-cand` (quiet host, the candidate worker skipped the graph priming) is scored as A/A in its own "
-              "table and kept out of the quiet A/A group: its candidate process can change launch state part-way, so "
-              "it is not a clean A/A.", ""]
+    if "A/A quiet, candidate unprimed" in groups:
+        lines += ["`unprimed-cand` (quiet host, the candidate worker skipped the graph priming) is scored as A/A in its "
+                  "own table and kept out of the quiet A/A group: its candidate process can change launch state "
+                  "part-way, so it is not a clean A/A.", ""]
     for step in planted:
         res = results[step]
         t0 = tally(results, (step,), "gate")
@@ -351,13 +371,16 @@ def main() -> None:
     ap.add_argument("--tgz", type=Path, default=TGZ)
     ap.add_argument("--out", type=Path, default=OUT, help="output prefix (.json and .md)")
     ap.add_argument("--rejudge", action="store_true", help="the gate's calls from this checkout's gate, re-run")
+    ap.add_argument("--gate-args", default="", help="with --rejudge: options for the gate, e.g. '--min-effect 0.005'")
     ap.add_argument("--planted", help=f"the planted steps, comma-separated (default {','.join(PLANTED)}); each "
                     "step's twin on the other host must be among them")
     args = ap.parse_args()
     planted = tuple(args.planted.split(",")) if args.planted else PLANTED
     docs = load_steps(args.tgz)
+    if args.gate_args and not args.rejudge:
+        raise SystemExit("--gate-args needs --rejudge")
     if args.rejudge:
-        rejudge(args.tgz, docs)
+        rejudge(args.tgz, docs, args.gate_args.split())
     complete = {s for s, d in docs.items() if len(d) == 3}
     groups = {g: steps for g, steps in GROUPS.items() if set(steps) <= complete}  # a planted-only re-run has no A/A
     missing = [s for s in planted if s not in complete]
@@ -369,10 +392,10 @@ def main() -> None:
                for group, steps in {**groups, **{s: (s,) for s in planted}}.items()}
     summary |= {f"{s} (landed)": {rule: tally(results, (s,), rule, landed(results, s)) for rule in ALL_RULES}
                 for s in planted}
-    doc = {"tgz": shown(args.tgz), "rejudged": args.rejudge, "rules": list(ALL_RULES), "small_us": SMALL_US, "summary": summary,
+    doc = {"tgz": shown(args.tgz), "rejudged": args.rejudge, "gate_args": args.gate_args, "rules": list(ALL_RULES), "small_us": SMALL_US, "summary": summary,
            "steps": results}
     Path(f"{args.out}.json").write_text(json.dumps(doc, indent=1))
-    lines = report(results, groups, args.tgz, args.out, args.rejudge, planted)
+    lines = report(results, groups, args.tgz, args.out, args.rejudge, planted, args.gate_args)
     Path(f"{args.out}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
