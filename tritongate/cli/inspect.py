@@ -194,6 +194,15 @@ def add_ir_diff_parser(sub: argparse._SubParsersAction) -> None:
                           "to a minute a kernel)")
 
 
+def _progress_line(i: int, n: int, v: Any) -> str:
+    """``[3/8] 64x64x64 matmul_kernel w4s3 (matmul/float16)``: the variant by its file name where
+    it has one, and the rows that launched it (two ops may share a kernel and a case)."""
+    name = v.name or Path(v.file).stem
+    parts = [f"[{i + 1}/{n}]", v.case, v.kernel.rsplit(".", 1)[-1], *([name] if name else []),
+             *([f"({', '.join(v.rows)})"] if v.rows else [])]
+    return neutralize(" ".join(parts))
+
+
 def cmd_ir(args: argparse.Namespace) -> int:
     from tritongate.ir.aot import Target, add_module_paths, recompile
     from tritongate.ir.index import INDEX, read_index
@@ -215,8 +224,7 @@ def cmd_ir(args: argparse.Namespace) -> int:
     add_module_paths(run.identity)
     total = sum(1 for v in variants if not v.sweep_loser)
     outcome = recompile(variants, target, Path(args.out), codegen_env=run.identity.get("codegen_env") or {},
-                        progress=lambda i, n, v: print(f"[{i + 1}/{n}] {neutralize(v.case)} {neutralize(v.kernel)} "
-                                                       f"{neutralize(v.name)}", file=sys.stderr, flush=True),
+                        progress=lambda i, n, v: print(_progress_line(i, n, v), file=sys.stderr, flush=True),
                         sass=not args.no_sass)
     write_aot(Path(args.out) / TTGIR_DIR, Path(args.from_run), target=str(target), compiled=outcome.compiled,
               failed=outcome.failed, codegen_env=outcome.codegen_env, levels=outcome.levels)
