@@ -57,15 +57,15 @@ def fake_builds(monkeypatch: pytest.MonkeyPatch):
     texts = {"base": "mm v1\n", "same": "mm v1\n", "newer": "mm v2\n", "warps8": "mm v1\n"}
     seen: dict[str, object] = {}
 
-    def aot(pythons, record: Path, out: Path, target: str) -> dict:
-        seen["target"] = target
+    def aot(pythons, record: Path, out: Path, target: str, envs=None) -> dict:
+        seen["target"], seen["aot_envs"] = target, envs
         for side, python in pythons.items():
             _tree(out / f"ir-{side}", {"add": "add v1\n", "matmul": texts[Path(python).name]})
             write_aot(out / f"ir-{side}" / "ttgir", record, target=target, compiled=2, failed=[])
         return {}
 
-    def capture(pythons, record: Path, suite: str, rows, out: Path, target: str):
-        seen["suite"] = suite
+    def capture(pythons, record: Path, suite: str, rows, out: Path, target: str, envs=None):
+        seen["suite"], seen["capture_envs"] = suite, envs
         runs = {}
         for side, python in pythons.items():
             _tree(out / f"capture-{side}" / "run", {"add": "", "matmul": ""},
@@ -96,7 +96,8 @@ def test_a_changed_kernel_lists_exactly_its_rows(tmp_path, record, fake_builds, 
     doc = json.loads((tmp_path / "o" / "prescreen.json").read_text())
     assert doc["schema_version"] == 1 and doc["rows_total"] == 2 and doc["target"] == "cuda:90"
     assert doc["rows_changed"] == [["matmul", "64x64x64", "float16"]]
-    assert fake_builds.seen == {"target": "cuda:90", "suite": "pr"}  # the record's target and suite
+    assert fake_builds.seen["target"] == "cuda:90" and fake_builds.seen["suite"] == "pr"  # the record's
+    assert fake_builds.seen["aot_envs"] == {"base": {}, "cand": {}}  # no overlay unless one is given
     assert {k["kernel"]: k["status"] for k in doc["kernels"]} == {"m.add_kernel": "identical",
                                                                    "m.matmul_kernel": "changed"}
     assert doc["baseline"]["content_sha256"] and doc["builds"]["cand"]["triton_key"]
@@ -220,14 +221,14 @@ def test_a_kernel_that_failed_to_compile_on_both_sides_leaves_its_row_timed(tmp_
     w.finish()
     _two_kernel_tree(record)
 
-    def aot(pythons, record_dir, out, target):
+    def aot(pythons, record_dir, out, target, envs=None):
         for side in pythons:
             _two_kernel_tree(out / f"ir-{side}", both=False)
             write_aot(out / f"ir-{side}" / "ttgir", record_dir, target=target, compiled=1,
                       failed=["m.epilogue_kernel"])
         return {}
 
-    def capture(pythons, record_dir, suite, rows, out, target):
+    def capture(pythons, record_dir, suite, rows, out, target, envs=None):
         for side in pythons:
             _two_kernel_tree(out / f"capture-{side}" / "run")
         return {side: out / f"capture-{side}" / "run" for side in pythons}, {}

@@ -206,3 +206,63 @@ def test_a_real_pass_change_is_tabled_and_blamed(tmp_path: Path) -> None:
     assert "tritongpu-pipeline" in blame["variants"][0]["summary"]
     assert proc.stdout.count("  blame  ") == 1 and "first differs after" in proc.stdout
     assert len(blame["not_blamed"]) == proc.stdout.count("  not blamed  ") >= 1
+
+
+def test_a_build_s_environment_reaches_its_compiles_and_captures_and_its_identity(tmp_path, record, fake_builds,
+                                                                                 capsys) -> None:
+    same = fake_builds(tmp_path, "same")
+    assert main(["prescreen", "--baseline", str(record), "--base-python", same, "--cand-python", same,
+                 "--cand-env", "DISABLE_MMA_V3=1", "--cand-env", "TRITON_DEFAULT_FP_FUSION=0",
+                 "--out", str(tmp_path / "o")]) == 0
+    want = {"base": {}, "cand": {"DISABLE_MMA_V3": "1", "TRITON_DEFAULT_FP_FUSION": "0"}}
+    assert fake_builds.seen["aot_envs"] == want and fake_builds.seen["capture_envs"] == want
+    cand = json.loads((tmp_path / "o" / "side-cand.json").read_text())["build"]
+    base = json.loads((tmp_path / "o" / "side-base.json").read_text())["build"]
+    assert cand["env_overlay"] == want["cand"] and "env_overlay" not in base
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--cand-env", "TRITON_INTERPRET=0"], "--cand-env TRITON_INTERPRET=...: the pre-screen compiles without"),
+    (["--base-env", "no-equals"], "--base-env 'no-equals': expected NAME=VALUE"),
+    (["--judge", "--cand-env", "X=1"], "--base-env/--cand-env with --judge: the judge runs no build"),
+])
+def test_an_environment_overlay_it_cannot_honour_is_refused(tmp_path, record, capsys, argv, message) -> None:
+    pythons = [] if "--judge" in argv else ["--base-python", sys.executable, "--cand-python", sys.executable]
+    assert main(["prescreen", "--baseline", str(record), *pythons, "--out", str(tmp_path / "o"), *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_commands_carry_the_overlay_and_keep_the_pre_screen_s_own_switches(tmp_path) -> None:
+    from tritongate.prescreen.respecialize import capture_cmd
+    from tritongate.prescreen.side import _aot_cmd
+
+    overlay = {"DISABLE_MMA_V3": "1", "TRITON_DISABLE_LINE_INFO": "0"}
+    _, aot_env = _aot_cmd(sys.executable, tmp_path, tmp_path / "ir-cand", "cuda:90", overlay)
+    assert aot_env["DISABLE_MMA_V3"] == "1" and aot_env["TRITON_DISABLE_LINE_INFO"] == "0"
+    assert "TRITON_INTERPRET" not in aot_env and aot_env["TRITON_CACHE_DIR"].endswith("ir-cand.triton-cache")
+    _, cap_env = capture_cmd(sys.executable, tmp_path, "smoke", [], tmp_path / "capture-cand", "cuda:90", str(ROOT),
+                             overlay)
+    assert cap_env["DISABLE_MMA_V3"] == "1" and cap_env["TRITON_INTERPRET"] == "1"
+
+
+@pytest.mark.slow
+def test_a_compiler_knob_is_screened_with_one_interpreter_as_both_builds(tmp_path: Path) -> None:
+    """`--cand-env DISABLE_MMA_V3=1` with the same interpreter on both sides: exactly the rows whose
+    kernels hold a dot product change (the knob lowers tl.dot another way), and the candidate's
+    identity in prescreen.json names the overlay."""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "TRITONGATE_CAPTURE_ONLY": "1"}
+    rec = subprocess.run([sys.executable, "-m", "tritongate", "run", "--suite", "smoke", "--backend", "cpu",
+                          "--rounds", "1", "--samples-per-round", "1", "--out", str(tmp_path / "rec"),
+                          "--color", "never"], env=env, cwd=ROOT, capture_output=True, text=True)
+    record_dir = rec.stdout.strip().splitlines()[-1]
+    out = tmp_path / "pre"
+    proc = subprocess.run([sys.executable, "-m", "tritongate", "prescreen", "--baseline", record_dir,
+                           "--base-python", sys.executable, "--cand-python", sys.executable,
+                           "--cand-env", "DISABLE_MMA_V3=1", "--out", str(out)], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads((out / "prescreen.json").read_text())
+    assert sorted(tuple(r) for r in doc["rows_changed"]) == [("attention", "1x2x64x32", "float16"),
+                                                             ("attention_causal", "1x2x64x32", "float16"),
+                                                             ("matmul", "64x64x64", "float16")]
+    assert doc["builds"]["cand"]["env_overlay"] == {"DISABLE_MMA_V3": "1"} and "env_overlay" not in doc["builds"]["base"]

@@ -28,6 +28,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the base build's interpreter (with torch, triton, numpy, pyyaml, pydantic and rich; "
                         "not tritongate: this one's is put on its path); needed but with --judge")
     p.add_argument("--cand-python", type=_text, metavar="PY", help="the candidate build's interpreter")
+    p.add_argument("--base-env", type=_text, action="append", metavar="K=V",
+                   help="environment for the base build's compiles and captures only (repeatable)")
+    p.add_argument("--cand-env", type=_text, action="append", metavar="K=V",
+                   help="environment for the candidate build's only, e.g. DISABLE_MMA_V3=1 to screen a compiler "
+                        "knob with one interpreter as both builds (repeatable)")
     split = p.add_mutually_exclusive_group()
     split.add_argument("--side", choices=("base", "cand"),
                        help="only this build's half (its recompile, capture and launch-path hashes into DIR, "
@@ -83,11 +88,13 @@ def screen(args: argparse.Namespace) -> Any:
                                                                           else "; pass both builds' interpreters"))
     if args.blame and (args.side or args.judge):
         raise UsageError("--blame compiles under both builds: run it without --side/--judge")
+    envs = _env_overlays(args)
     if args.side:
         from tritongate.prescreen import prepare_side
 
         python = args.base_python if args.side == "base" else args.cand_python
-        prepare_side(Path(args.baseline), {args.side: python}, Path(args.out), suite=args.suite)
+        prepare_side(Path(args.baseline), {args.side: python}, Path(args.out), suite=args.suite,
+                     envs={args.side: envs[args.side]})
         from tritongate.prescreen.side import side_json
 
         print(Path(args.out) / side_json(args.side))  # what the judge's job downloads
@@ -98,14 +105,14 @@ def screen(args: argparse.Namespace) -> Any:
         result = judge(Path(args.baseline), Path(args.out), suite=args.suite)
     else:
         result = run_prescreen(Path(args.baseline), args.base_python, args.cand_python, Path(args.out),
-                               suite=args.suite)
+                               suite=args.suite, envs=envs)
     print(changed_table(changed_rows(result.document)), end="", flush=True)
     for note in notes(result.document):
         print(f"note: {neutralize(note)}")
     if args.blame and result.document.get("target") is None:
         print("  (--blame: nothing was compiled for this record's target, so no pass can be blamed)")
     elif args.blame and result.rows_changed:
-        _blame(result, args)
+        _blame(result, args, envs)
     if result.verdict_dir is not None:
         append_step_summary(result.verdict_dir / "verdict.md")
     return result
@@ -124,7 +131,23 @@ def changed_table(rows: list[Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _blame(result: Any, args: argparse.Namespace) -> None:
+def _env_overlays(args: argparse.Namespace) -> dict[str, dict[str, str]]:
+    """``--base-env``/``--cand-env`` per side, validated; the interpreter switch is the pre-screen's
+    own (off for the compiles, on for the captures), so an overlay cannot set it."""
+    from tritongate.pair.build import parse_env_overlay
+
+    envs = {"base": parse_env_overlay(args.base_env, option="--base-env"),
+            "cand": parse_env_overlay(args.cand_env, option="--cand-env")}
+    if args.judge and (envs["base"] or envs["cand"]):
+        raise UsageError("--base-env/--cand-env with --judge: the judge runs no build; give them to each --side run")
+    for side, env in envs.items():
+        if "TRITON_INTERPRET" in env:
+            raise UsageError(f"--{side}-env TRITON_INTERPRET=...: the pre-screen compiles without the interpreter and "
+                             "captures with it, whatever a build sets; drop it")
+    return envs
+
+
+def _blame(result: Any, args: argparse.Namespace, envs: dict[str, dict[str, str]]) -> None:
     from tritongate.prescreen.blame import blame_prescreen
 
     def show(k: Any) -> None:
@@ -133,7 +156,7 @@ def _blame(result: Any, args: argparse.Namespace) -> None:
               flush=True)
 
     outcome = blame_prescreen(result.out, result.document, args.base_python, args.cand_python, args.blame,
-                              progress=show)
+                              progress=show, envs=envs)
     for k in outcome.not_blamed:
         print(f"  not blamed  {neutralize(k['case'])}  {neutralize(k['kernel'])}  {neutralize(k['variant'])}")
     if outcome.not_blamed:

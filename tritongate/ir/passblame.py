@@ -204,10 +204,15 @@ def first_difference(base: PassDumps | Sequence[PassDump], cand: PassDumps | Seq
     return Blame(NONE, **common, **tail)
 
 
-def blame_variant(base_python: str, cand_python: str, variant: CompiledVariant, target: str, out: Path,
+def blame_variant(base_python: str, cand_python: str, variant: CompiledVariant, target: str, out: Path, *,
+                  base_env: Mapping[str, str] | None = None, cand_env: Mapping[str, str] | None = None,
                   **compile_kw: Any) -> Blame:
     """Compile ``variant`` under both builds with every pass dumped (``out/base``, ``out/cand``,
-    fresh folders; ``compile_kw`` as ``passdumps.compile_with_dumps`` takes) and blame it."""
-    base = compile_with_dumps(base_python, variant, target, Path(out) / "base", **compile_kw)
-    cand = compile_with_dumps(cand_python, variant, target, Path(out) / "cand", **compile_kw)
+    fresh folders; ``*_env``: a build's environment overlay; ``compile_kw`` as
+    ``passdumps.compile_with_dumps`` takes) and blame it."""
+    shared = dict(compile_kw.pop("env", None) or {})
+    base = compile_with_dumps(base_python, variant, target, Path(out) / "base", env={**shared, **(base_env or {})},
+                              **compile_kw)
+    cand = compile_with_dumps(cand_python, variant, target, Path(out) / "cand", env={**shared, **(cand_env or {})},
+                              **compile_kw)
     return first_difference(base, cand)

@@ -87,12 +87,12 @@ def _target(record: Path) -> Any:
 
 
 def run_prescreen(record: Path, base_python: str, cand_python: str, out: Path, *,
-                  suite: str | None = None) -> PrescreenResult:
+                  suite: str | None = None, envs: Mapping[str, Mapping[str, str]] | None = None) -> PrescreenResult:
     """Both sides at once (``prepare_side``), then the judge: writes ``out/{ir-base,ir-cand,ir-diff}/``,
     ``out/capture-{base,cand}/``, ``out/side-{base,cand}.json`` and ``out/prescreen.json`` (and
     ``out/verdict/`` when no row changed). ``suite``: the one the baseline was recorded with
-    (default: the name it gives)."""
-    prepare_side(record, {"base": base_python, "cand": cand_python}, out, suite=suite)
+    (default: the name it gives); ``envs``: each side's environment overlay."""
+    prepare_side(record, {"base": base_python, "cand": cand_python}, out, suite=suite, envs=envs)
     return judge(record, out, suite=suite)
 
 
@@ -105,7 +105,8 @@ def _refuse_earlier(out: Path, names: list[str], step: str) -> None:
                          "folder without them (a fresh --out, or remove them)")
 
 
-def prepare_side(record: Path, pythons: Mapping[str, str], out: Path, *, suite: str | None = None) -> None:
+def prepare_side(record: Path, pythons: Mapping[str, str], out: Path, *, suite: str | None = None,
+                 envs: Mapping[str, Mapping[str, str]] | None = None) -> None:
     """One build's half (or both, given both): runs that build's code, writes what ``judge`` reads."""
     from tritongate.rundir import load_run
 
@@ -118,7 +119,7 @@ def prepare_side(record: Path, pythons: Mapping[str, str], out: Path, *, suite: 
                     "--side" if len(pythons) == 1 else "--out")
     run = load_run(record)
     prepare_sides(record, pythons, out, suite=_suite_of(run.identity, suite),
-                  rows=sorted({r.key for r in run.rows}), target=_target(record).target)
+                  rows=sorted({r.key for r in run.rows}), target=_target(record).target, envs=envs)
 
 
 def judge(record: Path, out: Path, *, suite: str | None = None) -> PrescreenResult:

@@ -47,9 +47,11 @@ def _ident(k: Mapping[str, Any]) -> dict[str, str]:
 
 
 def blame_prescreen(out: Path, doc: Mapping[str, Any], base_python: str, cand_python: str, limit: int, *,
-                    progress: Callable[[BlamedKernel], None] | None = None) -> BlameOutcome:
+                    progress: Callable[[BlamedKernel], None] | None = None,
+                    envs: Mapping[str, Mapping[str, str]] | None = None) -> BlameOutcome:
     """Blame up to ``limit`` changed kernels of the pre-screen in ``out`` (``doc``: its
-    prescreen.json) under the two builds it screened; ``progress`` is told of each one done."""
+    prescreen.json) under the two builds it screened (``envs``: each side's environment overlay,
+    as it screened them); ``progress`` is told of each one done."""
     from tritongate.ir.index import INDEX, read_index
     from tritongate.ir.passblame import blame_variant
 
@@ -79,7 +81,8 @@ def blame_prescreen(out: Path, doc: Mapping[str, Any], base_python: str, cand_py
             done = BlamedKernel(**ident, error=failed[-1]["error"])
         else:
             try:
-                blame = blame_variant(base_python, cand_python, v, target, dumps / f"{i:03d}")
+                blame = blame_variant(base_python, cand_python, v, target, dumps / f"{i:03d}",
+                                      base_env=(envs or {}).get("base"), cand_env=(envs or {}).get("cand"))
             except (RuntimeError, subprocess.TimeoutExpired) as exc:  # one kernel's dumps, not the screen
                 failed.append(ident | {"error": " ".join(str(exc).split())[:500]})
                 done = BlamedKernel(**ident, error=failed[-1]["error"])

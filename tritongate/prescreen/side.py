@@ -61,22 +61,27 @@ def package_root() -> str:
     return str(Path(tritongate.__file__).resolve().parent.parent)
 
 
-def _aot_cmd(python: str, record: Path, out: Path, target: str) -> tuple[list[str], dict[str, str]]:
-    """``python -m tritongate ir`` (this tritongate, the build's Triton) into ``out``."""
+def _aot_cmd(python: str, record: Path, out: Path, target: str,
+             overlay: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """``python -m tritongate ir`` (this tritongate, the build's Triton) into ``out``; ``overlay``:
+    the build's own environment (a compiler knob)."""
     env = build_env(os.environ)  # the build is a PR's code: no file commands, no tokens
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), env.get("PYTHONPATH", "")) if p)
-    env.pop("TRITON_INTERPRET", None)  # AOT compiles: the interpreter would make nothing
     # binaries compared without line info, as GPU runs launch them: debug sections carry the
     # compiler's own source paths and lines, which differ between any two builds
     env.setdefault("TRITON_DISABLE_LINE_INFO", "1")
+    env.update(overlay or {})
+    env.pop("TRITON_INTERPRET", None)  # AOT compiles: the interpreter would make nothing
     # a cache of its own: every variant really compiled by this build, and the wall time honest
     env["TRITON_CACHE_DIR"] = str(out.with_name(out.name + ".triton-cache"))
     return [python, "-m", "tritongate", "ir", "--from", str(record), "--target", target, "--out", str(out)], env
 
 
-def _aot_both(pythons: Mapping[str, str], record: Path, out: Path, target: str) -> dict[str, float]:
+def _aot_both(pythons: Mapping[str, str], record: Path, out: Path, target: str,
+              envs: Mapping[str, Mapping[str, str]]) -> dict[str, float]:
     """The sides' recompiles at once (one core each on a 2-core runner); seconds per side."""
-    codes, walls = run_both({side: _aot_cmd(py, record, out / f"ir-{side}", target) for side, py in pythons.items()},
+    codes, walls = run_both({side: _aot_cmd(py, record, out / f"ir-{side}", target, envs.get(side))
+                             for side, py in pythons.items()},
                             {side: out / f"ir-{side}.log" for side in pythons}, AOT_TIMEOUT_S)
     for side, code in codes.items():
         log = out / f"ir-{side}.log"
@@ -88,22 +93,25 @@ def _aot_both(pythons: Mapping[str, str], record: Path, out: Path, target: str) 
 
 
 def _capture_both(pythons: Mapping[str, str], record: Path, suite: str, rows: list[RowKey], out: Path,
-                  target: str) -> tuple[dict[str, Path | None], dict[str, float]]:
-    return capture_both(pythons, record, suite, rows, out, target, package_root())
+                  target: str, envs: Mapping[str, Mapping[str, str]]) -> tuple[dict[str, Path | None], dict[str, float]]:
+    return capture_both(pythons, record, suite, rows, out, target, package_root(), envs)
 
 
 def prepare_sides(record: Path, pythons: Mapping[str, str], out: Path, *, suite: str, rows: list[RowKey],
-                  target: str | None) -> dict[str, SideDoc]:
+                  target: str | None, envs: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, SideDoc]:
     """Each side of ``pythons`` (``base``/``cand`` -> interpreter) at once: its recompile, capture
-    and launch-path hashes into ``out``, and its ``side-<side>.json``."""
+    and launch-path hashes into ``out``, and its ``side-<side>.json``; ``envs``: a side's
+    environment overlay, in its identity too."""
     record, out = Path(record), Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    builds = {side: build_of(py) for side, py in pythons.items()}
+    envs = {side: dict((envs or {}).get(side) or {}) for side in pythons}
+    builds = {side: {**build_of(py, envs[side]), **({"env_overlay": envs[side]} if envs[side] else {})}
+              for side, py in pythons.items()}
     walls: dict[str, float] = {}
     captures: dict[str, Path | None] = {side: None for side in pythons}
     if target is not None:
-        walls = _aot_both(pythons, record, out, target)
-        captures, capture_walls = _capture_both(pythons, record, suite, rows, out, target)
+        walls = _aot_both(pythons, record, out, target, envs)
+        captures, capture_walls = _capture_both(pythons, record, suite, rows, out, target, envs)
         walls |= capture_walls
     docs = {}
     for side, build in builds.items():
