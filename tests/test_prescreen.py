@@ -278,6 +278,26 @@ def test_two_sides_and_a_judge_say_what_the_one_command_says(tmp_path, record, f
     assert (split / "ir-diff" / "index.tsv").read_text() == (tmp_path / "one" / "ir-diff" / "index.tsv").read_text()
 
 
+def test_the_judge_needs_no_suite_file(tmp_path, record, fake_builds, capsys) -> None:
+    """The sides ran where the suite file is (a path in the compiler's checkout); the judge's job
+    holds neither build nor that checkout, and judges by the halves alone."""
+    suite = tmp_path / "perf" / "suite.yaml"
+    suite.parent.mkdir()
+    suite.write_text("shapes: shapes.yaml\nops: {add: {}, matmul: {}}\n")
+    (suite.parent / "shapes.yaml").write_text("add: {shapes: [[4096]]}\nmatmul: {shapes: [[64, 64, 64]]}\n")
+    split = tmp_path / "split"
+    for side, py in (("base", fake_builds(tmp_path, "base")), ("cand", fake_builds(tmp_path, "newer"))):
+        assert ci_prescreen.main(["--baseline", str(record), "--side", side, f"--{side}-python", py,
+                                  "--suite", str(suite), "--out", str(split)]) == 0
+    suite.unlink()  # not in the judge's job
+    assert ci_prescreen.main(["--baseline", str(record), "--judge", "--suite", str(suite), "--out", str(split)]) == 0
+    assert json.loads((split / "prescreen.json").read_text())["rows_changed"] == [["matmul", "64x64x64", "float16"]]
+    # a side still refuses a suite it cannot read
+    assert ci_prescreen.main(["--baseline", str(record), "--side", "base", "--base-python",
+                              fake_builds(tmp_path, "base"), "--suite", str(suite), "--out", str(tmp_path / "s2")]) == 2
+    assert "suite.yaml does not exist" in capsys.readouterr().err
+
+
 def test_the_judge_refuses_a_side_it_cannot_vouch_for(tmp_path, record, fake_builds, capsys) -> None:
     base = fake_builds(tmp_path, "base")
     split = tmp_path / "split"
