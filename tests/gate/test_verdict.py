@@ -287,13 +287,14 @@ def test_a_row_whose_sides_ran_in_different_launch_states_is_named_and_not_calle
 
     from tests.gate.helpers import samples
 
-    def sides(base_states, cand_states, sub, median=1.2, effect=0.15):
+    def sides(base_states, cand_states, sub, median=1.2, effect=0.15, whole=False):
         b, c = row(median=median), row(median=median)
         b = replace(b, samples=samples(median, rounds=8, seed=1),
                     measurement=replace(b.measurement, launch_state_us=base_states))
         c = replace(c, samples=samples(median * (1 + effect), rounds=8, seed=2),
                     measurement=replace(c.measurement, launch_state_us=cand_states))
-        return run_gate(*pair(tmp_path / sub, [b], [c]), POLICY).rows[0]
+        result = run_gate(*pair(tmp_path / sub, [b], [c]), POLICY)
+        return result if whole else result.rows[0]
 
     def named(r):
         return any("launch state" in x for x in r.reasons)
@@ -318,6 +319,16 @@ def test_a_row_whose_sides_ran_in_different_launch_states_is_named_and_not_calle
     hidden = sides((1.0,) * 8, (0.82,) * 8, "hidden", effect=0.0)
     assert hidden.verdict is Verdict.UNCHANGED
     assert hidden.reasons[-1].endswith("enough to hide a change of the minimum effect")
+    # not a pass that says nothing: a row that could not resolve its target, and why
+    assert hidden.reached_target is False and hidden.stopped_by == "launch_state"
+    result = sides((1.0,) * 8, (0.82,) * 8, "blind", effect=0.0, whole=True)
+    assert result.blind_text() == ("1 row(s) could not resolve their minimum effect: 1 measured with the sides in "
+                                   "CUDA-graph launch states far enough apart to hide the minimum effect (run the pair "
+                                   "again)")
+    # 2 x 0.18 µs reaches 1.8 % of a 20 µs kernel, under 1 % of a 50 µs one
+    assert sides((1.0,) * 8, (0.82,) * 8, "20us-same", median=20, effect=0.0).stopped_by == "launch_state"
+    large = sides((1.0,) * 8, (0.82,) * 8, "50us-same", median=50, effect=0.0)
+    assert large.verdict is Verdict.UNCHANGED and large.stopped_by != "launch_state" and not named(large)
 
 
 def test_a_confirmed_call_is_checked_on_its_confirmation_s_launch_states(tmp_path):

@@ -106,6 +106,16 @@ def test_rows_that_could_not_resolve_say_what_stopped_them():
     assert "softmax" not in section  # it reached 1 % on its 40 pairs
 
 
+def test_a_row_the_launch_states_could_hide_says_so_where_unresolved_rows_are_listed():
+    doc = golden_doc("pass_blind")
+    softmax = next(r for r in doc["rows"] if r["op"] == "softmax")
+    softmax.update(reached_target=False, target_reached=True, stopped_by="launch_state")
+    text = render_verdict(doc)
+    section = text[text.index("Could not resolve 1 % (4)"): text.index("<details>")]
+    assert "softmax" in section
+    assert "the sides' CUDA-graph launch states, far enough apart to hide the minimum effect" in section
+
+
 def test_regressed_rows_are_never_listed_as_unresolved():
     doc = golden_doc("fail_regressions_ir")
     for r in doc["rows"]:

@@ -17,7 +17,9 @@ _STOP_PHRASES = {"row_budget": "{n} stopped by the row budget (raise --row-budge
                  "run_budget": "{n} by the run budget (raise --run-budget)",
                  "round_cap": "{n} by the round cap (raise --max-rounds)",
                  "unpaired": "{n} timed unpaired, from two stored runs (not the PR path: tritongate pair pairs them)",
-                 "too_few_samples": "{n} with too few samples (raise --rounds)"}
+                 "too_few_samples": "{n} with too few samples (raise --rounds)",
+                 "launch_state": "{n} measured with the sides in CUDA-graph launch states far enough apart to hide "
+                                 "the minimum effect (run the pair again)"}
 # The headline's three states.
 PASS, BLIND, FAIL = "pass", "blind", "fail"
 _JUDGED = frozenset({Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCONFIRMED, Verdict.UNCHANGED,
@@ -83,8 +85,9 @@ class GateResult:
         blind = self.blind_rows
         if not blind:
             return ""
+        # a row the launch states could hide did resolve its noise: its size is not what it lacks
         seen = [r.timing.detectable for r in blind if r.timing is not None and r.timing.detectable is not None
-                and math.isfinite(r.timing.detectable)]
+                and math.isfinite(r.timing.detectable) and r.stopped_by != "launch_state"]
         worst = f"{max(seen):.1%}" if seen and len(seen) == len(blind) else "their minimum effect"
         why: dict[str, int] = {}
         for r in blind:

@@ -143,6 +143,7 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
     unknown = launch_state_unknown(base, cand)
     if unknown is not None:
         reasons.append(unknown)
+    hidden = False  # an unchanged row whose sides' states could hide a change of the minimum effect
     if state is not None:
         # the change the call stands on, µs a launch (a paired call's estimate, not pooled medians)
         base_us = timing.base.median
@@ -151,9 +152,11 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
             verdict = Verdict.UNCONFIRMED
             reasons.append(f"{state.reason}: shown, not failing")
         elif verdict is Verdict.UNCHANGED and state.reach_us >= common["min_effect"] * base_us:
+            hidden = True
             reasons.append(f"{state.reason}: enough to hide a change of the minimum effect")
         # a call the state cannot explain (too large, or the other way) stands, and needs no note
-    reached, stopped = _reached(timing, verdict, common["min_effect"], pairing, rounds)
+    reached, stopped = (False, "launch_state") if hidden else _reached(timing, verdict, common["min_effect"],
+                                                                       pairing, rounds)
     return RowVerdict(verdict=verdict, timing=timing, reasons=tuple(reasons), reached_target=reached,
                       stopped_by=stopped, **common, **extra)
 

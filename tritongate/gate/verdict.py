@@ -37,7 +37,9 @@ Versioned output (bump ``VERDICT_SCHEMA_VERSION`` on any change a reader must kn
       ``file``, ``target``, ``note`` (why it could not be read; no lines then), ``kernels`` (one
       line per changed kernel and outcome, at most 100: ``kernel``, ``outcome`` pass, pipeline,
       input, below, none or not_blamed, ``variants``, ``cases``, ``pass_name``, ``stage``,
-      ``change`` added/removed, ``next_pass``, ``level``, ``why``) and ``more`` (lines left out).
+      ``change`` added/removed, ``next_pass``, ``level``, ``why``) and ``more`` (lines left out);
+      ``stopped_by`` ``launch_state`` (an unchanged row whose sides' CUDA-graph launch states could
+      hide its minimum effect; a reader older than it refuses such a file by name).
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ FAILING = (Verdict.REGRESSED, Verdict.REJECTED)  # fail the gate whatever the do
 # strict for the rest), so anything but a word of the enum is refused
 VerdictName = Annotated[Verdict, Field(strict=False)]
 GateState = Literal["pass", "blind", "fail"]
-StopReason = Literal[PairStop, "unpaired", "too_few_samples"]  # a paired row's stops, or the rule's
+# a paired row's stops, or the rule's; launch_state: the sides' states could hide the minimum effect
+StopReason = Literal[PairStop, "unpaired", "too_few_samples", "launch_state"]
 Interval = Annotated[list[float], Field(min_length=2, max_length=2)]
 
 

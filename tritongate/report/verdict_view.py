@@ -111,6 +111,8 @@ class RowView:
         # the recorded stop names the budget; the pairs say how far the row got
         budget = {"row_budget": "the row budget", "run_budget": "the run budget"}.get(d.stopped_by or "",
                                                                                       "the budget")
+        if d.stopped_by == "launch_state":
+            return "the sides' CUDA-graph launch states, far enough apart to hide the minimum effect"
         if d.why == "too_few_samples" or d.stopped_by == "too_few_samples":
             return f"too few samples (base {d.base_n}, candidate {d.cand_n})"
         if unconfirmed(d) and d.stopped_by != "round_cap":
