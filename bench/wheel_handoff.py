@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,11 +48,18 @@ def build(wheel: Path, base: str, root: Path, *, write: bool) -> tuple[float, di
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--wheel", type=Path, required=True)
-    ap.add_argument("--base-python", required=True, help="the runner's interpreter (with torch)")
+    ap.add_argument("--render", type=Path, metavar="JSON", help="write the .md again from a run's JSON, no run")
+    ap.add_argument("--wheel", type=Path)
+    ap.add_argument("--base-python", help="the runner's interpreter (with torch)")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--out", required=True, help="output prefix (.json and .md)")
+    ap.add_argument("--out", default="wheel_handoff", help="output prefix (.json and .md)")
     args = ap.parse_args()
+    if args.render:
+        doc = json.loads(args.render.read_text())
+        args.render.with_suffix(".md").write_text("\n".join(render(doc, len(doc["pr_job_install_s"]))))
+        return
+    if args.wheel is None or args.base_python is None:
+        ap.error("--wheel and --base-python are needed (or --render JSON)")
     wheel = args.wheel.resolve()
     t0 = time.perf_counter()
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
@@ -81,27 +89,37 @@ def main() -> None:
            "pr_job_install_s": cold, "trusted_install_s": trusted, "pr_job_reuse_s": reuse,
            "deps_missing_from_base": missing, "outputs": outputs, "reuse_outputs": reused}
     Path(f"{args.out}.json").write_text(json.dumps(doc, indent=1))
-    mb = doc["wheel_bytes"] / 2**20
-    lines = [
-        "# The gate job's side of the wheel hand-off (CPU host)", "",
-        f"{doc['date_utc']} · {doc['cpus']} cores · runner interpreter {args.base_python} (Python, torch: {version}) · "
-        f"written by `python bench/wheel_handoff.py --wheel {wheel.name} --base-python PY --runs {args.runs}`", "",
-        f"Wheel: `{wheel.name}`, {mb:.1f} MiB, sha256 {digest[:16]}… ({sha_s:.2f} s to hash); beside it "
-        f"`{note.name}`: `{note.read_text().strip()}` (as build.sh writes for a wheel it built).", "",
-        "| step | wall (s) |", "|---|---:|",
-        f"| `wheel_fits.py` (tags and glibc against the runner's interpreter; exit {fits.returncode}) | {fits_s:.2f} |",
-        *(f"| `build.sh build`, mode wheel, PR job, empty folders (run {i + 1}) | {w:.1f} |" for i, w in enumerate(cold)),
-        f"| the same, trusted job writing the shared cache (a nightly) | {trusted:.1f} |",
-        f"| the same wheel in a PR job after that nightly: the trusted venv checked and reused | {reuse:.1f} |", "",
-        "Each install makes a venv over the runner's interpreter (`--system-site-packages`: its torch), "
-        "upgrades pip, installs tritongate's runtime dependencies the runner's interpreter lacks (here: "
-        f"{', '.join(missing) or 'none'}, from pip's cache and this host's package index), then the wheel "
-        "twice as `install_wheel_file` "
-        "does (`--no-deps --force-reinstall`, then with its dependencies), then imports the venv's "
-        "triton. Not measured: the pre-screen half's `pip wheel` (the compile it replaces in the GPU "
-        "job), the artifact upload and download (GitHub's transfer rate), a CUDA runner.", ""]
+    lines = render(doc, args.runs)
     Path(f"{args.out}.md").write_text("\n".join(lines))
     print("\n".join(lines))
+
+
+def render(doc: dict, runs: int) -> list[str]:
+    """The report, from the JSON alone (``--render`` writes it again without a run)."""
+    cold, mb = doc["pr_job_install_s"], doc["wheel_bytes"] / 2**20
+    return [
+        "# The gate job's side of the wheel hand-off (CPU host)", "",
+        f"{doc['date_utc']} · {doc['cpus']} cores · runner interpreter {doc['base_python']} (Python, torch: "
+        f"{doc['base_python_and_torch']}) · written by `python bench/wheel_handoff.py --wheel {doc['wheel']} "
+        f"--base-python PY --runs {runs}`", "",
+        f"Wheel: `{doc['wheel']}`, {mb:.1f} MiB, sha256 {doc['wheel_sha256'][:16]}… ({doc['sha256_s']:.2f} s to "
+        f"hash); beside it `{doc['wheel']}.build-host` (this host's C library, as build.sh writes for a wheel it "
+        "built).", "",
+        "| step | wall |", "|---|---:|",
+        f"| `wheel_fits.py` (tags and glibc against the runner's interpreter; exit {doc['wheel_fits_rc']}) | "
+        f"{doc['wheel_fits_s']:.2f} s |",
+        *(f"| `build.sh build`, mode wheel, PR job, empty folders (run {i + 1}) | {w:.1f} s |" for i, w in enumerate(cold)),
+        f"| the same, trusted job writing the shared cache (a nightly) | {doc['trusted_install_s']:.1f} s |",
+        f"| the same wheel in a PR job after that nightly: the trusted venv checked and reused | "
+        f"{doc['pr_job_reuse_s']:.1f} s |", "",
+        f"Median of the cold PR-job installs: {statistics.median(cold):.1f} s.", "",
+        "Each install makes a venv over the runner's interpreter (`--system-site-packages`: its torch), "
+        "upgrades pip, installs tritongate's runtime dependencies the runner's interpreter lacks (here: "
+        f"{', '.join(doc['deps_missing_from_base']) or 'none'}, from pip's cache and this host's package index), "
+        "then the wheel twice as `install_wheel_file` does (`--no-deps --force-reinstall`, then with its "
+        "dependencies), then imports the venv's triton. Not measured: the pre-screen half's `pip wheel` (the "
+        "compile it replaces in the GPU job), the artifact upload and download (GitHub's transfer rate), a CUDA "
+        "runner.", ""]
 
 
 if __name__ == "__main__":
