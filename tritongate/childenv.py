@@ -13,6 +13,7 @@ the runner's user (docs/adopting.md says what the gate does not defend against).
 
 from __future__ import annotations
 
+import os
 from typing import Mapping
 
 FILE_COMMANDS = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_STATE")
@@ -23,3 +24,12 @@ RUNNER_TOKENS = ("GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_RUNTIME_URL",
 def build_env(parent: Mapping[str, str]) -> dict[str, str]:
     """``parent`` without the runner's file commands and tokens."""
     return {k: v for k, v in parent.items() if k not in FILE_COMMANDS and k not in RUNNER_TOKENS}
+
+
+def overlay_env(env: Mapping[str, str], overlay: Mapping[str, str] | None) -> dict[str, str]:
+    """A build's environment overlay as ``env.update`` takes it, with a ``PYTHONPATH`` in it added
+    after the one ``env`` has (which finds this tritongate) instead of replacing it."""
+    out = dict(overlay or {})
+    if out.get("PYTHONPATH") and env.get("PYTHONPATH"):
+        out["PYTHONPATH"] = os.pathsep.join((env["PYTHONPATH"], out["PYTHONPATH"]))
+    return out

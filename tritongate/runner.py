@@ -24,7 +24,7 @@ from tritongate.autotune.records import RecordSet, load_records, write_records
 from tritongate.autotune.session import AutotuneSession, autotune_session
 from tritongate.autotune.tuner_cache import open_tuner_cache
 from tritongate.backends import Backend, default_measure_config, make_device, prepare_environment
-from tritongate.errors import GateError, MeasurementError
+from tritongate.errors import GateError, MeasurementError, PreflightError
 from tritongate.harness.cuda_errors import is_fatal
 from tritongate.harness.measure import MeasureConfig, measure
 from tritongate.identity import codegen_env, compiler_ref, config_dict, host, software, source_commit
@@ -82,6 +82,7 @@ class Runner:
         self.request = request
         self._progress = progress or (lambda event: None)
         self._registry: Registry | None = None  # the suite's ops (builtin plus its modules'), set by prepare
+        self._partial = False  # the filters left out rows of the suite (set by prepare)
         self._ir: IRStore | None = None  # the run's ttgir/ (GPU backends)
         self._plan: PlantPlan | None = None  # TRITONGATE_PLANTED_DELAY's plan, read once when the run starts
 
@@ -98,10 +99,23 @@ class Runner:
                             only_dtypes=req.only_dtypes or None)
         if req.only_rows is not None:
             planned = [p for p in planned if (p.op, p.case, p.dtype) in req.only_rows]
+        self._partial = self._part_of_suite(suite, planned)
         records = load_records(req.replay_from, backend=req.backend.name) if req.replay_from else None
         check_out_dir(req.out)
         device = make_device(req.backend, req.device_index)
         return planned, suite, device, records
+
+    def _part_of_suite(self, suite: Any, planned: list[PlannedRow]) -> bool:
+        """Whether the filters left out rows of the suite (``--ops add,softmax`` naming every op of
+        a two-op suite leaves none out); a run of part of it is never published as its baseline."""
+        req = self.request
+        if not (req.only_ops or req.only_dtypes or req.only_rows is not None):
+            return False
+        try:
+            full = plan_rows(suite, self._registry, req.backend)
+        except PreflightError:  # a row outside the filters the backend refuses: the whole suite cannot run
+            return True
+        return {(p.op, p.case, p.dtype) for p in full} != {(p.op, p.case, p.dtype) for p in planned}
 
     def run(self) -> RunOutcome:
         req = self.request
@@ -166,7 +180,7 @@ class Runner:
             "tuner_cache": tuner_cache.to_dict(),
             "parallel_sweep": sweep.to_dict() if sweep is not None else None,
         }
-        if req.only_ops or req.only_dtypes or req.only_rows is not None:  # a part of the suite: never its baseline
+        if self._partial:  # a part of the suite: never its baseline
             identity["selection"] = {"ops": list(req.only_ops), "dtypes": list(req.only_dtypes),
                                      "rows": len(req.only_rows) if req.only_rows is not None else None}
         if plan is not None:

@@ -46,6 +46,30 @@ def test_a_real_batch_of_one_builtin_op_on_the_cpu(real_batch) -> None:
     summary = read_csv(batch / "summary.csv")
     assert len(summary) == 1 and summary[0]["dtype"] == "float32" and float(summary[0]["latency_us"]) > 0
     assert run_gate(op_run, merged, GatePolicy()).exit_code == 0
+    # one op, one dtype of smoke: the merged run says it is a part (never published as the suite's baseline)
+    assert merged.identity["selection"] == {"ops": ["add"], "dtypes": ["float32"], "rows": 1}
+
+
+@pytest.mark.slow
+def test_a_batch_of_every_op_of_its_suite_merges_into_a_run_of_the_whole_suite(tmp_path) -> None:
+    """Each op runs alone (`run --ops OP`, a part of the suite); the merged run covers all of it and
+    is publishable as the suite's baseline, where each op's own run is not."""
+    from tritongate.baselines import BaselineError, publish
+
+    (tmp_path / "shapes.yaml").write_text("add: {shapes: [[4096]]}\nsoftmax: {shapes: [[8, 256]]}\n")
+    suite = tmp_path / "mini.yaml"
+    suite.write_text("shapes: shapes.yaml\nops: {add: {dtypes: [float32]}, softmax: {dtypes: [float32]}}\n")
+    proc = subprocess.run([sys.executable, "-m", "tritongate.batch", "batch", "--suite", str(suite), "--backend", "cpu",
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    batch = Path(proc.stdout.splitlines()[-1])
+    merged = load_run(batch / "run")
+    assert "selection" not in merged.identity and len(merged.rows) == 2
+    add_run = next(p.parent for p in (batch / "ops" / "add").rglob("run_identity.json"))
+    assert load_run(add_run).identity["selection"] == {"ops": ["add"], "dtypes": [], "rows": None}
+    with pytest.raises(BaselineError, match="it measured part of suite 'mini'"):
+        publish(tmp_path / "store", add_run, runner_class="cpu")
+    assert publish(tmp_path / "store", batch / "run", runner_class="cpu").manifest.rows == 2
 
 
 def test_resuming_a_finished_batch_reuses_every_op(real_batch, capsys) -> None:

@@ -23,6 +23,15 @@ def test_run_prints_the_run_dir_last(tmp_path, capsys):
     assert "it measured part of suite 'smoke' (--ops add,softmax, 3 rows)" in capsys.readouterr().err
 
 
+def test_ops_that_name_every_op_of_the_suite_are_the_whole_suite(tmp_path, capsys):
+    suite = write_suite(tmp_path, "shapes: shapes.yaml\nops: {add: {dtypes: [float32]}}\n",
+                        "add: {shapes: [[4096]]}\n")
+    assert main(["run", "--suite", str(suite), "--backend", "cpu", "--out", str(tmp_path / "o"), "--ops", "add",
+                 "--color", "never"]) == 0
+    (run_dir,) = list((tmp_path / "o").iterdir())
+    assert "selection" not in json.loads((run_dir / "run_identity.json").read_text())
+
+
 @pytest.mark.parametrize("suite,shapes,check", [
     ("shapes: shapes.yaml\nops: {nosuchop: {}}\n", "nosuchop: {shapes: [[1]]}\n", "unknown_op"),
     ("shapes: shapes.yaml\nops: [add\n", "", "suite_file"),  # malformed YAML

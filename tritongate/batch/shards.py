@@ -25,7 +25,7 @@ from tritongate.rundir import LOG, Run, RunWriter, load_run
 from tritongate.sharding import check_shard_set
 
 PER_RUN_KEYS = ("schema_version", "tool_version", "mode", "started_utc", "wall_s", "gpu_state_after", "ir",
-                "replay_from", "replay_record")
+                "replay_from", "replay_record", "selection")
 SHARED_PLAN_KEYS = ("suite", "planned_ops", "dtypes", "options", "replay_root")
 
 
@@ -43,6 +43,30 @@ class MergedRun:
     rows: int
     ops: int
     mode: str
+
+
+def _merged_selection(identity: Mapping[str, Any], runs: Sequence[tuple[OpRun, Run]]) -> dict[str, Any] | None:
+    """What part of the suite the merged op runs cover: None when every op of the suite is there
+    with all its rows (each op run left out only the other ops); else the ``selection`` a run of
+    part of the suite records (``baseline publish`` refuses it). A suite file that cannot be read
+    again, or is no longer the one measured, counts as part."""
+    ops = sorted({s.op for s, _ in runs})
+    selections = [r.identity.get("selection") or {} for _, r in runs]
+    dtypes = sorted({d for sel in selections for d in sel.get("dtypes") or ()})
+    shards = any(sel.get("rows") is not None for sel in selections)
+    part = {"ops": ops, "dtypes": dtypes, "rows": sum(len(r.rows) for _, r in runs)}
+    if dtypes or shards:
+        return part
+    suite = identity.get("suite") if isinstance(identity.get("suite"), Mapping) else {}
+    try:
+        from tritongate.suites import load_suite
+
+        loaded = load_suite(str(suite.get("path")))
+    except (GateError, OSError, TypeError):
+        return part
+    if loaded.digest != suite.get("digest") or {op.name for op in loaded.ops} != set(ops):
+        return part
+    return None
 
 
 def merge_op_runs(sources: Sequence[OpRun], out: Path, *, provenance: Mapping[str, Any],
@@ -64,6 +88,9 @@ def merge_op_runs(sources: Sequence[OpRun], out: Path, *, provenance: Mapping[st
             raise UsageError(f"{s.path} ({s.op}) was not measured like {first.path}: {'; '.join(map(str, mism))}; "
                              "run a batch on one kind of device")
     identity = {k: v for k, v in first.identity.items() if k not in PER_RUN_KEYS}
+    part = _merged_selection(first.identity, runs)
+    if part is not None:
+        identity["selection"] = part
     replays = {r.identity.get("replay_from") for _, r in runs}
     identity["replay_from"] = replay_from if replay_from is not None else (replays.pop() if len(replays) == 1 else None)
     ops: dict[str, list[dict[str, Any]]] = {}

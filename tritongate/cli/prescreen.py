@@ -142,6 +142,9 @@ def _env_overlays(args: argparse.Namespace) -> dict[str, dict[str, str]]:
             "cand": parse_env_overlay(args.cand_env, option="--cand-env")}
     if args.judge and (envs["base"] or envs["cand"]):
         raise UsageError("--base-env/--cand-env with --judge: the judge runs no build; give them to each --side run")
+    other = {"base": "cand", "cand": "base"}.get(args.side or "")
+    if other and envs[other]:
+        raise UsageError(f"--{other}-env with --side {args.side}: give it to the --side {other} run")
     for side, env in envs.items():
         if "TRITON_INTERPRET" in env:
             raise UsageError(f"--{side}-env TRITON_INTERPRET=...: the pre-screen compiles without the interpreter and "

@@ -155,8 +155,9 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
             hidden = True
             reasons.append(f"{state.reason}: enough to hide a change of the minimum effect")
         # a call the state cannot explain (too large, or the other way) stands, and needs no note
-    reached, stopped = (False, "launch_state") if hidden else _reached(timing, verdict, common["min_effect"],
-                                                                       pairing, rounds)
+    reached, stopped = _reached(timing, verdict, common["min_effect"], pairing, rounds)
+    if hidden and reached:  # short of its target anyway: the budget or cap that stopped it says what to raise
+        reached, stopped = False, "launch_state"
     return RowVerdict(verdict=verdict, timing=timing, reasons=tuple(reasons), reached_target=reached,
                       stopped_by=stopped, **common, **extra)
 
