@@ -43,11 +43,13 @@ def record(tmp_path: Path) -> Path:
     return run
 
 
-def _diff(tmp_path: Path, record: Path, name: str = "d", cand_text: str = "b\n") -> Path:
+def _diff(tmp_path: Path, record: Path, name: str = "d", cand_text: str = "b\n",
+          cand_env: dict[str, str] | None = None) -> Path:
     base = _tree(tmp_path / f"{name}-base", {"float16": "a\n", "float32": "b\n"}, {"float16": "1", "float32": "2"})
     cand = _tree(tmp_path / f"{name}-cand", {"float16": "a\n", "float32": cand_text}, {"float16": "1", "float32": "3"})
-    for side in (base, cand):
-        write_aot(side, record, target="cuda:90", compiled=2, failed=[])
+    for side, env in ((base, {}), (cand, cand_env or {})):
+        write_aot(side, record, target="cuda:90", compiled=2, failed=[],
+                  codegen_env={"TRITON_DISABLE_LINE_INFO": "1", **env})
     out = write_diff_dir(diff_trees(base, cand), tmp_path / name)
     write_diff_provenance(out, diff_provenance(base, cand))
     return out
@@ -94,6 +96,28 @@ def test_a_folder_compiled_by_other_builds_is_refused(tmp_path: Path, record: Pa
     other = {**this_build(), "triton_key": "0" * 64, "triton_version": "9.9.9"}
     with pytest.raises(UsageError, match="its cand IR was compiled by Triton .* not by this pair's cand build"):
         load_changed_rows(folder, record=record, base_build=this_build(), cand_build=other)
+
+
+def test_a_folder_screened_with_other_settings_between_the_builds_is_refused(tmp_path: Path, record: Path) -> None:
+    """Screened without an overlay (every row unchanged), paired with `--cand-env DISABLE_MMA_V3=1`:
+    its unchanged rows would go untimed although the pair's builds differ by that knob. Refused
+    both ways; the same settings on both sides, or the same difference, are taken."""
+    def build(**env: str) -> dict:
+        return {**this_build(), "codegen_env": {"TRITON_DEFAULT_FP_FUSION": "0", **env}}  # shared: cancels
+
+    plain, knob = _diff(tmp_path, record, "plain"), _diff(tmp_path, record, "knob", cand_env={"DISABLE_MMA_V3": "1"})
+    with pytest.raises(UsageError, match=r"screened with no code-generation setting differing between the builds, "
+                                         r"and this pair has DISABLE_MMA_V3 unset \(base\) vs 1 \(candidate\)"):
+        load_changed_rows(plain, record=record, base_build=build(), cand_build=build(DISABLE_MMA_V3="1"))
+    with pytest.raises(UsageError, match="screened with DISABLE_MMA_V3 unset .base. vs 1 .candidate."):
+        load_changed_rows(knob, record=record, base_build=build(), cand_build=build())
+    assert load_changed_rows(knob, record=record, base_build=build(), cand_build=build(DISABLE_MMA_V3="1")).changed
+    assert load_changed_rows(plain, record=record, base_build=build(), cand_build=build())
+    doc = json.loads((knob / PROVENANCE).read_text())
+    assert doc["cand"]["codegen_env"] == {"TRITON_DISABLE_LINE_INFO": "1", "DISABLE_MMA_V3": "1"}
+    del doc["cand"]["codegen_env"]  # an ir-diff written before its sides' settings were kept: not checked
+    (knob / PROVENANCE).write_text(json.dumps(doc))
+    assert load_changed_rows(knob, record=record, base_build=build(), cand_build=build())
 
 
 def test_ir_diff_refuses_two_folders_from_different_records(tmp_path: Path, record: Path) -> None:

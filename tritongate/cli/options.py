@@ -179,12 +179,15 @@ def changed_from_option(args: argparse.Namespace, baseline: Path, base: Any, can
     was made from ``baseline`` by the two builds' compilers (``ir.provenance``)."""
     if not getattr(args, "changed_from", None):
         return None
+    import os
+
     from tritongate.ir.changed import load_changed_rows
     from tritongate.ir.provenance import build_of
 
-    return load_changed_rows(Path(args.changed_from), record=baseline,
-                             base_build=lambda: build_of(base.python, base.env),
-                             cand_build=lambda: build_of(cand.python, cand.env))
+    def build(side: Any) -> Callable[[], dict[str, Any]]:  # the worker's environment: this one's plus the overlay
+        return lambda: {**build_of(side.python, side.env), "codegen_env": {**os.environ, **side.env}}
+
+    return load_changed_rows(Path(args.changed_from), record=baseline, base_build=build(base), cand_build=build(cand))
 
 
 def gate_policy(args: argparse.Namespace) -> Any:

@@ -135,7 +135,8 @@ def diff_provenance(base_dir: Path, cand_dir: Path) -> dict[str, Any]:
         raise UsageError(f"{base_dir} is for {base.get('target')}, {cand_dir} for {cand.get('target')}")
     return {"record": base["record"], "target": base.get("target"),
             **{side: {"build": doc["build"], "index_sha256": doc["index_sha256"], "compiled": doc.get("compiled"),
-                      "failed": doc.get("failed")} for side, doc in (("base", base), ("cand", cand))}}
+                      "failed": doc.get("failed"), "codegen_env": doc.get("codegen_env") or {}}
+               for side, doc in (("base", base), ("cand", cand))}}
 
 
 def write_diff_provenance(out: Path, provenance: Mapping[str, Any]) -> Path:
@@ -171,6 +172,7 @@ def check_diff_provenance(folder: Path, record: Path, base_build: Build, cand_bu
         raise UsageError(f"{where}: made from another baseline record ({claimed.get('path')!r}, content "
                          f"{str(claimed.get('content_sha256'))[:12]}) than {record} (content "
                          f"{mine['content_sha256'][:12]}); recompile and diff against this record")
+    actuals: dict[str, Mapping[str, Any]] = {}
     for side, given in (("base", base_build), ("cand", cand_build)):
         if given is None:
             continue
@@ -180,4 +182,31 @@ def check_diff_provenance(folder: Path, record: Path, base_build: Build, cand_bu
             raise UsageError(f"{where}: its {side} IR was compiled by Triton {built.get('triton_version')} "
                              f"(key {str(built.get('triton_key'))[:12]}), not by this pair's {side} build "
                              f"(Triton {actual.get('triton_version')}, key {str(actual.get('triton_key'))[:12]})")
+        actuals[side] = actual
+    screened = [(doc.get(side) or {}).get("codegen_env") for side in ("base", "cand")]
+    paired = [(actuals.get(side) or {}).get("codegen_env") for side in ("base", "cand")]
+    if None not in screened and None not in paired:  # an ir-diff older than this record of it: unchecked
+        was = settings_between(screened[0] or {}, screened[1] or {})
+        now = settings_between(paired[0] or {}, paired[1] or {})
+        if was != now:
+            raise UsageError(f"{where}: it was screened with {describe_settings(was)} between the builds, and this "
+                             f"pair has {describe_settings(now)}; screen again with the pair's --base-env/--cand-env, "
+                             "or pair with the ones it was screened with")
     return doc
+
+
+def settings_between(base: Mapping[str, Any], cand: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """The code-generation settings (``ir.aot.CODEGEN_ENV``) the two sides set differently, as
+    (base, candidate); line info is left out (the pre-screen compiles without it, as GPU runs
+    compare binaries). Settings both sides share (the record's own) cancel."""
+    from tritongate.ir.aot import CODEGEN_ENV
+
+    return {k: (base.get(k) or None, cand.get(k) or None) for k in CODEGEN_ENV
+            if k != "TRITON_DISABLE_LINE_INFO" and (base.get(k) or None) != (cand.get(k) or None)}
+
+
+def describe_settings(between: Mapping[str, tuple[Any, Any]]) -> str:
+    if not between:
+        return "no code-generation setting differing"
+    return ", ".join(f"{k} {'unset' if b is None else b} (base) vs {'unset' if c is None else c} (candidate)"
+                     for k, (b, c) in sorted(between.items()))
