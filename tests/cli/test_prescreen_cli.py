@@ -118,16 +118,19 @@ def test_blame_writes_ir_diff_blame_json_and_lists_kernels_past_n(tmp_path, reco
     calls = []
 
     def fake_blame(base_python, cand_python, variant, target, out, **kw):
-        calls.append((Path(base_python).name, Path(cand_python).name, variant.kernel, target))
+        calls.append((Path(base_python).name, Path(cand_python).name, variant.kernel, target, kw.get("base_env"),
+                      kw.get("cand_env")))
         return passblame.Blame(passblame.PASS, "tritongpu-coalesce", "ttgir", "mlir", 3, 3, True)
 
     monkeypatch.setattr(passblame, "blame_variant", fake_blame)
     monkeypatch.setattr(fake_world, "_tree", _both_changed(fake_world._tree))
     out = tmp_path / "o"
     assert main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
-                 "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(out), "--blame", "1"]) == 0
+                 "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(out), "--blame", "1",
+                 "--cand-env", "DISABLE_MMA_V3=1"]) == 0
     stdout = capsys.readouterr().out
-    assert calls == [("base", "newer", "m.add_kernel", "cuda:90")]
+    # each build blamed with the overlay it was screened with
+    assert calls == [("base", "newer", "m.add_kernel", "cuda:90", {}, {"DISABLE_MMA_V3": "1"})]
     assert "  blame  4096  m.add_kernel  " in stdout
     assert "first differs after `tritongpu-coalesce` (ttgir, input equal)" in stdout
     assert "  not blamed  64x64x64  m.matmul_kernel  " in stdout

@@ -269,8 +269,10 @@ def _blame(diffs: list[Any], base_root: Path, cand_root: Path, out: Path, limit:
         v = variants.get((d.case, d.kernel, d.name))
         if v is None:
             continue
+        # each side compiled again with the settings its folder was compiled with (a knob it screened)
         blame = blame_variant(str(aots[0]["python"]), str(aots[1]["python"]), v, str(aots[0]["target"]),
-                              out / "blame" / f"{i:03d}")
+                              out / "blame" / f"{i:03d}", base_env=aots[0].get("codegen_env") or {},
+                              cand_env=aots[1].get("codegen_env") or {})
         found.append({"case": d.case, "kernel": d.kernel, "variant": d.name, **blame.to_dict()})
         print(f"  blame    {neutralize(d.case)}  {neutralize(d.kernel)}  {neutralize(d.name)}: "
               f"{neutralize(blame.summary())}")
