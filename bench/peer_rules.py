@@ -171,7 +171,8 @@ def load_steps(tgz: Path) -> dict[str, dict[str, Any]]:
     with tarfile.open(tgz) as tf:
         for m in tf.getmembers():
             parts = m.name.split("/")
-            if m.isfile() and len(parts) == 5 and parts[4] in ("results.json", "verdict.json"):
+            if m.isfile() and len(parts) == 5 and parts[2].startswith("pair-") \
+                    and parts[4] in ("results.json", "verdict.json"):  # a pair step's, not a run beside them
                 out[parts[1]][parts[3]] = json.load(tf.extractfile(m))  # type: ignore[arg-type]
     return dict(out)
 
@@ -194,10 +195,7 @@ def rejudge(tgz: Path, docs: dict[str, dict[str, Any]], gate_args: list[str] | N
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(tgz) as tf:
         tf.extractall(tmp, filter="data")
         for step in docs:
-            pairs = list(Path(tmp, "lh", step).glob("pair-*"))
-            if not pairs:  # not a pair step (a record-and-replay folder beside them)
-                continue
-            (pair,) = pairs
+            (pair,) = Path(tmp, "lh", step).glob("pair-*")
             out = Path(tmp, "rejudged", step)
             proc = subprocess.run([sys.executable, "-m", "tritongate", "gate", str(pair / "base"),
                                    str(pair / "candidate"), "--out", str(out), *(gate_args or [])],
