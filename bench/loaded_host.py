@@ -12,13 +12,15 @@ and resumable (a step whose folder holds `done` is not run again):
                   for the spin the committed H200 calibration aimed at 2 % / 5 %, scaled by this
                   GPU's record medians over that calibration's (the spin adds fixed time per
                   program; both GPUs have 132 SMs)
-  planted-0.01    half the 2 % spin (a spin adds fixed time, so half the spin is half the effect)
+  planted-0.01    a share of the 2 % spin (--share-1pct, default one half: a spin adds fixed time,
+                  so half the spin would be half the effect; on the H200 half measured +0.81 %)
   quiet-*         a step above on the quiet host (the plant's size as measured without load)
 
 Every step keeps its pair folder (raw samples); `load.tsv` samples /proc/loadavg and the
 compile count every 5 s. `bench/peer_rules.py` reads the folders afterwards.
 
     python bench/loaded_host.py --work DIR [--record RUN] [--steps a,b,...]
+                                [--pair-args '--min-effect 0.005 ...'] [--share-1pct 0.5]
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tarfile
@@ -53,7 +56,7 @@ def medians(results: dict) -> dict[str, float]:
             for r in results["rows"] if r.get("summary")}
 
 
-def scaled_plans(record: Path, work: Path) -> dict[str, Path]:
+def scaled_plans(record: Path, work: Path, share_1pct: float = 0.5) -> dict[str, Path]:
     """The H200 calibration's aimed spins, scaled per row to this GPU's kernel time."""
     here = medians(json.loads((record / "results.json").read_text()))
     with tarfile.open(H200_CAL) as tf:
@@ -74,7 +77,8 @@ def scaled_plans(record: Path, work: Path) -> dict[str, Path]:
         out[k] = work / f"plan-{k}.json"
         out[k].write_text(json.dumps(plan, indent=1, sort_keys=True))
         if k == "0.02":
-            half = {**plan, "fraction": 0.01, "delays_ns": {key: (ns + 1) // 2 for key, ns in plan["delays_ns"].items()}}
+            half = {**plan, "fraction": 0.01,
+                    "delays_ns": {key: int(ns * share_1pct + 0.5) for key, ns in plan["delays_ns"].items()}}
             out["0.01"] = work / "plan-0.01.json"
             out["0.01"].write_text(json.dumps(half, indent=1, sort_keys=True))
     out["zero"] = work / "plan-zero.json"
@@ -124,6 +128,8 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--record", type=Path)
     ap.add_argument("--steps", default=",".join(STEPS))
+    ap.add_argument("--pair-args", default="", help="options every pair step gets, e.g. '--min-effect 0.005'")
+    ap.add_argument("--share-1pct", type=float, default=0.5, help="the 1 %% plan's share of the 2 %% spin")
     a = ap.parse_args()
     work = a.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -136,7 +142,7 @@ def main() -> None:
         rec_file.write_text(tg("run", "--suite", "pr", "--out", str(work / "record"), log=log))
         print(f"record {time.time() - t0:.0f} s", flush=True)
     record = Path(rec_file.read_text().strip())
-    plans = scaled_plans(record, work)
+    plans = scaled_plans(record, work, a.share_1pct)
     load = Load(work)
     walls = json.loads((work / "walls.json").read_text()) if (work / "walls.json").exists() else {}
     for step in a.steps.split(","):
@@ -155,10 +161,11 @@ def main() -> None:
             load.start(step)
         t0 = time.time()
         try:
-            tg("pair", str(record), "--out", str(d), "--time-identical", *extra, log=log)
+            tg("pair", str(record), "--out", str(d), "--time-identical", *extra, *shlex.split(a.pair_args), log=log)
         finally:
             load.end()
-        walls[step] = {"wall_s": round(time.time() - t0, 1), "loaded": loaded, "cores": os.cpu_count()}
+        walls[step] = {"wall_s": round(time.time() - t0, 1), "loaded": loaded, "cores": os.cpu_count(),
+                       "pair_args": a.pair_args, "share_1pct": a.share_1pct}
         (work / "walls.json").write_text(json.dumps(walls, indent=1))
         (d / "done").write_text("")
         print(f"{step} {walls[step]['wall_s']} s", flush=True)
