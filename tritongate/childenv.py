@@ -26,10 +26,15 @@ def build_env(parent: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in parent.items() if k not in FILE_COMMANDS and k not in RUNNER_TOKENS}
 
 
-def overlay_env(env: Mapping[str, str], overlay: Mapping[str, str] | None) -> dict[str, str]:
-    """A build's environment overlay as ``env.update`` takes it, with a ``PYTHONPATH`` in it added
-    after the one ``env`` has (which finds this tritongate) instead of replacing it."""
-    out = dict(overlay or {})
-    if out.get("PYTHONPATH") and env.get("PYTHONPATH"):
-        out["PYTHONPATH"] = os.pathsep.join((env["PYTHONPATH"], out["PYTHONPATH"]))
+def with_overlay(env: Mapping[str, str], overlay: Mapping[str, str] | None, *, lead: str) -> dict[str, str]:
+    """``env`` with a build's overlay applied. A ``PYTHONPATH`` in the overlay (a PR's Triton
+    checkout, say) goes right after ``lead`` (the folder that finds this tritongate) and before
+    the rest of ``env``'s, so it is added, never replacing the path to tritongate, and wins over
+    the runner's own entries. The one rule for every process a build runs."""
+    out = dict(env)
+    extra = dict(overlay or {})
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != lead]
+    own = [p for p in extra.pop("PYTHONPATH", "").split(os.pathsep) if p]
+    out.update(extra)
+    out["PYTHONPATH"] = os.pathsep.join([lead, *own, *rest])
     return out

@@ -86,6 +86,17 @@ def test_the_planted_cpu_run_says_the_codegen_overlay_does_nothing_there():
     assert len(notes) == 3  # three paragraphs, not one merged quote
 
 
+def test_a_path_overlay_is_not_called_a_code_generation_setting():
+    """`--cand-env PYTHONPATH=...` picks another Triton: on the interpreter that changes what runs
+    (the interpreter note says what was compared), so it is not 'doing nothing'."""
+    doc = golden_doc("planted")
+    doc["candidate"]["env_overlay"] = {"PYTHONPATH": "/src/triton/python"}
+    doc["base"]["env_overlay"] = {}
+    assert "does nothing on the cpu backend" not in render_verdict(doc)
+    doc["candidate"]["env_overlay"] = {"PYTHONPATH": "/src/triton/python", "DISABLE_MMA_V3": "1"}
+    assert "overlay DISABLE_MMA_V3=1 does nothing" in render_verdict(doc)
+
+
 def test_only_changed_rows_come_first_with_estimate_interval_and_labelled_medians():
     text = render_verdict(golden_doc("fail_regressions_ir"))
     top = text[: text.index("<details><summary>1 unchanged")]

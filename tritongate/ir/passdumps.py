@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tritongate.childenv import build_env
+from tritongate.childenv import build_env, with_overlay
 from tritongate.errors import UsageError
 from tritongate.ir.index import CompiledVariant
 from tritongate.ir.normalize import normalize_ptx, normalize_ttgir, strip_abs_paths
@@ -255,7 +255,7 @@ def child_env(parent: Mapping[str, str], *, llvm: bool = True) -> dict[str, str]
     """What the child runs with: no runner file commands, this tritongate importable, no
     interpreter, line info off (as GPU runs and ``tritongate ir`` compile), dumps on."""
     env = build_env(parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH", "")) if p)
+    env = with_overlay(env, None, lead=_package_root())
     env.pop("TRITON_INTERPRET", None)
     env.pop("MLIR_DUMP_PATH", None)  # a file, buffered: the stage markers would land out of order
     env.setdefault("TRITON_DISABLE_LINE_INFO", "1")
@@ -279,11 +279,8 @@ def compile_with_dumps(python: str, variant: CompiledVariant, target: str, out: 
     spec = {"variant": asdict(variant), "target": target, "drop_options": list(drop_options),
             "suite": (identity or {}).get("suite")}
     (out / "spec.json").write_text(json.dumps(spec, indent=1, default=list) + "\n", encoding="utf-8")
-    child = child_env(os.environ, llvm=llvm)
-    extra = dict(env or {})
-    if extra.get("PYTHONPATH"):  # added to, never replacing, the path that finds tritongate
-        child["PYTHONPATH"] = os.pathsep.join((_package_root(), extra.pop("PYTHONPATH"), child["PYTHONPATH"]))
-    child |= extra | {"TRITON_CACHE_DIR": str(out / "triton-cache")}
+    child = with_overlay(child_env(os.environ, llvm=llvm), env, lead=_package_root())
+    child["TRITON_CACHE_DIR"] = str(out / "triton-cache")
     t0 = time.monotonic()
     with open(out / DUMP_LOG, "wb") as log:
         done = subprocess.run([python, "-m", "tritongate.ir.passdumps", "--spec", str(out / "spec.json"),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from tritongate.childenv import build_env
+from tritongate.childenv import build_env, with_overlay
 from tritongate.errors import UsageError
 
 SIDES = ("base", "candidate")
@@ -85,11 +85,9 @@ class CompilerBuild:
         (``childenv``: the build is a PR's code), with this package importable first, a private
         ``TRITON_CACHE_DIR`` (unless the overlay sets one), then the overlay."""
         env = build_env(parent)
-        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         env["TRITON_CACHE_DIR"] = str(cache_dir)
         env["PYTHONUNBUFFERED"] = "1"
-        env.update(self.env)
-        return env
+        return with_overlay(env, self.env, lead=str(pythonpath))
 
     def to_dict(self) -> dict[str, object]:
         return {"side": self.side, "python": self.python, "env_overlay": dict(self.env)}

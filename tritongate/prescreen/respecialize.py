@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from tritongate.childenv import build_env, overlay_env
+from tritongate.childenv import build_env, with_overlay
 from tritongate.errors import UsageError
 from tritongate.ir.capture import CAPTURE_ONLY_ENV
 from tritongate.ir.diff import split_row
@@ -66,8 +66,7 @@ def capture_cmd(python: str, record: Path, suite: str, rows: list[RowKey], out: 
     rows_file = out.with_name(out.name + ".rows.json")
     rows_file.write_text(json.dumps([list(k) for k in rows]), encoding="utf-8")
     env = build_env(os.environ)  # the build is a PR's code: no file commands, no tokens
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-    env.update(overlay_env(env, overlay))
+    env = with_overlay(env, overlay, lead=package_root)
     env.update({"TRITON_INTERPRET": "1", CAPTURE_ONLY_ENV: "1", CAPTURE_TARGET_ENV: target})
     env.pop("CUDA_VISIBLE_DEVICES", None)
     if _provider_suite(suite):  # FlagGems cannot run on the interpreter: its own capture, real JIT kernels

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 import tritongate
 from tritongate import __version__, safefs
 from tritongate.atomicio import write_text_atomic
-from tritongate.childenv import build_env, overlay_env
+from tritongate.childenv import build_env, with_overlay
 from tritongate.errors import GateError, UsageError
 from tritongate.ir.provenance import build_of, record_identity
 from tritongate.prescreen.launch_path import launch_path_files
@@ -66,11 +66,10 @@ def _aot_cmd(python: str, record: Path, out: Path, target: str,
     """``python -m tritongate ir`` (this tritongate, the build's Triton) into ``out``; ``overlay``:
     the build's own environment (a compiler knob)."""
     env = build_env(os.environ)  # the build is a PR's code: no file commands, no tokens
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), env.get("PYTHONPATH", "")) if p)
     # binaries compared without line info, as GPU runs launch them: debug sections carry the
     # compiler's own source paths and lines, which differ between any two builds
     env.setdefault("TRITON_DISABLE_LINE_INFO", "1")
-    env.update(overlay_env(env, overlay))
+    env = with_overlay(env, overlay, lead=package_root())
     env.pop("TRITON_INTERPRET", None)  # AOT compiles: the interpreter would make nothing
     # a cache of its own: every variant really compiled by this build, and the wall time honest
     env["TRITON_CACHE_DIR"] = str(out.with_name(out.name + ".triton-cache"))

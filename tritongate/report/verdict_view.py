@@ -255,13 +255,18 @@ def geomean_text(doc: VerdictDoc, any_called: bool) -> str:
     return text
 
 
+# settings that choose which code runs, not how Triton generates code: on the interpreter they
+# still change what is measured (another Triton on the path), which the interpreter note says
+CODE_PATHS = frozenset({"PYTHONPATH", "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD"})
+
+
 def overlay_inert(doc: VerdictDoc) -> str:
     """A note when a code-generation overlay was set on the cpu backend, where the Triton
     interpreter compiles nothing, so the overlay cannot change any kernel ("" otherwise)."""
     if "cpu" not in (doc.base.backend, doc.candidate.backend):
         return ""
     knobs = sorted({f"{k}={v}" for side in (doc.base, doc.candidate) for k, v in side.env_overlay.items()
-                    if not k.startswith("TRITONGATE_")})
+                    if not k.startswith("TRITONGATE_") and k not in CODE_PATHS})
     if not knobs:
         return ""
     return (f"The environment overlay {' '.join(knobs)} does nothing on the cpu backend: the Triton "
