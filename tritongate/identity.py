@@ -17,10 +17,14 @@ from typing import Any
 
 from tritongate import __version__
 
-# Environment that changes generated code or its numbers; recorded verbatim.
-CODEGEN_ENV = ("TRITON_DISABLE_LINE_INFO", "TRITON_DEFAULT_FP_FUSION", "TRITON_INTERPRET",
-               "TRITON_F32_DEFAULT", "TRITON_OVERRIDE_ARCH", "DISABLE_LLVM_OPT", "DISABLE_MMA_V3",
-               "DISABLE_PTXAS_OPT", "TRITON_CACHE_DIR", "CUDA_VISIBLE_DEVICES")
+# Settings that change the code Triton emits for a given target: a recompile (``tritongate ir``)
+# reproduces them, and the pre-screen refuses to pair IR screened with other values.
+CODEGEN_SETTINGS = ("TRITON_DISABLE_LINE_INFO", "TRITON_DEFAULT_FP_FUSION", "TRITON_F32_DEFAULT",
+                    "DISABLE_LLVM_OPT", "DISABLE_MMA_V3", "DISABLE_PTXAS_OPT")
+# Environment that changes generated code or its numbers; recorded verbatim. The rest say where
+# and how it ran (interpreter, arch override, cache, device), which a recompile sets itself.
+CODEGEN_ENV = (*CODEGEN_SETTINGS, "TRITON_INTERPRET", "TRITON_OVERRIDE_ARCH", "TRITON_CACHE_DIR",
+               "CUDA_VISIBLE_DEVICES")
 
 
 def triton_build() -> dict[str, str]:

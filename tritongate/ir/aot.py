@@ -17,14 +17,14 @@ from typing import Any, Mapping
 
 from tritongate.errors import UsageError
 from tritongate.ir.capture import RowIR, describe_compiled, lower_irs, ttgir_of
+from tritongate.identity import CODEGEN_SETTINGS
 from tritongate.ir.index import CompiledVariant
 from tritongate.ir.store import IRStore
 
 # code-generation settings a run recorded that change the emitted code: the recompile uses
 # the run's values (TRITON_DISABLE_LINE_INFO=1 on GPU runs: IR without source paths) unless
 # this process sets them itself, which is how one asks "what does this setting change?"
-CODEGEN_ENV = ("TRITON_DISABLE_LINE_INFO", "TRITON_DEFAULT_FP_FUSION", "TRITON_F32_DEFAULT",
-               "DISABLE_LLVM_OPT", "DISABLE_MMA_V3", "DISABLE_PTXAS_OPT")
+CODEGEN_ENV = CODEGEN_SETTINGS
 
 
 @dataclass(frozen=True)
