@@ -186,3 +186,19 @@ def test_paired_progress_and_help_say_rounds_not_pairs():
     assert [t for t in texts if re.search(r"\bpairs\b", t)] == []
     line = _row_summary(row(seed=1), row(seed=2))
     assert line.endswith("paired, 5 rounds)"), line
+
+
+def test_a_confirmed_row_s_progress_line_shows_the_figure_its_verdict_shows():
+    """A call measured again on fresh worker pairs is shown by the verdict with the
+    confirmation's estimate; the progress line said the estimate over every round instead."""
+    from tests.gate.helpers import paired_run, row
+    from tritongate.gate.policy import GatePolicy
+    from tritongate.gate.row_judging import judge_rows
+    from tritongate.pair.rows import row_summary as _row_summary
+
+    base, cand = paired_run(row(rounds=80), row(median=20.6, seed=1, rounds=80))
+    start = base.measurement.pairing.confirm_from
+    assert 0 < start < len(base.samples) // 5  # the schedule confirmed the call
+    (verdict,) = judge_rows([(base, cand)], GatePolicy())
+    line = _row_summary(base, cand)
+    assert f"{verdict.timing.effect:+.2%} paired on the {len(base.samples) // 5 - start} confirming rounds" in line, line

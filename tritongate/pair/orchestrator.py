@@ -120,7 +120,7 @@ class PairRunner:
             write_row(sides["candidate"], cand_row, extra_markers)
             outcome.rows.append((base_row, cand_row))
             self._progress(Progress("row_done", index=i, total=len(rows), planned=item, row=cand_row,
-                                    message=row_summary(base_row, cand_row)))
+                                    message=row_summary(base_row, cand_row, self.request.policy)))
         finish_sides(sides.values(), rows=len(rows), gpu_after=pool.gpu_state_after(), clock=self._clock,
                      t0=self._t0, timed_s=outcome.timed_s, sharing_off=self._rows.sharing_off)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Sequence
 
 from tritongate import markers
 from tritongate.backends import Backend
@@ -164,8 +164,9 @@ def build_row(item: PlannedRow, name: str, states: dict[str, RowState], is_ident
     return replace(row, markers=row.markers + tuned_markers, autotune=autotune)
 
 
-def row_summary(base: Row, cand: Row) -> str:
-    """The row's progress line: its error, why it was not timed, or the paired effect."""
+def row_summary(base: Row, cand: Row, policy: GatePolicy | None = None) -> str:
+    """The row's progress line: its error, why it was not timed, or the paired effect as the
+    verdict will show it (the rule's estimate under ``policy``; a confirmed call's confirmation)."""
     if cand.status is not RowStatus.OK or base.status is not RowStatus.OK:
         return (base.error or cand.error)[:120]
     if cand.skipped is SkipReason.IDENTICAL_BINARY:
@@ -181,7 +182,21 @@ def row_summary(base: Row, cand: Row) -> str:
                                cand_per_round=cand.measurement.samples_per_round)
     bp = base.measurement.pairing
     pair_layout = PairLayout(bp.went_first, bp.worker_pairs) if bp is not None else None
-    # the rule's own robust estimate (trimmed, order removed, per worker pair), not the mean
-    effect = math.expm1(float(paired_estimate(ratios, pair_layout, 0.0).effect_log)) if ratios \
-        else cs.median / bs.median - 1
-    return f"{format_time(bs.median)} -> {format_time(cs.median)} ({effect:+.2%} paired, {len(ratios)} rounds)"
+    head = f"{format_time(bs.median)} -> {format_time(cs.median)}"
+    if not ratios:
+        return f"{head} ({cs.median / bs.median - 1:+.2%})"
+    policy = policy or GatePolicy()
+
+    def estimate(r: Sequence[float], layout: PairLayout | None) -> float:
+        # the rule's own robust estimate (trimmed, order removed, per worker pair), not the mean
+        return math.expm1(float(paired_estimate(r, layout, policy.process_sd, policy.pair_inflation).effect_log))
+
+    effect = estimate(ratios, pair_layout)
+    start = bp.confirm_from if bp is not None else 0
+    if pair_layout is None or not 0 < start < len(ratios):
+        return f"{head} ({effect:+.2%} paired, {len(ratios)} rounds)"
+    # a call measured again on fresh worker pairs: the verdict shows the confirmation's figure
+    again = PairLayout(pair_layout.base_first[start:], pair_layout.worker_pairs[start:])
+    confirmed = estimate(ratios[start:], again)
+    return (f"{head} ({confirmed:+.2%} paired on the {len(ratios) - start} confirming rounds; "
+            f"{effect:+.2%} over all {len(ratios)})")
