@@ -20,7 +20,7 @@ import errno
 import os
 import stat
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 from tritongate.errors import UsageError
 
@@ -169,30 +169,3 @@ def check_inside(root: Path, path: Path) -> Path:
             raise LinkError(here, f"is a symbolic link (to {os.readlink(here)!r}), not followed: files are read "
                                   f"only inside {root}")
     return path
-
-
-def walk_files(root: Path, rel: str | os.PathLike[str] = "") -> Iterator[tuple[str, str]]:
-    """(relative path, kind) of every entry below ``root/rel``, sorted, never entering a link:
-    a link is yielded with kind ``link`` so the caller can name it."""
-    root = Path(root)
-    base = root.joinpath(*_refuse_escape(root, rel))
-    if kind(root, rel) != "dir":
-        return
-    stack = [base]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            continue
-        for e in entries:
-            r = Path(e.path).relative_to(root).as_posix()
-            if e.is_symlink():
-                yield r, "link"
-            elif e.is_dir(follow_symlinks=False):
-                yield r, "dir"
-                stack.append(Path(e.path))
-            elif e.is_file(follow_symlinks=False):
-                yield r, "file"
-            else:
-                yield r, "other"

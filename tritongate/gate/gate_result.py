@@ -108,12 +108,6 @@ class GateResult:
                 (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCONFIRMED, Verdict.UNCHANGED,
                  Verdict.IDENTICAL_BINARY)]
 
-    def short_of_target(self) -> list[RowVerdict]:
-        """Paired rows whose rounds ran out (row or run budget, round cap) before their
-        detectable effect reached the op's minimum effect, or before a call had the pairs a
-        call needs (``PairInfo.confirm_rounds``)."""
-        return [r for r in self.blind_rows if r.pairing is not None]
-
     @property
     def geomean_speedup(self) -> float | None:
         rows = self.timed()

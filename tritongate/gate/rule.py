@@ -129,10 +129,6 @@ def log_median_var(samples: Sequence[float], per_round: int) -> tuple[float, flo
     return math.inf, 0
 
 
-def log_median_se(samples: Sequence[float], per_round: int) -> float:
-    return math.sqrt(log_median_var(samples, per_round)[0])
-
-
 def paired_log_ratios(base: Sequence[float], cand: Sequence[float], *, base_per_round: int,
                       cand_per_round: int) -> list[float]:
     """log(cand round median) - log(base round median), pair by pair."""
