@@ -873,6 +873,12 @@ RECORD_CASES: list[tuple[str, Callable[[Path], None], str, str]] = [  # id, dama
 for _id, _damage, _check, _pattern in RECORD_CASES:
     add(f"replay-from-{_id}", lambda x, d=_damage: x.run("--replay-from", str(_record_copy(x, d))), 3, _pattern, _check)
 
+add("replay-from-an-ir-index-capture", lambda x: x.run("--replay-from", str(_record_copy(x, ident_set("capture_only", True)))),
+    3, r"is an IR index capture \(TRITONGATE_CAPTURE_ONLY=1: nothing was executed.*never a baseline to replay or "
+    r"pair against", "replay_from")
+add("replay-from-an-ir-index-capture-before-the-flag", lambda x: x.run("--replay-from", str(_record_copy(
+    x, ident_set("ir", {"notes": ["TRITONGATE_CAPTURE_ONLY=1: interpreted launches indexed, not executed"]}))
+)), 3, r"is an IR index capture", "replay_from")
 add("replay-from-a-replay-run", lambda x: x.run("--replay-from", str(x.runs["replay"])), 3,
     r"is a replay run and has no autotune records of its own; give the record it replayed instead \(.*record.*\), "
     r"to `run --replay-from` or as `pair`'s BASELINE_RECORD", "replay_from")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from tritongate.errors import PreflightError
 from tritongate.harness.measure import MeasureConfig, TimerKind
@@ -115,3 +115,12 @@ def capture_only_requested(backend: str, environ: Any = None) -> bool:
     the interpreter cannot compute (bfloat16)."""
     env = os.environ if environ is None else environ
     return backend == "cpu" and env.get(CAPTURE_ONLY_ENV, "") in ("1", "true", "yes")
+
+
+def is_capture_only_run(identity: Mapping[str, Any]) -> bool:
+    """Whether a run was an IR index capture (nothing executed, every row CORRECTNESS_MISMATCH):
+    its ``capture_only`` flag, or, in runs written before the flag, its capture note."""
+    if identity.get("capture_only") is True:
+        return True
+    notes = (identity.get("ir") or {}).get("notes") or ()
+    return any(isinstance(n, str) and n.startswith(f"{CAPTURE_ONLY_ENV}=1") for n in notes)

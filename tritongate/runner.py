@@ -23,7 +23,8 @@ from tritongate.autotune.parallel_sweep import SweepOutcome
 from tritongate.autotune.records import RecordSet, load_records, write_records
 from tritongate.autotune.session import AutotuneSession, autotune_session
 from tritongate.autotune.tuner_cache import open_tuner_cache
-from tritongate.backends import Backend, default_measure_config, make_device, prepare_environment
+from tritongate.backends import (Backend, capture_only_requested, default_measure_config, make_device,
+                                 prepare_environment)
 from tritongate.errors import GateError, MeasurementError, PreflightError
 from tritongate.harness.cuda_errors import is_fatal
 from tritongate.harness.measure import MeasureConfig, measure
@@ -180,6 +181,8 @@ class Runner:
             "tuner_cache": tuner_cache.to_dict(),
             "parallel_sweep": sweep.to_dict() if sweep is not None else None,
         }
+        if capture_only_requested(req.backend.name):  # an IR index: never a baseline
+            identity["capture_only"] = True
         if self._partial:  # a part of the suite: never its baseline
             identity["selection"] = {"ops": list(req.only_ops), "dtypes": list(req.only_dtypes),
                                      "rows": len(req.only_rows) if req.only_rows is not None else None}

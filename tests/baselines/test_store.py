@@ -227,6 +227,7 @@ def test_symlinks_and_in_flight_publishes_are_not_entries(tmp_path):
     ({"identity": {"suite": {"name": "pr"}}}, r"has no suite.digest"),
     ({"identity": {"software": {}}}, r"has no software.triton.version"),
     ({"identity": {"compiler_ref": "triton\n3.6"}}, r"its baseline manifest: compiler_ref: expected one line"),
+    ({"identity": {"capture_only": True}}, r"it is an IR index capture \(TRITONGATE_CAPTURE_ONLY=1.*never a baseline"),
     ({"identity": {"selection": {"ops": ["softmax"], "dtypes": [], "rows": None}}},
      r"it measured part of suite 'pr' \(--ops softmax, 2 rows\); record the whole suite, or write a suite YAML"),
 ])

@@ -92,6 +92,12 @@ def load_records(run_dir: Path, *, backend: str, run: Run | None = None) -> Reco
         original = run.identity.get("replay_from") or "<unknown>"
         raise _fail(f"{run_dir} is a replay run and has no autotune records of its own; give the record it "
                     f"replayed instead ({original}), to `run --replay-from` or as `pair`'s BASELINE_RECORD")
+    from tritongate.backends import capture_only_requested, is_capture_only_run
+
+    if is_capture_only_run(run.identity) and not capture_only_requested(backend):
+        raise _fail(f"{run_dir} is an IR index capture (TRITONGATE_CAPTURE_ONLY=1: nothing was executed, its "
+                    "autotune choices are not timings), never a baseline to replay or pair against; record one "
+                    "with `tritongate run` without TRITONGATE_CAPTURE_ONLY")
     folder = run_dir / RECORDS_DIR
     if safefs.kind(run_dir, RECORDS_DIR) == "link":  # records are read inside the run, never through a link
         raise _fail(f"{folder} is a symbolic link, not followed: a record run holds its records itself")
@@ -112,8 +118,6 @@ def load_records(run_dir: Path, *, backend: str, run: Run | None = None) -> Reco
             rec = Record(op=doc.op, kernel=e.kernel, tuner=e.tuner, key=e.key, config=config,
                          cases=tuple(e.cases))
             records[rec.match_key] = rec
-    from tritongate.backends import capture_only_requested
-
     if meta.backend != backend and not capture_only_requested(backend):  # an index capture times nothing
         raise PreflightError("replay_backend", f"{run_dir} was recorded on backend "
                              f"{short(meta.backend)}, this run is {backend!r}: autotune configs do not "

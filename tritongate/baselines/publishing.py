@@ -44,6 +44,11 @@ def _load_publishable(run_dir: Path) -> Run:
         original = run.identity.get("replay_from") or "unknown"
         raise _refusal(run_dir, f"it is a replay run (of {original}) and holds no autotune records of its own; "
                                 f"publish the record it replayed, or {_RECORD}")
+    from tritongate.backends import is_capture_only_run
+
+    if is_capture_only_run(run.identity):
+        raise _refusal(run_dir, "it is an IR index capture (TRITONGATE_CAPTURE_ONLY=1: nothing was executed, every "
+                                f"row is CORRECTNESS_MISMATCH), never a baseline; {_RECORD} on a GPU runner")
     if run.status is not RunStatus.COMPLETE:
         raise _refusal(run_dir, f"the run is incomplete ({run.status.value}, {len(run.rows)} rows); {_FIX}")
     if not run.rows:

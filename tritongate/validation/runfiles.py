@@ -75,6 +75,7 @@ class IdentityDoc(OpenDoc):
     gpu_state_after: Optional[GpuStateDoc] = None
     pair: Optional[PairIdentDoc] = None
     selection: Optional[SelectionDoc] = None
+    capture_only: bool = False  # TRITONGATE_CAPTURE_ONLY=1: an IR index, never a baseline
 
 
 # -- autotune_records/ ---------------------------------------------------------------------
