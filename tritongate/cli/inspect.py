@@ -208,6 +208,7 @@ def cmd_ir(args: argparse.Namespace) -> int:
     from tritongate.ir.index import INDEX, read_index
     from tritongate.ir.provenance import write_aot
     from tritongate.ir.store import TTGIR_DIR
+    from tritongate.schema import RunStatus
 
     target = Target.parse(args.target)
     # a crashed run's IR is evidence too
@@ -222,12 +223,16 @@ def cmd_ir(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     add_module_paths(run.identity)
+    if run.status is not RunStatus.COMPLETE:
+        print(f"note: {args.from_run} is incomplete ({run.status.value}, {counted(len(run.rows), 'row')}): its IR covers only "
+              "the rows it reached, and aot.json says so", file=sys.stderr)
     total = sum(1 for v in variants if not v.sweep_loser)
     outcome = recompile(variants, target, Path(args.out), codegen_env=run.identity.get("codegen_env") or {},
                         progress=lambda i, n, v: print(_progress_line(i, n, v), file=sys.stderr, flush=True),
                         sass=not args.no_sass)
     write_aot(Path(args.out) / TTGIR_DIR, Path(args.from_run), target=str(target), compiled=outcome.compiled,
-              failed=outcome.failed, codegen_env=outcome.codegen_env, levels=outcome.levels)
+              failed=outcome.failed, codegen_env=outcome.codegen_env, levels=outcome.levels,
+              record_status=run.status.value)
     for failure in outcome.failed:
         print(f"not compiled: {neutralize(failure)}", file=sys.stderr)
     print(f"{outcome.compiled} of {total} launched variants recompiled for {target}; "
@@ -306,15 +311,36 @@ def _print_levels(diffs: list[Any]) -> None:
         print(f"  ({len(below) - 40} more in levels.tsv)")
 
 
+def _no_variants(base_root: Path, cand_root: Path, args: argparse.Namespace) -> str:
+    """Why a diff holds nothing: no launches at all, or launches indexed without their IR
+    (a cpu run indexes each launch's GPU specialization without compiling it)."""
+    from tritongate.ir.index import INDEX, read_index
+
+    indexed = {root: sum(1 for v in read_index(root / INDEX) if not v.file) for root in (base_root, cand_root)}
+    if not any(indexed.values()):
+        return "no launched variants on either side"
+    return (f"no TTGIR on either side: the indexes list {indexed[base_root]} and {indexed[cand_root]} launched "
+            "variants without their IR (a cpu run indexes launches, it compiles none); run `tritongate ir --from "
+            f"{args.base} --out DIR` (and the same for {args.cand}, under the other build) and diff those folders")
+
+
 def cmd_ir_diff(args: argparse.Namespace) -> int:
     from tritongate.ir.diff import diff_trees, ttgir_root, write_diff_dir
     from tritongate.ir.provenance import AOT_FILE, diff_provenance, write_diff_provenance
 
+    for what, path in (("BASE", args.base), ("CAND", args.cand)):
+        if not Path(path).is_dir():
+            raise UsageError(f"{what} {path}: no such folder; pass a `tritongate ir` output folder or a run directory")
     base_root, cand_root = ttgir_root(Path(args.base)), ttgir_root(Path(args.cand))
     # two `tritongate ir` folders: the diff carries where they came from (pair --changed-from
     # refuses a diff without it); two run directories' captures have none
-    provenance = diff_provenance(base_root, cand_root) \
-        if (base_root / AOT_FILE).exists() or (cand_root / AOT_FILE).exists() else None
+    with_aot = [(root / AOT_FILE).exists() for root in (base_root, cand_root)]
+    if with_aot[0] != with_aot[1]:
+        plain = args.cand if with_aot[0] else args.base
+        raise UsageError(f"{plain} is a run's own capture and the other side is `tritongate ir` output; compare "
+                         f"like with like: run `tritongate ir --from {plain} --out DIR` and diff DIR, or diff two "
+                         "run directories")
+    provenance = diff_provenance(base_root, cand_root) if any(with_aot) else None
     try:
         diffs = diff_trees(Path(args.base), Path(args.cand))
     except FileNotFoundError as exc:
@@ -325,7 +351,14 @@ def cmd_ir_diff(args: argparse.Namespace) -> int:
     if provenance is not None:
         write_diff_provenance(out, provenance)
     counts = Counter(d.status for d in diffs)
-    print(", ".join(f"{counts[s]} {s}" for s in sorted(counts)) or "no launched variants on either side")
+    if not diffs:
+        print(_no_variants(base_root, cand_root, args))
+    else:
+        print(", ".join(f"{counts[s]} {s}" for s in sorted(counts)))
+    for side, doc in ((s, (provenance or {}).get(s) or {}) for s in ("base", "cand")):
+        if doc.get("record_status") not in (None, "complete"):
+            print(f"note: the {side} side was compiled from an incomplete run ({doc['record_status']}): rows it "
+                  "did not reach are in neither tree", file=sys.stderr)
     _print_levels(diffs)
     if args.blame:
         _blame(diffs, base_root, cand_root, out, args.blame)

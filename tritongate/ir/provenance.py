@@ -83,9 +83,11 @@ def build_of(python: str, env: Mapping[str, str] | None = None, timeout_s: float
 
 
 def write_aot(ttgir_dir: Path, record: Path, *, target: str, compiled: int, failed: Sequence[str],
-              codegen_env: Mapping[str, str] | None = None, levels: Mapping[str, int] | None = None) -> Path:
+              codegen_env: Mapping[str, str] | None = None, levels: Mapping[str, int] | None = None,
+              record_status: str | None = None) -> Path:
     """``aot.json``; ``codegen_env``: the code-affecting settings it compiled with; ``levels``:
-    the IR levels kept beside the TTGIR (level -> variants that have it)."""
+    the IR levels kept beside the TTGIR (level -> variants that have it); ``record_status``:
+    the source run's status (an interrupted run's IR covers only the rows it reached)."""
     ttgir_dir = Path(ttgir_dir)
     if not (ttgir_dir / INDEX).is_file():  # nothing compiled: an empty index, still proven
         ttgir_dir.mkdir(parents=True, exist_ok=True)
@@ -97,6 +99,8 @@ def write_aot(ttgir_dir: Path, record: Path, *, target: str, compiled: int, fail
         doc["codegen_env"] = dict(codegen_env)
     if levels is not None:
         doc["levels"] = dict(levels)
+    if record_status is not None:
+        doc["record_status"] = record_status
     write_json_atomic(ttgir_dir / AOT_FILE, doc)
     return ttgir_dir / AOT_FILE
 
@@ -135,7 +139,8 @@ def diff_provenance(base_dir: Path, cand_dir: Path) -> dict[str, Any]:
         raise UsageError(f"{base_dir} is for {base.get('target')}, {cand_dir} for {cand.get('target')}")
     return {"record": base["record"], "target": base.get("target"),
             **{side: {"build": doc["build"], "index_sha256": doc["index_sha256"], "compiled": doc.get("compiled"),
-                      "failed": doc.get("failed"), "codegen_env": doc.get("codegen_env") or {}}
+                      "failed": doc.get("failed"), "codegen_env": doc.get("codegen_env") or {},
+                      "record_status": doc.get("record_status")}
                for side, doc in (("base", base), ("cand", cand))}}
 
 

@@ -1,0 +1,72 @@
+"""`tritongate ir` and `ir-diff` given what a newcomer gives them: an interrupted run, a run whose
+index holds launches without IR, one side of each kind, a path that does not exist."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.gate.helpers import row
+from tritongate.cli import main
+from tritongate.ir.capture import RowIR
+from tritongate.ir.index import CompiledVariant
+from tritongate.ir.store import IRStore
+from tritongate.rundir import RunWriter
+
+
+def _indexed_run(path: Path, *, finish: bool = True) -> Path:
+    """A cpu run: one row, and an index of one launch without its TTGIR (nothing compiled)."""
+    w = RunWriter(path, {"backend": "cpu", "device": "host", "timer": "host"})
+    w.add(row(op="add", case="4096", dtype="float32"))
+    store = IRStore(path)
+    store.add(RowIR(variants=(CompiledVariant(case="4096", kernel="m.add_kernel", signature={}, constexprs={},
+                                              specialization={}, options={"num_warps": 4}, compile_hash="h",
+                                              rows=("add/float32",), launches=1),)))
+    store.close()
+    if finish:
+        w.finish()
+    return path
+
+
+def test_a_path_that_does_not_exist_is_named_as_missing(tmp_path, capsys) -> None:
+    run = _indexed_run(tmp_path / "a")
+    assert main(["ir-diff", str(run), str(tmp_path / "nope"), "--out", str(tmp_path / "d")]) == 2
+    assert f"CAND {tmp_path / 'nope'}: no such folder" in capsys.readouterr().err
+
+
+def test_runs_whose_index_holds_launches_without_ir_say_how_to_get_it(tmp_path, capsys) -> None:
+    a, b = _indexed_run(tmp_path / "a"), _indexed_run(tmp_path / "b")
+    assert main(["ir-diff", str(a), str(b), "--out", str(tmp_path / "d")]) == 0
+    out = capsys.readouterr().out
+    assert "no TTGIR on either side: the indexes list 1 and 1 launched variants without their IR" in out
+    assert f"tritongate ir --from {a} --out DIR" in out
+
+
+def test_one_ir_folder_and_one_run_is_refused_as_unlike(tmp_path, capsys) -> None:
+    from tritongate.ir.provenance import write_aot
+
+    run = _indexed_run(tmp_path / "run")
+    ir = tmp_path / "ir" / "ttgir"
+    write_aot(ir, run, target="cuda:90", compiled=0, failed=[])
+    assert main(["ir-diff", str(tmp_path / "ir"), str(run), "--out", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert f"{run} is a run's own capture and the other side is `tritongate ir` output" in err
+    assert f"tritongate ir --from {run} --out DIR" in err
+
+
+def test_the_ir_of_an_interrupted_run_says_it_is_partial_and_so_does_its_diff(tmp_path, capsys) -> None:
+    """`ir` reads a crashed run on purpose (its IR is evidence), but says so and records it; a
+    diff of it says that rows the run did not reach are in neither tree."""
+    run = _indexed_run(tmp_path / "run", finish=False)
+    done = _indexed_run(tmp_path / "done")
+    # the index's kernel module does not exist here: nothing compiles (exit 2), the provenance is written
+    assert main(["ir", "--from", str(run), "--out", str(tmp_path / "ir1"), "--no-sass"]) == 2
+    assert f"note: {run} is incomplete (running, 1 row): its IR covers only" in capsys.readouterr().err
+    assert json.loads((tmp_path / "ir1" / "ttgir" / "aot.json").read_text())["record_status"] == "running"
+    assert main(["ir", "--from", str(done), "--out", str(tmp_path / "ir2"), "--no-sass"]) == 2
+    assert "is incomplete" not in capsys.readouterr().err
+    assert json.loads((tmp_path / "ir2" / "ttgir" / "aot.json").read_text())["record_status"] == "complete"
+    capsys.readouterr()
+    # the two folders came from different records: the diff refuses them, so diff one with itself
+    assert main(["ir-diff", str(tmp_path / "ir1"), str(tmp_path / "ir1"), "--out", str(tmp_path / "d")]) == 0
+    assert "note: the base side was compiled from an incomplete run (running)" in capsys.readouterr().err
