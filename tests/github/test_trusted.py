@@ -150,6 +150,34 @@ def test_the_planted_golden_with_an_unconfirmed_row_and_a_forged_pass() -> None:
     assert body.splitlines()[1].startswith("## ❌")
 
 
+def test_a_row_word_against_the_sign_of_its_change_is_named() -> None:
+    """A row edited to IMPROVED while its change is +121 % slower: the comment warns, naming it."""
+    body = render_comment_body(doc([row("IMPROVED", effect=1.2144)], passed=True, state="pass"))
+    assert "> [!WARNING]" in body and "against the sign of their change (first: add 4096 float16 IMPROVED at +121.44%)" in body
+
+
+def test_show_flags_a_forged_verdict_and_exits_2(tmp_path, capsys) -> None:
+    """`show` validates and prints: a forged pass above a REGRESSED row is printed as the file
+    says, flagged on stderr, and not a success."""
+    from pathlib import Path
+
+    from tritongate.cli import main
+
+    raw = json.loads((Path(__file__).parents[1] / "report" / "golden" / "planted.verdict.json").read_text())
+    folder = tmp_path / "verdict"
+    folder.mkdir()
+    (folder / "verdict.json").write_text(json.dumps(raw))
+    assert main(["show", str(folder)]) == 0
+    capsys.readouterr()
+    raw["passed"], raw["state"] = True, "pass"
+    (folder / "verdict.json").write_text(json.dumps(raw))
+    assert main(["show", str(folder)]) == 2
+    out, err = capsys.readouterr()
+    assert "contradicts itself: verdict.json says passed, but lists" in err
+    assert "⚠️ contradicts itself (see stderr)" in out and "REGRESSED" in out
+    assert main(["show", str(folder), "--format", "json"]) == 2
+
+
 # ----------------------------------------------------------------------------- pass blame
 
 def _blame(**line: Any) -> dict[str, Any]:

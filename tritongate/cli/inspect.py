@@ -34,7 +34,8 @@ def add_show_parser(sub: argparse._SubParsersAction) -> None:
                     "and print it: a run directory's rows; a verdict folder's verdict; a pair directory's two "
                     "runs and its verdict. --format csv, json or md print a document instead, and stdout holds "
                     "nothing but it: a run's rows, or the verdict (of a verdict folder or a pair directory).",
-        epilog=exit_codes(0, 2, 4, zero="the folder is valid and was printed"))
+        epilog=exit_codes(0, 2, 4, zero="the folder is valid and was printed (a verdict whose pass/fail, counts, "
+                                         "state or row words contradict its rows is printed, flagged, and exits 2)"))
     show.add_argument("run", type=_text, metavar="FOLDER",
                       help="a run directory (what `tritongate run` printed, or a pair's base/ or candidate/), a "
                            "pair directory (of `pair`, `loop` or `merge`) or a verdict folder (of `gate`)")
@@ -90,6 +91,11 @@ def _show_verdict(folder: Path, fmt: str, *, pair: Path | None = None) -> int:
         raise UsageError(f"{pair} is a pair directory without a verdict (its run stopped before the gate); "
                          f"show its runs: {pair / 'base'} and {pair / 'candidate'}")
     verdict = load_verdict(folder)
+    from tritongate.github.trusted import as_its_rows_say
+
+    _, problem = as_its_rows_say(verdict.doc)
+    if problem:  # printed as it stands (it is what the file says), flagged, and not a success
+        print(neutralize(f"warning: {verdict.path} contradicts itself: {problem}"), file=sys.stderr)
     if fmt == "csv":
         _write_document(verdict.to_pandas().to_csv(index=False, lineterminator="\n"), fmt)
     elif fmt == "json":  # ASCII: a hostile name's controls stay \u escapes
@@ -100,9 +106,9 @@ def _show_verdict(folder: Path, fmt: str, *, pair: Path | None = None) -> int:
             raise UsageError(f"{folder} has verdict.json but no verdict.md; use --format json or csv")
         _write_document(md.read_text(encoding="utf-8"), fmt)
     else:
-        print(neutralize(f"{folder}  {verdict.doc.headline}"))
+        print(neutralize(f"{folder}  {'⚠️ contradicts itself (see stderr)' if problem else verdict.doc.headline}"))
         print(verdict_table(verdict.rows), end="")
-    return ExitCode.OK
+    return ExitCode.USAGE if problem else ExitCode.OK
 
 
 def verdict_table(rows: Any) -> str:

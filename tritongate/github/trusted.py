@@ -83,11 +83,10 @@ def judge(doc: VerdictDoc) -> Judgement:
     return Judgement(passed=passed, counts={str(k): n for k, n in counts.items()}, contradiction=contradiction)
 
 
-def render_comment_body(doc: VerdictDoc) -> str:
-    """The sticky comment's Markdown for a validated verdict document (without the state line):
-    the same text as the job's verdict.md for a document whose pass/fail, counts and state
-    agree with its rows; for any other, the document as its rows say, under a warning."""
-    from tritongate.report.verdict_markdown import render_verdict
+def as_its_rows_say(doc: VerdictDoc) -> tuple[VerdictDoc, Optional[str]]:
+    """``doc`` and ``None`` when its pass/fail, counts, state and each row's word agree with its
+    rows; otherwise the document as its rows say (pass/fail, counts, state) and the
+    contradiction, named. A gate never writes such a document; a hand or a PR may."""
     from tritongate.report.verdict_view import fallback_state
 
     j = judge(doc)
@@ -96,6 +95,23 @@ def render_comment_body(doc: VerdictDoc) -> str:
     if problem is None and (doc.state or state) != state:
         problem = f"verdict.json says its state is {doc.state!r}, but its rows give {state!r}: shown from the rows"
     if problem is None:
-        return render_verdict(doc, limit=MAX_BODY_CHARS)
-    as_rows_say = doc.model_copy(update={"passed": j.passed, "state": state, "counts": j.counts})
-    return render_verdict(as_rows_say, limit=MAX_BODY_CHARS, warning=problem)
+        odd = [r for r in doc.rows if r.effect is not None and (
+            (r.verdict is Verdict.REGRESSED and r.effect < 0) or (r.verdict is Verdict.IMPROVED and r.effect > 0))]
+        if odd:
+            r = odd[0]
+            problem = (f"verdict.json calls {len(odd)} row(s) against the sign of their change (first: "
+                       f"{r.op} {r.case} {r.dtype} {r.verdict.value} at {r.effect:+.2%})")
+    if problem is None:
+        return doc, None
+    return doc.model_copy(update={"passed": j.passed, "state": state, "counts": j.counts}), problem
+
+
+def render_comment_body(doc: VerdictDoc) -> str:
+    """The sticky comment's Markdown for a validated verdict document (without the state line):
+    the same text as the job's verdict.md for a document whose pass/fail, counts and state
+    agree with its rows; for any other, the document as its rows say, under a warning."""
+    from tritongate.report.verdict_markdown import render_verdict
+
+    shown, problem = as_its_rows_say(doc)
+    return render_verdict(shown, limit=MAX_BODY_CHARS, warning=problem) if problem else \
+        render_verdict(doc, limit=MAX_BODY_CHARS)
