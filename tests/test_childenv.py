@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from tritongate.childenv import FILE_COMMANDS, RUNNER_TOKENS, build_env
+from tritongate.ir.index import CompiledVariant
 from tritongate.pair.build import CompilerBuild
 
 RUNNER = {name: f"/home/runner/_work/_temp/_runner_file_commands/{name.lower()}" for name in FILE_COMMANDS} | {
@@ -34,27 +37,43 @@ def test_the_pre_screen_s_recompile_and_capture_get_none_of_them(tmp_path: Path,
         assert not set(env) & {*FILE_COMMANDS, *RUNNER_TOKENS}
 
 
+VARIANT = CompiledVariant(case="4096", kernel="m.k", signature={}, constexprs={}, specialization={},
+                          options={"num_warps": 4}, compile_hash="h")
+
+
 def test_every_process_a_build_runs_puts_an_overlay_path_after_tritongate_s_and_before_the_runner_s(
         tmp_path: Path, monkeypatch) -> None:
     """One rule at every place a build's overlay is applied: `pair --cand-env PYTHONPATH=...`
-    used to replace the path that finds tritongate in the worker (it could not start)."""
-    from tritongate.ir.passdumps import _package_root, child_env
+    used to replace the path that finds tritongate in the worker (it could not start). The
+    lead is a folder holding only a link to the package, never the package's parent folder
+    (which may be the runner's site-packages, shadowing the build's triton and torch)."""
+    import tritongate
+    from tritongate.childenv import package_link_dir
+    from tritongate.ir import passdumps
     from tritongate.prescreen.respecialize import capture_cmd
-    from tritongate.prescreen.side import _aot_cmd, package_root
-
-    from tritongate.childenv import with_overlay
+    from tritongate.prescreen.side import _aot_cmd, package_lead
 
     monkeypatch.setenv("PYTHONPATH", "/runner/site")
     overlay = {"PYTHONPATH": "/src/triton/python", "DISABLE_MMA_V3": "1"}
     worker = CompilerBuild("candidate", env=overlay).environment(
-        {"PYTHONPATH": "/runner/site"}, pythonpath=tmp_path / "pp", cache_dir=tmp_path)
-    _, aot = _aot_cmd("python", tmp_path, tmp_path / "ir-cand", "cuda:90", overlay)
-    _, capture = capture_cmd("python", tmp_path, "smoke", [], tmp_path / "cap", "cuda:90", package_root(), overlay)
-    dumps = with_overlay(child_env({"PYTHONPATH": "/runner/site"}), overlay, lead=_package_root())
-    for env, lead in ((worker, str(tmp_path / "pp")), (aot, package_root()), (capture, package_root()),
-                      (dumps, _package_root())):
-        assert env["PYTHONPATH"].split(os.pathsep) == [lead, "/src/triton/python", "/runner/site"]
-        assert env["DISABLE_MMA_V3"] == "1"
+        {"PYTHONPATH": "/runner/site"}, pythonpath=package_link_dir(tmp_path / "pp"), cache_dir=tmp_path)
+    _, aot = _aot_cmd("python", tmp_path, tmp_path / "ps" / "ir-cand", "cuda:90", overlay)
+    _, capture = capture_cmd("python", tmp_path, "smoke", [], tmp_path / "ps" / "cap", "cuda:90",
+                             package_lead(tmp_path / "ps"), overlay)
+    seen: dict[str, str] = {}
+
+    def fake_run(cmd, **kw):  # the pass dumps' child: its environment, and nothing compiled
+        seen.update(kw["env"])
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(passdumps.subprocess, "run", fake_run)
+    with pytest.raises(RuntimeError, match="stop here"):
+        passdumps.compile_with_dumps("python", VARIANT, "cuda:90", tmp_path / "dumps", env=overlay)
+    package = Path(tritongate.__file__).resolve().parent
+    for env in (worker, aot, capture, seen):
+        lead, *rest = env["PYTHONPATH"].split(os.pathsep)
+        assert rest == ["/src/triton/python", "/runner/site"] and env["DISABLE_MMA_V3"] == "1"
+        assert os.listdir(lead) == ["tritongate"] and (Path(lead) / "tritongate").resolve() == package
 
 
 def test_an_overlay_without_a_path_keeps_the_lead_first_once() -> None:

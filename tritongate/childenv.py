@@ -14,6 +14,7 @@ the runner's user (docs/adopting.md says what the gate does not defend against).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Mapping
 
 FILE_COMMANDS = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_STATE")
@@ -38,3 +39,23 @@ def with_overlay(env: Mapping[str, str], overlay: Mapping[str, str] | None, *, l
     out.update(extra)
     out["PYTHONPATH"] = os.pathsep.join([lead, *own, *rest])
     return out
+
+
+def package_link_dir(root: Path) -> Path:
+    """A folder holding only a link to this ``tritongate`` package: the ``lead`` of a build's
+    PYTHONPATH. The package's parent folder instead could be the caller's site-packages, and
+    would shadow the build's own triton and torch with the caller's."""
+    import tritongate
+
+    package = Path(tritongate.__file__).resolve().parent
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    link = root / "tritongate"
+    if link.is_symlink() and Path(os.readlink(link)) == package:
+        return root
+    tmp = root / f".tritongate-{os.getpid()}"
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    tmp.symlink_to(package, target_is_directory=True)
+    os.replace(tmp, link)
+    return root

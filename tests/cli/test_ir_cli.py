@@ -70,3 +70,14 @@ def test_the_ir_of_an_interrupted_run_says_it_is_partial_and_so_does_its_diff(tm
     # the two folders came from different records: the diff refuses them, so diff one with itself
     assert main(["ir-diff", str(tmp_path / "ir1"), str(tmp_path / "ir1"), "--out", str(tmp_path / "d")]) == 0
     assert "note: the base side was compiled from an incomplete run (running)" in capsys.readouterr().err
+
+
+def test_a_replay_run_without_an_index_points_to_its_record(tmp_path, capsys) -> None:
+    """A pair's side is a replay of the record: the fix is the record, not recording again."""
+    w = RunWriter(tmp_path / "base", {"backend": "cuda", "replay_from": "/runs/pr_20261206T000000Z"}, mode="replay")
+    w.add(row())
+    w.finish()
+    assert main(["ir", "--from", str(tmp_path / "base"), "--out", str(tmp_path / "ir")]) == 2
+    err = capsys.readouterr().err
+    assert "is a replay run and keeps no ttgir/index.tsv of its own" in err
+    assert "give the record it replayed instead (/runs/pr_20261206T000000Z)" in err

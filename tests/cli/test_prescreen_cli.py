@@ -239,18 +239,18 @@ def test_an_environment_overlay_it_cannot_honour_is_refused(tmp_path, record, ca
 
 def test_the_commands_carry_the_overlay_and_keep_the_pre_screen_s_own_switches(tmp_path) -> None:
     from tritongate.prescreen.respecialize import capture_cmd
-    from tritongate.prescreen.side import _aot_cmd
+    from tritongate.prescreen.side import _aot_cmd, package_lead
 
     overlay = {"DISABLE_MMA_V3": "1", "TRITON_DISABLE_LINE_INFO": "0", "PYTHONPATH": "/src/triton/python"}
     _, aot_env = _aot_cmd(sys.executable, tmp_path, tmp_path / "ir-cand", "cuda:90", overlay)
     assert aot_env["DISABLE_MMA_V3"] == "1" and aot_env["TRITON_DISABLE_LINE_INFO"] == "0"
     assert "TRITON_INTERPRET" not in aot_env and aot_env["TRITON_CACHE_DIR"].endswith("ir-cand.triton-cache")
-    _, cap_env = capture_cmd(sys.executable, tmp_path, "smoke", [], tmp_path / "capture-cand", "cuda:90", str(ROOT),
-                             overlay)
+    _, cap_env = capture_cmd(sys.executable, tmp_path, "smoke", [], tmp_path / "capture-cand", "cuda:90",
+                             package_lead(tmp_path), overlay)
     assert cap_env["DISABLE_MMA_V3"] == "1" and cap_env["TRITON_INTERPRET"] == "1"
     for env in (aot_env, cap_env):  # added to the path that finds this tritongate, never replacing it
         paths = env["PYTHONPATH"].split(os.pathsep)
-        assert paths[0] == str(ROOT) and "/src/triton/python" in paths
+        assert (Path(paths[0]) / "tritongate").resolve() == ROOT / "tritongate" and "/src/triton/python" in paths
 
 
 @pytest.mark.slow

@@ -179,10 +179,10 @@ def run_batch(request: BatchRequest, progress: BatchProgress | None = None) -> B
 def _execute(request: BatchRequest, plan: Plan, batch_dir: Path, board: _Board,
              todo: collections.deque[OpPlan]) -> None:
     """One thread per device slot pulls ops in plan order."""
-    from tritongate.pair.build import package_path_dir
+    from tritongate.childenv import package_link_dir
 
     # another interpreter (a compiler build's venv) must import this very tritongate
-    pythonpath = package_path_dir(batch_dir / ".pythonpath") if request.python != sys.executable else None
+    pythonpath = package_link_dir(batch_dir / ".pythonpath") if request.python != sys.executable else None
     stop = threading.Event()
     errors: list[BaseException] = []
 

@@ -220,6 +220,10 @@ def cmd_ir(args: argparse.Namespace) -> int:
     # a crashed run's IR is evidence too
     run = load_run_dir(Path(args.from_run), what="--from: a run directory", allow_incomplete=True)
     index = Path(args.from_run) / TTGIR_DIR / INDEX
+    if not index.is_file() and run.mode == "replay":
+        original = run.identity.get("replay_from") or "the record it replayed"
+        raise UsageError(f"{args.from_run} is a replay run and keeps no {TTGIR_DIR}/{INDEX} of its own (it launched "
+                         f"the record's configs); give the record it replayed instead ({original})")
     if not index.is_file():
         raise UsageError(f"{args.from_run} has no {TTGIR_DIR}/{INDEX}: its IR was not captured "
                          "(runs of tritongate before IR capture have none); record it again (a GPU run, or --backend cpu, "

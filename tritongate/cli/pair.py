@@ -173,7 +173,8 @@ def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
     so this one holds no device context while the paired workers measure."""
     import subprocess
 
-    from tritongate.pair.build import package_path_dir, parse_env_overlay
+    from tritongate.childenv import package_link_dir
+    from tritongate.pair.build import parse_env_overlay
 
     base_python = args.base_python or sys.executable
     record_env = {**os.environ, **parse_env_overlay(args.base_env, option="--base-env")}
@@ -191,7 +192,7 @@ def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
     if args.allow_busy_gpu:
         record_cmd.append("--allow-busy-gpu")
     if base_python != sys.executable:  # the build's interpreter imports this tritongate, and only it
-        link = package_path_dir(out / ".tritongate-pythonpath")
+        link = package_link_dir(out / ".tritongate-pythonpath")
         record_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(link), record_env.get("PYTHONPATH")]))
     try:
         proc = subprocess.run(record_cmd, stdout=subprocess.PIPE, text=True, env=record_env)

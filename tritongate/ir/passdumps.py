@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tritongate.childenv import build_env, with_overlay
+from tritongate.childenv import build_env, package_link_dir, with_overlay
 from tritongate.errors import UsageError
 from tritongate.ir.index import CompiledVariant
 from tritongate.ir.normalize import normalize_ptx, normalize_ttgir, strip_abs_paths
@@ -40,6 +40,7 @@ from tritongate.ir.normalize import normalize_ptx, normalize_ttgir, strip_abs_pa
 DUMP_LOG = "dumps.log"  # the child's stderr: every dump and stage marker, raw
 DUMP_LOG_GZ = DUMP_LOG + ".gz"  # as kept: 60-70 MB a matmul or attention kernel raw, about 20x less gzipped
 COMPILED_JSON = "compiled.json"  # what the child compiled, with which build, how long
+PATH_DIR = ".pythonpath"  # the link to this tritongate on the child's path; removed after
 FINALS = ("ttir", "ttgir", "llir", "ptx")
 _MARK = "// tritongate-passdumps: "
 
@@ -247,15 +248,11 @@ def parse_dump_stream(text: str) -> tuple[str, list[PassDump]]:
 
 # ---------------------------------------------------------------------------- compiling
 
-def _package_root() -> str:
-    return str(Path(__file__).resolve().parents[2])
-
-
 def child_env(parent: Mapping[str, str], *, llvm: bool = True) -> dict[str, str]:
-    """What the child runs with: no runner file commands, this tritongate importable, no
-    interpreter, line info off (as GPU runs and ``tritongate ir`` compile), dumps on."""
+    """What the child runs with: no runner file commands, no interpreter, line info off (as GPU
+    runs and ``tritongate ir`` compile), dumps on (``compile_with_dumps`` puts tritongate on its
+    path)."""
     env = build_env(parent)
-    env = with_overlay(env, None, lead=_package_root())
     env.pop("TRITON_INTERPRET", None)
     env.pop("MLIR_DUMP_PATH", None)  # a file, buffered: the stage markers would land out of order
     env.setdefault("TRITON_DISABLE_LINE_INFO", "1")
@@ -279,7 +276,8 @@ def compile_with_dumps(python: str, variant: CompiledVariant, target: str, out: 
     spec = {"variant": asdict(variant), "target": target, "drop_options": list(drop_options),
             "suite": (identity or {}).get("suite")}
     (out / "spec.json").write_text(json.dumps(spec, indent=1, default=list) + "\n", encoding="utf-8")
-    child = with_overlay(child_env(os.environ, llvm=llvm), env, lead=_package_root())
+    lead = package_link_dir(out / PATH_DIR)  # a link to this tritongate, never its parent folder
+    child = with_overlay(child_env(os.environ, llvm=llvm), env, lead=str(lead))
     child["TRITON_CACHE_DIR"] = str(out / "triton-cache")
     t0 = time.monotonic()
     with open(out / DUMP_LOG, "wb") as log:
@@ -288,6 +286,7 @@ def compile_with_dumps(python: str, variant: CompiledVariant, target: str, out: 
                               timeout=timeout_s, check=False)
     wall = time.monotonic() - t0
     shutil.rmtree(out / "triton-cache", ignore_errors=True)  # the same IR again, in Triton's layout
+    shutil.rmtree(lead, ignore_errors=True)
     if done.returncode != 0 or not (out / COMPILED_JSON).is_file():
         tail = (out / DUMP_LOG).read_bytes()[-1500:].decode("utf-8", "replace")
         raise RuntimeError(f"{python}: compiling {variant.kernel} with dumps failed (exit {done.returncode}): "

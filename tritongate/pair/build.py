@@ -91,22 +91,3 @@ class CompilerBuild:
 
     def to_dict(self) -> dict[str, object]:
         return {"side": self.side, "python": self.python, "env_overlay": dict(self.env)}
-
-
-def package_path_dir(root: Path) -> Path:
-    """A directory holding only a link to this ``tritongate`` package, for a build's
-    PYTHONPATH. Putting the package's parent there instead could be a site-packages folder,
-    and would shadow the build's own triton and torch with the caller's."""
-    import tritongate
-
-    package = Path(tritongate.__file__).resolve().parent
-    root.mkdir(parents=True, exist_ok=True)
-    link = root / "tritongate"
-    if link.is_symlink() and Path(os.readlink(link)) == package:
-        return root
-    tmp = root / f".tritongate-{os.getpid()}"
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(package, target_is_directory=True)
-    os.replace(tmp, link)
-    return root

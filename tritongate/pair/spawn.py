@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from tritongate.pair.build import CompilerBuild, package_path_dir
+from tritongate.childenv import package_link_dir
+from tritongate.pair.build import CompilerBuild
 from tritongate.pair.client import Pending, WorkerProcess, WorkerSpec
 from tritongate.pair.request import PairRequest
 
@@ -63,7 +64,7 @@ def side_worker_spec(req: PairRequest, name: str, build: CompilerBuild, workers_
     interpreter and environment, the side's own Triton cache, its log under ``workers_dir``
     (named ``label``, default ``name``: another worker of the same build shares its cache)."""
     cache_root = Path(req.cache_root) if req.cache_root else Path(req.out) / ".triton-cache"
-    env = build.environment(os.environ, pythonpath=package_path_dir(workers_dir / "pythonpath"),
+    env = build.environment(os.environ, pythonpath=package_link_dir(workers_dir / "pythonpath"),
                             cache_dir=(cache_root / f"{name}-{build.digest()}").resolve())
     return WorkerSpec(side=label or name, argv=[build.python, "-m", "tritongate.pair.worker", "--executor",
                                                 req.executor],

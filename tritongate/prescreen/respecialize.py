@@ -60,13 +60,13 @@ def launched_by_row(ttgir_dir: Path) -> dict[RowKey, frozenset[VariantKey]]:
 
 
 def capture_cmd(python: str, record: Path, suite: str, rows: list[RowKey], out: Path, target: str,
-                package_root: str, overlay: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+                package_lead: str, overlay: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
     """``python -m tritongate run`` replaying ``record``'s configs on the interpreter, capture only
     (``overlay``: the build's own environment)."""
     rows_file = out.with_name(out.name + ".rows.json")
     rows_file.write_text(json.dumps([list(k) for k in rows]), encoding="utf-8")
     env = build_env(os.environ)  # the build is a PR's code: no file commands, no tokens
-    env = with_overlay(env, overlay, lead=package_root)
+    env = with_overlay(env, overlay, lead=package_lead)
     env.update({"TRITON_INTERPRET": "1", CAPTURE_ONLY_ENV: "1", CAPTURE_TARGET_ENV: target})
     env.pop("CUDA_VISIBLE_DEVICES", None)
     if _provider_suite(suite):  # FlagGems cannot run on the interpreter: its own capture, real JIT kernels
@@ -95,11 +95,11 @@ def _provider_suite(suite: str) -> bool:
 
 
 def capture_both(pythons: Mapping[str, str], record: Path, suite: str, rows: list[RowKey], out: Path,
-                 target: str, package_root: str, envs: Mapping[str, Mapping[str, str]] | None = None,
+                 target: str, package_lead: str, envs: Mapping[str, Mapping[str, str]] | None = None,
                  ) -> tuple[dict[str, Path | None], dict[str, float]]:
     """Both builds' captures at once; each side's run directory (None: the capture failed,
     its log says why) and seconds per side. ``UsageError`` when a build refused the suite."""
-    commands = {side: capture_cmd(py, record, suite, rows, out / f"capture-{side}", target, package_root,
+    commands = {side: capture_cmd(py, record, suite, rows, out / f"capture-{side}", target, package_lead,
                                   (envs or {}).get(side)) for side, py in pythons.items()}
     codes, walls = run_both(commands, {side: out / f"capture-{side}.log" for side in pythons}, CAPTURE_TIMEOUT_S)
     runs: dict[str, Path | None] = {}

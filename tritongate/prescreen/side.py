@@ -17,10 +17,9 @@ from typing import Any, Literal, Mapping, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-import tritongate
 from tritongate import __version__, safefs
 from tritongate.atomicio import write_text_atomic
-from tritongate.childenv import build_env, with_overlay
+from tritongate.childenv import build_env, package_link_dir, with_overlay
 from tritongate.errors import GateError, UsageError
 from tritongate.ir.provenance import build_of, record_identity
 from tritongate.prescreen.launch_path import launch_path_files
@@ -57,8 +56,10 @@ def side_json(side: str) -> str:
     return f"side-{side}.json"
 
 
-def package_root() -> str:
-    return str(Path(tritongate.__file__).resolve().parent.parent)
+def package_lead(out: Path) -> str:
+    """The PYTHONPATH entry that finds this tritongate in a build's process (a folder beside
+    ``out`` holding only a link to the package)."""
+    return str(package_link_dir(Path(out) / ".pythonpath"))
 
 
 def _aot_cmd(python: str, record: Path, out: Path, target: str,
@@ -69,7 +70,7 @@ def _aot_cmd(python: str, record: Path, out: Path, target: str,
     # binaries compared without line info, as GPU runs launch them: debug sections carry the
     # compiler's own source paths and lines, which differ between any two builds
     env.setdefault("TRITON_DISABLE_LINE_INFO", "1")
-    env = with_overlay(env, overlay, lead=package_root())
+    env = with_overlay(env, overlay, lead=package_lead(out.parent))
     env.pop("TRITON_INTERPRET", None)  # AOT compiles: the interpreter would make nothing
     # a cache of its own: every variant really compiled by this build, and the wall time honest
     env["TRITON_CACHE_DIR"] = str(out.with_name(out.name + ".triton-cache"))
@@ -93,7 +94,7 @@ def _aot_both(pythons: Mapping[str, str], record: Path, out: Path, target: str,
 
 def _capture_both(pythons: Mapping[str, str], record: Path, suite: str, rows: list[RowKey], out: Path,
                   target: str, envs: Mapping[str, Mapping[str, str]]) -> tuple[dict[str, Path | None], dict[str, float]]:
-    return capture_both(pythons, record, suite, rows, out, target, package_root(), envs)
+    return capture_both(pythons, record, suite, rows, out, target, package_lead(out), envs)
 
 
 def prepare_sides(record: Path, pythons: Mapping[str, str], out: Path, *, suite: str, rows: list[RowKey],
