@@ -232,3 +232,26 @@ def test_the_footer_lists_the_thresholds_in_force(tmp_path):
     result = run_gate(*pair(tmp_path, [row()], [row(seed=1)]), GatePolicy(op_min_effect={"add": 0.02}))
     text = render_markdown(result)
     assert "<sub>Rule: minimum effect 1 % (add 2 %); a change must clear the row's noise floor" in text
+
+
+def test_two_builds_told_apart_only_by_their_interpreters_name_them():
+    """`pair --cand-python <overlay venv>` with the same Triton version: the footer read
+    "base: triton 3.6.0 replay; candidate: triton 3.6.0 replay"; it names each interpreter now,
+    and only where nothing else differs."""
+    from types import SimpleNamespace
+
+    from tritongate.gate.output import _sides
+    from tritongate.model.verdict import VerdictSideDoc
+    from tritongate.report.verdict_view import side_text
+
+    def run(python, **extra):
+        ident = {"compiler_ref": "triton 3.6.0", "pair": {"build": {"python": python}}, **extra}
+        return SimpleNamespace(identity=ident, path="p", name="n", mode="replay")
+
+    b, c = _sides(run("/opt/base/bin/python"), run("/opt/overlay/bin/python"))
+    assert side_text(VerdictSideDoc(**b)) == ["triton 3.6.0", "(/opt/base/bin/python)", "replay"]
+    assert side_text(VerdictSideDoc(**c)) == ["triton 3.6.0", "(/opt/overlay/bin/python)", "replay"]
+    b, c = _sides(run("/opt/base/bin/python"), run("/opt/overlay/bin/python", compiler_ref="flagtree pr-7"))
+    assert "python" not in b and "python" not in c
+    b, c = _sides(run("/usr/bin/python3"), run("/usr/bin/python3"))
+    assert "python" not in b

@@ -49,6 +49,18 @@ def _side(run: Any) -> dict[str, Any]:
             "env_overlay": overlaid_env(ident)}
 
 
+def _sides(base: Any, cand: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both sides; each names its interpreter too where that is all that tells the two builds
+    apart (``pair --cand-python`` of an overlay venv with the same Triton version)."""
+    b, c = _side(base), _side(cand)
+    same = ("compiler_ref", "commit", "triton_version", "env_overlay")
+    pythons = [(((run.identity.get("pair") or {}).get("build") or {}).get("python")
+                if isinstance(run.identity, dict) else None) for run in (base, cand)]
+    if all(b[k] == c[k] for k in same) and all(pythons) and pythons[0] != pythons[1]:
+        b["python"], c["python"] = pythons
+    return b, c
+
+
 def _interval(r: RowVerdict) -> list[float] | None:
     """The row's estimate ± its noise floor (the band its own noise could produce), as
     candidate / base - 1; None where the floor is unknown."""
@@ -97,7 +109,7 @@ def _document(result: GateResult, ir: IREvidence | None, baseline: BaselineState
         "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "passed": result.passed, "exit_code": result.exit_code, "headline": result.headline(),
         "state": state, "blind_rows": blind, "blind": result.blind_text() or None,
-        "failures": result.failures, "base": _side(result.base), "candidate": _side(result.cand),
+        "failures": result.failures, **dict(zip(("base", "candidate"), _sides(result.base, result.cand))),
         "policy": result.policy.to_dict(), "identity_mismatches": [str(m) for m in result.mismatches],
         "notes": result.notes + ([ir.note] if ir is not None and ir.note else []),
         "counts": {v.value: len(result.by(v)) for v in Verdict},

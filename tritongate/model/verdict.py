@@ -153,6 +153,7 @@ class VerdictSideDoc(OpenDoc):
     replay_from: Optional[str] = None
     triton_version: Optional[str] = None
     env_overlay: dict[str, str] = {}
+    python: Optional[str] = None  # the build's interpreter, where nothing else tells the sides apart
 
 
 class VerdictPolicyDoc(OpenDoc):
