@@ -596,6 +596,22 @@ for _id, _content in [("text", "this is not a program\n"), ("empty", ""), ("bina
         r"though it has the execute bit")
 add("pair-base-python-executable-text", lambda x: pair(x, "--base-python", _executable(x, "py", "hello\n")), 2,
     r"--base-python .*py: not a program")
+add("prescreen-baseline-missing", lambda x: ["prescreen", "--baseline", str(x.tmp / "nope"), "--base-python",
+                                             sys.executable, "--cand-python", sys.executable, "--out", x.backstop], 2,
+    r"--baseline .*nope: no such folder; pass the record run")
+def _indexed_record(x: Ctx) -> str:
+    from tritongate.ir.index import index_text
+
+    run = x.run_copy("record")
+    (run / "ttgir").mkdir(exist_ok=True)
+    (run / "ttgir" / "index.tsv").write_text(index_text([]))  # no launches: enough to reach the builds' probes
+    return str(run)
+
+
+add("prescreen-cand-python-not-python", lambda x: ["prescreen", "--baseline", _indexed_record(x), "--base-python",
+                                                   sys.executable, "--cand-python", "/bin/ls", "--out",
+                                                   str(x.tmp / "ps")], 2,
+    r"/bin/ls: not a Python interpreter; pass the venv's bin/python")
 add("pair-min-effect-negative", lambda x: pair(x, "--min-effect", "-0.5"), 2, r"--min-effect: expected a fraction.*got '-0\.5'")
 add("pair-policy-missing", lambda x: pair(x, "--policy", str(x.tmp / "p.yaml")), 2, r"policy file .*p\.yaml does not exist")
 add("pair-out-is-a-file", lambda x: pair(x), 3, r"cannot write to output directory .*out-is-a-file", "out_dir")

@@ -97,6 +97,19 @@ def test_a_bad_input_is_exit_2_naming_it(tmp_path, record, fake_builds, capsys, 
     assert not (tmp_path / "o" / "prescreen.json").exists()
 
 
+def test_one_build_on_both_sides_is_called_an_a_a_check(tmp_path, record, fake_builds, capsys) -> None:
+    """As `pair` says of the same case: "0 changed under this PR" of one build against itself
+    says nothing of a compiler change; an overlay on one side is a real comparison."""
+    base = fake_builds(tmp_path, "base")
+    assert main(["prescreen", "--baseline", str(record), "--base-python", base, "--cand-python", base,
+                 "--out", str(tmp_path / "aa")]) == 0
+    assert "note: base and candidate are the same build (same interpreter, no overlay difference): an A/A" \
+        in capsys.readouterr().out
+    assert main(["prescreen", "--baseline", str(record), "--base-python", base, "--cand-python", base,
+                 "--cand-env", "DISABLE_MMA_V3=1", "--out", str(tmp_path / "knob")]) == 0
+    assert "same build" not in capsys.readouterr().out
+
+
 def test_an_internal_error_is_exit_4(tmp_path, record, fake_builds, monkeypatch, capsys) -> None:
     from tritongate import prescreen
 

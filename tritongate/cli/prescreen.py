@@ -7,6 +7,7 @@ arguments ``add_arguments`` declares and run ``screen`` then ``print_result``.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,10 @@ def screen(args: argparse.Namespace) -> Any:
     print(changed_table(changed_rows(result.document)), end="", flush=True)
     for note in notes(result.document):
         print(f"note: {neutralize(note)}")
+    if not args.judge and os.path.abspath(args.base_python) == os.path.abspath(args.cand_python) \
+            and envs["base"] == envs["cand"]:
+        print("note: base and candidate are the same build (same interpreter, no overlay difference): an A/A "
+              "check of the screen, not a test of a compiler change")
     if args.blame and result.document.get("target") is None:
         print("  (--blame: nothing was compiled for this record's target, so no pass can be blamed)")
     elif args.blame and result.rows_changed:

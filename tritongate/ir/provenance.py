@@ -64,6 +64,16 @@ def this_build() -> dict[str, Any]:
             "triton_key": hashlib.sha256(triton_key().encode()).hexdigest()}
 
 
+def _is_python(python: str) -> bool:
+    """Whether ``python`` runs Python code (asked only once a probe failed)."""
+    try:
+        proc = subprocess.run([python, "-c", "print('tritongate' + '-python')"], capture_output=True, text=True,
+                              timeout=60, env=build_env(os.environ))
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.stdout.strip() == "tritongate-python"
+
+
 def build_of(python: str, env: Mapping[str, str] | None = None, timeout_s: float = 120.0) -> dict[str, Any]:
     """The identity of the Triton that ``python`` (a build's interpreter) imports."""
     try:
@@ -72,6 +82,8 @@ def build_of(python: str, env: Mapping[str, str] | None = None, timeout_s: float
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UsageError(f"{python}: cannot ask it for its Triton build ({type(exc).__name__}: {exc})") from None
     if proc.returncode != 0:
+        if not _is_python(python):
+            raise UsageError(f"{python}: not a Python interpreter; pass the venv's bin/python of that compiler build")
         tail = " ".join(proc.stderr.split())[-300:]
         raise UsageError(f"{python}: importing triton failed (exit {proc.returncode}): {tail}")
     try:

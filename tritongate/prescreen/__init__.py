@@ -74,6 +74,9 @@ def _launch_changed(rows: Mapping[RowKey, str]) -> list[VariantDiff]:
 
 
 def _check_record(record: Path) -> None:
+    if not record.is_dir():
+        raise UsageError(f"--baseline {record}: no such folder; pass the record run (or baseline entry) that "
+                         "`tritongate run` or `baseline find` printed")
     if not (record / "ttgir" / INDEX).is_file():
         raise UsageError(f"--baseline {record}: no ttgir/{INDEX} (a baseline entry keeps it; a record "
                          "made on a GPU or with --backend cpu has one)")
@@ -114,7 +117,8 @@ def prepare_side(record: Path, pythons: Mapping[str, str], out: Path, *, suite: 
     _check_record(record)
     for side, py in pythons.items():
         if not (Path(py).is_file() and os.access(py, os.X_OK)):
-            raise UsageError(f"--{side}-python {py}: not an executable file")
+            raise UsageError(f"--{side}-python {py}: not an executable file; pass the venv's bin/python of that "
+                             "compiler build")
     _refuse_earlier(out, [n for side in pythons for n in (f"ir-{side}", f"capture-{side}", side_json(side))],
                     "--side" if len(pythons) == 1 else "--out")
     run = load_run(record)
