@@ -147,3 +147,5 @@ def test_the_compare_builds_try_out_runs_as_written(tmp_path: Path) -> None:
         assert any(ln.split()[:3] == [op, case, dtype] for ln in lines), (op, case, dtype)
     blame = json.loads((work / "prescreen" / "ir-diff" / "blame.json").read_text())
     assert blame["variants"] and all("tritongpu-pipeline" in v["summary"] for v in blame["variants"])
+    shown = re.search(r"<!-- compare-builds-cpu-output -->\n```\n(.*?)\n```", text, re.S)
+    assert shown and done.stdout.rstrip("\n") == shown.group(1), done.stdout  # the doc shows what it prints

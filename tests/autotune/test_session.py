@@ -107,6 +107,18 @@ def test_record_saves_the_winner_read_back_from_the_cache():
     assert row.sweep_benchmarks == 3 and BENCH.calls == 3 and not row.markers
 
 
+def test_an_index_capture_keeps_the_first_config_whatever_the_sweep_reads(monkeypatch):
+    """A capture executes no kernel, so its sweep timings are noise and two captures chose
+    different winners; every config now reads the same there and the tuner keeps its first."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("TRITONGATE_CAPTURE_ONLY", "1")
+    session = AutotuneSession("record")
+    row, _ = run_row(session)
+    (rec,) = session.records()
+    assert rec.config["kwargs"] == {"BLOCK": 32}  # the scripted bench would have made BLOCK=64 win
+    assert row.sweep_benchmarks == 3 and BENCH.calls == 3  # each config still launched (indexed)
+
+
 def test_record_of_a_warm_cache_still_records_the_winner():
     launch()  # tuned before the session: the key is not new when the session sees it
     session = AutotuneSession("record")
