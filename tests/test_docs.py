@@ -149,3 +149,16 @@ def test_the_compare_builds_try_out_runs_as_written(tmp_path: Path) -> None:
     assert blame["variants"] and all("tritongpu-pipeline" in v["summary"] for v in blame["variants"])
     shown = re.search(r"<!-- compare-builds-cpu-output -->\n```\n(.*?)\n```", text, re.S)
     assert shown and done.stdout.rstrip("\n") == shown.group(1), done.stdout  # the doc shows what it prints
+
+
+def test_the_reference_lists_every_command() -> None:
+    """docs/reference.md's command block names every command `tritongate --help` lists."""
+    import argparse
+
+    from tritongate.cli import build_parser
+
+    text = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    block = text.split("## Commands", 1)[1].split("```", 2)[1]
+    listed = set(re.findall(r"^tritongate ([a-z-]+)", block, re.M))
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(sub.choices) - listed == set()
