@@ -91,6 +91,8 @@ def test_a_cross_backend_baseline_is_refused_by_the_workers(record, tmp_path, ca
     assert main(["pair", str(fake), "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "o")]) == 3
     err = capsys.readouterr().err
     assert "PREFLIGHT_FAILED check=replay_backend" in err and "base build" in err
+    # refused before anything was measured: no folder left that reads as a (broken) pair directory
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
 
 
 @pytest.mark.parametrize("extra,code,words", [

@@ -19,10 +19,12 @@ This module only drives the run, in order; the parts live in their own modules: 
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+from tritongate.errors import PreflightError, UsageError
 from tritongate.pair.measure import RowMeasurer
 from tritongate.pair.pool import WorkerPool
 from tritongate.pair.request import PairOutcome, PairRequest, default_schedule, pool_size, request_schedule
@@ -74,6 +76,12 @@ class PairRunner:
             if fail_sides(pool.sides.values(), why):
                 exc.add_note(f"partial run directories (load as incomplete): {outcome.base_path} "
                              f"{outcome.cand_path}")
+            elif isinstance(exc, (PreflightError, UsageError)):
+                # refused before anything was measured, and the message says why: no folder
+                # that reads as a pair directory is left behind
+                shutil.rmtree(self._pair_dir, ignore_errors=True)
+            else:
+                exc.add_note(f"nothing was measured; the workers' logs: {self._pair_dir / 'workers'}")
             raise
         pool.stop(kill=False)
         close_logs(pool.sides.values())
