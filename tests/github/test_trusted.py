@@ -86,9 +86,35 @@ def test_a_document_claiming_a_pass_over_regressed_rows_is_shown_failing() -> No
     assert judge(d).passed is False
 
 
-@pytest.mark.parametrize("bad", [row("REJECTED"), row("UNCHANGED", fails_policy=True)])
-def test_rejected_or_policy_rows_fail_whatever_passed_says(bad: dict) -> None:
-    assert judge(doc([bad, row()], passed=True)).passed is False
+def test_policy_rows_fail_whatever_passed_says_and_rejected_ones_as_the_gate_decides() -> None:
+    """The comment agrees with the check: a REJECTED row fails the gate only under --strict
+    (the comment showed ❌ above a check that had passed)."""
+    assert judge(doc([row("UNCHANGED", fails_policy=True), row()], passed=True)).passed is False
+    assert judge(doc([row("REJECTED"), row()], passed=True)).passed is True
+    strict = judge(doc([row("REJECTED"), row()], passed=True, policy={"strict": True}))
+    assert strict.passed is False and "1 unverified (under --strict)" in (strict.contradiction or "")
+    missing = doc([row("MISSING"), row("MISSING"), row()], passed=True, policy={"max_missing": 1})
+    assert judge(missing).passed is False
+
+
+def test_a_verdict_the_gate_wrote_with_a_rejected_row_is_not_called_contradictory(tmp_path, capsys) -> None:
+    """A row that errors on both sides is REJECTED and the gate passes (not --strict): `show`
+    prints it and exits 0, and the comment is the job's own, no warning."""
+    from tests.gate.helpers import pair, row as run_row
+    from tritongate.cli import main
+    from tritongate.gate.pipeline import gate_runs
+    from tritongate.gate.policy import GatePolicy
+    from tritongate.github.trusted import as_its_rows_say
+    from tritongate.model.verdict import Verdict
+
+    broken = dict(case="bf16", status="error", error="RuntimeError: no bfloat16 here")
+    base, cand = pair(tmp_path, [run_row(), run_row(**broken)], [run_row(seed=1), run_row(**broken)])
+    gated = gate_runs(base, cand, tmp_path / "verdict", GatePolicy())
+    assert gated.result.passed and gated.result.by(Verdict.REJECTED)
+    raw = (tmp_path / "verdict" / "verdict.json").read_bytes()
+    assert as_its_rows_say(parse_verdict_doc(raw, "verdict.json"))[1] is None
+    assert main(["show", str(tmp_path / "verdict")]) == 0
+    assert "contradicts" not in capsys.readouterr().err
 
 
 def test_a_doc_that_failed_stays_failing_even_with_clean_rows() -> None:

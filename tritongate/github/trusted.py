@@ -4,10 +4,12 @@ The verdict folder comes from a job that ran the PR's code, so its ``verdict.md`
 anything (a fake pass line, mentions, images, links). It is never posted. The comment is
 built here from ``verdict.json`` instead, after the package's own model has validated it
 (``VerdictDoc``, strict types), by the one verdict renderer, which escapes every string of
-it (``report.untrusted``). The pass/fail line is taken from ``passed`` and from the rows: a
-document that claims ``passed: true`` while listing REGRESSED or REJECTED rows, or rows that
-fail the policy, or a state its rows do not give, is shown as its rows say, under a warning
-naming the contradiction.
+it (``report.untrusted``). The pass/fail line is taken from ``passed`` and from the rows under
+the document's own policy, as the gate decides (``judge``): a document that claims ``passed:
+true`` while listing REGRESSED rows, rows that fail the policy (REJECTED ones under
+``--strict``, MISSING ones past ``--max-missing``), a state its rows do not give, or a row word
+against the sign of its change, is shown as its rows say, under a warning naming the
+contradiction.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from tritongate.errors import RunDirError
-from tritongate.model.verdict import FAILING, Verdict, VerdictDoc
+from tritongate.model.verdict import FAILING, UNVERIFIED, Verdict, VerdictDoc, VerdictPolicyDoc
 from tritongate.validation import validate
 
 MAX_BODY_CHARS = 60_000  # headroom under GitHub's 65,536 for the state line and the footer
@@ -69,18 +71,33 @@ def parse_verdict_doc(data: bytes, source: str) -> VerdictDoc:
 
 
 def judge(doc: VerdictDoc) -> Judgement:
+    """Pass or fail as the gate decides it, from the rows and the policy the document carries
+    (``GateResult.failures``): REGRESSED and policy-failing rows always fail; REJECTED and
+    NOT_COMPARABLE ones under ``strict``; MISSING ones past ``max_missing``; rows that could not
+    resolve their target under ``fail_on_blind``."""
     counts = Counter(row.verdict for row in doc.rows)
-    policy = sum(1 for row in doc.rows if row.fails_policy)
-    bad = sum(counts[name] for name in FAILING)
-    passed = doc.passed and bad == 0 and policy == 0 and doc.exit_code == 0
+    policy, rules = sum(1 for row in doc.rows if row.fails_policy), doc.policy or VerdictPolicyDoc()
+    failing = {"REGRESSED": sum(counts[name] for name in FAILING), "policy-failing": policy}
+    if rules.strict:
+        failing["unverified (under --strict)"] = sum(1 for row in doc.rows
+                                                     if row.verdict in UNVERIFIED and not row.fails_policy)
+    if counts[Verdict.MISSING] > rules.max_missing:
+        failing[f"MISSING (more than {rules.max_missing})"] = counts[Verdict.MISSING]
+    if rules.fail_on_blind:
+        failing["unresolved (under --fail-on-blind)"] = _blind_count(doc)
+    passed = doc.passed and not any(failing.values()) and doc.exit_code == 0
     contradiction = None
     if doc.passed and not passed:
-        contradiction = (f"verdict.json says passed, but lists {counts[Verdict.REGRESSED]} REGRESSED, "
-                         f"{counts[Verdict.REJECTED]} REJECTED and {policy} policy-failing rows "
-                         f"(exit code {doc.exit_code}): shown as failing")
+        listed = ", ".join(f"{n} {what}" for what, n in failing.items())
+        contradiction = f"verdict.json says passed, but lists {listed} rows (exit code {doc.exit_code}): shown as failing"
     elif any(doc.counts.get(name, 0) != counts[name] for name in set(doc.counts) | set(counts)):
         contradiction = "verdict.json's counts do not match its rows: the counts here are the rows'"
     return Judgement(passed=passed, counts={str(k): n for k, n in counts.items()}, contradiction=contradiction)
+
+
+def _blind_count(doc: VerdictDoc) -> int:
+    blind = doc.blind_rows
+    return len(blind) if isinstance(blind, list) else int(blind or 0)
 
 
 def as_its_rows_say(doc: VerdictDoc) -> tuple[VerdictDoc, Optional[str]]:

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from tritongate.schema import PairInputs, PairStop
 from tritongate.validation.core import OpenDoc
-from tritongate.validation.fields import NonNegFloat
+from tritongate.validation.fields import NonNegFloat, NonNegInt
 
 
 class Verdict(StrEnum):
@@ -34,7 +34,8 @@ class Verdict(StrEnum):
 CALLED = (Verdict.REGRESSED, Verdict.IMPROVED)  # timed and found different
 NOT_JUDGED = (Verdict.REJECTED, Verdict.NOT_COMPARABLE, Verdict.MISSING, Verdict.NEW)
 QUIET = (Verdict.UNCHANGED, Verdict.IDENTICAL_BINARY)
-FAILING = (Verdict.REGRESSED, Verdict.REJECTED)  # fail the gate whatever the document claims
+FAILING = (Verdict.REGRESSED,)  # fail the gate whatever the document claims (REJECTED: under --strict)
+UNVERIFIED = (Verdict.REJECTED, Verdict.NOT_COMPARABLE)  # fail the gate under --strict
 
 # verdict.json holds the words as strings: read as the enum's members (lax for this one field,
 # strict for the rest), so anything but a word of the enum is refused
@@ -161,6 +162,9 @@ class VerdictPolicyDoc(OpenDoc):
     op_min_effect: dict[str, float] = {}
     noise_z: float = 4.0
     min_samples: int = 10
+    strict: bool = False
+    max_missing: NonNegInt = 0
+    fail_on_blind: bool = False
 
 
 class VerdictBaselineDoc(OpenDoc):
