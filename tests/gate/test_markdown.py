@@ -255,3 +255,19 @@ def test_two_builds_told_apart_only_by_their_interpreters_name_them():
     assert "python" not in b and "python" not in c
     b, c = _sides(run("/usr/bin/python3"), run("/usr/bin/python3"))
     assert "python" not in b
+
+
+def test_a_row_held_by_the_spread_of_its_samples_is_not_told_to_raise_the_round_cap(tmp_path):
+    """Each sample spreads ±2 % within its round while round medians agree to 0.05 %: a +1 %
+    change clears the noise floor, but the IQRs overlap at any number of rounds (two
+    attention_causal rows on an H100 aimed at 0.5 %); the verdict said "raise --max-rounds"."""
+    b, c = paired_run(row(case="spread", within_sd=0.02, round_sd=0.0005, rounds=80),
+                      row(case="spread", median=20.2, within_sd=0.02, round_sd=0.0005, seed=1, rounds=80))
+    result = run_gate(*pair(tmp_path, [b], [c]), GatePolicy())
+    (r,) = result.rows
+    assert r.verdict is Verdict.UNCHANGED and r.timing.why is Why.IQRS_OVERLAP and r.stopped_by == "round_cap"
+    assert r.timing.noise_floor < r.timing.effect < r.timing.detectable
+    assert "1 by the spread of their samples within a round" in result.blind_text()
+    assert "raise --max-rounds" not in result.blind_text()
+    blind = section(render_markdown(result), "Could not resolve 1 % (1)")
+    assert "the spread of its samples within a round (IQRs overlap; 80 rounds, and more do not narrow it)" in blind

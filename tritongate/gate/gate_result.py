@@ -16,10 +16,21 @@ from tritongate.rundir import Run
 _STOP_PHRASES = {"row_budget": "{n} stopped by the row budget (raise --row-budget)",
                  "run_budget": "{n} by the run budget (raise --run-budget)",
                  "round_cap": "{n} by the round cap (raise --max-rounds)",
+                 "sample_spread": "{n} by the spread of their samples within a round (their IQRs overlap at that "
+                                  "size; more rounds do not narrow it)",
                  "unpaired": "{n} timed unpaired, from two stored runs (not the PR path: tritongate pair pairs them)",
                  "too_few_samples": "{n} with too few samples (raise --rounds)",
                  "launch_state": "{n} measured with the sides in CUDA-graph launch states far enough apart to hide "
                                  "the minimum effect (run the pair again)"}
+def _spread_bound(r: RowVerdict) -> bool:
+    """Whether what the row can resolve is set by its IQR gap (the spread of its samples, which
+    rounds do not narrow) rather than by its noise floor or minimum effect."""
+    t = r.timing
+    if t is None or t.detectable is None or not math.isfinite(t.detectable) or not math.isfinite(t.noise_floor):
+        return False
+    return t.detectable > max(t.noise_floor, r.min_effect or 0.0) * 1.05
+
+
 # The headline's three states.
 PASS, BLIND, FAIL = "pass", "blind", "fail"
 _JUDGED = frozenset({Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCONFIRMED, Verdict.UNCHANGED,
@@ -91,7 +102,10 @@ class GateResult:
         worst = f"{max(seen):.1%}" if seen and len(seen) == len(blind) else "their minimum effect"
         why: dict[str, int] = {}
         for r in blind:
-            why[r.stopped_by or "round_cap"] = why.get(r.stopped_by or "round_cap", 0) + 1
+            stop = r.stopped_by or "round_cap"
+            if stop == "round_cap" and _spread_bound(r):
+                stop = "sample_spread"
+            why[stop] = why.get(stop, 0) + 1
         stops = "; ".join(_STOP_PHRASES.get(k, "{n} by " + k).format(n=n) for k, n in why.items())
         return f"{len(blind)} row(s) could not resolve {worst}: {stops}"
 

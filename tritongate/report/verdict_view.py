@@ -61,6 +61,16 @@ def fallback_state(passed: bool, rows: Iterable[Any]) -> tuple[str, list[Any]]:
     return ("blind" if blind or not seen else "pass"), blind
 
 
+def _spread_bound(d: VerdictRowDoc) -> bool:
+    """What the row can resolve is set by its IQR gap, not its noise floor (``gate_result``'s
+    rule, on the document's fields)."""
+    if d.detectable_effect is None or d.noise_floor is None:
+        return False
+    if not (math.isfinite(d.detectable_effect) and math.isfinite(d.noise_floor)):
+        return False
+    return d.detectable_effect > max(d.noise_floor, d.min_effect or 0.0) * 1.05
+
+
 @dataclass(frozen=True)
 class RowView:
     doc: VerdictRowDoc
@@ -119,6 +129,9 @@ class RowView:
             return f"{budget}, after {d.pairs} of the {d.confirm_rounds} pairs a call needs"
         if d.paired:
             if d.stopped_by == "round_cap" or (d.max_rounds and d.rounds is not None and d.rounds >= d.max_rounds):
+                if _spread_bound(d):
+                    return (f"the spread of its samples within a round (IQRs overlap; {d.max_rounds or d.rounds} "
+                            "rounds, and more do not narrow it)")
                 return f"the round cap ({d.max_rounds or d.rounds} rounds)"
             if d.stopped_by in ("row_budget", "run_budget"):
                 return f"{budget}, after {d.pairs} pairs"
