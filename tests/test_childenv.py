@@ -32,7 +32,8 @@ def test_the_pre_screen_s_recompile_and_capture_get_none_of_them(tmp_path: Path,
     for name, value in RUNNER.items():
         monkeypatch.setenv(name, value)
     _, aot_env = prescreen.side._aot_cmd("python", tmp_path, tmp_path / "ir-cand", "cuda:90")
-    _, capture_env = capture_cmd("python", tmp_path, "smoke", [], tmp_path / "capture-cand", "cuda:90", "")
+    _, capture_env = capture_cmd("python", tmp_path, "smoke", [], tmp_path / "capture-cand", "cuda:90",
+                                 str(tmp_path / "lead"))
     for env in (aot_env, capture_env):
         assert not set(env) & {*FILE_COMMANDS, *RUNNER_TOKENS}
 
@@ -69,6 +70,11 @@ def test_every_process_a_build_runs_puts_an_overlay_path_after_tritongate_s_and_
     monkeypatch.setattr(passdumps.subprocess, "run", fake_run)
     with pytest.raises(RuntimeError, match="stop here"):
         passdumps.compile_with_dumps("python", VARIANT, "cuda:90", tmp_path / "dumps", env=overlay)
+    assert not (tmp_path / "dumps" / passdumps.PATH_DIR).exists()  # removed though the child raised
+    seen_lead = seen["PYTHONPATH"].split(os.pathsep)[0]
+    seen["PYTHONPATH"] = os.pathsep.join([str(package_link_dir(tmp_path / "check")), *seen["PYTHONPATH"].split(
+        os.pathsep)[1:]])
+    assert seen_lead == str(tmp_path / "dumps" / passdumps.PATH_DIR)
     package = Path(tritongate.__file__).resolve().parent
     for env in (worker, aot, capture, seen):
         lead, *rest = env["PYTHONPATH"].split(os.pathsep)
@@ -82,3 +88,33 @@ def test_an_overlay_without_a_path_keeps_the_lead_first_once() -> None:
     env = with_overlay({"PYTHONPATH": f"/lead{os.pathsep}/a{os.pathsep}/lead"}, {"X": "1"}, lead="/lead")
     assert env == {"PYTHONPATH": f"/lead{os.pathsep}/a", "X": "1"}
     assert with_overlay({}, None, lead="/lead") == {"PYTHONPATH": "/lead"}
+    with pytest.raises(ValueError, match="needs the folder"):
+        with_overlay({}, None, lead="")  # an empty entry is the working folder
+
+
+def test_loop_s_record_process_gets_the_same_rule(tmp_path: Path, monkeypatch) -> None:
+    """`loop --base-env PYTHONPATH=...` records with the base build: its process had the runner's
+    environment with the overlay's PYTHONPATH replacing the runner's, file commands included."""
+    import argparse
+    import subprocess
+
+    from tritongate.cli import pair as cli_pair
+
+    for name, value in RUNNER.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("PYTHONPATH", "/runner/site")
+    seen: dict[str, str] = {}
+
+    def fake_run(cmd, **kw):
+        seen.update(kw["env"])
+        return subprocess.CompletedProcess(cmd, 2, stdout="")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    args = argparse.Namespace(base_python=None, base_env=["PYTHONPATH=/src/triton/python", "DISABLE_MMA_V3=1"],
+                              suite="smoke", backend="cpu", color="never", isolate_tuner_cache=False,
+                              shape_file=None, rounds=None, samples_per_round=None, l2=None, ops=None, dtypes=None,
+                              allow_busy_gpu=False)
+    cli_pair.record_suite(args, tmp_path)
+    lead, *rest = seen["PYTHONPATH"].split(os.pathsep)
+    assert rest == ["/src/triton/python", "/runner/site"] and os.listdir(lead) == ["tritongate"]
+    assert not set(seen) & {*FILE_COMMANDS, *RUNNER_TOKENS} and seen["DISABLE_MMA_V3"] == "1"

@@ -32,6 +32,8 @@ def with_overlay(env: Mapping[str, str], overlay: Mapping[str, str] | None, *, l
     checkout, say) goes right after ``lead`` (the folder that finds this tritongate) and before
     the rest of ``env``'s, so it is added, never replacing the path to tritongate, and wins over
     the runner's own entries. The one rule for every process a build runs."""
+    if not lead:  # an empty entry would put the working folder on the path
+        raise ValueError("with_overlay needs the folder that finds tritongate as lead")
     out = dict(env)
     extra = dict(overlay or {})
     rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != lead]

@@ -32,6 +32,20 @@ def test_records_round_trip(tmp_path):
     assert doc["entries"][0]["kernel"] == "m.k"
 
 
+def test_an_ir_index_capture_is_refused_for_replay_but_read_for_a_merge(tmp_path, monkeypatch):
+    """A capture's records are no baseline to replay (its winners were never timed), but a
+    batch of captures merges its shards' records as any batch does."""
+    run = _record_run(tmp_path)
+    ident = json.loads((run / "run_identity.json").read_text())
+    (run / "run_identity.json").write_text(json.dumps({**ident, "capture_only": True}))
+    monkeypatch.delenv("TRITONGATE_CAPTURE_ONLY", raising=False)
+    with pytest.raises(PreflightError, match="is an IR index capture"):
+        load_records(run, backend="cpu")
+    assert load_records(run, backend="cpu", replaying=False).lookup("m.k", (4096, "torch.float32"))
+    monkeypatch.setenv("TRITONGATE_CAPTURE_ONLY", "1")  # a capture replaying a capture: the pre-screen's
+    assert load_records(run, backend="cpu").lookup("m.k", (4096, "torch.float32"))
+
+
 def test_cross_backend_replay_is_refused(tmp_path):
     with pytest.raises(PreflightError, match="recorded on backend 'cpu'.*'cuda'") as info:
         load_records(_record_run(tmp_path), backend="cuda")

@@ -75,7 +75,7 @@ def _fail(message: str) -> PreflightError:
     return PreflightError("replay_from", message)
 
 
-def load_records(run_dir: Path, *, backend: str, run: Run | None = None) -> RecordSet:
+def load_records(run_dir: Path, *, backend: str, run: Run | None = None, replaying: bool = True) -> RecordSet:
     """A record run's autotune records for replay on ``backend`` (``run``: the run directory
     already loaded, not loaded again). Anything else is refused at preflight, in one line:
     ``replay_from`` (not a record run, a replay run, a damaged record), ``replay_backend``."""
@@ -94,7 +94,8 @@ def load_records(run_dir: Path, *, backend: str, run: Run | None = None) -> Reco
                     f"replayed instead ({original}), to `run --replay-from` or as `pair`'s BASELINE_RECORD")
     from tritongate.backends import capture_only_requested, is_capture_only_run
 
-    if is_capture_only_run(run.identity) and not capture_only_requested(backend):
+    # ``replaying=False``: read to be merged (a batch's shards), not to launch its configs
+    if replaying and is_capture_only_run(run.identity) and not capture_only_requested(backend):
         raise _fail(f"{run_dir} is an IR index capture (TRITONGATE_CAPTURE_ONLY=1: nothing was executed, its "
                     "autotune choices are not timings), never a baseline to replay or pair against; record one "
                     "with `tritongate run` without TRITONGATE_CAPTURE_ONLY")

@@ -146,7 +146,7 @@ def _write(runs: Sequence[tuple[OpRun, Run]], tmp: Path, identity: dict[str, Any
         log.append(f"=== op {s.op}: {s.label or s.path} ===\n{text if text.endswith(chr(10)) else text + chr(10)}")
         if mode == "record":  # every op's autotune records under one autotune_records/
             try:
-                rs = load_records(r.path, backend=str(r.identity.get("backend") or ""))
+                rs = load_records(r.path, backend=str(r.identity.get("backend") or ""), replaying=False)
             except GateError as exc:
                 raise UsageError(f"{s.path}: its autotune records cannot be merged: {exc}") from exc
             for rec in rs.records.values():

@@ -173,11 +173,15 @@ def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
     so this one holds no device context while the paired workers measure."""
     import subprocess
 
-    from tritongate.childenv import package_link_dir
+    from tritongate.childenv import build_env, package_link_dir, with_overlay
     from tritongate.pair.build import parse_env_overlay
 
     base_python = args.base_python or sys.executable
-    record_env = {**os.environ, **parse_env_overlay(args.base_env, option="--base-env")}
+    # the base build's process, as every process a build runs: no runner file commands, this
+    # tritongate first through a link folder, the overlay's PYTHONPATH added, never replacing
+    link = package_link_dir(out / ".tritongate-pythonpath")
+    record_env = with_overlay(build_env(os.environ), parse_env_overlay(args.base_env, option="--base-env"),
+                              lead=str(link))
     record_cmd = [base_python, "-m", "tritongate", "run", "--suite", args.suite, "--backend", args.backend,
                   "--out", str(out), "--color", args.color]
     if args.isolate_tuner_cache:
@@ -191,9 +195,6 @@ def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
             record_cmd += [flag, v]
     if args.allow_busy_gpu:
         record_cmd.append("--allow-busy-gpu")
-    if base_python != sys.executable:  # the build's interpreter imports this tritongate, and only it
-        link = package_link_dir(out / ".tritongate-pythonpath")
-        record_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(link), record_env.get("PYTHONPATH")]))
     try:
         proc = subprocess.run(record_cmd, stdout=subprocess.PIPE, text=True, env=record_env)
     except OSError as exc:

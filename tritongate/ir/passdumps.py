@@ -280,13 +280,15 @@ def compile_with_dumps(python: str, variant: CompiledVariant, target: str, out: 
     child = with_overlay(child_env(os.environ, llvm=llvm), env, lead=str(lead))
     child["TRITON_CACHE_DIR"] = str(out / "triton-cache")
     t0 = time.monotonic()
-    with open(out / DUMP_LOG, "wb") as log:
-        done = subprocess.run([python, "-m", "tritongate.ir.passdumps", "--spec", str(out / "spec.json"),
-                               "--out", str(out)], stdout=subprocess.DEVNULL, stderr=log, env=child,
-                              timeout=timeout_s, check=False)
+    try:
+        with open(out / DUMP_LOG, "wb") as log:
+            done = subprocess.run([python, "-m", "tritongate.ir.passdumps", "--spec", str(out / "spec.json"),
+                                   "--out", str(out)], stdout=subprocess.DEVNULL, stderr=log, env=child,
+                                  timeout=timeout_s, check=False)
+    finally:  # a timeout too: the folder keeps the dumps and the log, not the helpers
+        shutil.rmtree(out / "triton-cache", ignore_errors=True)  # the same IR again, in Triton's layout
+        shutil.rmtree(lead, ignore_errors=True)
     wall = time.monotonic() - t0
-    shutil.rmtree(out / "triton-cache", ignore_errors=True)  # the same IR again, in Triton's layout
-    shutil.rmtree(lead, ignore_errors=True)
     if done.returncode != 0 or not (out / COMPILED_JSON).is_file():
         tail = (out / DUMP_LOG).read_bytes()[-1500:].decode("utf-8", "replace")
         raise RuntimeError(f"{python}: compiling {variant.kernel} with dumps failed (exit {done.returncode}): "
