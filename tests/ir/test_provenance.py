@@ -146,3 +146,21 @@ def test_pair_refuses_a_forged_folder_before_anything_runs(tmp_path: Path, recor
     err = capsys.readouterr().err
     assert f"--changed-from {folder}: index.tsv does not match the sha256 in provenance.json" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_the_build_probe_sees_the_path_its_compiles_see(tmp_path, monkeypatch) -> None:
+    """The probe that names a build's Triton applies the overlay by the compiles' rule: an
+    overlay PYTHONPATH is added before the runner's, not replacing it (it replaced it, so the
+    probe could name another Triton than the one the compiles import)."""
+    import sys
+
+    from tritongate.ir.provenance import build_of
+
+    fake = tmp_path / "site"
+    (fake / "triton" / "runtime").mkdir(parents=True)
+    (fake / "triton" / "__init__.py").write_text("__version__ = '9.9.9'\n")
+    (fake / "triton" / "runtime" / "__init__.py").write_text("")
+    (fake / "triton" / "runtime" / "cache.py").write_text("def triton_key():\n    return 'fake'\n")
+    monkeypatch.setenv("PYTHONPATH", str(fake))  # the runner's path holds this Triton
+    probed = build_of(sys.executable, {"PYTHONPATH": str(tmp_path / "empty"), "DISABLE_MMA_V3": "1"})
+    assert probed["triton_version"] == "9.9.9" and probed["triton_dir"] == str((fake / "triton").resolve())

@@ -16,10 +16,11 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from tritongate.childenv import build_env
+from tritongate.childenv import build_env, package_link_dir, with_overlay
 from tritongate.atomicio import write_json_atomic, write_text_atomic
 from tritongate.errors import UsageError
 from tritongate.ir.index import INDEX, index_text
@@ -75,10 +76,13 @@ def _is_python(python: str) -> bool:
 
 
 def build_of(python: str, env: Mapping[str, str] | None = None, timeout_s: float = 120.0) -> dict[str, Any]:
-    """The identity of the Triton that ``python`` (a build's interpreter) imports."""
+    """The identity of the Triton that ``python`` (a build's interpreter) imports, with ``env``
+    (the build's overlay) applied by the rule its compiles run under (``childenv.with_overlay``)."""
     try:
-        proc = subprocess.run([python, "-c", _BUILD_PROBE], capture_output=True, text=True, timeout=timeout_s,
-                              env={**build_env(os.environ), **(env or {})})
+        with tempfile.TemporaryDirectory(prefix="tritongate-probe-") as tmp:
+            probe_env = with_overlay(build_env(os.environ), env, lead=str(package_link_dir(Path(tmp))))
+            proc = subprocess.run([python, "-c", _BUILD_PROBE], capture_output=True, text=True, timeout=timeout_s,
+                                  env=probe_env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UsageError(f"{python}: cannot ask it for its Triton build ({type(exc).__name__}: {exc})") from None
     if proc.returncode != 0:
