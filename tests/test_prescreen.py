@@ -251,7 +251,7 @@ def test_a_suite_the_builds_refuse_is_exit_2_naming_the_option(tmp_path, monkeyp
 
     monkeypatch.setattr(respecialize, "run_both", lambda commands, logs, timeout_s: ({"base": 2, "cand": 0}, {}))
     with pytest.raises(UsageError, match="name the baseline's suite with --suite"):
-        respecialize.capture_both({"base": "py", "cand": "py"}, tmp_path, "nosuch", [], tmp_path, "cuda:90", "")
+        respecialize.capture_both({"base": "py", "cand": "py"}, tmp_path, "nosuch", [], tmp_path, "cuda:90", str(tmp_path / "lead"))
 
 
 def _without_times(doc: dict) -> dict:

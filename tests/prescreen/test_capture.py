@@ -21,7 +21,7 @@ def _capture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, started: bool):
         return {"base": 0, "cand": 2}, {}
 
     monkeypatch.setattr(respecialize, "run_both", run_both)
-    return respecialize.capture_both({"base": "py", "cand": "py"}, tmp_path, "smoke", [], tmp_path, "cuda:90", "")
+    return respecialize.capture_both({"base": "py", "cand": "py"}, tmp_path, "smoke", [], tmp_path, "cuda:90", str(tmp_path / "lead"))
 
 
 def test_exit_2_before_the_run_started_is_a_refused_suite(tmp_path, monkeypatch) -> None:
