@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from tritongate.errors import ExitCode
 from tritongate.gate.comparability import Mismatch
 from tritongate.gate.policy import GatePolicy
+from tritongate.model.verdict import spread_bound
 from tritongate.gate.row_verdict import RowVerdict, Verdict
 from tritongate.rundir import Run
 
@@ -22,15 +23,6 @@ _STOP_PHRASES = {"row_budget": "{n} stopped by the row budget (raise --row-budge
                  "too_few_samples": "{n} with too few samples (raise --rounds)",
                  "launch_state": "{n} measured with the sides in CUDA-graph launch states far enough apart to hide "
                                  "the minimum effect (run the pair again)"}
-def _spread_bound(r: RowVerdict) -> bool:
-    """Whether what the row can resolve is set by its IQR gap (the spread of its samples, which
-    rounds do not narrow) rather than by its noise floor or minimum effect."""
-    t = r.timing
-    if t is None or t.detectable is None or not math.isfinite(t.detectable) or not math.isfinite(t.noise_floor):
-        return False
-    return t.detectable > max(t.noise_floor, r.min_effect or 0.0) * 1.05
-
-
 # The headline's three states.
 PASS, BLIND, FAIL = "pass", "blind", "fail"
 _JUDGED = frozenset({Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCONFIRMED, Verdict.UNCHANGED,
@@ -103,7 +95,8 @@ class GateResult:
         why: dict[str, int] = {}
         for r in blind:
             stop = r.stopped_by or "round_cap"
-            if stop == "round_cap" and _spread_bound(r):
+            if stop == "round_cap" and r.timing is not None and spread_bound(
+                    r.timing.detectable, r.timing.noise_floor, r.min_effect):
                 stop = "sample_spread"
             why[stop] = why.get(stop, 0) + 1
         stops = "; ".join(_STOP_PHRASES.get(k, "{n} by " + k).format(n=n) for k, n in why.items())

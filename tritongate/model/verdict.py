@@ -6,6 +6,8 @@ those verdicts have."""
 
 from __future__ import annotations
 
+import math
+
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Optional, Union, get_args
 
@@ -36,6 +38,15 @@ NOT_JUDGED = (Verdict.REJECTED, Verdict.NOT_COMPARABLE, Verdict.MISSING, Verdict
 QUIET = (Verdict.UNCHANGED, Verdict.IDENTICAL_BINARY)
 FAILING = (Verdict.REGRESSED,)  # fail the gate whatever the document claims (REJECTED: under --strict)
 UNVERIFIED = (Verdict.REJECTED, Verdict.NOT_COMPARABLE)  # fail the gate under --strict
+
+def spread_bound(detectable: float | None, noise_floor: float | None, min_effect: float | None) -> bool:
+    """Whether the least change a row could call was set by its IQR gap (the spread of its
+    samples within a round, which more rounds do not narrow) rather than by its noise floor or
+    minimum effect."""
+    if detectable is None or noise_floor is None or not (math.isfinite(detectable) and math.isfinite(noise_floor)):
+        return False
+    return detectable > max(noise_floor, min_effect or 0.0) * 1.05
+
 
 # verdict.json holds the words as strings: read as the enum's members (lax for this one field,
 # strict for the rest), so anything but a word of the enum is refused

@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from tritongate.model.verdict import CALLED, NOT_JUDGED, QUIET, Verdict, VerdictDoc, VerdictRowDoc, VerdictSideDoc
+from tritongate.model.verdict import (CALLED, NOT_JUDGED, QUIET, Verdict, VerdictDoc, VerdictRowDoc, VerdictSideDoc,
+                                      spread_bound)
 
 _TOL = 1e-9  # a detectable effect equal to its target (as floats) reached it
 
@@ -59,16 +60,6 @@ def fallback_state(passed: bool, rows: Iterable[Any]) -> tuple[str, list[Any]]:
     # a verdict that judged no row saw nothing: never a pass
     seen = any(_get(r, "verdict") not in NOT_JUDGED for r in rows)
     return ("blind" if blind or not seen else "pass"), blind
-
-
-def _spread_bound(d: VerdictRowDoc) -> bool:
-    """What the row can resolve is set by its IQR gap, not its noise floor (``gate_result``'s
-    rule, on the document's fields)."""
-    if d.detectable_effect is None or d.noise_floor is None:
-        return False
-    if not (math.isfinite(d.detectable_effect) and math.isfinite(d.noise_floor)):
-        return False
-    return d.detectable_effect > max(d.noise_floor, d.min_effect or 0.0) * 1.05
 
 
 @dataclass(frozen=True)
@@ -129,7 +120,7 @@ class RowView:
             return f"{budget}, after {d.pairs} of the {d.confirm_rounds} pairs a call needs"
         if d.paired:
             if d.stopped_by == "round_cap" or (d.max_rounds and d.rounds is not None and d.rounds >= d.max_rounds):
-                if _spread_bound(d):
+                if spread_bound(d.detectable_effect, d.noise_floor, d.min_effect):
                     return (f"the spread of its samples within a round (IQRs overlap; {d.max_rounds or d.rounds} "
                             "rounds, and more do not narrow it)")
                 return f"the round cap ({d.max_rounds or d.rounds} rounds)"
