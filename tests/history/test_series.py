@@ -124,6 +124,17 @@ def test_two_compilers_nightlies_are_two_histories(tmp_path):
         load_history(store, "h200", "pr", compiler_repo="not a repo")
 
 
+def test_a_night_of_another_suite_file_is_named(tmp_path):
+    """A record of another file named like the suite (or the suite edited) was merged into the
+    series without a word; the night its digest changes is noted."""
+    store = tmp_path / "store"
+    publish_nights(store, tmp_path / "w", [[row()]] * 3, digests=("d1", "d1", "other"))
+    h = load_history(store, "h200", "pr")
+    (note,) = [n for n in h.notes if "suite file differs" in n]
+    assert note.startswith("the pr suite file differs between the nights of 2026-") and "(digest d1 -> other)" in note
+    assert not [n for n in load_history(store, "h200", "pr").notes if "d1 -> d1" in n]
+
+
 def test_missing_nightlies_against_the_usual_spacing():
     days = [T0 + i * DAY for i in (0, 1, 2, 3, 6, 7, 8)]
     (hole,) = missing_nightlies(days)

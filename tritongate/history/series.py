@@ -183,9 +183,24 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
         raise HistoryError(f"no readable entries for runner class {runner_class}, suite {suite}{on} in {store}{why}; "
                            f"see what the store holds with `{listing}`")
     missing = missing_nightlies([info.recorded for info, _ in loaded])
+    notes += suite_changes(suite, [info for info, _ in loaded],
+                           {e.manifest.record_path: e.manifest.suite_digest for e in found})
     return History(store=store, runner_class=runner_class, suite=suite, gpu_slug=loaded[0][0].gpu_slug,
                    entries=tuple(info for info, _ in loaded), series=tuple(_series(loaded)),
                    missing=tuple(missing), notes=tuple(notes) + tuple(m.note for m in missing))
+
+
+def suite_changes(suite: str, entries: Sequence[EntryInfo], digests: Mapping[str, str | None]) -> list[str]:
+    """A note at each night whose suite file differs from the night before's (its digest): an
+    edited suite, or another file of the same name, measures other rows from there on."""
+    out: list[str] = []
+    for before, after in zip(entries, entries[1:]):
+        a, b = digests.get(before.record_path), digests.get(after.record_path)
+        if a and b and a != b:
+            out.append(f"the {suite} suite file differs between the nights of {before.recorded:%Y-%m-%d %H:%M} and "
+                       f"{after.recorded:%Y-%m-%d %H:%M} UTC (digest {a[:8]} -> {b[:8]}): an edited suite or "
+                       "another file of that name; rows only one of them measures start or end there")
+    return out
 
 
 def _read_entries(found: Sequence[Entry], notes: list[str],
