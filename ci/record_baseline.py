@@ -12,6 +12,7 @@ fails; else 0 published (or recorded), 2 usage error or publish refused, 4 inter
 
 import argparse
 import io
+import os
 import sys
 from pathlib import Path
 
@@ -97,6 +98,17 @@ def run(argv: list[str]) -> int:
             parse_repo(opts.compiler_repo)
     except BaselineError as exc:
         return _usage(str(exc))
+    subset = ("--ops", "--dtypes", "--only-rows")
+    part = [f"{a} {rest[i + 1]}" if a in subset and i + 1 < len(rest) else a
+            for i, a in enumerate(rest) if a.split("=", 1)[0] in subset]
+    if part:  # publish refuses a part of a suite: say so before the record, not after it
+        return _usage(f"--publish with {' '.join(part)}: a baseline is a record of the whole suite; drop them, "
+                      "or write a suite YAML of just those ops and record that")
+    planted = [name for name in ("TRITONGATE_PLANTED_DELAY", "TRITONGATE_PLANTED_WORK")
+               if os.environ.get(name, "") not in ("", "1" if name.endswith("WORK") else "")]
+    if planted:
+        return _usage(f"--publish with {' and '.join(planted)} set: a planted run's kernels are slowed on purpose, "
+                      "never a baseline; unset it")
     refused = _store_refused(Path(opts.publish))
     if refused:
         return _usage(f"--publish {opts.publish}: {refused}; pass the baseline store folder (it is made if missing)")

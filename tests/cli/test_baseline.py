@@ -195,9 +195,16 @@ def test_ci_record_baseline_publish_end_to_end_on_cpu(tmp_path):
     (["--runner-class", "h200"], "need --publish"),
     (["--publish", "s", "--runner-class", "H 200"], "runner class"),
     (["--publish", "s", "--runner-class", "h200", "--compiler-repo", "flagtree"], "compiler repository"),
+    # publish would refuse these after the whole record: refused before it
+    (["--publish", "s", "--runner-class", "h200", "--ops", "add"], "--publish with --ops add: a baseline is a record"),
+    (["--publish", "s", "--runner-class", "h200", "--dtypes=float16"], "--publish with --dtypes=float16"),
+    (["--publish", "s", "--runner-class", "h200", "PLANTED"], "TRITONGATE_PLANTED_WORK set: a planted run"),
 ])
 def test_ci_record_baseline_usage_errors_before_recording(tmp_path, args, match):
-    proc = _ci("record_baseline.py", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "runs"), *args)
+    env = {"TRITONGATE_PLANTED_WORK": "3"} if "PLANTED" in args else None
+    args = [a for a in args if a != "PLANTED"]
+    proc = _ci("record_baseline.py", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "runs"), *args,
+               env=env)
     assert proc.returncode == 2 and match in proc.stderr
     assert not (tmp_path / "runs").exists()
 
