@@ -374,3 +374,17 @@ def test_a_record_this_tritongate_cannot_read_is_mismatched_not_damaged(tmp_path
     found = lookup(store)
     assert found.state is State.MISMATCHED and "record unreadable by this tritongate" in found.reason
     assert "upgrade tritongate" in found.reason and not found.notes
+
+
+def test_the_same_run_published_twice_is_refused_the_second_time(tmp_path):
+    """Each publish made its own entry (`-2`), so one measurement stood as two nights in the
+    history and weighed double in its change-point statistics."""
+    run = make_record(tmp_path / "run")
+    store = tmp_path / "store"
+    first = publish(store, run, runner_class="h200")
+    with pytest.raises(BaselineError, match=r"it is already published as .*20261\S* \(the same results\.json and "
+                                            r"run_identity\.json\)"):
+        publish(store, run, runner_class="h200")
+    assert [p.name for p in first.path.parent.iterdir()] == [first.path.name]
+    other = make_record(tmp_path / "other", started=T0 + dt.timedelta(hours=1))  # another night: its own entry
+    assert publish(store, other, runner_class="h200").path != first.path

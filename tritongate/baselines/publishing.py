@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import json
 import os
 import shutil
 import tempfile
@@ -177,6 +178,24 @@ def _copy_record(src: Path, dst: Path) -> dict[str, str]:
     return files
 
 
+def _published_as(parent: Path, loaded: Mapping[str, str]) -> Path | None:
+    """An entry beside which holds this run's ``results.json`` and ``run_identity.json`` (None:
+    none, or unreadable ones)."""
+    if not all(loaded.get(rel) for rel in (RESULTS, IDENTITY)) or not parent.is_dir():
+        return None
+    for entry in sorted(parent.iterdir()):
+        if entry.name.startswith(INCOMING) or entry.is_symlink() or not entry.is_dir():
+            continue
+        try:
+            doc = json.loads(safefs.read_bytes(entry, MANIFEST))
+        except (OSError, ValueError, GateError):
+            continue
+        files = doc.get("files") if isinstance(doc, dict) else None
+        if isinstance(files, dict) and all(files.get(rel) == loaded[rel] for rel in (RESULTS, IDENTITY)):
+            return entry
+    return None
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -225,6 +244,9 @@ def publish(store: Path, run_dir: Path, *, runner_class: str, compiler_repo: str
     except BaselineError as exc:
         raise BaselineError(f"refusing to publish {exc}") from None
     parent = store / runner_class / suite_dir / fields["gpu_slug"]
+    twin = _published_as(parent, loaded)
+    if twin is not None:  # two entries of one measurement would be two nights in the history
+        raise _refusal(run_dir, f"it is already published as {twin} (the same {RESULTS} and {IDENTITY})")
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=INCOMING, dir=parent))  # same filesystem: rename is atomic
     try:
