@@ -5,6 +5,8 @@ each op's own record."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import json
 import subprocess
 import sys
@@ -73,6 +75,9 @@ def test_the_merged_run_gates_and_replays_like_any_record_run(scans) -> None:
     run = load_run(whole / "run")
     assert run.complete and set(run.identity["batch"]["ops"]) == {"ok_a", "ok_b", "flaky_d", "ok_e"}
     assert run.identity["batch"]["ops"]["ok_a"][0]["dtypes"] == ["float16", "float32"]
+    # started when its first op started (a store entry's night), not when the merge wrote it
+    starts = [o["started_utc"] for ops in run.identity["batch"]["ops"].values() for o in ops]
+    assert run.identity["started_utc"] == min(starts, key=dt.datetime.fromisoformat)
     records = load_records(whole / "run", backend="cpu")
     assert {r.op for r in records.records.values()} == {"ok_a", "ok_b", "flaky_d", "ok_e"}
     assert len(records.records) == len(run.rows)

@@ -100,6 +100,9 @@ def merge_op_runs(sources: Sequence[OpRun], out: Path, *, provenance: Mapping[st
             "dtypes": sorted({row.dtype for row in r.rows}),
             **{k: r.identity.get(k) for k in ("started_utc", "wall_s", "replay_from", "compiler_ref", "codegen_env")}})
     identity["batch"] = {**provenance, "ops": ops}
+    started = _earliest([r.identity.get("started_utc") for _, r in runs])
+    if started:  # when the record started, as one run's: its first op (a store entry's night)
+        identity["started_utc"] = started
     out = Path(out)
     for stale in [*out.parent.glob(f".{out.name}.tmp-*"), *out.parent.glob(f".{out.name}.old-*")]:
         shutil.rmtree(stale, ignore_errors=True)  # a merge killed part-way (the caller holds the batch lock)
@@ -113,6 +116,21 @@ def merge_op_runs(sources: Sequence[OpRun], out: Path, *, provenance: Mapping[st
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return MergedRun(path=out, rows=rows, ops=len({s.op for s in sources}), mode=first.mode)
+
+
+def _earliest(stamps: Sequence[Any]) -> str | None:
+    """The earliest of ISO-8601 times with a zone, as given (None: none readable)."""
+    import datetime as dt
+
+    parsed = []
+    for text in stamps:
+        try:
+            when = dt.datetime.fromisoformat(text) if isinstance(text, str) else None
+        except ValueError:
+            continue
+        if when is not None and when.tzinfo is not None:
+            parsed.append((when, text))
+    return min(parsed)[1] if parsed else None
 
 
 def _write(runs: Sequence[tuple[OpRun, Run]], tmp: Path, identity: dict[str, Any], mode: str, *,
