@@ -221,3 +221,12 @@ def test_a_suite_digest_that_is_not_hex_is_named(tmp_path, capsys, digest):
     assert main(["find", "--suite", "pr", "--runner-class", "h200", "--gpu", "NVIDIA H200", "--store", str(tmp_path),
                  "--suite-digest", digest]) == 2
     assert "expected auto, none or the suite's digest in lower-case hex" in capsys.readouterr().err
+
+
+def test_list_of_a_store_that_is_not_there_says_so(tmp_path, capsys):
+    """A typo in --store read as an empty store ("no baselines in ...")."""
+    assert main(["list", "--store", str(tmp_path / "nope")]) == 0
+    assert "no such folder: nothing published there yet, or a wrong --store" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["list", "--store", str(tmp_path / "empty")]) == 0
+    assert "no such folder" not in capsys.readouterr().err

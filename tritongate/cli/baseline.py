@@ -136,8 +136,11 @@ def cmd_list(args: argparse.Namespace) -> int:
             repo = e.repo()
             print(single_line(f"{m.recorded_utc}  {m.runner_class}/{m.suite_name}/{m.gpu_slug}  {counted(m.rows, 'row')}  "
                               f"{repo.display if repo else '-'}  {built}  {e.path}"))
-        if not entries:
-            print(f"no baselines in {_store(args)}", file=sys.stderr)
+        if not entries:  # a path that is not there is named: a typo reads as an empty store otherwise
+            where = _store(args)
+            print(f"no baselines in {where}" + ("" if Path(where).exists() else " (no such folder: nothing published "
+                                                "there yet, or a wrong --store / TRITONGATE_BASELINE_STORE)"),
+                  file=sys.stderr)
     for note in notes:
         print(f"note: {single_line(note)}", file=sys.stderr)
     return ExitCode.OK
