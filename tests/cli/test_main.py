@@ -171,3 +171,23 @@ def test_a_reader_that_goes_away_stops_the_listing_quietly():
                           "echo \"rc=${PIPESTATUS[0]}\"", shell=True, executable="/bin/bash",
                           capture_output=True, text=True, timeout=120)
     assert proc.stdout.splitlines()[-1] == "rc=141" and proc.stderr == "", proc.stderr
+
+
+def test_a_failed_file_operation_gets_the_hint_that_fits_it(capsys):
+    """"free space or fix the path" was said of a file standing where a folder was asked for."""
+    import errno
+
+    from tritongate.cli.common import report_errors
+
+    def failing(code: int, text: str):
+        def call() -> int:
+            raise OSError(code, text, "/tmp/x/out")
+        return call
+
+    for code, text, hint in ((errno.ENOTDIR, "Not a directory", "a file stands where a folder is needed"),
+                             (errno.EEXIST, "File exists", "a file stands where a folder is needed"),
+                             (errno.EACCES, "Permission denied", "the path is not writable here"),
+                             (errno.ENOSPC, "No space left on device", "free space or fix the path")):
+        assert report_errors(failing(code, text)) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: /tmp/x/out: {text}; {hint}"), err

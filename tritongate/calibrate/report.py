@@ -43,7 +43,8 @@ def render(cal: Calibration) -> str:
     lines += [f"| all | {len(cal.rows)} | " + " | ".join(_rate(cal.rate(f)) for f in cal.fractions) + " |", ""]
     unplanted = [(f, cal.rate(f).unplanted) for f in cal.fractions if cal.rate(f).unplanted]
     if unplanted:
-        lines += ["Not plantable (no spin timed within ±25 % of the size; not counted above): "
+        lines += ["Not plantable (no spin timed within ±25 % of the size; left out of the table's rates, "
+                  "counted as missed by a goal above that covers them): "
                   + ", ".join(f"{f:.0%} on {n} rows" for f, n in unplanted) + ".", ""]
     lines += ["| op | case | dtype | kernel | A/A | detectable | " + " | ".join(f"{f:.0%}" for f in cal.fractions)
               + " | smallest caught |", "|---|---|---|---:|---|---:|" + "---|" * len(cal.fractions) + "---:|"]

@@ -199,6 +199,19 @@ def main_alone(add_parsers: Callable[[Any], Any], argv: list[str], text: Callabl
     return report_errors(lambda: args.func(args), text, **report)
 
 
+def _os_hint(exc: OSError, default: str) -> str:
+    """What to do about a failed file operation: only a full disk is fixed by freeing space."""
+    import errno
+
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR):
+        return "a file stands where a folder is needed (or the other way round): fix the path and run again"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "the path is not writable here: pass another one, or fix its permissions"
+    if exc.errno == errno.ENOENT:
+        return "fix the path and run again"
+    return default
+
+
 def report_errors(func: Callable[[], int], text: Callable[[object], str] = str, *, traceback: bool = False,
                   hint: str = "free space or fix the path and run again") -> int:
     """``func()``, an error it raises one line on stderr (``text`` makes it printable) and
@@ -221,7 +234,7 @@ def report_errors(func: Callable[[], int], text: Callable[[object], str] = str, 
         return int(ExitCode.INTERRUPTED)
     except OSError as exc:  # the disk is full, a path is not writable, a file vanished
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {text(f'{where}{exc.strerror or exc}')}; {hint}", file=sys.stderr)
+        print(f"error: {text(f'{where}{exc.strerror or exc}')}; {_os_hint(exc, hint)}", file=sys.stderr)
         return int(ExitCode.USAGE)
     except Exception as exc:  # noqa: BLE001 - a bug: one line, never exit 1 (that means "gate failed")
         detail = " ".join((str(exc) if traceback else text(exc)).split())[:300]

@@ -180,7 +180,11 @@ def new_change_points_markdown(report: HistoryReport) -> str:
         lines += [f"{_plural(len(new), 'change point', 'change points')} first seen in {window} (+ is slower):", "",
                   *_table(report, new, flag=False)]
     else:
-        lines.append(f"No new change points in {window}.")
+        looked = sum(1 for a in report.analyses if not a.note)
+        short = len(report.analyses) - looked
+        lines.append(f"No new change points in {window}" + (
+            f" ({_plural(looked, 'series', 'series')} long enough to look at; {short} with fewer than "
+            f"{report.rule.min_length} valued points were not looked at)." if short else "."))
     return "\n".join(lines) + "\n"
 
 
