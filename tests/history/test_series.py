@@ -146,6 +146,13 @@ def test_missing_nightlies_against_the_usual_spacing():
     assert not missing_nightlies(rerun)  # a re-run the same night is not a hole
 
 
+def test_entries_minutes_apart_miss_no_nightly():
+    """Published seconds apart, a 60-second gap read as "about 16 nightlies missing"."""
+    times = [T0 + dt.timedelta(seconds=s) for s in (0, 4, 8, 68)]
+    assert missing_nightlies(times) == []
+    assert len(missing_nightlies([T0 + i * DAY for i in (0, 1, 2, 5)])) == 1
+
+
 def test_gap_reasons():
     assert gap_reason(row()) is None
     assert gap_reason(row(status="timeout", error="killed after 600 s")) == "timeout: killed after 600 s"

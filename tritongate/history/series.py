@@ -114,6 +114,9 @@ class History:
             raise ValueError("a history needs at least one entry")
 
 
+MIN_MISSING_DAYS = 1 / 24  # a gap must be this much longer than the usual spacing to miss anything
+
+
 def missing_nightlies(times: Sequence[dt.datetime], factor: float = MISSING_FACTOR) -> list[MissingNightly]:
     """Intervals longer than ``factor`` times the median interval. Needs three entries (two
     intervals): with fewer there is no usual spacing to compare with."""
@@ -124,8 +127,10 @@ def missing_nightlies(times: Sequence[dt.datetime], factor: float = MISSING_FACT
     usual = statistics.median(gaps)
     if usual <= 0:
         return []
+    # and at least an hour longer than usual: entries published minutes apart (a test, a rerun)
+    # make no "missing nightlies"
     return [MissingNightly(after=a, before=b, missing=max(1, round(g / usual) - 1), spacing_days=usual)
-            for a, b, g in zip(ordered, ordered[1:], gaps) if g > factor * usual]
+            for a, b, g in zip(ordered, ordered[1:], gaps) if g > factor * usual and g - usual >= MIN_MISSING_DAYS]
 
 
 def _series(maps: Sequence[tuple[EntryInfo, Mapping[Key, Point]]]) -> list[Series]:
