@@ -107,6 +107,7 @@ def test_loop_s_record_process_gets_the_same_rule(tmp_path: Path, monkeypatch) -
 
     def fake_run(cmd, **kw):
         seen.update(kw["env"])
+        seen["lead holds"] = " ".join(os.listdir(kw["env"]["PYTHONPATH"].split(os.pathsep)[0]))
         return subprocess.CompletedProcess(cmd, 2, stdout="")
 
     monkeypatch.setattr(subprocess, "run", fake_run)
@@ -115,6 +116,7 @@ def test_loop_s_record_process_gets_the_same_rule(tmp_path: Path, monkeypatch) -
                               shape_file=None, rounds=None, samples_per_round=None, l2=None, ops=None, dtypes=None,
                               allow_busy_gpu=False)
     cli_pair.record_suite(args, tmp_path)
-    lead, *rest = seen["PYTHONPATH"].split(os.pathsep)
-    assert rest == ["/src/triton/python", "/runner/site"] and os.listdir(lead) == ["tritongate"]
+    _, *rest = seen["PYTHONPATH"].split(os.pathsep)
+    assert rest == ["/src/triton/python", "/runner/site"] and seen["lead holds"] == "tritongate"
+    assert not any(tmp_path.iterdir())  # --out is left to the run to check and make
     assert not set(seen) & {*FILE_COMMANDS, *RUNNER_TOKENS} and seen["DISABLE_MMA_V3"] == "1"

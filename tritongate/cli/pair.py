@@ -172,16 +172,13 @@ def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
     nightly records main, so the configs replayed come from their own build; in its own process,
     so this one holds no device context while the paired workers measure."""
     import subprocess
+    import tempfile
 
     from tritongate.childenv import build_env, package_link_dir, with_overlay
     from tritongate.pair.build import parse_env_overlay
 
     base_python = args.base_python or sys.executable
-    # the base build's process, as every process a build runs: no runner file commands, this
-    # tritongate first through a link folder, the overlay's PYTHONPATH added, never replacing
-    link = package_link_dir(out / ".tritongate-pythonpath")
-    record_env = with_overlay(build_env(os.environ), parse_env_overlay(args.base_env, option="--base-env"),
-                              lead=str(link))
+    overlay = parse_env_overlay(args.base_env, option="--base-env")
     record_cmd = [base_python, "-m", "tritongate", "run", "--suite", args.suite, "--backend", args.backend,
                   "--out", str(out), "--color", args.color]
     if args.isolate_tuner_cache:
@@ -195,10 +192,15 @@ def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
             record_cmd += [flag, v]
     if args.allow_busy_gpu:
         record_cmd.append("--allow-busy-gpu")
-    try:
-        proc = subprocess.run(record_cmd, stdout=subprocess.PIPE, text=True, env=record_env)
-    except OSError as exc:
-        raise UsageError(f"cannot start the base build's interpreter {base_python}: {exc}") from exc
+    # the base build's process, as every process a build runs: no runner file commands, this
+    # tritongate first through a link folder (a temporary one: --out is the run's to check),
+    # the overlay's PYTHONPATH added, never replacing the runner's
+    with tempfile.TemporaryDirectory(prefix="tritongate-path-") as tmp:
+        record_env = with_overlay(build_env(os.environ), overlay, lead=str(package_link_dir(Path(tmp))))
+        try:
+            proc = subprocess.run(record_cmd, stdout=subprocess.PIPE, text=True, env=record_env)
+        except OSError as exc:
+            raise UsageError(f"cannot start the base build's interpreter {base_python}: {exc}") from exc
     if proc.returncode != 0:
         sys.stdout.write(proc.stdout)
         return proc.returncode
