@@ -117,6 +117,13 @@ def capture_only_requested(backend: str, environ: Any = None) -> bool:
     return backend == "cpu" and env.get(CAPTURE_ONLY_ENV, "") in ("1", "true", "yes")
 
 
+def capture_only_active(environ: Any = None) -> bool:
+    """``TRITONGATE_CAPTURE_ONLY=1`` with the interpreter on: this process indexes interpreted
+    launches without executing them (``ir.capture.install_capture_only``)."""
+    env = os.environ if environ is None else environ
+    return capture_only_requested("cpu", env) and env.get("TRITON_INTERPRET") == "1"
+
+
 def is_capture_only_run(identity: Mapping[str, Any]) -> bool:
     """Whether a run was an IR index capture (nothing executed, every row CORRECTNESS_MISMATCH):
     its ``capture_only`` flag, or, in runs written before the flag, its capture note."""

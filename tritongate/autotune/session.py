@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from tritongate import markers
 from tritongate.autotune.configs import config_to_dict, jsonable, key_text, same_config
 from tritongate.autotune.records import Record, RecordSet
-from tritongate.backends import capture_only_requested
+from tritongate.backends import capture_only_active
 from tritongate.harness.cuda_errors import is_fatal
 from tritongate.ir.variants import LIBENTRY_MODULES, kernel_id
 
@@ -98,7 +97,7 @@ class AutotuneSession:
         self.mode, self.replay, self.presweep = mode, replay, presweep
         # an IR index capture executes no kernel: its sweep timings are noise, so every config
         # reads the same and the tuner keeps its first (two captures choose alike)
-        self.capture_only = capture_only_requested("cpu") and os.environ.get("TRITON_INTERPRET") == "1"
+        self.capture_only = capture_only_active()
         self._records: dict[tuple[str, str], Record] = {}
         self._failed: set[tuple[str, str]] = set()
         self._row: RowAutotune = RowAutotune(mode)

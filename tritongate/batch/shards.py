@@ -7,6 +7,7 @@ per-op provenance under ``batch``, TTGIR, autotune records, ``shapes.yaml``, ``r
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shutil
 from dataclasses import dataclass, replace
@@ -120,8 +121,6 @@ def merge_op_runs(sources: Sequence[OpRun], out: Path, *, provenance: Mapping[st
 
 def _earliest(stamps: Sequence[Any]) -> str | None:
     """The earliest of ISO-8601 times with a zone, as given (None: none readable)."""
-    import datetime as dt
-
     parsed = []
     for text in stamps:
         try:

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from tritongate.errors import ExitCode
 from tritongate.gate.comparability import Mismatch
 from tritongate.gate.policy import GatePolicy
-from tritongate.model.verdict import spread_bound
 from tritongate.gate.row_verdict import RowVerdict, Verdict
+from tritongate.model.verdict import spread_bound
 from tritongate.rundir import Run
 
 # blind_text's words for what stopped the rows (RowVerdict.stopped_by)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from tritongate.atomicio import jsonable
-from tritongate.backends import CAPTURE_ONLY_ENV
+from tritongate.backends import CAPTURE_ONLY_ENV, capture_only_active
 from tritongate.ir.index import OPTION_KEYS, CompiledVariant
 from tritongate.ir.variants import binary_hash, interpreted_specialization, kernel_id, patch_run
 
@@ -92,10 +92,7 @@ def install_capture_only(environ: Any = None) -> bool:
     but not executed, for the whole process (the pr suite's shapes take hours per launch on
     the interpreter): every row is then a CORRECTNESS_MISMATCH, an IR index, never a baseline.
     Returns whether it was installed."""
-    import os
-
-    env = os.environ if environ is None else environ
-    if env.get(CAPTURE_ONLY_ENV, "") not in ("1", "true", "yes") or env.get("TRITON_INTERPRET") != "1":
+    if not capture_only_active(environ):
         return False
     from triton.runtime.interpreter import InterpretedFunction
 

@@ -7,7 +7,6 @@ those verdicts have."""
 from __future__ import annotations
 
 import math
-
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Optional, Union, get_args
 
@@ -38,6 +37,7 @@ NOT_JUDGED = (Verdict.REJECTED, Verdict.NOT_COMPARABLE, Verdict.MISSING, Verdict
 QUIET = (Verdict.UNCHANGED, Verdict.IDENTICAL_BINARY)
 FAILING = (Verdict.REGRESSED,)  # fail the gate whatever the document claims (REJECTED: under --strict)
 UNVERIFIED = (Verdict.REJECTED, Verdict.NOT_COMPARABLE)  # fail the gate under --strict
+
 
 def spread_bound(detectable: float | None, noise_floor: float | None, min_effect: float | None) -> bool:
     """Whether the least change a row could call was set by its IQR gap (the spread of its
