@@ -39,7 +39,10 @@ Versioned output (bump ``VERDICT_SCHEMA_VERSION`` on any change a reader must kn
       input, below, none or not_blamed, ``variants``, ``cases``, ``pass_name``, ``stage``,
       ``change`` added/removed, ``next_pass``, ``level``, ``why``) and ``more`` (lines left out);
       ``stopped_by`` ``launch_state`` (an unchanged row whose sides' CUDA-graph launch states could
-      hide its minimum effect; a reader older than it refuses such a file by name).
+      hide its minimum effect; a reader older than it refuses such a file by name); per side
+      ``python`` (the build's interpreter, only where nothing else tells the two builds apart);
+      the policy's ``strict``, ``max_missing`` and ``fail_on_blind`` read as typed (written since
+      version 4), so the trusted comment fails a document as the gate did.
 """
 
 from __future__ import annotations
