@@ -48,12 +48,23 @@ class _Tee(io.TextIOBase):
         return self.stream.isatty()
 
 
+OWN = ("--publish", "--runner-class", "--compiler-repo", "--compiler-commit")
+
+
 def _split(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """Our publishing options out of argv; the rest goes to `tritongate run` as it is."""
     p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    for opt in ("--publish", "--runner-class", "--compiler-repo", "--compiler-commit"):
+    for opt in OWN:
         p.add_argument(opt)
     return p.parse_known_args(argv)
+
+
+def _given_twice(argv: list[str]) -> str | None:
+    """The first of our options given more than once (argparse would keep the last silently)."""
+    for opt in OWN:
+        if sum(a == opt or a.startswith(f"{opt}=") for a in argv) > 1:
+            return opt
+    return None
 
 
 def _usage(message: str) -> int:
@@ -81,6 +92,9 @@ def run(argv: list[str]) -> int:
         code = main(["run", "--help"], prog="record_baseline.py")
         print(PUBLISH_HELP)
         return code
+    twice = _given_twice(argv)
+    if twice:
+        return _usage(f"{twice} given twice; give it once")
     opts, rest = _split(argv)
     if opts.publish is None:
         if opts.runner_class or opts.compiler_repo or opts.compiler_commit:

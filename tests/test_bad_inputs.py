@@ -153,8 +153,8 @@ class Ctx:
         return ["gate", str(base or self.runs["base"]), str(cand or self.runs["cand"]),
                 "--out", str(self.tmp / "verdict"), *extra]
 
-    def run(self, *extra: str, suite: str | None = None, out: str | None = None) -> list[str]:
-        return ["run", "--suite", suite or self.suite(), "--backend", "cpu", "--out", out or self.backstop,
+    def run(self, *extra: str, suite: str | None = None, out: str | None = None, backend: str = "cpu") -> list[str]:
+        return ["run", "--suite", suite or self.suite(), "--backend", backend, "--out", out or self.backstop,
                 *extra]
 
 
@@ -414,8 +414,8 @@ add("run-rounds-float", lambda x: x.run("--rounds", "1.5"), 2, r"--rounds: inval
 add("run-samples-per-round-0", lambda x: x.run("--samples-per-round", "0"), 2, r"samples_per_round must be >= 1")
 add("run-l2-unknown", lambda x: x.run("--l2", "cold"), 2, r"--l2: invalid choice: 'cold'")
 add("run-color-unknown", lambda x: x.run("--color", "sometimes"), 2, r"--color: invalid choice")
-add("run-backend-nosuch", lambda x: x.run("--backend", "nosuch"), 3, r"unknown backend 'nosuch'; known: auto, cuda", "backend")
-add("run-backend-empty", lambda x: x.run("--backend", ""), 2, r"--backend: must not be empty")
+add("run-backend-nosuch", lambda x: x.run(backend="nosuch"), 3, r"unknown backend 'nosuch'; known: auto, cuda", "backend")
+add("run-backend-empty", lambda x: x.run(backend=""), 2, r"--backend: must not be empty")
 add("run-suite-missing-arg", lambda x: ["run", "--out", x.backstop], 2, r"required: --suite")
 add("run-out-missing-arg", lambda x: ["run", "--suite", x.suite()], 2, r"required: --out")
 add("run-suite-option-without-value", lambda x: ["run", "--out", x.backstop, "--suite"], 2,
@@ -461,14 +461,14 @@ add("run-shape-file-empty", lambda x: x.run("--shape-file", ""), 2, r"--shape-fi
 def _interpret_with_gpu_backend(x: Ctx) -> list[str]:
     x.mp.setenv("TRITON_INTERPRET", "1")
     x.mp.delenv("TRITON_DISABLE_LINE_INFO", raising=False)
-    return x.run("--backend", "cuda")
+    return x.run(backend="cuda")
 
 
 def _no_device(backend: str) -> Callable[[Ctx], list[str]]:
     def build(x: Ctx) -> list[str]:
         x.mp.delenv("TRITON_INTERPRET", raising=False)
         x.mp.delenv("TRITON_DISABLE_LINE_INFO", raising=False)
-        return x.run("--backend", backend, out=x.folder("out"))
+        return x.run(backend=backend, out=x.folder("out"))
     return build
 
 

@@ -65,6 +65,10 @@ def test_shards_run_round_robin_and_merge_to_the_whole_batch(scans) -> None:
     assert [m["shard"] for m in got.identity["batch"]["merged_from"]] == ["1/3", "2/3", "3/3"]
     runs = {line["op"]: line["run"] for line in read_csv(out / "ops_status.csv")}
     assert (out / runs["ok_b"]).resolve() == (shards[1] / read_csv(shards[1] / "ops_status.csv")[0]["run"]).resolve()
+    # each op's log is named from the merged folder too, where a reader of its table starts
+    logs = {line["op"]: line["log"] for line in read_csv(out / "ops_status.csv")}
+    assert (out / logs["ok_b"]).resolve() == (shards[1] / read_csv(shards[1] / "ops_status.csv")[0]["log"]).resolve()
+    assert all((out / log).is_file() for log in logs.values())
     manifest = json.loads((out / "batch.json").read_text())
     assert manifest["plan"]["shard"] is None and len(manifest["merged_from"]) == 3
 

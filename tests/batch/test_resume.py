@@ -129,6 +129,9 @@ def test_resume_reruns_fail_and_timeout_only(tmp_path: Path) -> None:
     assert [r.status for r in again.results] == [OpStatus.PASS, OpStatus.SKIP, OpStatus.FAIL, OpStatus.TIMEOUT]
     logs = sorted(p.name for p in (first.path / "ops" / "fail_c" / "logs").glob("*.stderr.log"))
     assert logs == ["attempt-01.stderr.log", "attempt-02.stderr.log"]  # numbering continues, nothing overwritten
+    table = {line["op"]: line for line in read_csv(first.path / "ops_status.csv")}
+    assert (table["fail_c"]["attempts"], table["fail_c"]["log"]) == ("2", "ops/fail_c/logs/attempt-02.stderr.log")
+    assert table["ok_a"]["attempts"] == "1"
 
 
 def test_a_resume_must_keep_the_plan_and_one_process_at_a_time(tmp_path: Path) -> None:
@@ -137,6 +140,9 @@ def test_a_resume_must_keep_the_plan_and_one_process_at_a_time(tmp_path: Path) -
     request = request_from_manifest(first.path, command=fake_command(tmp_path / "s"))
     with pytest.raises(UsageError, match="planned differently.*dtypes"):
         run_batch(replace(request, dtypes=("float16",)))
+    # a changed option is named by its key, not printed as the two whole option dictionaries
+    with pytest.raises(UsageError, match=r"planned differently \(options\.rounds: batch None, now 7\); resume"):
+        run_batch(replace(request, options=replace(request.options, rounds=7)))
     with _locked(first.path), pytest.raises(UsageError, match="another tritongate batch process is running"):
         run_batch(request)
     assert run_batch(request).exit_code == 0
@@ -206,3 +212,23 @@ def test_a_merge_refuses_a_shard_whose_plan_was_edited(tmp_path: Path) -> None:
     _edit_manifest(shards[1], lambda d: d["plan"]["options"].update(l2="cold"))
     with pytest.raises(UsageError, match=r"s2/.*batch\.json: its plan was changed after the batch planned it"):
         merge_batches(shards, tmp_path / "merged")
+
+
+def test_ctrl_c_during_the_final_merge_names_the_resume_and_the_resume_merges(tmp_path: Path, monkeypatch) -> None:
+    import tritongate.batch.scheduler as scheduler
+
+    suite = write_suite(tmp_path / "fake.yaml", {"ok_a": ["float32"]})
+    request = BatchRequest(suite=str(suite), out=tmp_path / "out", command=fake_command(tmp_path / "s"))
+    merge = scheduler._merge
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scheduler, "_merge", interrupted)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        run_batch(request)
+    (batch,) = (tmp_path / "out").iterdir()
+    assert caught.value.__notes__ == [f"the batch is resumable: tritongate batch --resume {batch}"]
+    monkeypatch.setattr(scheduler, "_merge", merge)
+    again = run_batch(request_from_manifest(batch, command=fake_command(tmp_path / "s")))
+    assert again.exit_code == 0 and again.run is not None and call_count(tmp_path / "s", "ok_a") == 1

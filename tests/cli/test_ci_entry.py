@@ -50,6 +50,17 @@ def test_record_baseline_refuses_to_replay_as_a_usage_error(tmp_path):
     assert rec.returncode == 2 and "replay_candidate.py" in rec.stderr
 
 
+def test_record_baseline_refuses_an_option_given_twice_before_recording(tmp_path):
+    # a workflow that names two runner classes meant one of them; argparse would keep the last
+    rec = _ci("record_baseline.py", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "r"),
+              "--publish", str(tmp_path / "store"), "--runner-class", "h200", "--runner-class=h100")
+    assert rec.returncode == 2 and "--runner-class given twice; give it once" in rec.stderr
+    assert not (tmp_path / "r").exists() and not (tmp_path / "store").exists()
+    run = _ci("record_baseline.py", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "r"),
+              "--out", str(tmp_path / "r2"))
+    assert run.returncode == 2 and "--out given twice" in run.stderr and not (tmp_path / "r").exists()
+
+
 # -- the entry points of the CI jobs (ci/resolve_refs.py, ci/aa_count.py, ci/gate_steps.sh) ------
 EVENTS = ROOT / "tests" / "workflows" / "events"
 

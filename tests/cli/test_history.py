@@ -78,6 +78,13 @@ def test_history_end_to_end(store, tmp_path, capsys):
         assert rel.startswith("plots/") and (out / rel).read_bytes()[:8] == PNG
     assert len(list((out / "plots").iterdir())) == 2
 
+    # a rerun into the same folder leaves no plot it did not draw: none after --no-plots
+    (out / "plots" / "an-op-since-dropped.png").write_bytes(PNG)
+    assert _run(store, out) == 0
+    assert sorted(p.name for p in (out / "plots").iterdir()) == sorted(Path(r).name for r in doc["plots"].values())
+    assert _run(store, out, "--no-plots") == 0
+    assert list((out / "plots").iterdir()) == [] and json.loads((out / "history.json").read_text())["plots"] == {}
+
 
 def test_new_last_flags_the_change_and_fills_the_summary(store, tmp_path, capsys):
     out, summary = tmp_path / "out", tmp_path / "summary.md"

@@ -51,8 +51,8 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> dict:
     return given
 
 
-def _pair(tmp_path: Path, *extra: str) -> int:
-    return main(["pair", str(tmp_path / "record"), "--suite", "smoke", "--out", str(tmp_path / "out"),
+def _pair(tmp_path: Path, *extra: str, out: str = "out") -> int:
+    return main(["pair", str(tmp_path / "record"), "--suite", "smoke", "--out", str(tmp_path / out),
                  "--color", "never", *extra])
 
 
@@ -94,7 +94,7 @@ def test_a_pair_that_planned_no_row_exits_2(scripted, tmp_path: Path, capsys) ->
     # the trusted comment job renders it as the job did (its state agrees with its rows)
     body = render_comment_body(parse_verdict_doc(json.dumps(doc).encode(), "verdict.json"))
     assert "⚠️ Nothing was measured: there is no row to judge" in body and "says its state is" not in body
-    assert _pair(tmp_path, "--shard", "4/4", "--out", str(tmp_path / "again"), "--fail-on-blind") == 1
+    assert _pair(tmp_path, "--shard", "4/4", "--fail-on-blind", out="again") == 1
 
 
 def test_a_candidate_failing_every_row_the_base_ran_keeps_exit_1(scripted, tmp_path: Path, capsys) -> None:

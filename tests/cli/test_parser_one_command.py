@@ -32,3 +32,18 @@ def test_a_gate_command_line_does_not_import_the_other_commands():
             "print(sorted(m for m in sys.modules if m.split('.')[1:2] in (['batch'], ['baselines'], ['calibrate'])))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_a_valued_option_given_twice_is_refused_and_a_flag_twice_is_not(tmp_path, capsys):
+    # argparse keeps the last silently: a workflow that names two runner classes meant one of them
+    argv = ["baseline", "list", "--store", str(tmp_path), "--runner-class", "h200", "--runner-class", "h100"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--runner-class given twice ('h200', then 'h100'); give it once" in err
+    assert main(["baseline", "list", "--store", str(tmp_path / "a"), "--store=" + str(tmp_path / "b")]) == 2
+    assert "--store given twice" in capsys.readouterr().err
+    (tmp_path / "s").mkdir()
+    assert main(["baseline", "list", "--store", str(tmp_path / "s"), "--json", "--json"]) == 0
+    capsys.readouterr()
+    args = build_parser().parse_args(["baseline", "list", "--store", "s", "--runner-class", "h200"])
+    assert args.runner_class == "h200"

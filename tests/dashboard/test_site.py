@@ -109,6 +109,12 @@ def test_a_damaged_entry_is_a_gap_with_a_note(tmp_path, built):
     history = load_history(store, "h200", "pr", "NVIDIA H200")  # history skips it too: the same series
     assert [r["v"] for r in doc["rows"]] == [[p.median_us for p in s.points] for s in history.series
                                              if s.op == "softmax"]
+    # an entry whose manifest cannot be read is counted as damaged too (no group can claim it)
+    unreadable = store / built[1][3].relative_to(built[0])
+    (unreadable / "manifest.json").write_text("{not json", encoding="utf-8")
+    again = build_site(store, tmp_path / "site", gpu="NVIDIA H200", now=NOW)
+    assert again.damaged == 2 and again.entries == summary.entries - 1
+    assert "2 damaged" in again.headline() and any(unreadable.name in n for n in again.notes)
 
 
 def test_every_string_from_the_store_is_escaped(built):
@@ -230,7 +236,7 @@ def test_the_vendored_files_are_uplot_s_release_files():
     assert set(site_module.STATIC) <= {p.name for p in STATIC.iterdir()}
 
 
-def test_each_compiler_repository_is_its_own_group_and_an_unreadable_group_is_a_note(tmp_path):
+def test_each_compiler_repository_is_its_own_group_entries_recording_none_included(tmp_path):
     store = tmp_path / "store"
     publish_nights(store, tmp_path / "a", [[row(seed=i)] for i in range(3)])
     publish_nights(store, tmp_path / "b", [[row(median=30.0, seed=i)] for i in range(3)],
@@ -239,12 +245,17 @@ def test_each_compiler_repository_is_its_own_group_and_an_unreadable_group_is_a_
     summary = build_site(store, tmp_path / "site", now=NOW)
     index = doc_of(tmp_path / "site" / "index.html")
     assert [g["repo"] for g in index["groups"]] == [None, "flagos-ai/FlagTree", "org/triton"]
-    assert summary.pages == 2 and summary.rows == 2
-    assert "compiler repositories" in index["groups"][0]["notes"][0]  # history refuses to mix them
-    for g, repo in ((1, "flagos-ai/FlagTree"), (2, "org/triton")):
+    # the nightlies published without --compiler-repo are a history of their own, not damage
+    assert [(g["entries"], g["damaged"]) for g in index["groups"]] == [(2, 0), (3, 0), (3, 0)]
+    assert summary.pages == 3 and summary.rows == 3 and summary.entries == 8 and summary.damaged == 0
+    for g, repo in ((0, "none"), (1, "flagos-ai/FlagTree"), (2, "org/triton")):
         (shown,) = [r for r in index["rows"] if r["g"] == g]
         (series,) = load_history(store, "h200", "pr", compiler_repo=repo).series
         assert shown["last"] == series.points[-1].median_us
+    assert shown["last"] != [r for r in index["rows"] if r["g"] == 0][0]["last"]
+    only_none = build_site(store, tmp_path / "site-none", compiler_repo="None", now=NOW)
+    assert (only_none.groups, only_none.entries) == (1, 2)
+
 
 
 def test_the_command_writes_the_site_and_names_bad_input(tmp_path, capsys):

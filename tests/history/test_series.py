@@ -124,6 +124,18 @@ def test_two_compilers_nightlies_are_two_histories(tmp_path):
         load_history(store, "h200", "pr", compiler_repo="not a repo")
 
 
+def test_nightlies_that_record_no_repository_are_a_history_of_their_own(tmp_path):
+    store = tmp_path / "store"
+    publish_nights(store, tmp_path / "a", [[row(seed=i)] for i in range(2)])
+    publish_nights(store, tmp_path / "c", [[row(median=40.0, seed=i)] for i in range(2)], compiler_repo=None)
+    with pytest.raises(HistoryError, match=r"\(none, org/triton\); pass --compiler-repo with one of them "
+                                           r"\(none: the entries that record no repository\)"):
+        load_history(store, "h200", "pr")
+    h = load_history(store, "h200", "pr", compiler_repo="none")
+    assert [p.median_us for p in h.series[0].points] == pytest.approx([40.0, 40.0], rel=0.01)
+    assert len(load_history(store, "h200", "pr", compiler_repo="org/triton").entries) == 2
+
+
 def test_a_night_of_another_suite_file_is_named(tmp_path):
     """A record of another file named like the suite (or the suite edited) was merged into the
     series without a word; the night its digest changes is noted."""

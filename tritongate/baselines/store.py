@@ -164,21 +164,43 @@ def scan(store: Path, *, runner_class: str | None = None, suite: str | None = No
     return sorted(entries, key=Entry.sort_key, reverse=True)
 
 
+NO_REPO = "none"  # --compiler-repo's word for the entries that record no repository
+
+
+def repo_wanted(compiler_repo: str | None) -> Repo | str | None:
+    """``--compiler-repo`` read: a repository, ``NO_REPO`` (entries recording none) or None (any).
+    Raises ``BaselineError`` for a spelling ``parse_repo`` cannot read."""
+    if not compiler_repo:
+        return None
+    if compiler_repo.strip().lower() == NO_REPO:
+        return NO_REPO
+    return parse_repo(compiler_repo)
+
+
+def select(entries: list[Entry], *, suite: str | None = None, gpu: str | None = None,
+           repo: Repo | str | None = None) -> list[Entry]:
+    """The entries of ``suite``, measured on ``gpu``, of ``repo`` (as ``repo_wanted`` reads it)."""
+    if suite:
+        entries = [e for e in entries if e.manifest.suite_name == suite]
+    if gpu:
+        entries = [e for e in entries if e.manifest.gpu_slug == gpu_slug(gpu)]
+    if repo == NO_REPO:
+        entries = [e for e in entries if e.repo() is None]
+    elif isinstance(repo, Repo):
+        entries = [e for e in entries if (r := e.repo()) is not None and r.key == repo.key]
+    return entries
+
+
 def list_entries(store: Path, *, runner_class: str | None = None, suite: str | None = None,
                  gpu: str | None = None, compiler_repo: str | None = None) -> tuple[list[Entry], list[str]]:
     """Entries (newest first) and notes on what was skipped. Manifests only: files are
     checked by ``find`` for the entry it chooses."""
     if runner_class:
         check_runner_class(runner_class)
-    repo_key = parse_repo(compiler_repo).key if compiler_repo else None
+    wanted_repo = repo_wanted(compiler_repo)
     notes: list[str] = []
-    entries = scan(Path(store), runner_class=runner_class, suite=suite, notes=notes)
-    if suite:
-        entries = [e for e in entries if e.manifest.suite_name == suite]
-    if gpu:
-        entries = [e for e in entries if e.manifest.gpu_slug == gpu_slug(gpu)]
-    if repo_key:
-        entries = [e for e in entries if (r := e.repo()) is not None and r.key == repo_key]
+    entries = select(scan(Path(store), runner_class=runner_class, suite=suite, notes=notes),
+                     suite=suite, gpu=gpu, repo=wanted_repo)
     for e in entries:  # listed as found, but a damaged one says so: find would skip it
         try:
             check_files(e.path, e.manifest)

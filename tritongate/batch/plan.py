@@ -319,9 +319,22 @@ def check_resume(path: Path, request: BatchRequest, plan: Plan) -> dict[str, Any
     if doc.get("merged_from"):
         raise UsageError(f"{path} was made by batch-merge and cannot be resumed")
     saved, now = doc["plan"], plan_doc(request, plan)
-    differ = [k for k in now if saved.get(k) != now[k]]
+    differ = _differences(saved, now)
     if differ:
-        what = "; ".join(f"{k}: batch {saved.get(k)!r}, now {now[k]!r}" for k in differ)
+        what = "; ".join(f"{k}: batch {a!r}, now {b!r}" for k, a, b in differ[:8])
+        if len(differ) > 8:
+            what += f"; and {len(differ) - 8} more"
         raise UsageError(f"{path} was planned differently ({what}); resume with the batch's own settings "
                          "(`tritongate batch --resume DIR` alone), or start a new batch")
     return doc
+
+
+def _differences(saved: Any, now: Any, at: str = "") -> list[tuple[str, Any, Any]]:
+    """(dotted key, saved, now) of each leaf that differs: a changed option is named as
+    ``options.rounds``, not as two whole dictionaries."""
+    if isinstance(saved, dict) and isinstance(now, dict):
+        out: list[tuple[str, Any, Any]] = []
+        for k in list(now) + [k for k in saved if k not in now]:
+            out += _differences(saved.get(k), now.get(k), f"{at}.{k}" if at else str(k))
+        return out
+    return [] if saved == now else [(at, saved, now)]

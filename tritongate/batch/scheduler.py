@@ -168,6 +168,9 @@ def run_batch(request: BatchRequest, progress: BatchProgress | None = None) -> B
             write_manifest(batch_dir, {**manifest, "finished": True, "finished_utc": utc_now(),
                                        "merge_error": str(exc)})
             raise
+        except KeyboardInterrupt as exc:  # every op is done; a resume reuses them and merges again
+            exc.add_note(f"the batch is resumable: tritongate batch --resume {batch_dir}")
+            raise
         if outcome.run is not None:
             board.event("merged", message=str(outcome.run.path))
         write_manifest(batch_dir, {**manifest, "finished": True, "finished_utc": utc_now(),

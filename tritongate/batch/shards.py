@@ -253,7 +253,10 @@ def merge_batches(paths: Sequence[Path], out: Path, *, allow_partial: bool = Fal
             continue
         shard, r = by_op[op]
         prefix = Path(os.path.relpath(shard.path.resolve(), out.resolve())).as_posix()
-        moved = replace(r, runs=tuple(f"{prefix}/{run}" for run in r.runs))  # run paths seen from ``out``
+        # run and log paths seen from ``out``
+        moved = replace(r, runs=tuple(f"{prefix}/{run}" for run in r.runs),
+                        attempts=tuple(replace(a, stdout_log=f"{prefix}/{a.stdout_log}",
+                                               stderr_log=f"{prefix}/{a.stderr_log}") for a in r.attempts))
         results.append(moved)
         if r.status is OpStatus.PASS:
             rows = {}

@@ -170,7 +170,8 @@ SUMMARY_COLUMNS = ("op", "case", "dtype", "status", "backend", "device", "device
 def write_ops_status(path: Path, results: Iterable[OpResult]) -> None:
     def line(r: OpResult) -> dict[str, Any]:
         markers = " ".join(f"{k}={v}" for k, v in sorted(r.marker_counts.items()))
-        return {"op": r.op, "status": r.status.value, "attempts": len(r.attempts), "rc": "" if r.rc is None else r.rc,
+        # the last attempt's number: attempts of an interrupted process count too, as the logs do
+        return {"op": r.op, "status": r.status.value, "attempts": r.attempts[-1].number if r.attempts else 0, "rc": "" if r.rc is None else r.rc,
                 "wall_s": f"{r.wall_s:.1f}", "rows": r.rows, "ok_rows": r.ok_rows, "error_rows": r.error_rows,
                 "flagged_rows": r.flagged_rows, "dtypes": ",".join(r.dtypes), "backend": r.backend,
                 "device": r.device, "device_name": r.device_name, "timer": r.timer,

@@ -13,7 +13,7 @@ import signal
 import sys
 from typing import Sequence
 
-from tritongate.cli.common import report_errors, sigterm_interrupts
+from tritongate.cli.common import GIVEN, report_errors, sigterm_interrupts
 from tritongate.cli.parser import build_parser, command_parser
 
 __all__ = ["build_parser", "main"]
@@ -33,6 +33,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help is 0, bad usage is 2
         return int(exc.code or 0)
+    vars(args).pop(GIVEN, None)
 
     def run() -> int:
         try:

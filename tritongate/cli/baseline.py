@@ -210,7 +210,7 @@ def add_baseline_parser(sub: argparse._SubParsersAction) -> None:
     lst.add_argument("--runner-class", type=_text, metavar="RC", help="only entries of this runner class")
     lst.add_argument("--suite", type=_text, metavar="NAME", help="only entries of this suite")
     lst.add_argument("--gpu", type=_text, metavar="NAME", help="only entries measured on this GPU model (named as for find)")
-    lst.add_argument("--compiler-repo", type=_text, metavar="REPO", help="only entries built from this compiler repository")
+    lst.add_argument("--compiler-repo", type=_text, metavar="REPO", help="only entries built from this compiler repository ('none': those that record none)")
     lst.add_argument("--json", action="store_true", help="the manifests as JSON")
 
 
@@ -233,12 +233,12 @@ def run_history(args: argparse.Namespace) -> int:
     report = build_report(history, rule, new_last=args.new_last)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    plots: dict[str, str] = {}
-    if not args.no_plots:
-        from tritongate.history.plot import plot_history
+    from tritongate.history.plot import plot_history, remove_stale_plots
 
-        plots = {op: path.relative_to(out).as_posix() for op, path in plot_history(report, out / "plots").items()}
+    written = {} if args.no_plots else plot_history(report, out / "plots")
+    plots = {op: path.relative_to(out).as_posix() for op, path in written.items()}
     _, md_path = write_report(report, out, plots)
+    remove_stale_plots(out / "plots", written.values())
     if args.summary_out:  # appended, as to $GITHUB_STEP_SUMMARY: what the step wrote before stays
         summary = Path(args.summary_out)
         if summary.is_dir():
@@ -273,7 +273,7 @@ def add_history_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
         "are skipped with a note), follow each row's median over the nights, and find change "
         "points: PELT on log medians scaled by their noise, each confirmed by a minimum effect "
         "and a Mann-Whitney U test between the neighbouring segments. Writes OUT/history.json, "
-        "OUT/history.md and OUT/plots/<op>.png.", run_history)
+        "OUT/history.md and OUT/plots/<op>.png (a PNG there of no op in this history is removed).", run_history)
     p.add_argument("--store", type=_text, required=True, metavar="DIR",
                    help="the baseline store folder (on GitHub a checkout of the data branch)")
     p.add_argument("--runner-class", type=_text, required=True, metavar="RC", help="e.g. h200")
@@ -282,10 +282,11 @@ def add_history_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
     p.add_argument("--gpu", type=_text, metavar="NAME|SLUG",
                    help="only entries recorded on this GPU (needed when the runner class spans several)")
     p.add_argument("--compiler-repo", type=_text, metavar="OWNER/NAME|URL",
-                   help="only entries of this compiler repository's builds (needed when the store holds several)")
+                   help="only entries of this compiler repository's builds (needed when the store holds several; "
+                        "'none': the entries that record no repository)")
     p.add_argument("--out", type=_text, required=True, metavar="DIR", help="where the reports and plots go")
     _add_change_point_options(p)
-    p.add_argument("--no-plots", action="store_true", help="write no PNGs")
+    p.add_argument("--no-plots", action="store_true", help="write no PNGs (and remove those an earlier run left in OUT/plots)")
     p.add_argument("--summary-out", type=_text, metavar="FILE",
                    help="also write the new-change-points section alone here (e.g. $GITHUB_STEP_SUMMARY)")
     return p
@@ -327,7 +328,7 @@ def add_dashboard_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPa
     p.add_argument("--suite", type=_text, metavar="NAME|PATH", help="only this suite")
     p.add_argument("--gpu", type=_text, metavar="NAME|SLUG", help="only entries recorded on this GPU")
     p.add_argument("--compiler-repo", type=_text, metavar="OWNER/NAME|URL",
-                   help="only entries of this compiler repository's builds")
+                   help="only entries of this compiler repository's builds ('none': those that record none)")
     p.add_argument("--window-nights", type=float, default=90.0, metavar="D",
                    help="days before each group's last entry that drift covers and the charts open on (default 90)")
     _add_change_point_options(p)

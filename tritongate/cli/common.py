@@ -62,6 +62,33 @@ def use_formatter(parser: argparse.ArgumentParser) -> None:
                 use_formatter(sub)
 
 
+GIVEN = "_options_given"  # the namespace's record of the valued options the command line set
+
+
+class _StoreOnce(argparse._StoreAction):
+    """A valued option given twice is refused: argparse would keep the last silently, and
+    ``--runner-class h200 ... --runner-class h100`` in a workflow is a mistake, not a choice."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        given: dict[str, Any] = namespace.__dict__.setdefault(GIVEN, {})
+        if self.dest in given:
+            parser.error(f"{'/'.join(self.option_strings)} given twice ({given[self.dest]!r}, then {values!r}); "
+                         "give it once")
+        given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
+def refuse_repeats(parser: argparse.ArgumentParser) -> None:
+    """Every valued option of ``parser`` and the sub-commands below it may be given once."""
+    for action in parser._actions:
+        if type(action) is argparse._StoreAction and action.option_strings:
+            action.__class__ = _StoreOnce
+        elif isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                refuse_repeats(sub)
+
+
 def want_color(choice: str, stream: object) -> bool:
     """--color: always, never, or auto (a terminal, unless $NO_COLOR is set)."""
     if choice == "always":
@@ -192,10 +219,12 @@ def main_alone(add_parsers: Callable[[Any], Any], argv: list[str], text: Callabl
     parser = argparse.ArgumentParser(prog="tritongate")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_parsers(sub)
+    refuse_repeats(parser)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help is 0, bad usage 2
         return int(exc.code or 0)
+    vars(args).pop(GIVEN, None)
     return report_errors(lambda: args.func(args), text, **report)
 
 

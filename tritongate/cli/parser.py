@@ -6,7 +6,7 @@ import argparse
 
 from tritongate import __version__
 from tritongate.cli import calibrate, inspect, pair, prescreen, run
-from tritongate.cli.common import EPILOG, use_formatter
+from tritongate.cli.common import EPILOG, refuse_repeats, use_formatter
 
 PROG = "tritongate"
 
@@ -36,6 +36,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         add_history_parser(sub)
         add_dashboard_parser(sub)
     use_formatter(parser)  # HelpFormatter for the parser and every command below it
+    refuse_repeats(parser)
     return parser
 
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from tritongate import safefs
-from tritongate.baselines.manifest import BaselineError, check_runner_class, gpu_slug, suite_folder
-from tritongate.baselines.repo import Repo, parse_repo
-from tritongate.baselines.store import SUMMARY, Entry, scan
+from tritongate.baselines.manifest import BaselineError, check_runner_class, suite_folder
+from tritongate.baselines.repo import Repo
+from tritongate.baselines.store import NO_REPO, SUMMARY, Entry, repo_wanted, scan, select
 from tritongate.errors import GateError, UsageError
 from tritongate.history.points import Key
 from tritongate.history.series import History, HistoryError, load_history
@@ -110,18 +110,13 @@ def find_entries(store: Path, *, runner_class: str | None = None, suite: str | N
     if runner_class:
         check_runner_class(runner_class)
     try:
-        repo_key = parse_repo(compiler_repo).key if compiler_repo else None
+        repo = repo_wanted(compiler_repo)
     except BaselineError as exc:
         raise DashboardError(f"--compiler-repo: {exc}") from exc
     notes: list[str] = []
     suite_name = suite_folder(suite) if suite else None
-    entries = scan(store, runner_class=runner_class, suite=suite_name, notes=notes)
-    if suite_name:
-        entries = [e for e in entries if e.manifest.suite_name == suite_name]
-    if gpu:
-        entries = [e for e in entries if e.manifest.gpu_slug == gpu_slug(gpu)]
-    if repo_key:
-        entries = [e for e in entries if (r := e.repo()) is not None and r.key == repo_key]
+    entries = select(scan(store, runner_class=runner_class, suite=suite_name, notes=notes),
+                     suite=suite_name, gpu=gpu, repo=repo)
     return entries, notes
 
 
@@ -148,7 +143,8 @@ def read_groups(store: Path, entries: Sequence[Entry]) -> list[Group]:
 
 def _group(store: Path, key: GroupKey, entries: list[Entry]) -> Group:
     try:
-        history = load_history(store, key.runner_class, key.suite, key.gpu_slug, compiler_repo=key.repo_display)
+        history = load_history(store, key.runner_class, key.suite, key.gpu_slug,
+                               compiler_repo=key.repo_display or NO_REPO)
     except HistoryError as exc:  # no readable entry, or (no repository recorded) several repositories
         return Group(key=key, history=None, error=str(exc),
                      damaged=[Damaged(e.manifest.record_path, e.manifest.recorded, "not read: see the note")

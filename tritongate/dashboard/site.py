@@ -51,7 +51,7 @@ class SiteSummary:
     pages: int  # op pages
     rows: int
     entries: int  # entries read into a history
-    damaged: int  # entries skipped (shown as gaps)
+    damaged: int  # entries skipped: a group's (shown as gaps) and those whose manifest is unreadable
     change_points: int
     files: int
     bytes: int
@@ -165,7 +165,8 @@ def build_site(store: Path, out: Path, *, window_nights: float = 90.0, runner_cl
     n_files, n_bytes = _write(out, index, docs)
     return SiteSummary(out=out, groups=len(groups), pages=len(docs), rows=len(rows),
                        entries=sum(len(g.history.entries) for g in groups if g.history),
-                       damaged=sum(len(g.damaged) for g in groups), change_points=len(cps), files=n_files,
+                       damaged=sum(len(g.damaged) for g in groups) + len(scan_notes), change_points=len(cps),
+                       files=n_files,
                        bytes=n_bytes, notes=tuple(scan_notes) + tuple(n for g in group_docs for n in g["notes"]))
 
 

@@ -13,7 +13,7 @@ import itertools
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from tritongate.atomicio import write_bytes_atomic
 from tritongate.history.series import MissingNightly
@@ -118,3 +118,19 @@ def plot_history(report: "HistoryReport", out_dir: Path) -> dict[str, Path]:
         write_bytes_atomic(path, render_op(analyses, h.missing, title))
         written[op] = path
     return written
+
+
+def remove_stale_plots(out_dir: Path, kept: Iterable[Path]) -> list[Path]:
+    """Remove the PNGs in ``out_dir`` (``OUT/plots``, the history's own folder) that are not
+    ``kept``: an earlier run's plot of an op no longer in the history, or of every op after a
+    ``--no-plots`` run, would otherwise sit beside the new report as if it were current."""
+    out_dir = Path(out_dir)
+    if not out_dir.is_dir():
+        return []
+    keep = {Path(p).name for p in kept}
+    removed = []
+    for png in sorted(out_dir.glob("*.png")):
+        if png.name not in keep and png.is_file():
+            png.unlink()
+            removed.append(png)
+    return removed

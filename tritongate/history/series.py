@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from tritongate.baselines.manifest import BaselineError, check_runner_class, gpu_slug
-from tritongate.baselines.store import Entry, check_files, list_entries
+from tritongate.baselines.store import NO_REPO, Entry, check_files, list_entries
 from tritongate.errors import GateError, UsageError
 from tritongate.history.entries import entry_points
 from tritongate.history.points import EntryInfo, Key, Point, as_utc, point_of
@@ -153,7 +153,8 @@ FUTURE_SLACK = dt.timedelta(days=1)
 def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = None,
                  compiler_repo: str | None = None, *, now: dt.datetime | None = None) -> History:
     """The history of ``runner_class``/``suite`` (on ``gpu``: a GPU name or slug; of
-    ``compiler_repo``'s builds: any spelling ``baselines.repo.parse_repo`` reads) in ``store``.
+    ``compiler_repo``'s builds: any spelling ``baselines.repo.parse_repo`` reads, or ``NO_REPO``
+    for the entries that record none) in ``store``.
 
     Raises ``HistoryError`` (exit 2) for a store that is not a folder, no readable entries, or
     entries on several GPUs or of several compiler repositories when ``gpu`` or
@@ -176,10 +177,11 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
     if len(slugs) > 1:
         raise HistoryError(f"entries for runner class {runner_class}, suite {suite} in {store} were recorded on "
                            f"{len(slugs)} GPUs ({', '.join(slugs)}); pass --gpu with one of them")
-    repos = sorted({r.display if (r := e.repo()) is not None else "(none recorded)" for e in found})
+    repos = sorted({r.display if (r := e.repo()) is not None else NO_REPO for e in found})
     if len(repos) > 1:  # two compilers' nightlies are two histories, not one with steps between them
         raise HistoryError(f"entries for runner class {runner_class}, suite {suite} in {store} are of {len(repos)} "
-                           f"compiler repositories ({', '.join(repos)}); pass --compiler-repo with one of them")
+                           f"compiler repositories ({', '.join(repos)}); pass --compiler-repo with one of them "
+                           f"({NO_REPO}: the entries that record no repository)")
     with gc_paused():  # a year of entries: tens of millions of objects, no cycles
         loaded = _read_entries(found, notes, now or dt.datetime.now(dt.timezone.utc))
     if not loaded:
