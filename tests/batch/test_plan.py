@@ -43,6 +43,7 @@ def test_the_real_command_and_the_op_environment(tmp_path: Path, monkeypatch) ->
     assert argv[argv.index("--ops") + 1] == "add" and argv[argv.index("--out") + 1] == str(tmp_path / "ops" / "add")
     assert ["--backend", "cuda", "--rounds", "3", "--isolate-tuner-cache"] == argv[argv.index("--backend"):argv.index("--backend") + 5]
     assert argv[-4:] == ["--dtypes", "float16", "--replay-from", "/rec"]
+    assert RunOptions(sample_ms=2.0).args() == ["--backend", "auto", "--sample-ms", "2.0"]
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
     req = BatchRequest(suite="s", out=tmp_path, options=RunOptions(backend="rocm"), env={"K": "V"})
     env = op_environment(req, "3", tmp_path / "pp")

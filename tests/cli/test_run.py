@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +68,19 @@ def test_cuda_backend_without_a_gpu_fails_preflight(tmp_path, capsys, monkeypatc
 def test_bad_measurement_option_is_usage_error(tmp_path, capsys):
     assert main(["run", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path), "--rounds", "0"]) == 2
     assert "rounds must be >= 1" in capsys.readouterr().err
+
+
+def test_sample_ms_sets_a_records_sample_length_and_a_replay_refuses_it(tmp_path, capsys):
+    assert main(["run", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "r"), "--ops", "add",
+                 "--color", "never", "--sample-ms", "2"]) == 0
+    record = capsys.readouterr().out.strip().splitlines()[-1]
+    ident = json.loads((Path(record) / "run_identity.json").read_text())
+    assert ident["measure_config"]["target_sample_s"] == 0.002
+    assert main(["run", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "p"), "--ops", "add",
+                 "--replay-from", record, "--sample-ms", "2"]) == 2
+    assert "--sample-ms with --replay-from: a replay measures each row with its record's launches" in \
+        capsys.readouterr().err and not (tmp_path / "p").exists()
+    for bad in ("0", "-1", "101", "x"):
+        assert main(["run", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "b"),
+                     "--sample-ms", bad]) == 2
+        assert "--sample-ms: must be" in capsys.readouterr().err

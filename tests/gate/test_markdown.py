@@ -268,6 +268,7 @@ def test_a_row_held_by_the_spread_of_its_samples_is_not_told_to_raise_the_round_
     assert r.verdict is Verdict.UNCHANGED and r.timing.why is Why.IQRS_OVERLAP and r.stopped_by == "round_cap"
     assert r.timing.noise_floor < r.timing.effect < r.timing.detectable
     assert "1 by the spread of their samples within a round" in result.blind_text()
+    assert "longer samples do: record with --sample-ms" in result.blind_text()
     assert "raise --max-rounds" not in result.blind_text()
     blind = section(render_markdown(result), "Could not resolve 1 % (1)")
     assert "the spread of its samples within a round (IQRs overlap; 80 rounds, and more do not narrow it)" in blind

@@ -41,6 +41,13 @@ def test_graph_timer_rounds_shift_placement_and_choose_k():
     assert m.shift_bytes == tuple(dev.blocks)
 
 
+def test_a_longer_sample_target_takes_more_launches_a_sample():
+    # a kernel whose launches jitter independently: a sample of k launches spreads as 1/sqrt(k)
+    dev = FakeDevice(cost_s=2e-6)
+    m = measure(_make_fn(dev), device=dev, config=MeasureConfig(rounds=1, target_sample_s=2e-3))
+    assert m.launches_per_sample == 1000
+
+
 def test_k_estimate_corrects_for_the_graph_launch_overhead():
     # 15 µs to launch a graph dwarfs ten 1 µs kernels; one step would pick k = 500/2.5 = 200
     dev = FakeDevice(cost_s=1e-6, graph_overhead_s=15e-6)

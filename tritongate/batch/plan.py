@@ -41,11 +41,13 @@ class RunOptions:
     l2: str | None = None
     isolate_tuner_cache: bool = False
     allow_busy_gpu: bool = False
+    sample_ms: float | None = None  # a record's device time per sample (its rows' k)
 
     def args(self) -> list[str]:
         out = ["--backend", self.backend]
         for flag, value in (("--shape-file", self.shape_file), ("--rounds", self.rounds),
-                            ("--samples-per-round", self.samples_per_round), ("--l2", self.l2)):
+                            ("--samples-per-round", self.samples_per_round), ("--l2", self.l2),
+                            ("--sample-ms", self.sample_ms)):
             if value is not None:
                 out += [flag, str(value)]
         return out + (["--isolate-tuner-cache"] if self.isolate_tuner_cache else []) + \

@@ -18,7 +18,7 @@ from tritongate.batch.shards import merge_batches
 from tritongate.batch.status import OpStatus
 from tritongate.cli.common import (add_command, argtype, counted, main_alone, report_errors, sigterm_interrupts,
                                    split_values)
-from tritongate.cli.options import add_measurement_options
+from tritongate.cli.options import add_measurement_options, add_sample_time
 from tritongate.errors import ExitCode, MeasurementError, UsageError
 from tritongate.report.untrusted import neutralize
 
@@ -63,6 +63,7 @@ def add_batch_parser(sub: argparse._SubParsersAction) -> None:
                              "--dtypes runs its own\n(note dtype_fallback)")
     g.add_argument("--backend", type=_text, metavar="NAME", help="passed to every op's run (default auto)")
     add_measurement_options(p, group=g, paired=False, color=False)
+    add_sample_time(g)
     g.add_argument("--replay-root", type=_text, metavar="DIR",
                    help="replay recorded configs: per op, the op's record run in this batch directory (else its "
                         "merged run/), or this run directory itself")
@@ -106,7 +107,7 @@ def add_batch_parser(sub: argparse._SubParsersAction) -> None:
 def _options(args: argparse.Namespace, base: RunOptions | None = None) -> RunOptions:
     base = base or RunOptions()
     given = {"backend": args.backend, "shape_file": args.shape_file, "rounds": args.rounds,
-             "samples_per_round": args.samples_per_round, "l2": args.l2,
+             "samples_per_round": args.samples_per_round, "l2": args.l2, "sample_ms": args.sample_ms,
              "isolate_tuner_cache": args.isolate_tuner_cache or None, "allow_busy_gpu": args.allow_busy_gpu or None}
     return replace(base, **{k: v for k, v in given.items() if v is not None})
 
@@ -115,6 +116,9 @@ def request_from_args(args: argparse.Namespace) -> BatchRequest:
     """The batch request the command line asks for (a resume starts from the batch's own)."""
     from tritongate.pair.build import parse_env_overlay
 
+    if args.sample_ms is not None and args.replay_root:
+        raise UsageError("--sample-ms with --replay-root: a replay measures each row with its record's launches per "
+                         "sample; record the root with --sample-ms instead")
     if args.retries is not None and args.retries < 0:
         raise UsageError(f"--retries {args.retries}: expected a whole number >= 0")
     execution: dict[str, Any] = {

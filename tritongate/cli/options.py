@@ -40,6 +40,29 @@ def add_rows_and_sampling(g: argparse._ArgumentGroup | argparse.ArgumentParser) 
                         "sample, like triton.testing.do_bench; k = 1)")
 
 
+MAX_SAMPLE_MS = 100.0  # a sample of k graph launches: longer than this, a round takes seconds
+
+
+def sample_ms(value: str) -> float:
+    try:
+        ms = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of milliseconds, got {value!r}") from None
+    if not 0 < ms <= MAX_SAMPLE_MS:
+        raise argparse.ArgumentTypeError(f"must be > 0 and at most {MAX_SAMPLE_MS:g} ms, got {value}")
+    return ms
+
+
+def add_sample_time(g: argparse._ArgumentGroup | argparse.ArgumentParser) -> None:
+    """--sample-ms of the commands that record (and so choose each row's launches per sample)."""
+    g.add_argument("--sample-ms", type=sample_ms, metavar="MS",
+                   help=f"device time per sample the CUDA-graph timer aims at: k launches a sample, k set per row "
+                        f"when it is recorded (default {MeasureConfig().target_sample_s * 1e3:g}). A kernel whose "
+                        "launches jitter needs longer samples for a small change to show: a sample's spread falls "
+                        "as 1/sqrt(k) (docs/trust-and-calibration.md). A replay or pair measures with its "
+                        "record's k")
+
+
 def add_measurement_options(p: argparse.ArgumentParser, *, group: argparse._ArgumentGroup | None = None,
                             paired: bool = True, color: bool = True) -> None:
     """What to measure and how, in a "measurement" group or ``group``. ``paired``: timed by two workers

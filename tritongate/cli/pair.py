@@ -12,8 +12,8 @@ from tritongate.argtypes import nonempty_text as _text
 from tritongate.cli.common import (add_command, append_step_summary, counted, exit_codes, print_summary,
                                    progress_printer, split_values, want_color)
 from tritongate.cli.folders import load_run_dir, suite_for_record
-from tritongate.cli.options import (add_gate_options, add_pair_options, artifact_url_option, baseline_state_option,
-                                    calibration_option, changed_from_option, gate_policy, verdict_template_option)
+from tritongate.cli.options import (add_gate_options, add_pair_options, add_sample_time, artifact_url_option,
+                                    baseline_state_option, calibration_option, changed_from_option, gate_policy, verdict_template_option)
 from tritongate.errors import ExitCode, MeasurementError, UsageError
 
 # a verdict that judged no row is no pass: exit 2, as `run` measuring no row
@@ -71,6 +71,7 @@ def add_loop_parser(sub: argparse._SubParsersAction) -> None:
     loop.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
     loop.add_argument("--out", type=_text, default="runs", metavar="DIR", help="default: runs")
     add_pair_options(loop, shard=False)
+    add_sample_time(loop)
 
 
 def add_merge_parser(sub: argparse._SubParsersAction) -> None:
@@ -184,7 +185,8 @@ def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
     if args.isolate_tuner_cache:
         record_cmd.append("--isolate-tuner-cache")
     for flag, value in (("--shape-file", args.shape_file), ("--rounds", args.rounds),
-                        ("--samples-per-round", args.samples_per_round), ("--l2", args.l2)):
+                        ("--samples-per-round", args.samples_per_round), ("--l2", args.l2),
+                        ("--sample-ms", args.sample_ms)):
         if value is not None:
             record_cmd += [flag, str(value)]
     for flag, values in (("--ops", args.ops), ("--dtypes", args.dtypes)):

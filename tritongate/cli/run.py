@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tritongate.argtypes import nonempty_text as _text
 from tritongate.cli.common import add_command, counted, exit_codes, progress_printer, split_values, want_color
-from tritongate.cli.options import add_rows_and_sampling
+from tritongate.cli.options import add_rows_and_sampling, add_sample_time
 from tritongate.errors import ExitCode, MeasurementError, UsageError
 from tritongate.schema import RowStatus
 
@@ -30,6 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                           "timer); CI jobs that must measure a GPU name it (--backend cuda)")
     run.add_argument("--out", type=_text, required=True, metavar="DIR", help="parent directory of the run directory")
     add_rows_and_sampling(run)
+    add_sample_time(run)
     run.add_argument("--replay-from", type=_text, metavar="RECORD_RUN",
                      help="replay the autotune configs of this record run instead of tuning live "
                           "(a key it lacks, or a config that no longer compiles, tunes live and marks "
@@ -59,8 +60,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     backend = resolve_backend(args.backend)
     config = default_measure_config(backend)
+    if args.sample_ms is not None and args.replay_from:
+        raise UsageError("--sample-ms with --replay-from: a replay measures each row with its record's launches "
+                         "per sample; record with --sample-ms instead")
     overrides = {k: v for k, v in (("rounds", args.rounds), ("samples_per_round", args.samples_per_round),
-                                   ("l2", args.l2)) if v is not None}
+                                   ("l2", args.l2), ("target_sample_s", args.sample_ms and args.sample_ms / 1e3))
+                 if v is not None}
     try:
         config = replace(config, **overrides)
     except ValueError as exc:

@@ -18,7 +18,7 @@ _STOP_PHRASES = {"row_budget": "{n} stopped by the row budget (raise --row-budge
                  "run_budget": "{n} by the run budget (raise --run-budget)",
                  "round_cap": "{n} by the round cap (raise --max-rounds)",
                  "sample_spread": "{n} by the spread of their samples within a round (their IQRs overlap at that "
-                                  "size; more rounds do not narrow it)",
+                                  "size; more rounds do not narrow it, longer samples do: record with --sample-ms)",
                  "unpaired": "{n} timed unpaired, from two stored runs (not the PR path: tritongate pair pairs them)",
                  "too_few_samples": "{n} with too few samples (raise --rounds)",
                  "launch_state": "{n} measured with the sides in CUDA-graph launch states far enough apart to hide "
