@@ -115,6 +115,13 @@ def write_suite(folder, suite: str, shapes: str = "add: {shapes: [[16]]}\n"):
     return path
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """A run that selects the GPU tests runs them in one process: they time kernels, and
+    workers sharing one GPU would time each other's (``-n auto`` is in pyproject's addopts)."""
+    expr = (config.getoption("markexpr", "") or "").replace("not gpu", "")
+    return 0 if "gpu" in expr else None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """GPU tests are deselected by default (pyproject's ``-m "not gpu"``); a run that picks its
     own ``-m`` (the fast loop's ``-m "not slow"``) still must not fail them for want of a GPU."""
