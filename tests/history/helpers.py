@@ -47,17 +47,20 @@ def series(values: Sequence[float | None], *, op: str = "softmax", case: str = "
 
 def publish_nights(store: Path, work: Path, nights: Sequence[Sequence[Row]], *, skip: Sequence[int] = (),
                    device: str = "NVIDIA H200", suite: str = "pr", runner_class: str = "h200",
-                   compiler_repo: str = "org/triton", digests: Sequence[str] = ()) -> list[Path]:
+                   compiler_repo: str = "org/triton", digests: Sequence[str] = (),
+                   identities: Sequence[dict] = ()) -> list[Path]:
     """Publish one record run per night (night ``i`` recorded at ``T0 + i days`` from
     ``commit(i)``; nights in ``skip`` published nothing; ``digests``: night ``i``'s suite
-    digest, default "d1"); returns the entry folders."""
+    digest, default "d1"; ``identities``: night ``i``'s run identity fields over the
+    defaults); returns the entry folders."""
     entries = []
     for i, rows in enumerate(nights):
         if i in skip:
             continue
         started = T0 + i * DAY
         run = make_record(work / f"{suite}_{device[-4:]}_{i:02d}", started=started, commit=commit(i), rows=list(rows),
-                          device=device, suite=suite, digest=digests[i] if i < len(digests) else "d1")
+                          device=device, suite=suite, digest=digests[i] if i < len(digests) else "d1",
+                          identity=identities[i] if i < len(identities) else None)
         entries.append(publish(store, run, runner_class=runner_class, compiler_repo=compiler_repo,
                                now=started + dt.timedelta(hours=2)).path)
     return entries

@@ -136,6 +136,23 @@ def test_nightlies_that_record_no_repository_are_a_history_of_their_own(tmp_path
     assert len(load_history(store, "h200", "pr", compiler_repo="org/triton").entries) == 2
 
 
+def test_a_night_recorded_at_another_sample_length_is_named(tmp_path):
+    """--sample-ms changes each row's launches per sample, and the per-launch time with it: a
+    step on that night may be the measurement, not the compiler."""
+    from tritongate.harness import MeasureConfig
+    from tritongate.identity import config_dict
+
+    def night(ms):
+        return {"measure_config": config_dict(MeasureConfig(target_sample_s=ms / 1e3))} if ms else {}
+
+    store = tmp_path / "store"
+    publish_nights(store, tmp_path / "runs", [[row(seed=i)] for i in range(5)],
+                   identities=[night(0.5), night(0.5), night(2), night(None), night(2)])
+    notes = [n for n in load_history(store, "h200", "pr").notes if "sample length" in n]
+    (note,) = notes  # 0.5 -> 2 on night 2; a night that does not say (night 3) is no change
+    assert note.startswith(f"the sample length differs between the nights of {(T0 + DAY):%Y-%m-%d %H:%M} and "
+                           f"{(T0 + 2 * DAY):%Y-%m-%d %H:%M} UTC (0.5 ms -> 2 ms, --sample-ms)")
+
 def test_a_night_of_another_suite_file_is_named(tmp_path):
     """A record of another file named like the suite (or the suite edited) was merged into the
     series without a word; the night its digest changes is noted."""

@@ -50,6 +50,17 @@ def entry_points(entry: Entry, info: EntryInfo) -> dict[Key, Point]:
         return points_of(info, load_run(entry.path).rows)
 
 
+def sample_length_s(entry: Entry) -> float | None:
+    """The device time a sample aimed at when the entry was recorded (``measure_config``'s
+    ``target_sample_s``); None where its identity does not say (an older or damaged one)."""
+    try:
+        identity = json.loads(_read(entry, IDENTITY))
+        value = identity["measure_config"]["target_sample_s"]
+    except (_Refused, ValueError, RecursionError, KeyError, TypeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _read(entry: Entry, name: str) -> bytes:
     if safefs.kind(entry.path, name) != "file":  # a link or a missing file: the full load says which
         raise _Refused

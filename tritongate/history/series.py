@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 from tritongate.baselines.manifest import BaselineError, check_runner_class, gpu_slug
 from tritongate.baselines.store import NO_REPO, Entry, check_files, list_entries
 from tritongate.errors import GateError, UsageError
-from tritongate.history.entries import entry_points
+from tritongate.history.entries import entry_points, sample_length_s
 from tritongate.history.points import EntryInfo, Key, Point, as_utc, point_of
 from tritongate.rundir import gc_paused
 
@@ -190,8 +190,9 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
         raise HistoryError(f"no readable entries for runner class {runner_class}, suite {suite}{on} in {store}{why}; "
                            f"see what the store holds with `{listing}`")
     missing = missing_nightlies([info.recorded for info, _ in loaded])
-    notes += suite_changes(suite, [info for info, _ in loaded],
-                           {e.manifest.record_path: e.manifest.suite_digest for e in found})
+    infos = [info for info, _ in loaded]
+    notes += suite_changes(suite, infos, {e.manifest.record_path: e.manifest.suite_digest for e in found})
+    notes += sample_length_changes(infos, {e.manifest.record_path: sample_length_s(e) for e in found})
     return History(store=store, runner_class=runner_class, suite=suite, gpu_slug=loaded[0][0].gpu_slug,
                    entries=tuple(info for info, _ in loaded), series=tuple(_series(loaded)),
                    missing=tuple(missing), notes=tuple(notes) + tuple(m.note for m in missing))
@@ -207,6 +208,20 @@ def suite_changes(suite: str, entries: Sequence[EntryInfo], digests: Mapping[str
             out.append(f"the {suite} suite file differs between the nights of {before.recorded:%Y-%m-%d %H:%M} and "
                        f"{after.recorded:%Y-%m-%d %H:%M} UTC (digest {a[:8]} -> {b[:8]}): an edited suite or "
                        "another file of that name; rows only one of them measures start or end there")
+    return out
+
+
+def sample_length_changes(entries: Sequence[EntryInfo], lengths: Mapping[str, float | None]) -> list[str]:
+    """A note at each night recorded with another sample length (``--sample-ms``) than the night
+    before: each row's launches per sample follow it, and the per-launch time shifts with them."""
+    out: list[str] = []
+    for before, after in zip(entries, entries[1:]):
+        a, b = lengths.get(before.record_path), lengths.get(after.record_path)
+        if a and b and not math.isclose(a, b, rel_tol=1e-6):
+            out.append(f"the sample length differs between the nights of {before.recorded:%Y-%m-%d %H:%M} and "
+                       f"{after.recorded:%Y-%m-%d %H:%M} UTC ({a * 1e3:g} ms -> {b * 1e3:g} ms, --sample-ms): "
+                       "each row's launches per sample changed with it, and per-launch times shift with them "
+                       "(about 1.4 % for a 145 µs kernel from 3 to 26 launches); a step there may be that")
     return out
 
 
