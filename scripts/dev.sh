@@ -34,7 +34,12 @@ case "$cmd" in
     log="$(mktemp)"
     trap 'rm -f "$log"' EXIT
     set +e
-    "$venv/bin/tritongate" loop --suite smoke --backend auto --out "$out" "$@" | tee "$log"
+    # the defaults, unless the command line names them (an option may be given once)
+    defaults=()
+    [[ " $* " == *" --suite"* ]] || defaults+=(--suite smoke)
+    [[ " $* " == *" --backend"* ]] || defaults+=(--backend auto)
+    [[ " $* " == *" --out"* ]] || defaults+=(--out "$out")
+    "$venv/bin/tritongate" loop "${defaults[@]}" "$@" | tee "$log"
     code=${PIPESTATUS[0]}
     set -e
     record="$(sed -n 's/^record: *//p' "$log" | tail -n 1)"
@@ -42,7 +47,7 @@ case "$cmd" in
     # every launched variant for an H100/H200 (TTGIR, PTX, cubin), as the PR pre-screen does.
     if [[ -n "$record" ]] && ! "$venv/bin/python" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
       echo "ahead of time, no GPU needed: the record's launched kernels compiled for cuda:90"
-      "$venv/bin/tritongate" ir --from "$record" --target cuda:90 --out "$out/ir-$(basename "$record")" || code=$?
+      "$venv/bin/tritongate" ir --from "$record" --target cuda:90 --out "$(dirname "$record")/ir-$(basename "$record")" || code=$?
     fi
     exit "$code"
     ;;
