@@ -114,7 +114,7 @@ def test_loop_s_record_process_gets_the_same_rule(tmp_path: Path, monkeypatch) -
     args = argparse.Namespace(base_python=None, base_env=["PYTHONPATH=/src/triton/python", "DISABLE_MMA_V3=1"],
                               suite="smoke", backend="cpu", color="never", isolate_tuner_cache=False,
                               shape_file=None, rounds=None, samples_per_round=None, l2=None, ops=None, dtypes=None,
-                              allow_busy_gpu=False)
+                              allow_busy_gpu=False, sample_ms=None)
     cli_pair.record_suite(args, tmp_path)
     _, *rest = seen["PYTHONPATH"].split(os.pathsep)
     assert rest == ["/src/triton/python", "/runner/site"] and seen["lead holds"] == "tritongate"

@@ -28,6 +28,7 @@ def _settings(folder, **fields):
     (["--shape-file", "shapes.yaml"], "started with shape_file None, not '"),
     (["--python", "/usr/bin/python3"], "started with python None, not '/usr/bin/python3'"),
     (["--from", "x", "--write-thresholds", "y"], "does not go with --resume"),
+    (["--sample-ms", "2"], "with --baseline or --resume the record's own launches per sample are measured"),
 ])
 def test_resume_refuses_options_other_than_the_calibrations_own(tmp_path, capsys, extra, fragment):
     cal = tmp_path / "calibrate-smoke_20261130T000000Z"

@@ -115,6 +115,13 @@ def test_a_damaged_entry_is_a_gap_with_a_note(tmp_path, built):
     again = build_site(store, tmp_path / "site", gpu="NVIDIA H200", now=NOW)
     assert again.damaged == 2 and again.entries == summary.entries - 1
     assert "2 damaged" in again.headline() and any(unreadable.name in n for n in again.notes)
+    # neither a link in the store nor a damaged entry of another GPU is damage of this site
+    (store / "latest").symlink_to("h200")
+    other = unreadable.parent.parent / "nvidia-h100" / "20261130T030000Z-0123456789ab"
+    shutil.copytree(unreadable, other)
+    filtered = build_site(store, tmp_path / "site", gpu="NVIDIA H200", now=NOW)
+    assert filtered.damaged == 2 and any("a symlink" in n for n in filtered.notes)
+    assert build_site(store, tmp_path / "site", now=NOW).damaged == 3
 
 
 def test_every_string_from_the_store_is_escaped(built):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 
 import pytest
@@ -134,6 +135,14 @@ def test_nightlies_that_record_no_repository_are_a_history_of_their_own(tmp_path
     h = load_history(store, "h200", "pr", compiler_repo="none")
     assert [p.median_us for p in h.series[0].points] == pytest.approx([40.0, 40.0], rel=0.01)
     assert len(load_history(store, "h200", "pr", compiler_repo="org/triton").entries) == 2
+    # a repository spelt so that it cannot be read is unknown: not "none", and named as such
+    manifest = next(store.rglob("manifest.json"))
+    doc = json.loads(manifest.read_text())
+    assert doc["compiler_repo"] == "org/triton"
+    manifest.write_text(json.dumps({**doc, "compiler_repo": "Triton (upstream)"}))
+    assert len(load_history(store, "h200", "pr", compiler_repo="none").entries) == 2
+    with pytest.raises(HistoryError, match=r"\('Triton \(upstream\)' \(unreadable\), none, org/triton\)"):
+        load_history(store, "h200", "pr")
 
 
 def test_a_night_recorded_at_another_sample_length_is_named(tmp_path):

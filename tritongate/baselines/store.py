@@ -135,10 +135,12 @@ def _dirs(folder: Path, notes: list[str]) -> Iterator[Path]:
 
 
 def scan(store: Path, *, runner_class: str | None = None, suite: str | None = None,
-         notes: list[str] | None = None) -> list[Entry]:
+         notes: list[str] | None = None, damaged: list[Path] | None = None) -> list[Entry]:
     """Entries with a valid manifest that sits where it says, newest first. Damaged ones are
-    skipped with a note in ``notes``; nothing here raises for a bad entry."""
+    skipped with a note in ``notes`` and their folders listed in ``damaged``; nothing here
+    raises for a bad entry."""
     notes = [] if notes is None else notes
+    damaged = [] if damaged is None else damaged
     store = Path(store)
     rc_dirs = [store / runner_class] if runner_class else list(_dirs(store, notes))
     entries = []
@@ -155,10 +157,12 @@ def scan(store: Path, *, runner_class: str | None = None, suite: str | None = No
                         placed = manifest.record_path == where and manifest.location() == tuple(where.split("/")[:3])
                     except (GateError, OSError) as exc:  # unreadable is damage too, never a crash
                         notes.append(f"skipped {entry_dir}: {exc}")
+                        damaged.append(entry_dir)
                         continue
                     if not placed:
                         notes.append(f"skipped {entry_dir}: its manifest says {manifest.record_path} "
                                      "(moved or copied by hand); publish it again")
+                        damaged.append(entry_dir)
                         continue
                     entries.append(Entry(entry_dir, manifest))
     return sorted(entries, key=Entry.sort_key, reverse=True)
@@ -184,8 +188,8 @@ def select(entries: list[Entry], *, suite: str | None = None, gpu: str | None = 
         entries = [e for e in entries if e.manifest.suite_name == suite]
     if gpu:
         entries = [e for e in entries if e.manifest.gpu_slug == gpu_slug(gpu)]
-    if repo == NO_REPO:
-        entries = [e for e in entries if e.repo() is None]
+    if repo == NO_REPO:  # not one whose repository is spelt so that it cannot be read: that is unknown
+        entries = [e for e in entries if not e.manifest.compiler_repo and e.repo() is None]
     elif isinstance(repo, Repo):
         entries = [e for e in entries if (r := e.repo()) is not None and r.key == repo.key]
     return entries

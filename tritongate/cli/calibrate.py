@@ -12,7 +12,7 @@ from typing import Any
 from tritongate.argtypes import FRACTION_HINT, finite_number, fraction_list, nonempty_text as _text
 from tritongate.cli.common import add_command, counted, split_values, want_color
 from tritongate.cli.folders import load_run_dir, suite_for_record
-from tritongate.cli.options import (add_gate_options, add_inputs_option, add_measurement_options,
+from tritongate.cli.options import (add_gate_options, add_inputs_option, add_measurement_options, add_sample_time,
                                     add_schedule_options, gate_policy)
 from tritongate.cli.pair import pair_progress, pair_request, record_suite
 from tritongate.errors import ExitCode, GateError, UsageError
@@ -71,6 +71,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--from", dest="from_calibration", type=_text, metavar="CALIBRATION",
                    help="derive thresholds from this calibration.json (or its folder) instead of measuring")
     add_measurement_options(cal)
+    add_sample_time(cal)
     g = cal.add_argument_group("pairing")
     add_inputs_option(g)
     g.add_argument("--row-timeout", type=finite_number, default=600.0, metavar="S", help="as for pair (default 600)")
@@ -119,6 +120,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         if args.resume:
             raise UsageError("--from derives thresholds without measuring; it does not go with --resume")
         return _write_thresholds(load_calibration(Path(args.from_calibration)), args)
+    if args.sample_ms is not None and (args.baseline or args.resume):
+        raise UsageError("--sample-ms sets the sample length of the record calibrate makes; with --baseline or "
+                         "--resume the record's own launches per sample are measured, drop it")
     if args.baseline and not args.resume:  # checked before anything is made or measured; its suite is the record's
         _check_record(Path(args.baseline), "--baseline")
         args.suite = suite_for_record(Path(args.baseline), args.suite, option="--baseline")

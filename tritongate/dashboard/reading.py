@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from tritongate import safefs
-from tritongate.baselines.manifest import BaselineError, check_runner_class, suite_folder
+from tritongate.baselines.manifest import BaselineError, check_runner_class, gpu_slug, suite_folder
 from tritongate.baselines.repo import Repo
 from tritongate.baselines.store import NO_REPO, SUMMARY, Entry, repo_wanted, scan, select
 from tritongate.errors import GateError, UsageError
@@ -101,9 +101,12 @@ def iqr_of(entry_dir: Path, keys: Iterable[Key]) -> dict[Key, float]:
 
 
 def find_entries(store: Path, *, runner_class: str | None = None, suite: str | None = None,
-                 gpu: str | None = None, compiler_repo: str | None = None) -> tuple[list[Entry], list[str]]:
+                 gpu: str | None = None, compiler_repo: str | None = None,
+                 damaged: list[Path] | None = None) -> tuple[list[Entry], list[str]]:
     """The store's entries with a valid manifest, filtered as ``baseline list`` filters, and
-    notes on what was skipped (manifests only: ``load_history`` checks the files)."""
+    notes on what was skipped (manifests only: ``load_history`` checks the files). ``damaged``
+    gets the entry folders skipped for their manifest within the runner class, suite and GPU
+    asked for (their repository is unknown, so ``compiler_repo`` does not filter them)."""
     if not store.is_dir():
         raise DashboardError(f"baseline store {store} is not a directory; pass the folder nightlies publish into "
                              "(on GitHub a checkout of the data branch)")
@@ -115,8 +118,11 @@ def find_entries(store: Path, *, runner_class: str | None = None, suite: str | N
         raise DashboardError(f"--compiler-repo: {exc}") from exc
     notes: list[str] = []
     suite_name = suite_folder(suite) if suite else None
-    entries = select(scan(store, runner_class=runner_class, suite=suite_name, notes=notes),
+    skipped: list[Path] = []
+    entries = select(scan(store, runner_class=runner_class, suite=suite_name, notes=notes, damaged=skipped),
                      suite=suite_name, gpu=gpu, repo=repo)
+    if damaged is not None:
+        damaged += [d for d in skipped if not gpu or d.parent.name == gpu_slug(gpu)]
     return entries, notes
 
 

@@ -51,7 +51,8 @@ class SiteSummary:
     pages: int  # op pages
     rows: int
     entries: int  # entries read into a history
-    damaged: int  # entries skipped: a group's (shown as gaps) and those whose manifest is unreadable
+    damaged: int  # entries skipped: a group's (shown as gaps), and those of the filters' runner class,
+    # suite and GPU whose manifest cannot be read or sits elsewhere (named in the notes)
     change_points: int
     files: int
     bytes: int
@@ -127,8 +128,9 @@ def build_site(store: Path, out: Path, *, window_nights: float = 90.0, runner_cl
     store, out = Path(store), Path(out)
     if not (math.isfinite(window_nights) and window_nights > 0):
         raise DashboardError(f"--window-nights must be a number of days > 0, got {window_nights!r}")
+    unreadable: list[Path] = []
     entries, scan_notes = find_entries(store, runner_class=runner_class, suite=suite, gpu=gpu,
-                                       compiler_repo=compiler_repo)
+                                       compiler_repo=compiler_repo, damaged=unreadable)
     _check_paths(store, out)
     store_href = _store_href(store, out, store_url)
     if not entries:
@@ -165,7 +167,7 @@ def build_site(store: Path, out: Path, *, window_nights: float = 90.0, runner_cl
     n_files, n_bytes = _write(out, index, docs)
     return SiteSummary(out=out, groups=len(groups), pages=len(docs), rows=len(rows),
                        entries=sum(len(g.history.entries) for g in groups if g.history),
-                       damaged=sum(len(g.damaged) for g in groups) + len(scan_notes), change_points=len(cps),
+                       damaged=sum(len(g.damaged) for g in groups) + len(unreadable), change_points=len(cps),
                        files=n_files,
                        bytes=n_bytes, notes=tuple(scan_notes) + tuple(n for g in group_docs for n in g["notes"]))
 

@@ -177,7 +177,9 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
     if len(slugs) > 1:
         raise HistoryError(f"entries for runner class {runner_class}, suite {suite} in {store} were recorded on "
                            f"{len(slugs)} GPUs ({', '.join(slugs)}); pass --gpu with one of them")
-    repos = sorted({r.display if (r := e.repo()) is not None else NO_REPO for e in found})
+    repos = sorted({r.display if (r := e.repo()) is not None
+                    else f"{e.manifest.compiler_repo!r} (unreadable)" if e.manifest.compiler_repo else NO_REPO
+                    for e in found})
     if len(repos) > 1:  # two compilers' nightlies are two histories, not one with steps between them
         raise HistoryError(f"entries for runner class {runner_class}, suite {suite} in {store} are of {len(repos)} "
                            f"compiler repositories ({', '.join(repos)}); pass --compiler-repo with one of them "
