@@ -4,6 +4,7 @@ verdicts (tests/report/test_verdict_markdown.py)."""
 
 import json
 import math
+from dataclasses import replace
 
 from tritongate.gate.pipeline import Citations, write_result
 from tritongate.gate.policy import GatePolicy
@@ -270,5 +271,8 @@ def test_a_row_held_by_the_spread_of_its_samples_is_not_told_to_raise_the_round_
     assert "1 by the spread of their samples within a round" in result.blind_text()
     assert "longer samples do: record with --sample-ms" in result.blind_text()
     assert "raise --max-rounds" not in result.blind_text()
+    # a sample's launches are the CUDA-graph timer's: on another timer the hint would not help
+    host = replace(result, base=replace(result.base, identity={**result.base.identity, "timer": "host-wall"}))
+    assert "more rounds do not narrow it)" in host.blind_text() and "--sample-ms" not in host.blind_text()
     blind = section(render_markdown(result), "Could not resolve 1 % (1)")
     assert "the spread of its samples within a round (IQRs overlap; 80 rounds, and more do not narrow it)" in blind

@@ -18,7 +18,7 @@ _STOP_PHRASES = {"row_budget": "{n} stopped by the row budget (raise --row-budge
                  "run_budget": "{n} by the run budget (raise --run-budget)",
                  "round_cap": "{n} by the round cap (raise --max-rounds)",
                  "sample_spread": "{n} by the spread of their samples within a round (their IQRs overlap at that "
-                                  "size; more rounds do not narrow it, longer samples do: record with --sample-ms)",
+                                  "size; more rounds do not narrow it{longer})",
                  "unpaired": "{n} timed unpaired, from two stored runs (not the PR path: tritongate pair pairs them)",
                  "too_few_samples": "{n} with too few samples (raise --rounds)",
                  "launch_state": "{n} measured with the sides in CUDA-graph launch states far enough apart to hide "
@@ -99,7 +99,10 @@ class GateResult:
                     r.timing.detectable, r.timing.noise_floor, r.min_effect):
                 stop = "sample_spread"
             why[stop] = why.get(stop, 0) + 1
-        stops = "; ".join(_STOP_PHRASES.get(k, "{n} by " + k).format(n=n) for k, n in why.items())
+        # a CUDA-graph sample of more launches narrows it (its k is set when the row is recorded)
+        longer = ", longer samples do: record with --sample-ms" if self.base.identity.get("timer") == "cuda-graph" \
+            else ""
+        stops = "; ".join(_STOP_PHRASES.get(k, "{n} by " + k).format(n=n, longer=longer) for k, n in why.items())
         return f"{len(blind)} row(s) could not resolve {worst}: {stops}"
 
     @property
