@@ -63,6 +63,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.sample_ms is not None and args.replay_from:
         raise UsageError("--sample-ms with --replay-from: a replay measures each row with its record's launches "
                          "per sample; record with --sample-ms instead")
+    if args.sample_ms is not None and (args.l2 == "flush" or backend.timer.value != "cuda-graph"):
+        why = "--l2 flush takes one launch a sample" if args.l2 == "flush" else \
+            f"backend {backend.name} times with the {backend.timer.value} timer"
+        print(f"note: --sample-ms sets how many CUDA-graph launches make a sample; {why}, so it changes nothing "
+              "here", file=sys.stderr)
     overrides = {k: v for k, v in (("rounds", args.rounds), ("samples_per_round", args.samples_per_round),
                                    ("l2", args.l2), ("target_sample_s", args.sample_ms and args.sample_ms / 1e3))
                  if v is not None}
