@@ -23,8 +23,10 @@ record() {
   mkdir -p baseline-store
   local store stdout="$work/record.stdout" entry rel
   store="$(cd baseline-store && pwd)"
+  local sample=()  # the sample length PRs will replay (each row's launches per sample)
+  if [[ -n "${TG_SAMPLE_MS:-}" ]]; then sample=(--sample-ms "$TG_SAMPLE_MS"); fi
   TRITONGATE_COMMIT="$COMMIT" TRITONGATE_COMPILER_REF="$TG_COMPILER_REPO@${COMMIT:0:12}" \
-    "$PY" "$root/ci/record_baseline.py" --suite "$TG_SUITE" --backend "$TG_BACKEND" \
+    "$PY" "$root/ci/record_baseline.py" --suite "$TG_SUITE" --backend "$TG_BACKEND" "${sample[@]}" \
     --out "$work/record" --publish "$store" --runner-class "$TG_RUNNER_CLASS" \
     --compiler-repo "$TG_COMPILER_REPO" --compiler-commit "$COMMIT" | tee "$stdout"
   entry="$(sed -n 's/^baseline: *//p' "$stdout" | tail -n 1)"

@@ -203,3 +203,26 @@ def test_a_change_point_where_autotune_chose_other_configs_says_so(tmp_path):
         assert (cp["before"]["config"] != cp["after"]["config"]) is flip and cp["before"]["config"] is not None
         md = (work / "out" / "history.md").read_text()
         assert ("% (other configs chosen) |" in md) is flip
+
+
+@pytest.mark.slow
+def test_the_nightlys_record_step_records_at_the_sample_length_asked_for(tmp_path):
+    """`nightly_steps.sh record` as the record-baseline action runs it with its `sample-ms`
+    input: the published entry (which PRs replay) was recorded at that sample length."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PY": sys.executable, "COMMIT": "0123456789abcdef0123456789abcdef01234567",
+           "TG_SUITE": str(tmp_path / "s.yaml"), "TG_BACKEND": "cpu", "TG_SAMPLE_MS": "2", "TG_RUNNER_CLASS": "cpu",
+           "TG_COMPILER_REPO": "org/triton", "RUNNER_TEMP": str(tmp_path / "tmp"),
+           "GITHUB_OUTPUT": str(tmp_path / "out")}
+    (tmp_path / "shapes.yaml").write_text("add: {shapes: [[4096]]}\n")
+    (tmp_path / "s.yaml").write_text("shapes: shapes.yaml\ndtypes: [float32]\nops:\n  add: {}\n")
+    proc = subprocess.run(["bash", str(root / "ci" / "nightly_steps.sh"), "record"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    entry = Path(dict(line.split("=", 1) for line in (tmp_path / "out").read_text().splitlines())["entry-path"])
+    ident = json.loads((entry / "run_identity.json").read_text())
+    assert ident["measure_config"]["target_sample_s"] == 0.002
