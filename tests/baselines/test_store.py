@@ -315,7 +315,9 @@ def _race(store, runs, nows):
 
 def test_racing_publishes_of_one_commit_in_one_second_both_land(tmp_path):
     store = tmp_path / "store"
-    runs = [make_record(tmp_path / f"r{i}") for i in range(4)]  # the same stamp and commit: one name
+    # the same stamp and commit: one name; four measurements (one run published twice is refused, and
+    # which of two identical ones lands first would decide which publish fails)
+    runs = [make_record(tmp_path / f"r{i}", rows=[row(seed=i)]) for i in range(4)]
     entries = _race(store, runs, [T0 + DAY] * 4)
     names = sorted(e.path.name for e in entries)
     assert names == ["20261120T030000Z-0123456789ab"] + [f"20261120T030000Z-0123456789ab-{i}" for i in (2, 3, 4)]
