@@ -19,7 +19,7 @@ import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from tritongate.baselines.manifest import BaselineError, check_runner_class, gpu_slug
 from tritongate.baselines.store import NO_REPO, Entry, check_files, list_entries
@@ -203,27 +203,30 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
 def suite_changes(suite: str, entries: Sequence[EntryInfo], digests: Mapping[str, str | None]) -> list[str]:
     """A note at each night whose suite file differs from the night before's (its digest): an
     edited suite, or another file of the same name, measures other rows from there on."""
-    out: list[str] = []
-    for before, after in zip(entries, entries[1:]):
-        a, b = digests.get(before.record_path), digests.get(after.record_path)
-        if a and b and a != b:
-            out.append(f"the {suite} suite file differs between the nights of {before.recorded:%Y-%m-%d %H:%M} and "
-                       f"{after.recorded:%Y-%m-%d %H:%M} UTC (digest {a[:8]} -> {b[:8]}): an edited suite or "
-                       "another file of that name; rows only one of them measures start or end there")
-    return out
+    return _nights_differ(entries, digests, f"the {suite} suite file", lambda a, b: a != b,
+                          lambda a, b: f"digest {a[:8]} -> {b[:8]}",
+                          "an edited suite or another file of that name; rows only one of them measures start or "
+                          "end there")
 
 
 def sample_length_changes(entries: Sequence[EntryInfo], lengths: Mapping[str, float | None]) -> list[str]:
     """A note at each night recorded with another sample length (``--sample-ms``) than the night
     before: each row's launches per sample follow it, and the per-launch time shifts with them."""
+    return _nights_differ(entries, lengths, "the sample length", lambda a, b: not math.isclose(a, b, rel_tol=1e-6),
+                          lambda a, b: f"{a * 1e3:g} ms -> {b * 1e3:g} ms, --sample-ms",
+                          "each row's launches per sample changed with it, and per-launch times shift with them "
+                          "(about 1.4 % for a 145 µs kernel from 3 to 26 launches); a step there may be that")
+
+
+def _nights_differ(entries: Sequence[EntryInfo], values: Mapping[str, Any], what: str,
+                   differ: Callable[[Any, Any], bool], detail: Callable[[Any, Any], str], means: str) -> list[str]:
+    """A note at each pair of consecutive nights whose ``values`` (both known) ``differ``."""
     out: list[str] = []
     for before, after in zip(entries, entries[1:]):
-        a, b = lengths.get(before.record_path), lengths.get(after.record_path)
-        if a and b and not math.isclose(a, b, rel_tol=1e-6):
-            out.append(f"the sample length differs between the nights of {before.recorded:%Y-%m-%d %H:%M} and "
-                       f"{after.recorded:%Y-%m-%d %H:%M} UTC ({a * 1e3:g} ms -> {b * 1e3:g} ms, --sample-ms): "
-                       "each row's launches per sample changed with it, and per-launch times shift with them "
-                       "(about 1.4 % for a 145 µs kernel from 3 to 26 launches); a step there may be that")
+        a, b = values.get(before.record_path), values.get(after.record_path)
+        if a and b and differ(a, b):
+            out.append(f"{what} differs between the nights of {before.recorded:%Y-%m-%d %H:%M} and "
+                       f"{after.recorded:%Y-%m-%d %H:%M} UTC ({detail(a, b)}): {means}")
     return out
 
 
