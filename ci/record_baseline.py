@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tritongate.cli import main
+from tritongate.cli.common import refuse_repeats
 
 PUBLISH_HELP = """
 publishing (record_baseline.py only):
@@ -48,23 +49,14 @@ class _Tee(io.TextIOBase):
         return self.stream.isatty()
 
 
-OWN = ("--publish", "--runner-class", "--compiler-repo", "--compiler-commit")
-
-
 def _split(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    """Our publishing options out of argv; the rest goes to `tritongate run` as it is."""
-    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    for opt in OWN:
+    """Our publishing options out of argv; the rest goes to `tritongate run` as it is. Each may
+    be given once, as every tritongate option (SystemExit 2 names one given twice)."""
+    p = argparse.ArgumentParser(prog="record_baseline.py", add_help=False, allow_abbrev=False)
+    for opt in ("--publish", "--runner-class", "--compiler-repo", "--compiler-commit"):
         p.add_argument(opt)
+    refuse_repeats(p)
     return p.parse_known_args(argv)
-
-
-def _given_twice(argv: list[str]) -> str | None:
-    """The first of our options given more than once (argparse would keep the last silently)."""
-    for opt in OWN:
-        if sum(a == opt or a.startswith(f"{opt}=") for a in argv) > 1:
-            return opt
-    return None
 
 
 def _usage(message: str) -> int:
@@ -92,10 +84,10 @@ def run(argv: list[str]) -> int:
         code = main(["run", "--help"], prog="record_baseline.py")
         print(PUBLISH_HELP)
         return code
-    twice = _given_twice(argv)
-    if twice:
-        return _usage(f"{twice} given twice; give it once")
-    opts, rest = _split(argv)
+    try:
+        opts, rest = _split(argv)
+    except SystemExit as exc:  # argparse said why on stderr
+        return int(exc.code or 2)
     if opts.publish is None:
         if opts.runner_class or opts.compiler_repo or opts.compiler_commit:
             return _usage("--runner-class, --compiler-repo and --compiler-commit need --publish STORE")

@@ -54,7 +54,7 @@ def test_record_baseline_refuses_an_option_given_twice_before_recording(tmp_path
     # a workflow that names two runner classes meant one of them; argparse would keep the last
     rec = _ci("record_baseline.py", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "r"),
               "--publish", str(tmp_path / "store"), "--runner-class", "h200", "--runner-class=h100")
-    assert rec.returncode == 2 and "--runner-class given twice; give it once" in rec.stderr
+    assert rec.returncode == 2 and "--runner-class given twice ('h200', then 'h100'); give it once" in rec.stderr
     assert not (tmp_path / "r").exists() and not (tmp_path / "store").exists()
     run = _ci("record_baseline.py", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "r"),
               "--out", str(tmp_path / "r2"))
