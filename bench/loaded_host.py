@@ -86,6 +86,25 @@ def scaled_plans(record: Path, work: Path, share_1pct: float = 0.5) -> dict[str,
     return out
 
 
+def record_once(work: Path, log: Path, *run_args: str, given: Path | None = None) -> Path:
+    """The work folder's record: ``given``, else the `tritongate run --suite pr` made on the first
+    call (``record.path`` keeps it, so a cut-off call resumes with it)."""
+    rec_file = work / "record.path"
+    if given:
+        rec_file.write_text(str(given.resolve()))
+    if not rec_file.exists():
+        t0 = time.time()
+        rec_file.write_text(tg("run", "--suite", "pr", *run_args, "--out", str(work / "record"), log=log))
+        print(f"record {time.time() - t0:.0f} s", flush=True)
+    return Path(rec_file.read_text().strip())
+
+
+def plant_args(plans: dict[str, Path], size: str) -> list[str]:
+    """A pair's options for the candidate's kernels to spin by the ``size`` plan (the base's by none)."""
+    return ["--base-env", f"TRITONGATE_PLANTED_DELAY={plans['zero']}",
+            "--cand-env", f"TRITONGATE_PLANTED_DELAY={plans[size]}"]
+
+
 class Load:
     """One compile loop per core, as a compiler build beside the GPU job keeps them busy."""
 
@@ -134,14 +153,7 @@ def main() -> None:
     work = a.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     log = work / "tritongate.log"
-    rec_file = work / "record.path"
-    if a.record:
-        rec_file.write_text(str(a.record.resolve()))
-    if not rec_file.exists():
-        t0 = time.time()
-        rec_file.write_text(tg("run", "--suite", "pr", "--out", str(work / "record"), log=log))
-        print(f"record {time.time() - t0:.0f} s", flush=True)
-    record = Path(rec_file.read_text().strip())
+    record = record_once(work, log, given=a.record)
     plans = scaled_plans(record, work, a.share_1pct)
     load = Load(work)
     walls = json.loads((work / "walls.json").read_text()) if (work / "walls.json").exists() else {}
@@ -154,8 +166,7 @@ def main() -> None:
         if step == "unprimed-cand":
             extra = ["--cand-env", "TRITONGATE_GRAPH_PRIME=0"]
         elif "planted-" in step:
-            extra = ["--base-env", f"TRITONGATE_PLANTED_DELAY={plans['zero']}",
-                     "--cand-env", f"TRITONGATE_PLANTED_DELAY={plans[step.rsplit('-', 1)[1]]}"]
+            extra = plant_args(plans, step.rsplit("-", 1)[1])
         loaded = not step.startswith(("unprimed-", "quiet-"))
         if loaded:
             load.start(step)

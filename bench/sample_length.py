@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import shutil
 import statistics
 import sys
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from loaded_host import scaled_plans, tg  # the script's own folder
+from loaded_host import plant_args, record_once, scaled_plans, tg  # the script's own folder
 
 
 def within_round_spread(samples: list[float], per_round: int) -> float:
@@ -83,11 +84,8 @@ def main() -> None:
     work = a.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     log = work / "tritongate.log"
-    rec_file = work / "record.path"
     rows = ["--ops", a.ops, *(["--dtypes", a.dtypes] if a.dtypes else [])]
-    if not rec_file.exists():
-        rec_file.write_text(tg("run", "--suite", "pr", *rows, "--out", str(work / "record"), log=log))
-    record = Path(rec_file.read_text().strip())
+    record = record_once(work, log, *rows)
     plans = scaled_plans(record, work, a.share_1pct)
     summary = json.loads((work / "summary.json").read_text()) if (work / "summary.json").exists() else {}
     for k in (int(x) for x in a.k.split(",")):
@@ -97,10 +95,9 @@ def main() -> None:
             if not (d / "done").exists():
                 shutil.rmtree(d, ignore_errors=True)
                 d.mkdir()
-                extra = [] if step == "aa" else ["--base-env", f"TRITONGATE_PLANTED_DELAY={plans['zero']}",
-                                                 "--cand-env", f"TRITONGATE_PLANTED_DELAY={plans['0.01']}"]
+                extra = [] if step == "aa" else plant_args(plans, "0.01")
                 t0 = time.time()
-                tg("pair", str(rec_k), *rows, "--out", str(d), "--time-identical", *extra, *a.pair_args.split(),
+                tg("pair", str(rec_k), *rows, "--out", str(d), "--time-identical", *extra, *shlex.split(a.pair_args),
                    log=log)
                 (d / "done").write_text(f"{time.time() - t0:.1f}\n")
             summary[f"k{k}-{step}"] = {"wall_s": float((d / "done").read_text()), "rows": summarize(d)}
