@@ -174,8 +174,10 @@ record() {
   fi
   local stdout="$work/record.stdout" record
   mapfile -t ops < <(ops_args)
+  local sample=()  # the nightly's sample length, so this record measures as its would
+  if [[ -n "${TG_SAMPLE_MS:-}" ]]; then sample=(--sample-ms "$TG_SAMPLE_MS"); fi
   "$BASE_PY" "$root/ci/record_baseline.py" --suite "$TG_SUITE" --backend "$TG_BACKEND" \
-    "${ops[@]}" --out "$work/record" | tee "$stdout"
+    "${ops[@]}" "${sample[@]}" --out "$work/record" | tee "$stdout"
   record="$(tail -n 1 "$stdout")"
   if [[ ! -d "$record" ]]; then
     echo "::error::record_baseline.py printed no run directory (last line: $record)"
