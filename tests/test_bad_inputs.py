@@ -667,7 +667,7 @@ SUITE_CASES: list[tuple[str, str | bytes, str, str]] = [  # id, suite text, chec
     ("unknown-top-key", "opps: {add: {}}\nops: {add: {}}\nshapes: shapes.yaml\n", "suite_file",
      r"suite\.yaml: opps: is not a known key \(allowed: .*ops"),
     ("unknown-op-key", "ops: {add: {dtype: [float32]}}\nshapes: shapes.yaml\n", "suite_file",
-     r"suite\.yaml: ops\.add\.dtype: is not a known key \(allowed: dtypes, shapes\)"),
+     r"suite\.yaml: ops\.add\.dtype: is not a known key \(allowed: dtypes, sample_ms, shapes\)"),
     ("op-name-int", "ops: {1: {}}\nshapes: shapes.yaml\n", "suite_file", r"suite\.yaml: ops: the key 1 must be text"),
     ("op-name-empty", "ops: {'': {}}\nshapes: shapes.yaml\n", "suite_file",
      r"suite\.yaml: ops: a key is empty; name it"),

@@ -171,3 +171,30 @@ def test_a_row_that_will_be_slow_on_the_interpreter_is_announced_before_it_runs(
     assert [ev.kind for ev in events][:2] == ["start", "note"]
     (run_dir,) = (tmp_path / "out").iterdir()
     assert "NOTE slow on the interpreter" in (run_dir / "run.log").read_text()
+
+
+def test_an_ops_own_sample_length_reaches_its_rows_measurement(tmp_path, monkeypatch):
+    """The suite's `sample_ms` of an op is the device time its rows' samples aim at; the
+    other ops keep the run's (here 2 ms, as --sample-ms 2 gives); a replay keeps its record's k."""
+    import dataclasses
+
+    import tritongate.runner as runner
+
+    calls: list[tuple[str, float, int | None]] = []
+    real_row = runner.Runner._run_row
+
+    def spy_row(self, item, device, config, launches_per_sample=None):
+        calls.append((item.op, config.target_sample_s, launches_per_sample))
+        return real_row(self, item, device, config, launches_per_sample)
+
+    monkeypatch.setattr(runner.Runner, "_run_row", spy_row)
+    suite = write_suite(tmp_path, "shapes: shapes.yaml\ndtypes: [float32]\nops: {add: {sample_ms: 3}, softmax: {}}\n",
+                        "add: {shapes: [[16]]}\nsoftmax: {shapes: [[2, 8]]}\n")
+    config = dataclasses.replace(CPU_MEASURE, rounds=1, samples_per_round=1, target_sample_s=0.002)
+    record = run_suite(RunRequest(suite=str(suite), backend=CPU, out=tmp_path / "runs", config=config))
+    assert calls == [("add", 0.003, None), ("softmax", 0.002, None)]
+    calls.clear()
+    run_suite(RunRequest(suite=str(suite), backend=CPU, out=tmp_path / "runs", replay_from=record.path,
+                         config=config))
+    recorded = {r.op: r.measurement.launches_per_sample for r in load_run(record.path).rows}
+    assert [(op, k) for op, _, k in calls] == [("add", recorded["add"]), ("softmax", recorded["softmax"])]

@@ -22,7 +22,7 @@ def test_builtin_suites_load():
     ("shapes: shapes.yaml\n", "suite_empty", "lists no ops"),
     ("shapes: shapes.yaml\nops: {add: {dtypes: float32}}\n", "suite_file", "ops.add.dtypes"),
     ("shapes: shapes.yaml\nops: {add: {}}\nbogus: 1\n", "suite_file", r"bogus: is not a known key \(allowed: description, dtypes, modules, ops, shapes\)"),
-    ("shapes: shapes.yaml\nops: {add: {dtype: [float32]}}\n", "suite_file", r"ops.add.dtype: is not a known key \(allowed: dtypes, shapes\)"),
+    ("shapes: shapes.yaml\nops: {add: {dtype: [float32]}}\n", "suite_file", r"ops.add.dtype: is not a known key \(allowed: dtypes, sample_ms, shapes\)"),
     ("shapes: shapes.yaml\nops: {add: {dtypes: [true]}}\n", "suite_file", r"ops.add.dtypes\[0\]: expected a string, got true"),
     ("shapes: shapes.yaml\nops: {add: {shapes: [[0]]}}\n", "suite_file", r"ops.add.shapes\[0\]\[0\]: expected a number >= 1, got 0"),
     ("shapes: shapes.yaml\nops: {add: {shapes: [['4096']]}}\n", "suite_file", r"ops.add.shapes\[0\]\[0\]: expected an integer, got the text '4096'"),
@@ -32,6 +32,9 @@ def test_builtin_suites_load():
     ("ops: {add: {shapes: [[16]]}, softmax: {}}\n", "suite_file", "give these ops inline shapes: softmax"),
     ("shapes: nope.yaml\nops: {add: {}}\n", "shape_file", "does not exist"),
     ("ops: {add: {}}\n", "suite_file", "'shapes' must name a shape file"),
+    ("shapes: shapes.yaml\nops: {add: {sample_ms: 0}}\n", "suite_file", r"ops.add.sample_ms: expected a number > 0"),
+    ("shapes: shapes.yaml\nops: {add: {sample_ms: 101}}\n", "suite_file", r"ops.add.sample_ms: expected a number <= 100"),
+    ("shapes: shapes.yaml\nops: {add: {sample_ms: '2'}}\n", "suite_file", r"ops.add.sample_ms: expected a number, got the text '2'"),
 ])
 def test_bad_suites_name_their_check(tmp_path, suite, check, msg):
     with pytest.raises(PreflightError, match=msg) as info:
@@ -62,3 +65,18 @@ def test_a_suite_of_inline_shapes_needs_no_shape_file(tmp_path):
     suite = load_suite(str(path))
     assert suite.shape_file is None and suite.shapes == {"add": ((4096,),)}
     assert suite.modules == ("my_ops",) and suite.ops[0].dtypes == ("float16",)
+
+
+def test_an_op_may_set_its_own_sample_length(tmp_path):
+    suite = load_suite(str(write_suite(tmp_path, "shapes: shapes.yaml\nops: {add: {sample_ms: 2.5}, softmax: {}}\n",
+                                       "add: {shapes: [[16]]}\nsoftmax: {shapes: [[2, 8]]}\n")))
+    assert {op.name: op.sample_s for op in suite.ops} == {"add": 0.0025, "softmax": None}
+
+
+def test_the_builtin_pr_suite_samples_attention_causal_longer():
+    """Its launches jitter about 1 % a sample at 0.5 ms: 2 ms (14 launches) caught +1 % on both rows
+    (bench/results/2026-12-06_h100c_sample2ms.md); no other op's rows need it."""
+    for name in ("pr", "deep"):
+        lengths = {op.name: op.sample_s for op in load_suite(name).ops}
+        assert lengths.pop("attention_causal") == 0.002
+        assert set(lengths.values()) == {None}, name

@@ -86,6 +86,7 @@ class Runner:
         self._partial = False  # the filters left out rows of the suite (set by prepare)
         self._ir: IRStore | None = None  # the run's ttgir/ (GPU backends)
         self._plan: PlantPlan | None = None  # TRITONGATE_PLANTED_DELAY's plan, read once when the run starts
+        self._op_sample_s: dict[str, float] = {}  # ops whose suite sets their own sample length (set by _run)
 
     # -- set-up ----------------------------------------------------------------------------
     def prepare(self) -> tuple[list[PlannedRow], Any, Any, RecordSet | None]:
@@ -156,6 +157,7 @@ class Runner:
              sweep: SweepOutcome | None = None) -> RunOutcome:
         req = self.request
         self._plan = plan = load_plan()  # before the run's directory: a bad plan leaves nothing behind
+        self._op_sample_s = {op.name: op.sample_s for op in suite.ops if op.sample_s is not None}
         path = new_run_dir(req.out, suite.name)
         modules = suite.modules
         suite_ident = {"name": suite.name, "path": str(suite.path),
@@ -278,7 +280,9 @@ class Runner:
             self._progress(Progress("row_start", index=i, total=len(planned), planned=item))
             session.begin_row(item.op, item.case, item.dtype)
             k = session.replay.launches.get((item.op, item.case, item.dtype)) if session.replay else None
-            row = self._run_row(item, device, config, launches_per_sample=k)
+            own = self._op_sample_s.get(item.op)  # the suite's sample length for this op
+            row_config = dataclasses.replace(config, target_sample_s=own) if own is not None else config
+            row = self._run_row(item, device, row_config, launches_per_sample=k)
             tuned = session.end_row()
             row = dataclasses.replace(row, markers=row.markers + tuple(tuned.markers),
                                       autotune=tuned.to_dict())

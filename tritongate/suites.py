@@ -21,7 +21,7 @@ import yaml
 
 from tritongate.errors import PreflightError
 from tritongate.validation import validate
-from tritongate.validation.inputfiles import ProviderSuiteDoc, ShapeFileDoc, SuiteDoc
+from tritongate.validation.inputfiles import ProviderSuiteDoc, ShapeFileDoc, SuiteDoc, SuiteOpDoc
 from tritongate.yamlsafe import YamlLimitError, describe_yaml_error, load_bounded
 
 Shape = tuple[int, ...]
@@ -42,6 +42,7 @@ def builtin_suites() -> list[str]:
 class SuiteOp:
     name: str
     dtypes: tuple[str, ...]
+    sample_s: float | None = None  # the suite's sample length for this op (None: the run's)
 
 
 @dataclass(frozen=True)
@@ -136,8 +137,8 @@ def load_suite(suite: str, *, shape_file: str | Path | None = None) -> Suite:
         return _load_provider_suite(path, raw_doc, raw, shape_file)
     doc = validate(SuiteDoc, raw_doc, source=path, error=_suite_error)
     default_dtypes = tuple(doc.dtypes) if doc.dtypes else ("float32",)
-    ops = tuple(SuiteOp(name, tuple(entry.dtypes) if entry and entry.dtypes else default_dtypes)
-                for name, entry in doc.ops.items())
+    ops = tuple(SuiteOp(name, tuple(entry.dtypes) if entry and entry.dtypes else default_dtypes,
+                        _sample_s(entry)) for name, entry in doc.ops.items())
     inline = {name: tuple(tuple(s) for s in entry.shapes) for name, entry in doc.ops.items()
               if entry and entry.shapes}
     shapes: dict[str, tuple[Shape, ...]] = {}
@@ -157,6 +158,10 @@ def load_suite(suite: str, *, shape_file: str | Path | None = None) -> Suite:
     digest = hashlib.sha256(raw + b"\0" + shapes_raw).hexdigest()
     return Suite(name=path.stem, path=path, description=doc.description, ops=ops,
                  shape_file=shapes_path, shapes=shapes, digest=digest, modules=tuple(doc.modules))
+
+
+def _sample_s(entry: SuiteOpDoc | None) -> float | None:
+    return entry.sample_ms / 1e3 if entry is not None and entry.sample_ms is not None else None
 
 
 def _read_shape_file(shapes_path: Path) -> tuple[dict[str, tuple[Shape, ...]], bytes]:
@@ -200,7 +205,7 @@ def _load_provider_suite(path: Path, raw_doc: dict[str, Any], raw: bytes,
     # the op list depends on the inventory and the dismiss list as much as on the suite
     digest = hashlib.sha256(b"\0".join((raw, shapes_raw, inventory.raw, dismiss_raw))).hexdigest()
     return Suite(name=path.stem, path=path, description=doc.description,
-                 ops=tuple(SuiteOp(r.row_name, r.dtypes) for r in resolved.ops),
+                 ops=tuple(SuiteOp(r.row_name, r.dtypes, _sample_s(doc.ops.get(r.op))) for r in resolved.ops),
                  shape_file=shapes_path, shapes={r.row_name: r.shapes for r in resolved.ops}, digest=digest,
                  modules=(prov.module,), provider=prov.name, inventory=inventory.path, dismiss=dismiss_path,
                  dismissed=tuple(resolved.dismissed),

@@ -299,7 +299,7 @@ def test_a_bad_dismiss_list_is_one_line(tmp_path, dismiss, fragment):
 @pytest.mark.parametrize("body,fragment", [
     ("ops: all\n", "ops: expected a mapping of op names, or the word 'inventory'"),
     ("ops: {mm: {}}\nmodules: [x]\n", "modules: is not a known key (allowed: description, dismiss, dtypes, inventory, ops, provider, shapes)"),
-    ("ops: {mm: {dtype: [float16]}}\n", "ops.mm.dtype: is not a known key (allowed: dtypes, shapes)"),
+    ("ops: {mm: {dtype: [float16]}}\n", "ops.mm.dtype: is not a known key (allowed: dtypes, sample_ms, shapes)"),
     ("ops: {'mm/x': {}}\n", "does not match"),
 ])
 def test_the_provider_suite_schema_is_strict(tmp_path, body, fragment):

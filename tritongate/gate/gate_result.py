@@ -100,8 +100,8 @@ class GateResult:
                 stop = "sample_spread"
             why[stop] = why.get(stop, 0) + 1
         # a CUDA-graph sample of more launches narrows it (its k is set when the row is recorded)
-        longer = ", longer samples do: record with --sample-ms" if self.base.identity.get("timer") == "cuda-graph" \
-            else ""
+        longer = (", longer samples do: record with --sample-ms, or give the op sample_ms in its suite"
+                  if self.base.identity.get("timer") == "cuda-graph" else "")
         stops = "; ".join(_STOP_PHRASES.get(k, "{n} by " + k).format(n=n, longer=longer) for k, n in why.items())
         return f"{len(blind)} row(s) could not resolve {worst}: {stops}"
 

@@ -22,6 +22,9 @@ Effect = Annotated[float, Field(ge=0, le=10)]
 class SuiteOpDoc(HandWritten):
     dtypes: Optional[DtypeList] = None
     shapes: Optional[ShapeList] = None  # inline shapes: win over the shape file's for this op
+    # device time a CUDA-graph sample of this op aims at when recorded, in ms (wins over --sample-ms):
+    # for kernels whose launches jitter more than the rest
+    sample_ms: Optional[Annotated[float, Field(gt=0, le=100)]] = None
 
 
 class SuiteDoc(HandWritten):
