@@ -187,6 +187,7 @@ def test_a_record_for_another_target_is_compiled_for_it_and_a_non_cuda_one_times
                               "--out", str(tmp_path / "o2")]) == 0
     doc = json.loads((tmp_path / "o2" / "prescreen.json").read_text())
     assert doc["target"] is None and len(doc["rows_changed"]) == 2 and not (tmp_path / "o2" / "verdict").exists()
+    assert not (tmp_path / "o2" / "ir-diff").exists()  # nothing to upload: the GPU job must not download one
     assert "2 of 2 rows timed: the baseline was recorded for hip:gfx942" in capsys.readouterr().out
 
 

@@ -391,6 +391,22 @@ def test_a_failed_or_unknown_judge_times_every_row() -> None:
     assert condition(changed["if"], Evaluator(ctx)) is False  # no ir-diff to download: every row is timed
 
 
+def test_a_judge_that_made_no_ir_diff_leaves_the_gpu_job_nothing_to_download() -> None:
+    """A baseline of no CUDA target (ROCm, another FlagTree backend) is screened to "every row
+    timed" without an ir-diff/, so nothing is uploaded; the GPU job's download by name used to
+    run anyway on rows-changed, fail ("Artifact not found"), and fail every such PR."""
+    for name in ("pr-gate.yml", "../../examples/cross-org/perf-gate.yml"):  # same-org calls pr-gate.yml
+        doc = load_yaml(WORKFLOWS / name)
+        judge = doc["jobs"]["judge"]
+        assert judge["outputs"]["ir-diff"].startswith("${{ steps.judge.outputs.ir-diff != '' }}"), name
+        changed = next(s for s in doc["jobs"]["gate"]["steps"] if s.get("id") == "changed")
+        for made, downloads in (("false", False), ("true", True)):
+            ctx = {"github": github_context("pull_request", "pull_request.synchronize"), "inputs": {},
+                   "needs": {"judge": {"result": "success", "outputs": {"rows-changed": "34", "ir-diff": made}},
+                             "opt-in": {"result": "success", "outputs": {"run": "true", "full": "false"}}}}
+            assert condition(changed["if"], Evaluator(ctx)) is downloads, (name, made)
+
+
 def test_a_full_run_skips_the_pre_screen_so_one_job_uploads_the_verdict() -> None:
     """full-run: true on a PR whose kernels are unchanged used to run both: the pre-screen's zero
     verdict and the gate's verdict were two artifacts of one name, and the second upload failed."""

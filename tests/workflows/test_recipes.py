@@ -312,9 +312,10 @@ NEEDS = {
                ("success", {"run": "true", "full": "true", "reason": ""}),
                ("success", {"run": "false", "full": "false", "reason": "opt-in"}), ("failure", {})],
     "prescreen": [("success", {}), ("failure", {}), ("skipped", {})],  # the two halves: no outputs
-    "judge": [("success", {"rows-changed": "0", "verdict": "true", "key": "k"}),
-              ("success", {"rows-changed": "3", "verdict": "true", "key": "k"}),
-              ("success", {"rows-changed": "unknown", "verdict": "false", "key": "k"}),
+    "judge": [("success", {"rows-changed": "0", "verdict": "true", "key": "k", "ir-diff": "true"}),
+              ("success", {"rows-changed": "3", "verdict": "true", "key": "k", "ir-diff": "true"}),
+              ("success", {"rows-changed": "34", "verdict": "false", "key": "k", "ir-diff": "false"}),
+              ("success", {"rows-changed": "unknown", "verdict": "false", "key": "k", "ir-diff": "false"}),
               ("failure", {}), ("skipped", {})],
     "gate": [("success", {}), ("failure", {}), ("skipped", {})],
     "record": [("success", {"entry": "acme-h200/pr/NVIDIA H200/e"}), ("success", {"entry": ""}),
