@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tritongate.github import outputs
-from tritongate.github.optin import decide, live_labels
+from tritongate.github.optin import decide, labels_that_count
 from tritongate.github.rest import GitHubError, client_from_env
 
 
@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     opt_in = mode in ("true", "label")
     labels: list[str] = []
+    refused: list[str] = []
     try:
         if args.event_name == "pull_request":  # perf-full counts with or without opt-in mode
             if not re.fullmatch(r"[1-9][0-9]{0,9}", args.pr):  # str.isdigit() takes '²' too
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: opt_in.py: GITHUB_API_URL: {exc}", file=sys.stderr)
                 return 2
             try:
-                labels = live_labels(client, args.repo, int(args.pr))
+                labels, refused = labels_that_count(client, args.repo, int(args.pr))
             except GitHubError as exc:
                 if opt_in:  # the labels decide whether the gate runs: no guessing
                     raise
@@ -60,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     except GitHubError as exc:
         print(f"error: opt_in.py: {exc}", file=sys.stderr)
         return 5
-    d = decide(args.event_name, labels, opt_in=opt_in)
+    for why in refused:
+        print(f"::warning::opt_in.py: {why}", file=sys.stderr)
+    d = decide(args.event_name, labels, opt_in=opt_in, refused=refused)
     values = {"run": d.run, "full": d.full, "reason": d.reason}
     try:
         text = outputs.append(args.github_output, values) if args.github_output else outputs.render(values)

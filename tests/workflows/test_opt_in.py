@@ -13,7 +13,7 @@ import pytest
 from tests.workflows.payloads import github_context, payload
 from tests.workflows.replay import Evaluator, condition, load_yaml
 from tests.workflows.test_pr_gate_steps import REPO, WORKFLOWS
-from tritongate.github.optin import Command, decide, parse_command, parse_label, run_command
+from tritongate.github.optin import Command, decide, labels_that_count, parse_command, parse_label, run_command
 from tritongate.github.rest import GitHubError
 
 
@@ -250,7 +250,7 @@ def test_perf_full_counts_without_opt_in_mode(tmp_path, monkeypatch) -> None:
     spec = importlib.util.spec_from_file_location("opt_in_cli", REPO / "ci" / "opt_in.py")
     cli = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cli)  # type: ignore[union-attr]
-    monkeypatch.setattr(cli, "live_labels", lambda client, repo, pr: ["perf-full"])
+    monkeypatch.setattr(cli, "labels_that_count", lambda client, repo, pr: (["perf-full"], []))
     out = tmp_path / "out"
     assert cli.main(["--event-name", "pull_request", "--repo", "acme/triton", "--pr", "42", "--opt-in", "false",
                      "--github-output", str(out)]) == 0
@@ -269,10 +269,95 @@ def test_unreadable_labels_fail_only_where_they_decide_whether_the_gate_runs(tmp
     def down(client, repo, pr):
         raise GitHubError("GET /repos/acme/triton/issues/42/labels: 502", status=502)
 
-    monkeypatch.setattr(cli, "live_labels", down)
+    monkeypatch.setattr(cli, "labels_that_count", down)
     out = tmp_path / "out"
     assert cli.main(["--event-name", "pull_request", "--repo", "acme/triton", "--pr", "42", "--opt-in", opt_in,
                      "--github-output", str(out)]) == code
     if code == 0:
         assert "run=true" in out.read_text() and "full=false" in out.read_text()
         assert "perf-full label is not seen" in capsys.readouterr().err
+
+
+class LabelClient:
+    """The REST API as documented for reading who added a PR's labels: the live labels, the
+    issue events (oldest first, `tests/workflows/events/api.issue_events.json`), and the
+    collaborator permission of each adder (404 for a stranger)."""
+
+    def __init__(self, labels: list[str], permissions: dict[str, str]) -> None:
+        import json
+
+        from tests.workflows.payloads import EVENTS
+
+        self.labels, self.permissions = labels, permissions
+        self.events = json.loads((EVENTS / "api.issue_events.json").read_text())
+        self.asked: list[str] = []
+
+    def get_pages(self, path: str, **_: Any) -> Any:
+        if path.startswith("/repos/acme/triton/issues/42/labels"):
+            return [{"name": name, "color": "ededed"} for name in self.labels]
+        assert path.startswith("/repos/acme/triton/issues/42/events"), path
+        return list(self.events)
+
+    def get(self, path: str, **_: Any) -> Any:
+        login = path.split("/collaborators/")[1].split("/")[0]
+        self.asked.append(login)
+        if login not in self.permissions:
+            raise GitHubError("not a collaborator", status=404)
+        return {"permission": self.permissions[login], "user": {"login": login}}
+
+
+@pytest.mark.parametrize("permissions, counts", [
+    ({"triager": "read", "maintainer": "admin"}, False),  # triage reads as read: its label is not a request
+    ({}, False),                                          # a stranger (404)
+    ({"triager": "write"}, True),
+])
+def test_a_perf_label_counts_only_when_its_last_adder_can_write(permissions: dict, counts: bool) -> None:
+    """A triage role can label a fork PR `perf`; no workflow takes it off there (perf-command
+    acts on same-repository labels only), so the opt-in job asks who added it last."""
+    client = LabelClient(["bug", "perf"], permissions)
+    labels, refused = labels_that_count(client, "acme/triton", 42)  # type: ignore[arg-type]
+    assert client.asked == ["triager"]  # the last labeled event's actor, not the first adder's
+    d = decide("pull_request", labels, opt_in=True, refused=refused)
+    assert d.run is counts and ("perf" in labels) is counts and "bug" in labels
+    if not counts:
+        assert refused == [f"the label `perf` was added by @triager, whose access is "
+                           f"`{permissions.get('triager', 'none')}`; it counts only when someone with write "
+                           "access adds it"]
+        assert d.reason.startswith("opt-in: the label `perf` was added by @triager") and "comment /perf" in d.reason
+
+
+def test_a_label_the_perf_command_added_counts_without_asking() -> None:
+    """/perf labels with GITHUB_TOKEN (actor github-actions[bot]) after checking the commenter;
+    a fork PR's token cannot label, so that actor is a workflow of this repository."""
+    client = LabelClient(["perf-full"], {})
+    labels, refused = labels_that_count(client, "acme/triton", 42)  # type: ignore[arg-type]
+    assert labels == ["perf-full"] and refused == [] and client.asked == []
+
+
+def test_a_label_no_event_names_an_adder_for_does_not_count() -> None:
+    client = LabelClient(["perf"], {"triager": "write"})
+    client.events = [e for e in client.events if e.get("label", {}).get("name") != "perf"]
+    labels, refused = labels_that_count(client, "acme/triton", 42)  # type: ignore[arg-type]
+    assert labels == [] and "added by no one the API names" in refused[0]
+
+
+def test_labels_other_than_perf_ask_nothing_more() -> None:
+    client = LabelClient(["bug"], {})
+    client.events = None  # reading them would fail
+    assert labels_that_count(client, "acme/triton", 42) == (["bug"], [])  # type: ignore[arg-type]
+
+
+def test_the_command_line_says_why_a_label_does_not_count(tmp_path, monkeypatch, capsys) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("opt_in_cli_3", REPO / "ci" / "opt_in.py")
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)  # type: ignore[union-attr]
+    why = "the label `perf` was added by @triager, whose access is `read`; it counts only when someone " \
+          "with write access adds it"
+    monkeypatch.setattr(cli, "labels_that_count", lambda client, repo, pr: (["bug"], [why]))
+    out = tmp_path / "out"
+    assert cli.main(["--event-name", "pull_request", "--repo", "acme/triton", "--pr", "42", "--opt-in", "true",
+                     "--github-output", str(out)]) == 0
+    assert "run=false" in out.read_text() and "added by @triager" in out.read_text()
+    assert f"::warning::opt_in.py: {why}" in capsys.readouterr().err

@@ -11,7 +11,9 @@ in a PR comment, and the ``perf``/``perf-full`` label added by hand, re-run the 
 of the PR's head (a label added with GITHUB_TOKEN starts no new workflow run, a re-run through
 the API does). Only an actor with write access is obeyed, asked of the collaborator-permission
 API for every command (``author_association`` says nothing about the role, and a private
-organisation member reads as CONTRIBUTOR); a refused label is taken off again. The command
+organisation member reads as CONTRIBUTOR); a refused label is taken off again, and the
+opt-in job counts a perf label only when its last adder could write (``labels_that_count``:
+a triage role can label a fork PR, where no workflow takes the label off). The command
 acts on the head the commenter saw: the head named in the command, or else a head whose gate
 run already existed when the comment was written; a later head, or no run yet, is refused. A
 run still in progress is labelled, not re-run; a fork run held for approval is left to a
@@ -36,20 +38,54 @@ class Decision:
     reason: str
 
 
-def decide(event_name: str, labels: Iterable[str], *, opt_in: bool) -> Decision:
+def decide(event_name: str, labels: Iterable[str], *, opt_in: bool, refused: Iterable[str] = ()) -> Decision:
+    """``labels``: the PR's labels that count; ``refused``: why a perf label on it does not."""
     names = set(labels)
     full = FULL_LABEL in names
     if event_name != "pull_request" or not opt_in:
         return Decision(True, full, "not an opt-in pull_request run")
     if names & {LABEL, FULL_LABEL}:
         return Decision(True, full, f"label {FULL_LABEL if full else LABEL}")
-    return Decision(False, False, f"opt-in: add the label `{LABEL}` (or comment /perf) to run the perf gate")
+    why = "; ".join(refused)
+    return Decision(False, False, f"opt-in: {why + ': ' if why else ''}add the label `{LABEL}` (or comment /perf) "
+                                  "to run the perf gate")
 
 
 def live_labels(client: GitHubClient, repo: str, pr: int) -> list[str]:
     pages = client.get_pages(f"/repos/{repo}/issues/{pr}/labels?per_page=100", what=f"reading the labels of #{pr}",
                              permission="pull-requests: read")
     return [label["name"] for label in pages if isinstance(label, dict) and isinstance(label.get("name"), str)]
+
+
+def labels_that_count(client: GitHubClient, repo: str, pr: int) -> tuple[list[str], list[str]]:
+    """The PR's live labels, less a perf label whose last adder cannot write (a triage role can
+    label a fork PR, and no workflow takes that label off), and the reason for each left out.
+    The adder is the actor of the label's last ``labeled`` issue event, whose permission is
+    asked of the collaborator-permission API, as for `/perf`."""
+    labels = live_labels(client, repo, pr)
+    wanted = [name for name in labels if name in (LABEL, FULL_LABEL)]
+    if not wanted:
+        return labels, []
+    events = client.get_pages(f"/repos/{repo}/issues/{pr}/events?per_page=100",
+                              what=f"reading who labelled #{pr}", permission="pull-requests: read")
+    adder: dict[str, str] = {}
+    for event in events:  # oldest first: the last labeled event of a name wins
+        if isinstance(event, dict) and event.get("event") == "labeled" and isinstance(event.get("label"), dict):
+            name = event["label"].get("name")
+            if name in wanted:
+                adder[name] = _login(event, "actor")
+    refused: list[str] = []
+    for name in wanted:
+        login = adder.get(name, "")
+        if login == ACTIONS_BOT:  # `/perf` labels with GITHUB_TOKEN after checking the commenter
+            continue
+        allowed, permission = can_write(client, repo, login) if login else (False, "unknown")
+        if not allowed:
+            labels = [n for n in labels if n != name]
+            who = f"@{login}, whose access is `{permission}`" if login else "no one the API names"
+            refused.append(f"the label `{name}` was added by {who}; it counts only when someone with write "
+                           "access adds it")
+    return labels, refused
 
 
 @dataclass(frozen=True)
@@ -74,6 +110,9 @@ class Outcome:
     reply: str | None = None
 
 
+# The actor of what a workflow does with GITHUB_TOKEN: only a token that can write adds a label
+# (a fork PR's is read-only), so a label it added was added by a workflow of this repository.
+ACTIONS_BOT = "github-actions[bot]"
 WRITE_PERMISSIONS = frozenset({"admin", "write"})  # the API maps maintain to write, triage to read
 _COMMAND = re.compile(r"\A/perf(?:\s+(full))?(?:\s+([0-9a-f]{12,40}))?\s*\Z")
 
