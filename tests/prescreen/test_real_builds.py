@@ -5,7 +5,9 @@ index, captured on the interpreter. Each change is screened for real: recompiled
 
 - an option default the binder applies (FP fusion off): the recorded variants compile the
   same, so the ahead-of-time diff alone would pass the PR unmeasured; every row is timed;
-- an autotuner change (``runtime/autotuner.py``): every row is timed, the file named;
+- an autotuner change (``runtime/autotuner.py``), a change in the JIT's launch (``runtime/jit.py``)
+  or in the CUDA launcher (``third_party/nvidia/backend/driver.py``): every row is timed, the
+  file named;
 - a pass change (one of the Hopper pipelines dropped): exactly the rows whose kernels changed;
 - a comment: nothing timed, the zero verdict written."""
 
@@ -62,6 +64,17 @@ def test_an_autotuner_change_times_every_row_naming_the_file(record, tmp_path):
     doc, out = screen(record, "autotuner-args-dict.patch", tmp_path)
     assert doc["timed_without_ir_change"]["launch_path"] == ["runtime/autotuner.py"]
     assert len(doc["rows_changed"]) == 8 and not (out / "verdict").exists()
+
+
+@pytest.mark.parametrize("patch, named", [("jit-grid-tuple.patch", "runtime/jit.py"),
+                                          ("launcher-grid-size.patch", "backends/nvidia/driver.py")])
+def test_a_launch_or_launcher_change_times_every_row_naming_the_file(record, tmp_path, patch, named):
+    """Every recorded variant compiles the same under these, so only the launch-path check
+    stands between them and a pass with no measurement."""
+    doc, out = screen(record, patch, tmp_path)
+    assert doc["variants"] == {"identical": doc["rows_total"]}
+    assert doc["timed_without_ir_change"]["launch_path"] == [named]
+    assert len(doc["rows_changed"]) == doc["rows_total"] == 8 and not (out / "verdict").exists()
 
 
 def test_a_pass_change_times_exactly_the_rows_whose_kernels_changed(record, tmp_path):
