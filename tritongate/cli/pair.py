@@ -26,7 +26,7 @@ def add_gate_parser(sub: argparse._SubParsersAction) -> None:
     gate = add_command(
         sub, "gate", cmd_gate, help="compare a candidate run with a base run and decide (verdict.json, verdict.md)",
         description="Join the rows of two run directories on (op, case, dtype) and give each a verdict: "
-                    "REGRESSED, IMPROVED, UNCHANGED, IDENTICAL_BINARY, REJECTED, NOT_COMPARABLE, "
+                    "REGRESSED, IMPROVED, UNCONFIRMED, UNCHANGED, IDENTICAL_BINARY, REJECTED, NOT_COMPARABLE, "
                     "MISSING or NEW. Any regression fails the gate (exit 1); so does a replayed config "
                     "that no longer compiles, and more missing rows than allowed. Rejected and "
                     "not-comparable rows are listed as unverified and fail only under --strict.",

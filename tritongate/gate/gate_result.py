@@ -10,7 +10,7 @@ from tritongate.errors import ExitCode
 from tritongate.gate.comparability import Mismatch
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.row_verdict import RowVerdict, Verdict
-from tritongate.model.verdict import spread_bound
+from tritongate.model.verdict import FAILING, JUDGED, UNVERIFIED, spread_bound
 from tritongate.rundir import Run
 
 # blind_text's words for what stopped the rows (RowVerdict.stopped_by)
@@ -25,8 +25,6 @@ _STOP_PHRASES = {"row_budget": "{n} stopped by the row budget (raise --row-budge
                                  "the minimum effect (run the pair again)"}
 # The headline's three states.
 PASS, BLIND, FAIL = "pass", "blind", "fail"
-_JUDGED = frozenset({Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCONFIRMED, Verdict.UNCHANGED,
-                     Verdict.IDENTICAL_BINARY})
 
 
 @dataclass
@@ -44,8 +42,9 @@ class GateResult:
     @property
     def failures(self) -> list[str]:
         out = []
-        if reg := self.by(Verdict.REGRESSED):
-            out.append(f"{len(reg)} regressed row(s)")
+        for word in FAILING:
+            if hit := self.by(word):
+                out.append(f"{len(hit)} {word.lower()} row(s)")
         if hard := [r for r in self.rows if r.fails_policy]:
             out.append(f"{len(hard)} row(s) that the candidate fails where the base did not (an error, "
                        "timeout or crash, or a recorded config that no longer compiles)")
@@ -53,8 +52,7 @@ class GateResult:
         if len(missing) > self.policy.max_missing:
             out.append(f"{len(missing)} missing row(s), more than the {self.policy.max_missing} allowed")
         if self.policy.strict:
-            unverified = [r for r in self.rows if r.verdict in (Verdict.REJECTED, Verdict.NOT_COMPARABLE)
-                          and not r.fails_policy]
+            unverified = [r for r in self.rows if r.verdict in UNVERIFIED and not r.fails_policy]
             if unverified:
                 out.append(f"{len(unverified)} unverified row(s) (rejected or not comparable) under --strict")
         if self.policy.fail_on_blind and (blind := self.blind_rows):
@@ -68,7 +66,7 @@ class GateResult:
     def judged_any(self) -> bool:
         """Whether some row was judged (timed, or its binaries compared): a verdict that judged
         none saw nothing, whatever its failures."""
-        return any(r.verdict in _JUDGED for r in self.rows)
+        return any(r.verdict in JUDGED for r in self.rows)
 
     @property
     def blind_rows(self) -> list[RowVerdict]:

@@ -7,8 +7,9 @@ those verdicts have."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Optional, Union, get_args
+from typing import Annotated, Any, Callable, Literal, Optional, Union, get_args
 
 from pydantic import Field
 
@@ -18,8 +19,9 @@ from tritongate.validation.fields import NonNegFloat, NonNegInt
 
 
 class Verdict(StrEnum):
-    """A row's verdict. Adding a word here is the one change a new word needs: the groups
-    below and the document's allowed values follow from this list."""
+    """A row's verdict. A new word is added here and given its kind in ``KINDS`` below (the
+    module refuses to load until it has one); every group, the gate's exit, the renderers'
+    sections and counts and the document's allowed values follow from the two."""
 
     REGRESSED = "REGRESSED"
     IMPROVED = "IMPROVED"
@@ -32,11 +34,51 @@ class Verdict(StrEnum):
     NEW = "NEW"
 
 
-CALLED = (Verdict.REGRESSED, Verdict.IMPROVED)  # timed and found different
-NOT_JUDGED = (Verdict.REJECTED, Verdict.NOT_COMPARABLE, Verdict.MISSING, Verdict.NEW)
-QUIET = (Verdict.UNCHANGED, Verdict.IDENTICAL_BINARY)
-FAILING = (Verdict.REGRESSED,)  # fail the gate whatever the document claims (REJECTED: under --strict)
-UNVERIFIED = (Verdict.REJECTED, Verdict.NOT_COMPARABLE)  # fail the gate under --strict
+Section = Literal["called", "unconfirmed", "quiet", "not_judged"]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a word means to the gate: the section it is shown and counted in (``called``:
+    timed and found different; ``unconfirmed``: a call short of its confirmation; ``quiet``:
+    nothing to report; ``not_judged``: no evidence either way), whether it fails the gate,
+    and whether it fails it under ``--strict``."""
+
+    section: Section
+    fails: bool = False
+    fails_strict: bool = False
+
+    @property
+    def judged(self) -> bool:
+        return self.section != "not_judged"
+
+
+KINDS: dict[Verdict, Kind] = {
+    Verdict.REGRESSED: Kind("called", fails=True),
+    Verdict.IMPROVED: Kind("called"),
+    Verdict.UNCONFIRMED: Kind("unconfirmed"),
+    Verdict.UNCHANGED: Kind("quiet"),
+    Verdict.IDENTICAL_BINARY: Kind("quiet"),
+    Verdict.REJECTED: Kind("not_judged", fails_strict=True),
+    Verdict.NOT_COMPARABLE: Kind("not_judged", fails_strict=True),
+    Verdict.MISSING: Kind("not_judged"),
+    Verdict.NEW: Kind("not_judged"),
+}
+if set(KINDS) != set(Verdict):  # a word without a kind would be handled by no one
+    raise ImportError(f"tritongate.model.verdict: give {sorted(v.value for v in set(Verdict) - set(KINDS))} a Kind "
+                      "in KINDS")
+
+
+def _words(keep: Callable[[Kind], bool]) -> tuple[Verdict, ...]:
+    return tuple(v for v in Verdict if keep(KINDS[v]))
+
+
+CALLED = _words(lambda k: k.section == "called")  # timed and found different
+NOT_JUDGED = _words(lambda k: not k.judged)
+JUDGED = _words(lambda k: k.judged)  # timed, or its binaries compared: evidence either way
+QUIET = _words(lambda k: k.section == "quiet")
+FAILING = _words(lambda k: k.fails)  # fail the gate whatever the document claims
+UNVERIFIED = _words(lambda k: k.fails_strict)  # fail the gate under --strict
 
 
 def spread_bound(detectable: float | None, noise_floor: float | None, min_effect: float | None) -> bool:

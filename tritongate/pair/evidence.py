@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from tritongate.gate.verdict import GateResult, Verdict
+from tritongate.gate.verdict import GateResult
+from tritongate.model.verdict import JUDGED
 from tritongate.report.untrusted import neutralize
 
-JUDGED = frozenset({Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCONFIRMED, Verdict.UNCHANGED,
-                    Verdict.IDENTICAL_BINARY})
 MAX_REASON_CHARS = 200  # a reason can quote an op's own error text
 
 

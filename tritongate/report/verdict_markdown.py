@@ -30,7 +30,7 @@ from typing import Any, Mapping
 from tritongate.report.blame_view import markdown_block
 from tritongate.report.units import format_time
 from tritongate.report.untrusted import code_block, markdown_cell, safe_url
-from tritongate.report.verdict_view import (RowView, VerdictView, build_view, geomean_text, headline_parts,
+from tritongate.report.verdict_view import (RowView, VerdictView, build_view, count_parts, geomean_text, headline_parts,
                                             interval_text, notes, pct, row_target, side_text, target_text,
                                             where_parts)
 from tritongate.model.verdict import VerdictDoc
@@ -201,15 +201,8 @@ def _headline(view: VerdictView) -> str:
 
 
 def _counts(view: VerdictView) -> str:
-    d = view.doc
-    parts = [f"{len(d.rows)} row{'' if len(d.rows) == 1 else 's'}"]
-    for label, n in (("regressed", len(view.regressed)), ("improved", len(view.improved)),
-                     ("unconfirmed", len(view.unconfirmed)), ("not judged", len(view.not_judged)),
-                     ("could not resolve their target", len(view.blind)), ("unchanged", view.unchanged)):
-        if n:
-            parts.append(f"{n} {label}")
-    gm = geomean_text(d, bool(view.regressed or view.improved))
-    return " · ".join(parts) + (f" · {gm}" if gm else "")
+    gm = geomean_text(view.doc, bool(view.regressed or view.improved))
+    return " · ".join(count_parts(view)) + (f" · {gm}" if gm else "")
 
 
 def _where(view: VerdictView) -> str:

@@ -13,7 +13,7 @@ from tritongate.model.verdict import Verdict, VerdictDoc
 from tritongate.report.blame_view import terminal_block
 from tritongate.report.units import format_time
 from tritongate.report.untrusted import neutralize
-from tritongate.report.verdict_view import (RowView, VerdictView, build_view, geomean_text, headline_parts,
+from tritongate.report.verdict_view import (RowView, VerdictView, build_view, count_parts, geomean_text, headline_parts,
                                             interval_text, notes, pct, row_target, side_text, target_text,
                                             where_parts)
 
@@ -64,12 +64,8 @@ def summary_lines(doc: VerdictDoc | Mapping[str, Any]) -> list[str]:
         doc = validate(VerdictDoc, doc, source="verdict.json", error=RunDirError)
     view = build_view(doc)
     lines = [_headline(view)]
-    counts = [f"{len(doc.rows)} row{'' if len(doc.rows) == 1 else 's'}"] + [f"{n} {label}" for label, n in (
-        ("regressed", len(view.regressed)), ("improved", len(view.improved)),
-        ("unconfirmed", len(view.unconfirmed)), ("not judged", len(view.not_judged)),
-        ("could not resolve their target", len(view.blind)), ("unchanged", view.unchanged)) if n]
     gm = geomean_text(doc, bool(view.regressed or view.improved))
-    lines.append(" · ".join(counts) + (f" · {gm}" if gm else ""))
+    lines.append(" · ".join(count_parts(view)) + (f" · {gm}" if gm else ""))
     lines += _group(Verdict.REGRESSED, view.regressed, _change)
     lines += _group(Verdict.IMPROVED, view.improved, _change)
     lines += _group(Verdict.UNCONFIRMED, view.unconfirmed, _change)

@@ -180,6 +180,15 @@ def build_view(doc: VerdictDoc) -> VerdictView:
                        blind=blind, unchanged=unchanged)
 
 
+def count_parts(view: VerdictView) -> list[str]:
+    """The counts line as every renderer writes it: the rows, then each group that has any."""
+    n_rows = len(view.doc.rows)
+    return [f"{n_rows} row{'' if n_rows == 1 else 's'}"] + [f"{n} {label}" for label, n in (
+        ("regressed", len(view.regressed)), ("improved", len(view.improved)),
+        ("unconfirmed", len(view.unconfirmed)), ("not judged", len(view.not_judged)),
+        ("could not resolve their target", len(view.blind)), ("unchanged", view.unchanged)) if n]
+
+
 def pct(value: float | None, digits: int = 1, sign: bool = True) -> str:
     """A relative effect as per cent, ``+5.1 %``; "n/a" where there is none."""
     if value is None or not math.isfinite(value):
