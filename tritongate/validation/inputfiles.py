@@ -69,10 +69,11 @@ class ProviderSuiteDoc(HandWritten):
                 raise ValueError(f"ops: expected a mapping of op names, or the word {INVENTORY_WORD!r} "
                                  f"(every op of the inventory that is not dismissed), got the text "
                                  f"{data['ops'][:60]!r}")
-            doc = handler({**data, "ops": {}})
+            doc: ProviderSuiteDoc = handler({**data, "ops": {}})
             doc._all_inventory = True
             return doc
-        return handler(data)
+        plain: ProviderSuiteDoc = handler(data)
+        return plain
 
     @property
     def all_inventory(self) -> bool:

@@ -80,10 +80,11 @@ class IdentityDoc(OpenDoc):
 
 # -- autotune_records/ ---------------------------------------------------------------------
 
-class ConfigDoc(OpenDoc):
+# a field named `kwargs` beside the **kwargs pydantic's type-checker plugin gives __init__
+class ConfigDoc(OpenDoc):  # type: ignore[no-redef]
     """Every ``triton.Config`` field, explicitly; extra fields are scalars (a version's own)."""
 
-    __pydantic_extra__: dict[str, Scalar]  # type: ignore[assignment]
+    __pydantic_extra__: dict[str, Scalar]
     kwargs: dict[str, Scalar]
     num_warps: Optional[PosInt] = None
     num_stages: Optional[NonNegInt] = None
