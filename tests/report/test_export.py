@@ -60,6 +60,29 @@ def test_run_frame_has_stable_columns_and_dtypes():
     assert {c: str(t) for c, t in frame.dtypes.items()} == RUN_COLUMNS
 
 
+def test_a_new_scalar_field_of_a_stored_row_is_a_column_with_no_edit_to_the_export():
+    """A field added to schema.Row reaches the CSV and the frame by itself (after the known
+    columns); the fields the known columns stand for are fields of Row."""
+    import dataclasses as dc
+    from typing import Optional
+
+    from pydantic.dataclasses import dataclass
+
+    from tritongate.report.export import _ROW_FIELDS_SHOWN
+
+    assert _ROW_FIELDS_SHOWN <= {f.name for f in dc.fields(Row)}
+
+    @dataclass(frozen=True)
+    class NotedRow(Row):
+        note: Optional[str] = None
+
+    noted = NotedRow(**{f.name: getattr(timed(), f.name) for f in dc.fields(Row)}, note="clock pinned")
+    frame = run_frame(a_run([noted, timed(case="other")]))
+    assert list(frame.columns) == [*RUN_COLUMNS, "note"]
+    assert by_case(frame)["4096x4096"]["note"] == "clock pinned" and pd.isna(by_case(frame)["other"]["note"])
+    assert "clock pinned" in render_run(a_run([noted]), "csv")
+
+
 def test_an_empty_run_still_has_every_column_and_dtype():
     frame = run_frame(a_run([]))
     assert len(frame) == 0 and list(frame.columns) == list(RUN_COLUMNS)

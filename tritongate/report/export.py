@@ -8,6 +8,7 @@ through ``markdown_cell``: op and case names come from the code under test.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
@@ -65,7 +66,20 @@ VERDICT_COLUMNS: dict[str, str] = {
 LIST_SEPARATOR = "; "
 
 
+# Row fields the columns above stand for (or that are not one value): every other field of a
+# stored row is a column of its own, so a new scalar field reaches the CSV with no edit here.
+_ROW_FIELDS_SHOWN = frozenset({"op", "case", "dtype", "timer", "samples", "status", "params", "markers",
+                               "measurement", "correctness", "variants", "error", "flops", "bytes", "autotune",
+                               "skipped", "stored_summary"})
+
+
 def _row_record(row: Row) -> dict[str, Any]:
+    extra = {f.name: value for f in dataclasses.fields(row) if f.name not in _ROW_FIELDS_SHOWN
+             and isinstance(value := getattr(row, f.name), (str, int, float, bool, type(None)))}
+    return extra | _known_record(row)
+
+
+def _known_record(row: Row) -> dict[str, Any]:
     s = row.summary
     m = row.measurement
     pairing = m.pairing if m else None
