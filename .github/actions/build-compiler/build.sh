@@ -213,8 +213,11 @@ install_deps() {  # into the venv: tritongate's runtime deps; torch only when th
   local vpy="$1"
   "$vpy" -m pip install -q --disable-pip-version-check --upgrade pip
   if ! "$vpy" -c 'import torch' 2>/dev/null; then
-    echo "torch is not importable from '${TG_PYTHON:-python3}': installing it into the build venv" >&2
-    "$vpy" -m pip install -q --disable-pip-version-check torch
+    local index=()  # TG_TORCH_INDEX: a CPU runner's CPU build (PyPI's Linux torch is a CUDA build of GBs)
+    if [[ -n "${TG_TORCH_INDEX:-}" ]]; then index=(--index-url "$TG_TORCH_INDEX"); fi
+    echo "torch is not importable from '${TG_PYTHON:-python3}': installing it into the build venv" \
+         "${TG_TORCH_INDEX:+from $TG_TORCH_INDEX}" >&2
+    "$vpy" -m pip install -q --disable-pip-version-check "${index[@]}" torch
   fi
   "$vpy" -m pip install -q --disable-pip-version-check "${TG_DEPS[@]}"
 }
