@@ -174,8 +174,9 @@ def test_a_row_that_will_be_slow_on_the_interpreter_is_announced_before_it_runs(
 
 
 def test_an_ops_own_sample_length_reaches_its_rows_measurement(tmp_path, monkeypatch):
-    """The suite's `sample_ms` of an op is the device time its rows' samples aim at; the
-    other ops keep the run's (here 2 ms, as --sample-ms 2 gives); a replay keeps its record's k."""
+    """The suite's `sample_ms` of an op is the least device time its rows' samples aim at; the
+    other ops keep the run's (here 2 ms, as --sample-ms 2 gives), and a longer run's length is
+    every op's; a replay keeps its record's k. The identity keeps the suite's lengths."""
     import dataclasses
 
     import tritongate.runner as runner
@@ -193,6 +194,12 @@ def test_an_ops_own_sample_length_reaches_its_rows_measurement(tmp_path, monkeyp
     config = dataclasses.replace(CPU_MEASURE, rounds=1, samples_per_round=1, target_sample_s=0.002)
     record = run_suite(RunRequest(suite=str(suite), backend=CPU, out=tmp_path / "runs", config=config))
     assert calls == [("add", 0.003, None), ("softmax", 0.002, None)]
+    ident = json.loads((record.path / "run_identity.json").read_text())
+    assert ident["suite"]["sample_ms"] == {"add": 3.0}
+    calls.clear()
+    longer = dataclasses.replace(config, target_sample_s=0.004)  # --sample-ms 4: the jittery op is not cut to 3
+    run_suite(RunRequest(suite=str(suite), backend=CPU, out=tmp_path / "runs4", config=longer))
+    assert calls == [("add", 0.004, None), ("softmax", 0.004, None)]
     calls.clear()
     run_suite(RunRequest(suite=str(suite), backend=CPU, out=tmp_path / "runs", replay_from=record.path,
                          config=config))

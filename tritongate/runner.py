@@ -165,6 +165,8 @@ class Runner:
                        "digest": suite.digest, "description": suite.description}
         if modules:  # the digest covers the YAML only: record which code the user ops ran
             suite_ident["modules"] = user_ops.provenance(modules)
+        if self._op_sample_s:  # a night's per-op lengths, for history to see them change
+            suite_ident["sample_ms"] = {op: s * 1e3 for op, s in sorted(self._op_sample_s.items())}
         if suite.provider:
             suite_ident.update(provider=suite.provider, inventory=str(suite.inventory) if suite.inventory else None,
                                dismiss=str(suite.dismiss) if suite.dismiss else None,
@@ -280,8 +282,9 @@ class Runner:
             self._progress(Progress("row_start", index=i, total=len(planned), planned=item))
             session.begin_row(item.op, item.case, item.dtype)
             k = session.replay.launches.get((item.op, item.case, item.dtype)) if session.replay else None
-            own = self._op_sample_s.get(item.op)  # the suite's sample length for this op
-            row_config = dataclasses.replace(config, target_sample_s=own) if own is not None else config
+            own = self._op_sample_s.get(item.op)  # the suite's least sample length for this op
+            row_config = config if own is None else \
+                dataclasses.replace(config, target_sample_s=max(own, config.target_sample_s))
             row = self._run_row(item, device, row_config, launches_per_sample=k)
             tuned = session.end_row()
             row = dataclasses.replace(row, markers=row.markers + tuple(tuned.markers),

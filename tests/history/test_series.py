@@ -162,6 +162,27 @@ def test_a_night_recorded_at_another_sample_length_is_named(tmp_path):
     assert note.startswith(f"the sample length differs between the nights of {(T0 + DAY):%Y-%m-%d %H:%M} and "
                            f"{(T0 + 2 * DAY):%Y-%m-%d %H:%M} UTC (0.5 ms -> 2 ms, --sample-ms)")
 
+def test_a_night_whose_suite_gave_an_op_another_sample_length_is_named(tmp_path):
+    """A suite's per-op sample_ms changes that op's launches per sample (attention_causal 3 -> 14
+    launches: its per-launch median moved about -1.5 % on an H100); the note names the op. An op
+    whose length is not longer than the run's is no change."""
+    from tritongate.harness import MeasureConfig
+    from tritongate.identity import config_dict
+
+    def night(per_op):
+        suite = {"name": "pr", "digest": "d1", **({"sample_ms": per_op} if per_op is not None else {})}
+        return {"measure_config": config_dict(MeasureConfig(target_sample_s=0.5e-3)), "suite": suite}
+
+    store = tmp_path / "store"
+    publish_nights(store, tmp_path / "runs", [[row(seed=i)] for i in range(4)],
+                   identities=[night(None), night({"attention_causal": 2.0}), night({"attention_causal": 2.0,
+                                                                                    "add": 0.5}), night({})])
+    notes = [n for n in load_history(store, "h200", "pr").notes if "sample length" in n]
+    assert [n.split(" UTC ")[1].split(":")[0] for n in notes] == [
+        "(0.5 ms -> 0.5 ms (attention_causal 2 ms), the suite's sample_ms)",
+        "(0.5 ms (attention_causal 2 ms) -> 0.5 ms, the suite's sample_ms)"]
+
+
 def test_a_night_of_another_suite_file_is_named(tmp_path):
     """A record of another file named like the suite (or the suite edited) was merged into the
     series without a word; the night its digest changes is noted."""

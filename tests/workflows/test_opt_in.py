@@ -322,7 +322,7 @@ def test_a_perf_label_counts_only_when_its_last_adder_can_write(permissions: dic
     if not counts:
         assert refused == [f"the label `perf` was added by @triager, whose access is "
                            f"`{permissions.get('triager', 'none')}`; it counts only when someone with write "
-                           "access adds it"]
+                           "access adds it (or comments /perf)"]
         assert d.reason.startswith("opt-in: the label `perf` was added by @triager") and "comment /perf" in d.reason
 
 
@@ -341,6 +341,36 @@ def test_a_label_no_event_names_an_adder_for_does_not_count() -> None:
     assert labels == [] and "added by no one the API names" in refused[0]
 
 
+def test_the_newest_labeled_event_decides_whatever_order_the_api_lists_them_in() -> None:
+    client = LabelClient(["bug", "perf"], {"triager": "read", "maintainer": "admin"})
+    client.events = list(reversed(client.events))
+    labels, _ = labels_that_count(client, "acme/triton", 42)  # type: ignore[arg-type]
+    assert client.asked == ["triager"] and labels == ["bug"]
+
+
+@pytest.mark.parametrize("fails", ["events", "permission"])
+def test_an_adder_that_cannot_be_checked_does_not_count_and_does_not_stop_the_job(fails: str) -> None:
+    """A read-only token (a fork PR's) may be refused either read: the label is then not
+    counted, with the reason, and `/perf` (whose label is the bot's) still runs the gate."""
+    client = LabelClient(["perf"], {"triager": "write"})
+    if fails == "events":
+        client.events = None  # type: ignore[assignment]
+        real = client.get_pages
+
+        def pages(path: str, **kw: Any) -> Any:
+            if "/events" in path:
+                raise GitHubError("GET /repos/acme/triton/issues/42/events: 403", status=403)
+            return real(path, **kw)
+
+        client.get_pages = pages  # type: ignore[method-assign]
+    else:
+        client.get = lambda path, **_: (_ for _ in ()).throw(  # type: ignore[method-assign]
+            GitHubError("Resource not accessible by integration", status=403))
+    labels, refused = labels_that_count(client, "acme/triton", 42)  # type: ignore[arg-type]
+    assert labels == [] and len(refused) == 1
+    assert ("could not be read" if fails == "events" else "unreadable: Resource not accessible") in refused[0]
+
+
 def test_labels_other_than_perf_ask_nothing_more() -> None:
     client = LabelClient(["bug"], {})
     client.events = None  # reading them would fail
@@ -354,7 +384,7 @@ def test_the_command_line_says_why_a_label_does_not_count(tmp_path, monkeypatch,
     cli = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cli)  # type: ignore[union-attr]
     why = "the label `perf` was added by @triager, whose access is `read`; it counts only when someone " \
-          "with write access adds it"
+          "with write access adds it (or comments /perf)"
     monkeypatch.setattr(cli, "labels_that_count", lambda client, repo, pr: (["bug"], [why]))
     out = tmp_path / "out"
     assert cli.main(["--event-name", "pull_request", "--repo", "acme/triton", "--pr", "42", "--opt-in", "true",

@@ -59,8 +59,8 @@ def add_sample_time(g: argparse._ArgumentGroup | argparse.ArgumentParser) -> Non
                    help=f"device time per sample the CUDA-graph timer aims at: k launches a sample, k set per row "
                         f"when it is recorded (default {MeasureConfig().target_sample_s * 1e3:g}). A kernel whose "
                         "launches jitter needs longer samples for a small change to show: a sample's spread falls "
-                        "as 1/sqrt(k) (docs/trust-and-calibration.md). An op's sample_ms in the suite wins over "
-                        "this for its rows. A replay or pair measures with its record's k")
+                        "as 1/sqrt(k) (docs/trust-and-calibration.md). An op's sample_ms in the suite is the "
+                        "least its rows get. A replay or pair measures with its record's k")
 
 
 def add_measurement_options(p: argparse.ArgumentParser, *, group: argparse._ArgumentGroup | None = None,

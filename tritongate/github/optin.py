@@ -66,26 +66,37 @@ def labels_that_count(client: GitHubClient, repo: str, pr: int) -> tuple[list[st
     wanted = [name for name in labels if name in (LABEL, FULL_LABEL)]
     if not wanted:
         return labels, []
-    events = client.get_pages(f"/repos/{repo}/issues/{pr}/events?per_page=100",
-                              what=f"reading who labelled #{pr}", permission="pull-requests: read")
-    adder: dict[str, str] = {}
-    for event in events:  # oldest first: the last labeled event of a name wins
-        if isinstance(event, dict) and event.get("event") == "labeled" and isinstance(event.get("label"), dict):
-            name = event["label"].get("name")
-            if name in wanted:
-                adder[name] = _login(event, "actor")
     refused: list[str] = []
+    try:
+        adder = _last_adders(client, repo, pr, wanted)
+    except GitHubError as exc:  # unchecked is not counted: `/perf` still works (its label is the bot's)
+        adder, unchecked = {}, f" (who added it could not be read: {exc})"
+    else:
+        unchecked = ""
     for name in wanted:
         login = adder.get(name, "")
-        if login == ACTIONS_BOT:  # `/perf` labels with GITHUB_TOKEN after checking the commenter
+        if login == ACTIONS_BOT:  # a workflow of this repository: `/perf` after checking the commenter
             continue
-        allowed, permission = can_write(client, repo, login) if login else (False, "unknown")
+        try:
+            allowed, permission = can_write(client, repo, login) if login else (False, "unknown")
+        except GitHubError as exc:
+            allowed, permission = False, f"unreadable: {exc}"
         if not allowed:
             labels = [n for n in labels if n != name]
-            who = f"@{login}, whose access is `{permission}`" if login else "no one the API names"
+            who = f"@{login}, whose access is `{permission}`" if login else f"no one the API names{unchecked}"
             refused.append(f"the label `{name}` was added by {who}; it counts only when someone with write "
-                           "access adds it")
+                           "access adds it (or comments /perf)")
     return labels, refused
+
+
+def _last_adders(client: GitHubClient, repo: str, pr: int, names: list[str]) -> dict[str, str]:
+    """The actor of each label's newest ``labeled`` issue event (by time, then id)."""
+    events = client.get_pages(f"/repos/{repo}/issues/{pr}/events?per_page=100",
+                              what=f"reading who labelled #{pr}", permission="pull-requests: read")
+    labelled = [e for e in events if isinstance(e, dict) and e.get("event") == "labeled"
+                and isinstance(e.get("label"), dict) and e["label"].get("name") in names]
+    labelled.sort(key=lambda e: (str(e.get("created_at") or ""), e.get("id") if type(e.get("id")) is int else 0))
+    return {e["label"]["name"]: _login(e, "actor") for e in labelled}
 
 
 @dataclass(frozen=True)

@@ -50,15 +50,33 @@ def entry_points(entry: Entry, info: EntryInfo) -> dict[Key, Point]:
         return points_of(info, load_run(entry.path).rows)
 
 
-def sample_length_s(entry: Entry) -> float | None:
+# A night's sample lengths in ms: the run's, and each op the suite gave a longer one (the
+# longer of the two is what its rows aimed at).
+SampleLengths = tuple[float, tuple[tuple[str, float], ...]]
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    return float(value) if ok else None
+
+
+def sample_lengths(entry: Entry) -> SampleLengths | None:
     """The device time a sample aimed at when the entry was recorded (``measure_config``'s
-    ``target_sample_s``); None where its identity does not say (an older or damaged one)."""
+    ``target_sample_s``, and the suite's per-op ``sample_ms``); None where its identity does not
+    say (an older or damaged one)."""
     try:
         identity = json.loads(_read(entry, IDENTITY))
-        value = identity["measure_config"]["target_sample_s"]
-    except (_Refused, ValueError, RecursionError, KeyError, TypeError):
+        run_ms = _number(identity["measure_config"]["target_sample_s"])
+        suite = identity.get("suite")
+        per_op = suite.get("sample_ms") if isinstance(suite, dict) else None
+    except (_Refused, ValueError, RecursionError, KeyError, TypeError, AttributeError):
         return None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if run_ms is None:
+        return None
+    run_ms *= 1e3
+    ops = per_op.items() if isinstance(per_op, dict) else ()
+    longer = tuple(sorted((str(op), ms) for op, value in ops if (ms := _number(value)) is not None and ms > run_ms))
+    return run_ms, longer
 
 
 def _read(entry: Entry, name: str) -> bytes:

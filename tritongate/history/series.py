@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 from tritongate.baselines.manifest import BaselineError, check_runner_class, gpu_slug
 from tritongate.baselines.store import NO_REPO, Entry, check_files, list_entries
 from tritongate.errors import GateError, UsageError
-from tritongate.history.entries import entry_points, sample_length_s
+from tritongate.history.entries import SampleLengths, entry_points, sample_lengths
 from tritongate.history.points import EntryInfo, Key, Point, as_utc, point_of
 from tritongate.rundir import gc_paused
 
@@ -194,7 +194,7 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
     missing = missing_nightlies([info.recorded for info, _ in loaded])
     infos = [info for info, _ in loaded]
     notes += suite_changes(suite, infos, {e.manifest.record_path: e.manifest.suite_digest for e in found})
-    notes += sample_length_changes(infos, {e.manifest.record_path: sample_length_s(e) for e in found})
+    notes += sample_length_changes(infos, {e.manifest.record_path: sample_lengths(e) for e in found})
     return History(store=store, runner_class=runner_class, suite=suite, gpu_slug=loaded[0][0].gpu_slug,
                    entries=tuple(info for info, _ in loaded), series=tuple(_series(loaded)),
                    missing=tuple(missing), notes=tuple(notes) + tuple(m.note for m in missing))
@@ -209,11 +209,23 @@ def suite_changes(suite: str, entries: Sequence[EntryInfo], digests: Mapping[str
                           "end there")
 
 
-def sample_length_changes(entries: Sequence[EntryInfo], lengths: Mapping[str, float | None]) -> list[str]:
-    """A note at each night recorded with another sample length (``--sample-ms``) than the night
-    before: each row's launches per sample follow it, and the per-launch time shifts with them."""
-    return _nights_differ(entries, lengths, "the sample length", lambda a, b: not math.isclose(a, b, rel_tol=1e-6),
-                          lambda a, b: f"{a * 1e3:g} ms -> {b * 1e3:g} ms, --sample-ms",
+def sample_length_changes(entries: Sequence[EntryInfo], lengths: Mapping[str, SampleLengths | None]) -> list[str]:
+    """A note at each night recorded with another sample length (``--sample-ms``, or a suite's
+    per-op ``sample_ms``) than the night before: each row's launches per sample follow it, and
+    the per-launch time shifts with them."""
+    def same(a: SampleLengths, b: SampleLengths) -> bool:
+        return math.isclose(a[0], b[0], rel_tol=1e-6) and len(a[1]) == len(b[1]) and all(
+            x[0] == y[0] and math.isclose(x[1], y[1], rel_tol=1e-6) for x, y in zip(a[1], b[1]))
+
+    def text(v: SampleLengths) -> str:
+        ops = ", ".join(f"{op} {ms:g} ms" for op, ms in v[1])
+        return f"{v[0]:g} ms" + (f" ({ops})" if ops else "")
+
+    def detail(a: SampleLengths, b: SampleLengths) -> str:
+        how = "--sample-ms" if not math.isclose(a[0], b[0], rel_tol=1e-6) else "the suite's sample_ms"
+        return f"{text(a)} -> {text(b)}, {how}"
+
+    return _nights_differ(entries, lengths, "the sample length", lambda a, b: not same(a, b), detail,
                           "each row's launches per sample changed with it, and per-launch times shift with them "
                           "(about 1.4 % for a 145 µs kernel from 3 to 26 launches); a step there may be that")
 

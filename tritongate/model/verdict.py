@@ -20,8 +20,10 @@ from tritongate.validation.fields import NonNegFloat, NonNegInt
 
 class Verdict(StrEnum):
     """A row's verdict. A new word is added here and given its kind in ``KINDS`` below (the
-    module refuses to load until it has one); every group, the gate's exit, the renderers'
-    sections and counts and the document's allowed values follow from the two."""
+    module refuses to load until it has one); the groups, the gate's exit, ``pair``'s
+    nothing-judged check and the document's allowed values follow from the two. The renderers
+    and the geomean name REGRESSED and IMPROVED themselves: a new *called* word needs its own
+    section there."""
 
     REGRESSED = "REGRESSED"
     IMPROVED = "IMPROVED"

@@ -22,8 +22,8 @@ Effect = Annotated[float, Field(ge=0, le=10)]
 class SuiteOpDoc(HandWritten):
     dtypes: Optional[DtypeList] = None
     shapes: Optional[ShapeList] = None  # inline shapes: win over the shape file's for this op
-    # device time a CUDA-graph sample of this op aims at when recorded, in ms (wins over --sample-ms):
-    # for kernels whose launches jitter more than the rest
+    # the least device time a CUDA-graph sample of this op aims at when recorded, in ms (a longer
+    # --sample-ms still applies): for kernels whose launches jitter more than the rest
     sample_ms: Optional[Annotated[float, Field(gt=0, le=100)]] = None
 
 
