@@ -114,7 +114,8 @@ def test_a_calibration_with_a_bad_row_is_one_line_not_a_crash(tmp_path):
     doc = c.to_dict()
     doc["rows"][0]["aa_effects"] = ["x"]
     (tmp_path / "calibration.json").write_text(json.dumps(doc))
-    with pytest.raises(UsageError, match=r"not a complete calibration \(ValueError: expected a number or null"):
+    with pytest.raises(UsageError, match=r"calibration.json: rows\[0\].aa_effects\[0\]: expected a number, got the text "
+                                         r"'x'; not a complete calibration: calibrate again"):
         load_calibration(tmp_path)
     doc["summary"]["caught"] = 10
     (tmp_path / "calibration.json").write_text(json.dumps(doc))
@@ -129,7 +130,7 @@ def test_a_row_without_its_kernel_time_is_refused_when_read_back(tmp_path):
     doc = cal([row("mid", 20.0, {"0.02": True})]).to_dict()
     doc["rows"][0]["kernel_us"] = None
     (tmp_path / "calibration.json").write_text(json.dumps(doc))
-    with pytest.raises(UsageError, match=r"not a complete calibration \(ValueError: expected a number, got null"):
+    with pytest.raises(UsageError, match=r"rows\[0\].kernel_us: expected a number, got null; not a complete calibration"):
         load_calibration(tmp_path)
 
 
@@ -158,3 +159,22 @@ def test_a_size_whose_plants_measured_off_it_is_not_judged_at_that_size():
                                                      "±25 % of 2%")
     assert c.to_dict()["catch"]["0.02"]["on_size"] is False and c.goals()[1].met is True
     assert cal([measured(20.0, 0.024)]).rate(0.02).on_size is True  # within ±25 %
+
+
+@pytest.mark.parametrize("field, value, fragment", [
+    ("kernel_us", True, "rows[0].kernel_us: expected a number, got true"),
+    ("aa_verdicts", "REGRESSED", "rows[0].aa_verdicts: expected a list"),
+    ("aim", {"missed": 3}, "its aim's missed sizes are not an object"),
+])
+def test_a_calibration_read_back_is_strict(tmp_path, field, value, fragment):
+    """The dataclasses are the file's model: a boolean is not a time, text is not a list."""
+    from tritongate.model.calibration import load_calibration
+
+    c = cal([row("mid", 20.0, {"0.02": True})])
+    assert load_calibration(c.write(tmp_path / "calibration.json")) == c  # the derived keys are not read back
+    doc = c.to_dict()
+    doc["rows"][0][field] = value
+    (tmp_path / "calibration.json").write_text(json.dumps(doc))
+    with pytest.raises(UsageError) as err:
+        load_calibration(tmp_path)
+    assert fragment in str(err.value) and "calibrate again" in str(err.value)

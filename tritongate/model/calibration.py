@@ -9,10 +9,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import SchemaVersionError, UsageError
 from tritongate.model.verdict import CALLED, Verdict
 from tritongate.model.keys import row_key
+from tritongate.validation import describe
 
 SCHEMA = 2  # 2: rows carry their aim (spins timed, the effect aimed at), no gain
 SUMMARY_SCHEMAS = (1, 2)  # files whose summary a verdict can cite (its fields did not change)
@@ -28,6 +31,8 @@ GOALS: tuple[tuple[float, float, float], ...] = ((0.02, 10.0, 0.95), (0.05, 0.0,
 SIZE_BAND = (0.75, 1.25)  # a plant "measures at" its size within ±25 %
 CAUGHT = Verdict.REGRESSED
 TIMED_CALLS = (*CALLED, Verdict.UNCHANGED)
+# how the dataclasses below are read back from calibration.json (``load_calibration``)
+_STRICT = ConfigDict(strict=True, allow_inf_nan=False)
 
 
 def size_class(kernel_us: float) -> str:
@@ -49,6 +54,8 @@ def fraction_key(fraction: float) -> str:
 
 @dataclass(frozen=True)
 class PlantedOutcome:
+    __pydantic_config__ = _STRICT
+
     delay_ns: int  # spun per program
     verdict: str
     effect: float | None  # the gate's estimate, candidate / base - 1
@@ -61,6 +68,8 @@ class PlantedOutcome:
 
 @dataclass(frozen=True)
 class RowCalibration:
+    __pydantic_config__ = _STRICT
+
     op: str
     case: str
     dtype: str
@@ -75,6 +84,8 @@ class RowCalibration:
     def __post_init__(self) -> None:
         if not (math.isfinite(self.kernel_us) and self.kernel_us > 0):
             raise ValueError(f"{self.key}: kernel time {self.kernel_us!r} µs is not a positive number")
+        if self.aim is not None and not isinstance(self.aim.get("missed", {}), Mapping):
+            raise ValueError(f"{self.key}: its aim's missed sizes are not an object")
 
     @property
     def key(self) -> str:
@@ -154,12 +165,14 @@ class Goal:
 
 @dataclass(frozen=True)
 class Calibration:
+    __pydantic_config__ = _STRICT
+
     created_utc: str
     suite: str
     runner: Mapping[str, Any]  # device, driver, torch, triton, host
     fractions: tuple[float, ...]
     rows: tuple[RowCalibration, ...]
-    steps: tuple[Mapping[str, Any], ...]  # name, fraction, wall_s, pair directory
+    steps: tuple[Mapping[str, Any], ...] = ()  # name, fraction, wall_s, pair directory
     notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -229,6 +242,11 @@ def _row_dict(r: RowCalibration) -> dict[str, Any]:
             "planted": {k: asdict(o) for k, o in r.planted.items()}, "aim": r.aim}
 
 
+# calibration.json read back: its keys beyond the dataclasses' (the derived summaries, a row's
+# size class) are ignored
+_FILE = TypeAdapter(Calibration)
+
+
 @dataclass(frozen=True)
 class CalibrationSummary:
     """What a verdict's footer says about the runner's latest calibration."""
@@ -255,43 +273,16 @@ class CalibrationSummary:
 
 
 def load_calibration(path: Path) -> Calibration:
-    """A whole calibration.json (or the folder holding one) back as a ``Calibration``."""
+    """A whole calibration.json (or the folder holding one) back as a ``Calibration``: the
+    dataclasses above are the file's model, validated from its bytes (strict: a boolean is
+    not a time, a null kernel time is refused; the summaries the file also holds are derived,
+    so they are not read back)."""
     path = path / CALIBRATION_JSON if path.is_dir() else path
     load_summary(path)  # the file, its kind and schema, with their one-line errors
-    doc = json.loads(path.read_text(encoding="utf-8"))
-
-    def number(value: Any) -> float | None:
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ValueError(f"expected a number or null, got {value!r}")
-        return float(value)
-
-    def required(value: Any) -> float:
-        if (n := number(value)) is None:
-            raise ValueError("expected a number, got null")
-        return n
-
     try:
-        rows = tuple(RowCalibration(
-            op=str(r["op"]), case=str(r["case"]), dtype=str(r["dtype"]), kernel_us=required(r["kernel_us"]),
-            zero_us=number(r.get("zero_us")),
-            aa_verdicts=tuple(str(v) for v in r["aa_verdicts"]),
-            aa_effects=tuple(number(e) for e in r["aa_effects"]), detectable=number(r.get("detectable")),
-            planted={str(k): PlantedOutcome(int(o["delay_ns"]), str(o["verdict"]), number(o.get("effect")),
-                                            number(o.get("aimed"))) for k, o in r.get("planted", {}).items()},
-            aim=_aim(r.get("aim"))) for r in doc["rows"])
-        return Calibration(created_utc=str(doc["created_utc"]), suite=str(doc["suite"]), runner=dict(doc["runner"]),
-                           fractions=tuple(float(f) for f in doc["fractions"]), rows=rows,
-                           steps=tuple(doc.get("steps", ())), notes=tuple(doc.get("notes", ())))
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise UsageError(f"{path}: not a complete calibration ({type(exc).__name__}: {exc}); calibrate again") from None
-
-
-def _aim(value: Any) -> Mapping[str, Any] | None:
-    if value is not None and not (isinstance(value, dict) and isinstance(value.get("missed", {}), dict)):
-        raise ValueError(f"a row's aim is {type(value).__name__}, expected an object")
-    return value
+        return _FILE.validate_json(path.read_bytes())
+    except ValidationError as exc:
+        raise UsageError(f"{describe(exc, path)}; not a complete calibration: calibrate again") from None
 
 
 def load_summary(path: Path) -> CalibrationSummary:
