@@ -73,6 +73,13 @@ def test_an_op_may_set_its_own_sample_length(tmp_path):
     assert {op.name: op.sample_s for op in suite.ops} == {"add": 0.0025, "softmax": None}
 
 
+@pytest.mark.parametrize("text, ms", [("5e-1", 0.5), ("2E0", 2.0), ("1.5e+0", 1.5), ("2", 2.0)])
+def test_a_sample_length_written_as_yaml_writes_numbers_is_a_number(tmp_path, text, ms):
+    """PyYAML reads `5e-1` (no dot) as text; `--sample-ms 5e-1` takes it, so the suite does too."""
+    suite = load_suite(str(write_suite(tmp_path, f"shapes: shapes.yaml\nops: {{add: {{sample_ms: {text}}}}}\n")))
+    assert suite.ops[0].sample_s == pytest.approx(ms / 1e3)
+
+
 def test_the_builtin_pr_suite_samples_attention_causal_longer():
     """Its launches jitter about 1 % a sample at 0.5 ms: 2 ms (14 launches) caught +1 % on both rows
     (bench/results/2026-12-06_h100c_sample2ms.md); no other op's rows need it."""

@@ -129,3 +129,25 @@ def test_a_candidate_with_a_planted_delay_says_so(record, tmp_path, capsys):
                                                                 for r in cand.rows]
     assert all("planted_delay_ns" not in r.params for r in base.rows)
     assert cand.identity["planted_delay"]["fraction"] == 0.9 and base.identity["planted_delay"] is None
+
+
+def test_sample_ms_is_refused_saying_a_pair_uses_its_record_s_k(record, tmp_path, capsys):
+    assert main(["pair", str(record), "--backend", "cpu", "--out", str(tmp_path), "--sample-ms", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--sample-ms: a pair measures each row with its record's launches per sample" in err
+    assert "unrecognized arguments" not in err
+
+
+@pytest.mark.slow
+def test_a_record_of_part_of_its_suite_is_paired_on_its_own_rows(tmp_path, capsys):
+    """A record of `--ops add --dtypes float32` used to be paired on the whole smoke suite: 6
+    rows timed, then REJECTED (no record to replay), under a ⚠️ pass."""
+    rec = tmp_path / "rec"
+    assert main(["run", "--suite", "smoke", "--backend", "cpu", "--ops", "add", "--dtypes", "float32", "--rounds", "2",
+                 "--out", str(rec), "--color", "never"]) == 0
+    (path,) = rec.glob("smoke_*")
+    capsys.readouterr()
+    main(["pair", str(path), "--backend", "cpu", "--out", str(tmp_path / "p"), "--color", "never", "--rounds", "2"])
+    assert "records only part of its suite (ops add; dtypes float32): pairing those rows" in capsys.readouterr().err
+    (verdict,) = (tmp_path / "p").glob("pair-*/verdict/verdict.json")
+    assert [(r["op"], r["dtype"]) for r in json.loads(verdict.read_text())["rows"]] == [("add", "float32")]

@@ -17,6 +17,9 @@ from tritongate.errors import ExitCode, GateError, PreflightError, UsageError
 from tritongate.report.units import counted as counted, format_time  # counted re-exported: every command counts
 from tritongate.report.untrusted import neutralize, safe_url
 
+# `--blame N`'s N when given bare, on every command that has it (prescreen, ir-diff)
+DEFAULT_BLAME = 10
+
 EXIT_CODE_TEXT = {
     0: "pass",
     1: "gate failed (a regression, or a policy violation)",

@@ -128,6 +128,26 @@ def _recorded_suite(record: Path) -> tuple[str | None, str | None]:
     return (name if isinstance(name, str) and name else None), (path if isinstance(path, str) and path else None)
 
 
+def recorded_selection(record: Path) -> tuple[list[str], list[str]]:
+    """The ops and dtypes a record of part of its suite was limited to (``--ops``/``--dtypes``
+    when it was made); empty lists for a record of the whole suite, or one that does not say."""
+    from tritongate.rundir import read_json_object
+
+    try:
+        identity = read_json_object(record / IDENTITY, IDENTITY, error=UsageError)
+    except UsageError:
+        return [], []  # the pair's own checks say what is wrong with it
+    sel = identity.get("selection")
+    if not isinstance(sel, dict):
+        return [], []
+
+    def names(key: str) -> list[str]:
+        value = sel.get(key)
+        return [v for v in value if isinstance(v, str) and v] if isinstance(value, list) else []
+
+    return names("ops"), names("dtypes")
+
+
 def suite_for_record(record: Path, explicit: str | None, *, option: str = "BASELINE_RECORD") -> str:
     """The suite to replay ``record`` with: its own, or ``explicit`` naming the same one (another suite's
     rows would not be in the record, and would tune live instead of replaying)."""

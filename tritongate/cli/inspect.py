@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tritongate.argtypes import nonempty_text as _text
-from tritongate.cli.common import add_command, counted, exit_codes, want_color
+from tritongate.cli.common import DEFAULT_BLAME, add_command, counted, exit_codes, want_color
 from tritongate.cli.folders import Kind, kind_of, load_run_dir
 from tritongate.errors import ExitCode, UsageError
 from tritongate.report.untrusted import neutralize
@@ -193,8 +193,8 @@ def add_ir_diff_parser(sub: argparse._SubParsersAction) -> None:
     ird.add_argument("cand", type=_text, metavar="CAND", help="as BASE, for the candidate build")
     ird.add_argument("--out", type=_text, required=True, metavar="DIR",
                      help="where the .diff files, index.tsv and summary.md go (replacing an earlier ir-diff's there)")
-    ird.add_argument("--blame", type=int, nargs="?", const=20, default=0, metavar="N",
-                     help="for up to N (default 20) changed variants, compile each under both builds with every "
+    ird.add_argument("--blame", type=int, nargs="?", const=DEFAULT_BLAME, default=0, metavar="N",
+                     help=f"for up to N (default {DEFAULT_BLAME}) changed variants, compile each under both builds with every "
                           "compiler pass dumped and name the first pass whose output differs (DIR/blame.json; "
                           "two `tritongate ir` folders: their aot.json names each build's interpreter; seconds "
                           "to a minute a kernel)")

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from tritongate.argtypes import nonempty_text as _text
 from tritongate.cli.common import (add_command, append_step_summary, counted, exit_codes, print_summary,
                                    progress_printer, split_values, want_color)
-from tritongate.cli.folders import load_run_dir, suite_for_record
+from tritongate.cli.folders import load_run_dir, recorded_selection, suite_for_record
 from tritongate.cli.options import (add_gate_options, add_pair_options, add_sample_time, artifact_url_option,
                                     baseline_state_option, calibration_option, changed_from_option, gate_policy, verdict_template_option)
 from tritongate.errors import ExitCode, MeasurementError, UsageError
@@ -57,6 +57,7 @@ def add_pair_parser(sub: argparse._SubParsersAction) -> None:
     pair.add_argument("--out", type=_text, required=True, metavar="DIR", help="parent directory of the pair directory")
     pair.add_argument("--backend", type=_text, default="auto", metavar="NAME", help="cuda, cpu, ... or auto (default)")
     add_pair_options(pair)
+    pair.add_argument("--sample-ms", type=float, help=argparse.SUPPRESS)  # refused, saying why (cmd_pair)
 
 
 def add_loop_parser(sub: argparse._SubParsersAction) -> None:
@@ -132,7 +133,16 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_pair(args: argparse.Namespace) -> int:
+    if args.sample_ms is not None:
+        raise UsageError("--sample-ms: a pair measures each row with its record's launches per sample; record the "
+                         "baseline with --sample-ms (or give the op sample_ms in its suite) instead")
     args.suite = suite_for_record(Path(args.baseline), args.suite)
+    ops, dtypes = recorded_selection(Path(args.baseline))
+    if (ops or dtypes) and not (args.ops or args.dtypes):  # the rows the record has, not the whole suite's
+        args.ops, args.dtypes = [",".join(ops)] if ops else None, [",".join(dtypes)] if dtypes else None
+        print(f"note: {args.baseline} records only part of its suite ({'ops ' + ','.join(ops) if ops else ''}"
+              f"{'; ' if ops and dtypes else ''}{'dtypes ' + ','.join(dtypes) if dtypes else ''}): pairing "
+              "those rows (--ops/--dtypes choose others)", file=sys.stderr)
     request = pair_request(args, Path(args.baseline), Path(args.out), gate_policy(args), calibration_option(args))
     return _run_pair(request, want_color(args.color, sys.stderr))
 

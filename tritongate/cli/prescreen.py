@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from tritongate.argtypes import nonempty_text as _text
-from tritongate.cli.common import add_command, append_step_summary, exit_codes
+from tritongate.cli.common import DEFAULT_BLAME, add_command, append_step_summary, exit_codes
 from tritongate.errors import ExitCode, PreflightError, UsageError
 from tritongate.report.untrusted import neutralize
 
 MAX_TABLE_ROWS = 200  # a launch-path change times every row: prescreen.json lists them all
-DEFAULT_BLAME = 10
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

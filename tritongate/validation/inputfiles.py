@@ -4,9 +4,11 @@ keys are refused (a typo must not silently fall back to a default)."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import ConfigDict, Field, PrivateAttr, RootModel, StringConstraints, field_validator, model_validator
+from pydantic import (BeforeValidator, ConfigDict, Field, PrivateAttr, RootModel, StringConstraints,
+                      field_validator, model_validator)
 
 from tritongate.validation.core import HandWritten
 
@@ -16,7 +18,18 @@ ShapeList = Annotated[list[Annotated[list[Dim], Field(min_length=1)]], Field(min
 DtypeList = Annotated[list[Name], Field(min_length=1)]
 ModuleName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$",
                                               max_length=200)]
-Effect = Annotated[float, Field(ge=0, le=10)]
+
+
+def _yaml_number(value: Any) -> Any:
+    """PyYAML (YAML 1.1) reads an exponent written without a dot (``5e-1``, ``1e-2``) as text;
+    whoever wrote it meant the number, as ``--sample-ms 5e-1`` takes it."""
+    if isinstance(value, str) and re.fullmatch(r"[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+", value.strip()):
+        return float(value)
+    return value
+
+
+YamlFloat = Annotated[float, BeforeValidator(_yaml_number)]
+Effect = Annotated[YamlFloat, Field(ge=0, le=10)]
 
 
 class SuiteOpDoc(HandWritten):
@@ -24,7 +37,7 @@ class SuiteOpDoc(HandWritten):
     shapes: Optional[ShapeList] = None  # inline shapes: win over the shape file's for this op
     # the least device time a CUDA-graph sample of this op aims at when recorded, in ms (a longer
     # --sample-ms still applies): for kernels whose launches jitter more than the rest
-    sample_ms: Optional[Annotated[float, Field(gt=0, le=100)]] = None
+    sample_ms: Optional[Annotated[YamlFloat, Field(gt=0, le=100)]] = None
 
 
 class SuiteDoc(HandWritten):
@@ -125,11 +138,11 @@ class OpPolicyDoc(HandWritten):
 
 class PolicyDoc(HandWritten):
     min_effect: Optional[Effect] = None
-    noise_z: Optional[Annotated[float, Field(ge=0, le=100)]] = None
+    noise_z: Optional[Annotated[YamlFloat, Field(ge=0, le=100)]] = None
     min_samples: Optional[Annotated[int, Field(ge=1, le=1_000_000)]] = None
     max_missing: Optional[Annotated[int, Field(ge=0)]] = None
     strict: Optional[bool] = None
     process_sd: Optional[Effect] = None
-    pair_inflation: Optional[Annotated[float, Field(ge=1, le=100)]] = None
+    pair_inflation: Optional[Annotated[YamlFloat, Field(ge=1, le=100)]] = None
     fail_on_blind: Optional[bool] = None
     ops: Optional[dict[Name, OpPolicyDoc]] = None
