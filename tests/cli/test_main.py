@@ -162,6 +162,8 @@ def test_ops_with_a_suite_lists_exactly_that_suites_ops_and_rows(capsys):
     assert out[0].startswith("suite pr (") and out[0].endswith(": 7 ops, 34 rows")
     listed = [line.split()[0] for line in out[1:out.index("")]]
     assert listed == ["add", "silu_mul", "softmax", "rmsnorm", "matmul", "attention", "attention_causal"]
+    longer = [line.split()[0] for line in out[1:out.index("")] if "samples of at least" in line]
+    assert longer == ["attention_causal"] and out[7].endswith("(samples of at least 2 ms)")  # the suite's sample_ms
 
 
 @pytest.mark.slow

@@ -148,8 +148,9 @@ def cmd_ops(args: argparse.Namespace) -> int:
             spec = registry.get(op.name)
             where = "" if op.name in REGISTRY.names() else f"  (from {getattr(spec.build, '__module__', '?')})"
             count = len(suite.shapes.get(op.name, ()))
+            sample = f"  (samples of at least {op.sample_s * 1e3:g} ms)" if op.sample_s is not None else ""
             line(op.name, f"{counted(count, 'shape')}: {spec.shape_doc}", ", ".join(op.dtypes),
-                 spec.description + where)
+                 spec.description + where + sample)
     print(f"\nsuites in {ops_dir() / 'suites'}: {', '.join(builtin_suites())}")
     print(f"your own ops: a suite's `modules:` key (example: {ops_dir() / 'examples' / 'user_ops.yaml'}; "
           "see ops/README.md)")
