@@ -70,6 +70,20 @@ def test_an_overlay_holds_the_patched_pipeline_and_records_the_patch(tmp_path: P
     assert over["build_hash"] != base["build_hash"]
 
 
+def test_an_overlay_of_an_overlay_records_both_builds_patches(tmp_path: Path) -> None:
+    """It carries both changes; its record named only its own patch, so the build passed for
+    one with a single change."""
+    first = make_overlay(sys.executable, [PATCHES / "drop-hopper-pipeline.patch"], tmp_path / "ov1")
+    second = make_overlay(str(first.python), [PATCHES / "jit-grid-tuple.patch"], tmp_path / "ov2")
+    record = json.loads((second.triton_dir / OVERLAY_FILE).read_text())
+    assert [Path(p["path"]).name for p in record["patches"]] == ["drop-hopper-pipeline.patch", "jit-grid-tuple.patch"]
+    assert record["files"] == ["triton/backends/nvidia/compiler.py", "triton/runtime/jit.py"]
+    base = json.loads((first.triton_dir / OVERLAY_FILE).read_text())
+    assert record["base_triton"] == base["base_triton"]  # the source build under both
+    compiler = (second.triton_dir / "backends" / "nvidia" / "compiler.py").read_text()
+    assert compiler.count("add_pipeline(pm, opt.num_stages, dump_enabled)") == 1  # the first change is there
+
+
 def test_a_patch_that_does_not_apply_is_a_named_error_and_leaves_nothing(tmp_path: Path) -> None:
     twice = [PATCHES / "drop-coalesce.patch", PATCHES / "drop-coalesce.patch"]
     with pytest.raises(OverlayError, match=r"drop-coalesce\.patch does not apply.*compiler\.py"):

@@ -230,12 +230,16 @@ def make_overlay(base_python: str, patches: list[Path], dest: Path) -> OverlayBu
         for patch, _sha, mapped, _files in texts:
             _apply(mapped, str(patch), site)
         _check_applied(src, site, sorted({f for *_x, files in texts for f in files}))
+        below = overlay_identity(src) or {}  # an overlay of an overlay carries both builds' patches
+        below_patches = below.get("patches") if isinstance(below.get("patches"), list) else []
+        below_files = below.get("files") if isinstance(below.get("files"), list) else []
         record = {
             "schema_version": OVERLAY_SCHEMA,
             "base_python": base_python,
-            "base_triton": str(src),
-            "patches": [{"path": str(p), "sha256": sha} for p, sha, _m, _f in texts],
-            "files": sorted({f for *_x, files in texts for f in files}),
+            "base_triton": below.get("base_triton") if isinstance(below.get("base_triton"), str) else str(src),
+            "patches": [*below_patches, *({"path": str(p), "sha256": sha} for p, sha, _m, _f in texts)],
+            "files": sorted({*(f for f in below_files if isinstance(f, str)),
+                             *(f for *_x, files in texts for f in files)}),
         }
         # Inside the try: an overlay without its record would pass for the base build.
         write_bytes_atomic(triton_dir / OVERLAY_FILE, (json.dumps(record, indent=1) + "\n").encode())
