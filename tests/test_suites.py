@@ -87,3 +87,14 @@ def test_the_builtin_pr_suite_samples_attention_causal_longer():
         lengths = {op.name: op.sample_s for op in load_suite(name).ops}
         assert lengths.pop("attention_causal") == 0.002
         assert set(lengths.values()) == {None}, name
+
+
+def test_a_policy_s_yaml_exponent_is_a_number(tmp_path):
+    """`min_effect: 1e-2` is text to PyYAML (no dot); the policy reads the number."""
+    from tritongate.gate.policy import load_policy
+
+    path = tmp_path / "gate.yaml"
+    path.write_text("min_effect: 1e-2\nnoise_z: 4E0\nops: {add: {min_effect: 5e-3}}\n")
+    policy = load_policy(path)
+    assert policy.min_effect == pytest.approx(0.01) and policy.noise_z == pytest.approx(4.0)
+    assert policy.min_effect_for("add") == pytest.approx(0.005)
