@@ -258,6 +258,38 @@ def test_two_builds_told_apart_only_by_their_interpreters_name_them():
     assert "python" not in b
 
 
+def test_an_overlay_build_names_its_patches(tmp_path):
+    """`pair --cand-python <overlay venv>`: the footer said "triton 3.6.0" on both sides; the
+    candidate's run identity holds the overlay's record (identity.triton_build), so it names
+    the patches, and the verdict.json side lists them."""
+    import json as _json
+
+    from tritongate.gate.output import _sides, verdict_document
+    from tritongate.model.verdict import VerdictSideDoc
+    from tritongate.report.verdict_view import side_text
+
+    overlay = _json.dumps({"patches": [{"path": "/w/bench/patches/drop-coalesce.patch", "sha256": "a" * 64},
+                                       {"path": "jit-grid-tuple.patch", "sha256": "b" * 64}],
+                           "files": ["triton/runtime/jit.py"], "base_triton": "/x"}, sort_keys=True)
+    ident = {"compiler_ref": "triton 3.6.0", "software": {"triton": {"version": "3.6.0", "overlay": overlay}}}
+    from types import SimpleNamespace
+
+    b, c = _sides(SimpleNamespace(identity={"compiler_ref": "triton 3.6.0"}, path="p", name="n", mode="replay"),
+                  SimpleNamespace(identity=ident, path="p", name="n", mode="replay"))
+    assert "patches" not in b and c["patches"] == ["drop-coalesce.patch", "jit-grid-tuple.patch"]
+    assert side_text(VerdictSideDoc(**c)) == ["triton 3.6.0", "+ drop-coalesce.patch, jit-grid-tuple.patch", "replay"]
+    broken = {"compiler_ref": "x", "software": {"triton": {"overlay": "{not json"}}}
+    assert "patches" not in _sides(SimpleNamespace(identity=broken, path="p", name="n", mode="m"),
+                                   SimpleNamespace(identity=broken, path="p", name="n", mode="m"))[1]
+    # through the gate: verdict.json's candidate lists them, and the Markdown names them
+    base, cand = pair(tmp_path, [row()], [row()], cand_identity={"software": ident["software"]})
+    result = run_gate(base, cand, GatePolicy())
+    doc = verdict_document(result)
+    assert doc["candidate"]["patches"] == ["drop-coalesce.patch", "jit-grid-tuple.patch"]
+    assert "patches" not in doc["base"]
+    assert "+ drop-coalesce.patch, jit-grid-tuple.patch" in render_markdown(result)
+
+
 def test_a_row_held_by_the_spread_of_its_samples_is_not_told_to_raise_the_round_cap(tmp_path):
     """Each sample spreads ±2 % within its round while round medians agree to 0.05 %: a +1 %
     change clears the noise floor, but the IQRs overlap at any number of rounds (two

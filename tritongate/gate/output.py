@@ -46,7 +46,21 @@ def _side(run: Any) -> dict[str, Any]:
             "device": ident.get("device"), "backend": ident.get("backend"), "timer": ident.get("timer"),
             "replay_from": ident.get("replay_from"),
             "triton_version": triton.get("version") if isinstance(triton, dict) else None,
-            "env_overlay": overlaid_env(ident)}
+            "env_overlay": overlaid_env(ident), **_patches(triton)}
+
+
+def _patches(triton: Any) -> dict[str, list[str]]:
+    """``{"patches": [file names]}`` for an overlay build (``tritongate overlay``), else nothing:
+    a verdict of two builds of one Triton version says which patches the other one carries."""
+    raw = triton.get("overlay") if isinstance(triton, dict) else None
+    try:
+        record = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return {}
+    patches = record.get("patches") if isinstance(record, dict) else None
+    names = [Path(p["path"]).name for p in patches if isinstance(p, dict) and isinstance(p.get("path"), str)] \
+        if isinstance(patches, list) else []
+    return {"patches": names} if names else {}
 
 
 def _sides(base: Any, cand: Any) -> tuple[dict[str, Any], dict[str, Any]]:

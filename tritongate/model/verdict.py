@@ -210,6 +210,7 @@ class VerdictSideDoc(OpenDoc):
     triton_version: Optional[str] = None
     env_overlay: dict[str, str] = {}
     python: Optional[str] = None  # the build's interpreter, where nothing else tells the sides apart
+    patches: list[str] = []  # an overlay build's patches (file names), in the order applied
 
 
 class VerdictPolicyDoc(OpenDoc):

@@ -293,6 +293,8 @@ def side_text(side: VerdictSideDoc) -> list[str]:
     if side.commit:
         parts.append(side.commit[:12])
     parts += [f"{k}={v}" for k, v in sorted(side.env_overlay.items())]
+    if side.patches:
+        parts.append("+ " + ", ".join(side.patches))
     if side.python:
         parts.append(f"({side.python})")
     if side.mode:
