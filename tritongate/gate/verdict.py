@@ -40,7 +40,8 @@ Versioned output (bump ``VERDICT_SCHEMA_VERSION`` on any change a reader must kn
       ``change`` added/removed, ``next_pass``, ``level``, ``why``) and ``more`` (lines left out);
       ``stopped_by`` ``launch_state`` (an unchanged row whose sides' CUDA-graph launch states could
       hide its minimum effect; a reader older than it refuses such a file by name); per side
-      ``python`` (the build's interpreter, only where nothing else tells the two builds apart);
+      ``python`` (the build's interpreter, only where nothing else tells the two builds apart)
+      and ``patches`` (an overlay build's patch file names, only for such a build);
       the policy's ``strict``, ``max_missing`` and ``fail_on_blind`` read as typed (written since
       version 4), so the trusted comment fails a document as the gate did.
 """
