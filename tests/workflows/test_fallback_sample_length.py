@@ -27,8 +27,14 @@ def _stand_in(tmp: Path, record: Path) -> Path:
     return py
 
 
-def _argv(tmp: Path) -> list[str]:
-    return (tmp / "argv").read_text().splitlines()
+def _record_argv(tmp: Path, sample_ms: str) -> list[str]:
+    """What the stand-in was called with, holding `--sample-ms <sample_ms>` exactly when one is set."""
+    argv = (tmp / "argv").read_text().splitlines()
+    if sample_ms:
+        assert argv[argv.index("--sample-ms") + 1] == sample_ms
+    else:
+        assert "--sample-ms" not in argv
+    return argv
 
 
 @pytest.mark.parametrize("sample_ms", ["", "2"])
@@ -41,11 +47,7 @@ def test_the_gate_jobs_fallback_record_takes_the_sample_length(tmp_path: Path, s
     proc = subprocess.run(["bash", str(REPO / "ci" / "gate_steps.sh"), "record"], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    argv = _argv(tmp_path)
-    if sample_ms:
-        assert argv[argv.index("--sample-ms") + 1] == "2"
-    else:
-        assert "--sample-ms" not in argv
+    argv = _record_argv(tmp_path, sample_ms)
     assert argv[argv.index("--suite") + 1] == "pr"
 
 
@@ -68,11 +70,7 @@ def test_the_deep_scans_fallback_record_takes_the_sample_length(tmp_path: Path, 
     proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    argv = _argv(tmp_path)
-    if sample_ms:
-        assert argv[argv.index("--sample-ms") + 1] == "2"
-    else:
-        assert "--sample-ms" not in argv
+    _record_argv(tmp_path, sample_ms)
     assert (temp / "tritongate" / "baseline").is_dir()
 
 

@@ -140,9 +140,9 @@ def cmd_pair(args: argparse.Namespace) -> int:
     ops, dtypes = recorded_selection(Path(args.baseline))
     if (ops or dtypes) and not (args.ops or args.dtypes):  # the rows the record has, not the whole suite's
         args.ops, args.dtypes = [",".join(ops)] if ops else None, [",".join(dtypes)] if dtypes else None
-        print(f"note: {args.baseline} records only part of its suite ({'ops ' + ','.join(ops) if ops else ''}"
-              f"{'; ' if ops and dtypes else ''}{'dtypes ' + ','.join(dtypes) if dtypes else ''}): pairing "
-              "those rows (--ops/--dtypes choose others)", file=sys.stderr)
+        part = "; ".join(f"{what} {','.join(names)}" for what, names in (("ops", ops), ("dtypes", dtypes)) if names)
+        print(f"note: {args.baseline} records only part of its suite ({part}): pairing those rows (--ops/--dtypes "
+              "choose others)", file=sys.stderr)
     request = pair_request(args, Path(args.baseline), Path(args.out), gate_policy(args), calibration_option(args))
     return _run_pair(request, want_color(args.color, sys.stderr))
 
