@@ -175,6 +175,9 @@ def main() -> None:
             tg("pair", str(record), "--out", str(d), "--time-identical", *extra, *shlex.split(a.pair_args), log=log)
         finally:
             load.end()
+        # exit 1 is also what Python gives for a crash before the pair starts: done means a verdict
+        if not list(d.glob("pair-*/verdict/verdict.json")):
+            raise SystemExit(f"{step}: tritongate pair wrote no verdict; see {log}")
         walls[step] = {"wall_s": round(time.time() - t0, 1), "loaded": loaded, "cores": os.cpu_count(),
                        "pair_args": a.pair_args, "share_1pct": a.share_1pct}
         (work / "walls.json").write_text(json.dumps(walls, indent=1))
