@@ -9,7 +9,8 @@
 # looked up from HEAD_REPO and HEAD_BRANCH, the event's head repository and branch, at
 # HEAD_SHA; never a number from the artifact), GITHUB_TOKEN. Everything read from the
 # artifacts is untrusted data: pr.json gives only the sticky key (one comment per runner
-# class and suite, on the PR resolved here).
+# class and suite, on the PR resolved here), and where the run uploaded several verdicts the
+# key must be the one in its artifact's name, so one class's verdict cannot replace another's.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -66,6 +67,13 @@ PY
   fi
   read -r _ key <<< "$fields"
   [[ "$key" == - ]] && key=""
+  # Several artifacts sit in folders named by the upload step (tritongate-verdict-<key>): the
+  # key must be the folder's, so no artifact of the run can take over another's comment.
+  if [[ "$dir" != "$VERDICTS" && "$(basename "$dir")" != "tritongate-verdict-${key}" ]]; then
+    echo "::error::${name}: pr.json's key is not this artifact's name (tritongate-verdict-<key>); this verdict is not posted"
+    failed+=("$name")
+    continue
+  fi
   if [[ -n "${EVENT_PR:-}" ]]; then
     which=(--pr "$EVENT_PR")
   else

@@ -258,6 +258,18 @@ def test_comment_step_posts_one_sticky_per_runner_class_and_suite(tmp_path: Path
     assert len(calls) == 2 and "'--key', 'acme-h200-pr'" in calls[0] and "'--key', 'acme-mi300-pr'" in calls[1]
 
 
+def test_comment_step_refuses_a_key_that_is_not_its_artifacts(tmp_path: Path) -> None:
+    """A verdict whose pr.json names another class's key would replace that class's comment."""
+    verdicts = tmp_path / "verdicts"
+    _verdict(verdicts / "tritongate-verdict-acme-h200-pr", '{"pr": 7, "key": "acme-h200-pr"}')
+    _verdict(verdicts / "tritongate-verdict-acme-mi300-pr", '{"pr": 7, "key": "acme-h200-pr"}')
+    proc = _post_comments(tmp_path, verdicts, "7")
+    assert proc.returncode == 1
+    calls = [line for line in proc.stdout.splitlines() if line.startswith("ARGS")]
+    assert len(calls) == 1 and "'--key', 'acme-h200-pr'" in calls[0]
+    assert "::error::tritongate-verdict-acme-mi300-pr: pr.json's key is not this artifact's name" in proc.stdout
+
+
 @pytest.mark.parametrize("calls, aa_exit, fails", [
     (["within noise"] * 30, "0", False),
     (["within noise"] * 28 + ["slower", "faster"], "1", True),
