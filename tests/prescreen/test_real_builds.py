@@ -92,6 +92,10 @@ def test_a_comment_uses_no_gpu(record, tmp_path):
     assert doc["rows_changed"] == [] and doc["target"] == "cuda:90"
     verdict = json.loads((out / "verdict" / "verdict.json").read_text())
     assert {r["verdict"] for r in verdict["rows"]} == {"IDENTICAL_BINARY"}
+    # the verdict names the two builds the screen compiled with, not the baseline's build twice
+    assert verdict["candidate"]["patches"] == ["noop-comment.patch"] and "patches" not in verdict["base"]
+    assert verdict["candidate"]["path"].endswith("ir-cand") and verdict["base"]["path"].endswith("ir-base")
+    assert "+ noop-comment.patch" in (out / "verdict" / "verdict.md").read_text()
 
 
 def test_a_pr_build_is_not_handed_the_step_s_file_commands(record, tmp_path):

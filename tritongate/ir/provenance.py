@@ -95,6 +95,11 @@ def build_of(python: str, env: Mapping[str, str] | None = None, timeout_s: float
     except (ValueError, IndexError):
         raise UsageError(f"{python}: its Triton build probe printed no identity") from None
     out["triton_dir"] = str(Path(out["triton_dir"]).resolve())
+    from tritongate.overlay import overlay_identity
+
+    overlay = overlay_identity(out["triton_dir"])
+    if overlay is not None:  # a patched overlay: the verdict names its patches
+        out["overlay"] = overlay
     return out
 
 

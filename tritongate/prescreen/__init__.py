@@ -19,6 +19,7 @@ is written through the gate's own writer, and no GPU job is needed.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import time
 from collections import Counter
@@ -194,7 +195,7 @@ def judge(record: Path, out: Path, *, suite: str | None = None) -> PrescreenResu
     }
     verdict_dir = None
     if not changed:
-        verdict_dir = write_zero_verdict(run, out, base_root, cand_root, len(all_rows), target.target)
+        verdict_dir = write_zero_verdict(run, out, base_root, cand_root, len(all_rows), target.target, builds)
         doc["verdict"] = VERDICT_DIR
     write_json_atomic(out / PRESCREEN_JSON, doc)
     return PrescreenResult(out, len(all_rows), changed, doc, verdict_dir)
@@ -217,10 +218,22 @@ def zero_headline(total: int) -> str:
     return f"0 of {total} rows' kernels changed under this PR; no GPU time used"
 
 
-def write_zero_verdict(run: Any, out: Path, base_root: Path, cand_root: Path, total: int, target: str) -> Path:
+def _as_built(identity: Mapping[str, Any], build: Mapping[str, Any]) -> dict[str, Any]:
+    """The record's identity with its Triton replaced by the build a side compiled with
+    (``build_of``: version, folder, key, an overlay's patches), so the verdict names each build."""
+    triton: dict[str, Any] = {"version": build.get("triton_version"), "path": build.get("triton_dir"),
+                              "build_hash": str(build.get("triton_key", ""))[:16]}
+    if isinstance(build.get("overlay"), Mapping):
+        triton["overlay"] = json.dumps(build["overlay"], sort_keys=True)
+    software = identity.get("software") if isinstance(identity.get("software"), Mapping) else {}
+    return {**identity, "software": {**software, "triton": triton}}
+
+
+def write_zero_verdict(run: Any, out: Path, base_root: Path, cand_root: Path, total: int, target: str,
+                       builds: Mapping[str, Mapping[str, Any]]) -> Path:
     """``out/verdict/`` through the gate's writer: every row IDENTICAL_BINARY and untimed,
     which its renderer heads with ``zero_headline``; the AOT trees are the two sides (so its
-    ``ir-diff/`` is the per-kernel evidence)."""
+    ``ir-diff/`` is the per-kernel evidence), each named by the build that made it (``builds``)."""
     from tritongate.gate.pipeline import write_result
     from tritongate.gate.policy import load_policy
     from tritongate.gate.verdict import AHEAD_OF_TIME_REASON, GateResult, RowVerdict, Verdict
@@ -228,8 +241,8 @@ def write_zero_verdict(run: Any, out: Path, base_root: Path, cand_root: Path, to
     policy = load_policy()
     rows = [RowVerdict(*r.key, verdict=Verdict.IDENTICAL_BINARY, reasons=(AHEAD_OF_TIME_REASON,),
                        min_effect=policy.min_effect_for(r.op)) for r in sorted(run.rows, key=lambda r: r.key)]
-    base = replace(run, path=base_root.parent)
-    cand = replace(run, path=cand_root.parent)
+    base = replace(run, path=base_root.parent, identity=_as_built(run.identity, builds["base"]))
+    cand = replace(run, path=cand_root.parent, identity=_as_built(run.identity, builds["cand"]))
     result = GateResult(base=base, cand=cand, policy=policy, rows=rows,
                             notes=[f"pre-screen: {zero_headline(total)} (ahead-of-time TTGIR and cubin, {target}; "
                                "each build's launches recaptured, the launch path unchanged)"])
