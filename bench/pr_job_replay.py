@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The PR workflow replayed on a CPU, job by job and step by step as the pr-gate composite
-action runs them: prescreen-base, prescreen-cand, judge, gate (only when the gate job's `if:`
+action runs them: prescreen-base (mode overlay: the base half, then the PR's overlay and its
+half), judge, gate (only when the gate job's `if:`
 from pr-gate.yml lets it run) and result.
 
     python bench/pr_job_replay.py --out DIR [--suites smoke] [--patches noop-comment,...]
@@ -119,15 +120,13 @@ def direct(cmd: list[str], env: dict[str, str], log: Path) -> dict[str, Any]:
 
 
 def record_store(suite: str, py: str, work: Path) -> tuple[Path, list[dict[str, Any]]]:
-    """The nightly's part: the suite's IR index captured on the interpreter, published to a store."""
+    """The nightly's part: the suite recorded on the CPU backend (the interpreter runs it; a
+    capture-only run is never published) and published to a store, as the nightly job does."""
     out, store = work / "record", work / "store"
-    env = {**clean_env(), "TRITON_INTERPRET": "1", "TRITONGATE_CAPTURE_ONLY": "1", "NO_COLOR": "1"}
-    rec = direct([py, "-m", "tritongate", "run", "--suite", suite, "--backend", "cpu", "--rounds", "1",
-                  "--samples-per-round", "1", "--out", str(out), "--color", "never"], env, work / "record.log")
-    (run,) = [p for p in out.iterdir() if (p / "ttgir" / "index.tsv").is_file()]
-    pub = direct([py, "-m", "tritongate", "baseline", "publish", str(run), "--store", str(store),
-                  "--runner-class", RUNNER_CLASS, "--compiler-repo", REPO], clean_env(), work / "publish.log")
-    return store, [{"step": "record (capture-only)", **rec}, {"step": "publish", **pub}]
+    rec = direct([py, str(ROOT / "ci" / "record_baseline.py"), "--suite", suite, "--backend", "cpu", "--out", str(out),
+                  "--publish", str(store), "--runner-class", RUNNER_CLASS, "--compiler-repo", REPO],
+                 {**clean_env(), "NO_COLOR": "1"}, work / "record.log")
+    return store, [{"step": "record and publish (ci/record_baseline.py, backend cpu)", **rec}]
 
 
 def judge_python(work: Path) -> tuple[str, dict[str, Any]]:
@@ -187,14 +186,17 @@ def replay(suite: str, patch: str, store: Path, py: str, judge_py: str, work: Pa
     root, key = work / suite / patch, f"{RUNNER_CLASS}-{suite}"
     patch_file, art = ROOT / "bench" / "patches" / f"{patch}.patch", work / suite / patch / "artifacts"
     jobs: list[Job] = []
-    for side in ("base", "cand"):  # the two CPU jobs: build(s), lookup, this build's half
-        job = Job(root, f"prescreen-{side}", store)
-        jobs.append(job)
-        base_py = job.build("installed", py)
-        cand_py = job.build("overlay", base_py, patch_file) if side == "cand" else ""  # overlay: base built too
-        record = job.lookup(f"prescreen-{side}", suite, base_py, base_py)
-        half = job.step("prescreen-side", TG_SIDE=side, BASE_PY=base_py, CAND_PY=cand_py, RECORD=record,
-                        TG_SUITE=suite, **{k: v for k, v in job.caches().items() if k.startswith("TRITON_")})
+    # Mode overlay: one CPU job (pr-gate.yml runs no PR half), the base half: its build, lookup and
+    # half, uploaded; then the PR build's overlay of that base and its half, uploaded.
+    job = Job(root, "prescreen-base", store)
+    jobs.append(job)
+    base_py = job.build("installed", py)
+    record = job.lookup("prescreen-base", suite, base_py, base_py)
+    triton_env = {k: v for k, v in job.caches().items() if k.startswith("TRITON_")}
+    for side in ("base", "cand"):
+        side_py = base_py if side == "base" else job.build("overlay", base_py, patch_file)
+        half = job.step("prescreen-side", TG_SIDE=side, **{f"{side.upper()}_PY": side_py}, RECORD=record,
+                        TG_SUITE=suite, **triton_env)
         d = Path(half["outputs"].get("side-dir", "/nonexistent"))
         upload([d / f"side-{side}.json", d / f"ir-{side}", d / f"capture-{side}"], art / f"tritongate-half-{side}-{key}")
     judge = Job(root, "judge", store)  # no build: the judge's interpreter looks up and judges
@@ -251,6 +253,10 @@ def replay(suite: str, patch: str, store: Path, py: str, judge_py: str, work: Pa
         "no step wrote $GITHUB_ENV or $GITHUB_PATH": not any(s["wrote_github_env"] for s in steps),
         "the judge named rows_total and rows_changed": total is not None and vo.get("rows_changed") is not None,
         "the result job passes the PR": result["exit"] == 0,
+        "one build per compiler: one CPU job; its PR overlay made after its own half": [
+            (st["step"], st["env"].get("TG_SIDE") or st["env"].get("TG_MODE")) for st in jobs[0].steps] == [
+            ("build", "installed"), ("find-baseline", None), ("prescreen-side", "base"), ("build", "overlay"),
+            ("prescreen-side", "cand")] and [j.name for j in jobs if j.name.startswith("prescreen")] == ["prescreen-base"],
     }
     if not changed:
         vdir = Path(vo.get("verdict-dir", "/nonexistent"))
@@ -277,8 +283,9 @@ def replay(suite: str, patch: str, store: Path, py: str, judge_py: str, work: Pa
             "checks": checks}
 
 
-def step_wall(r: dict[str, Any], job: str, sub: str) -> str:
-    walls = [s["wall_s"] for s in r["jobs"].get(job, {}).get("steps", []) if s["step"] == sub]
+def step_wall(r: dict[str, Any], job: str, sub: str, side: str | None = None) -> str:
+    walls = [s["wall_s"] for s in r["jobs"].get(job, {}).get("steps", [])
+             if s["step"] == sub and (side is None or s["env"].get("TG_SIDE") == side)]
     return f"{walls[0]:.1f}" if walls else "—"
 
 
@@ -297,18 +304,19 @@ def write_md(doc: dict[str, Any], path: Path) -> str:
              f"Raw: [`{path.stem}.json`]({path.stem}.json).", "",
              "How each step ran: " + doc["how"], "",
              "| suite | patch | rows changed / total | why | gate job | rows pair timed | side base s | side cand s "
-             "| judge s | pair s | jobs s (base+cand+judge+gate) | checks |",
+             "| judge s | pair s | jobs s (prescreen+judge+gate) | checks |",
              "|---|---|---|---|---|---|---:|---:|---:|---:|---|---|"]
     for r in doc["results"]:
         why = r["why"]
         reasons = "; ".join(f"{k} ({v})" for k, v in why["launch_path_reasons"].items())
         why_text = "; ".join(x for x in (f"AOT variants {why['variants']}", reasons) if x)
         timed = ", ".join(" ".join(t) for t in r["timed"]) if r["gate_job_ran"] else "— (not run)"
-        jw = [r["jobs"][j]["wall_s"] for j in ("prescreen-base", "prescreen-cand", "judge", "gate") if j in r["jobs"]]
+        jw = [r["jobs"][j]["wall_s"] for j in ("prescreen-base", "judge", "gate") if j in r["jobs"]]
         ok = sum(r["checks"].values())
         lines.append(f"| {r['suite']} | `{r['patch']}` | {len(r['rows_changed'])} / {r['rows_total']} | {why_text} | "
                      f"{'ran' if r['gate_job_ran'] else 'skipped (if: false)'} | {timed} | "
-                     f"{step_wall(r, 'prescreen-base', 'prescreen-side')} | {step_wall(r, 'prescreen-cand', 'prescreen-side')} | "
+                     f"{step_wall(r, 'prescreen-base', 'prescreen-side', 'base')} | "
+                     f"{step_wall(r, 'prescreen-base', 'prescreen-side', 'cand')} | "
                      f"{step_wall(r, 'judge', 'judge')} | {step_wall(r, 'gate', 'pair')} | "
                      f"{' + '.join(f'{w:.1f}' for w in jw)} = {sum(jw):.1f} | {ok}/{len(r['checks'])} |")
     lines += ["", "Setup (once per suite, not part of a PR's jobs): " + "; ".join(
@@ -357,11 +365,12 @@ def main() -> int:
             print(f"{suite} {patch}: {len(r['rows_changed'])}/{r['rows_total']} changed, gate job "
                   f"{'ran' if r['gate_job_ran'] else 'skipped'}, checks {sum(r['checks'].values())}/{len(r['checks'])}",
                   flush=True)
-    how = ("through `ci/gate_steps.sh`: build (base: mode installed; PR: mode overlay with TG_PATCH), find-baseline, "
-           "prescreen-side, judge, note-pr, pair (`ci/replay_candidate.py` = `tritongate pair --strict`, backend cpu, "
+    how = ("through `ci/gate_steps.sh`: one pre-screen job, as pr-gate.yml runs mode overlay: build (base: mode "
+           "installed), find-baseline, prescreen-side base, then build (PR: mode overlay of that base, TG_PATCH) and "
+           "prescreen-side cand; judge, note-pr, pair (`ci/replay_candidate.py` = `tritongate pair --strict`, backend cpu, "
            "its default rounds, `--changed-from` the judge's ir-diff); the gate job's `if:` evaluated from pr-gate.yml "
            "(tests/workflows/replay.py's evaluator), the result job's script from pr-gate.yml. Directly: the record "
-           "(`tritongate run` capture-only, `baseline publish`), the judge's venv (the action's judge-deps script run "
+           "(`ci/record_baseline.py --backend cpu --publish`), the judge's venv (the action's judge-deps script run "
            "in it), checkout/store fetch/upload/download (folder copies).")
     stamp = dt.datetime.now(dt.timezone.utc)
     doc = {"date": stamp.isoformat(timespec="seconds"), "how": how,

@@ -96,8 +96,10 @@ def clone_checkout(run: JobRun, source: Path, with_values: dict, seen: list[dict
     return "success", {}
 
 
-def run_build_action(tmp: Path, source: Path, cache_write: str | None = None, **inputs: str):
-    """The build-compiler action, replayed: (JobRun, outputs, checkouts seen)."""
+def run_build_action(tmp: Path, source: Path, cache_write: str | None = None, extra_env: dict | None = None,
+                     **inputs: str):
+    """The build-compiler action, replayed: (JobRun, outputs, checkouts seen); ``extra_env``:
+    the job's environment beside the runner's (e.g. pr-gate's TG_ONLY)."""
     workspace, runner_temp = tmp / "ws", tmp / "runner" / "temp"
     workspace.mkdir(parents=True)
     runner_temp.mkdir(parents=True)
@@ -112,6 +114,7 @@ def run_build_action(tmp: Path, source: Path, cache_write: str | None = None, **
     env = action_env(tmp, workspace, runner_temp)
     if cache_write is not None:
         env["TG_CACHE_WRITE"] = cache_write
+    env.update(extra_env or {})
     run = JobRun(workspace, runner_temp, {"github": github, "runner": {"temp": str(runner_temp)}, "vars": {}},
                  env, uses)
     status, outputs = run.run_composite(ACTION_DIR, {"python": sys.executable, **inputs}, {})

@@ -345,8 +345,8 @@ def _built(side: str, built: str, wheel: str) -> dict:
 def test_a_half_uploads_its_own_source_build_under_the_name_the_gate_downloads(side: str) -> None:
     other = "cand" if side == "base" else "base"
     wheel = f"/rt/tritongate-pr/wheels/acme__triton-1/triton-{side}.whl"
-    # mode auto, a PR that changes C++: the PR half builds the base too (for nothing: it is a
-    # source build) and its own from source; each half hands on only its own
+    # mode auto, a PR that changes C++: each half builds its own compiler from source and
+    # hands on only that one
     outputs = {**_built(side, "source", wheel), **_built(other, "source", f"/elsewhere/triton-{other}.whl")}
     ran, _ = _walk(f"prescreen-{side}", "auto", outputs)
     (upload,) = _uploads(ran)

@@ -8,7 +8,7 @@
 #                    checkout goes (and how deep: 2 for a patch from the PR's diff).
 #                    outputs: slug, commit, cached, src, fetch-depth
 #   build.sh build   make (or reuse) the build's venv and print its interpreter.
-#                    outputs: python, commit, built (source|wheel|installed|overlay),
+#                    outputs: python, commit, built (source|wheel|installed|overlay|elsewhere),
 #                    patch-sha256 (overlay), wheel (a source build made here: the wheel it
 #                    was installed from, with WHEEL.build-host beside it, the glibc it was
 #                    built against; mode wheel: the input wheel; empty otherwise, a reused
@@ -27,6 +27,11 @@
 # third_party/*/backend/**) and the files left out are named. Mode auto: an overlay when the
 # PR's diff touches only those files, a source build of the checkout otherwise; the log says
 # which and why.
+#
+# TG_ONLY (pr-gate's pre-screen, modes overlay and auto: one build per compiler): `overlay` makes
+# the PR build only where it is an overlay (the base half, which holds the base build), `source`
+# only where it is a source build (the PR half); the other case outputs built=elsewhere and no
+# python, and the log says which half makes it.
 #
 # Cache layout (runner-local, shared by every job of the runner's user):
 #   <cache-root>/<repo-slug>/<commit>-<key>/venv        mode source, one venv per compiler commit
@@ -59,6 +64,10 @@ check_inputs() {
   case "$mode" in
     source|wheel|installed|overlay|auto) ;;
     *) die "mode must be source, wheel, installed, overlay or auto, got '${mode}'" ;;
+  esac
+  case "${TG_ONLY:-}" in
+    ""|overlay|source) ;;
+    *) die "TG_ONLY must be overlay, source or empty, got '${TG_ONLY}'" ;;
   esac
   if [[ -n "${TG_PATCH_FROM:-}" && "${TG_PATCH_FROM}" != pr ]]; then
     die "patch-from must be 'pr' or empty, got '${TG_PATCH_FROM}'"
@@ -351,6 +360,17 @@ make_overlay() {
   out wheel ""  # the base build patched: nothing of its own to hand on
 }
 
+# TG_ONLY says another half makes this build (see the header): say which, and output no build.
+made_elsewhere() {  # $1: the build this PR gets (overlay|source)
+  local what="an overlay of the base build" by="the base half makes it, over the base it builds" here="from source"
+  if [[ "$1" == source ]]; then what="a source build"; by="the PR half makes it"; here="as an overlay"; fi
+  echo "the PR build is ${what}: ${by} (this job makes the PR build only ${here})" >&2
+  out python ""
+  out built elsewhere
+  out patch-sha256 ""
+  out wheel ""
+}
+
 # Modes overlay and auto with patch-from pr: the PR's diff, and which build it gets.
 build_from_pr() {
   local src="$GITHUB_WORKSPACE/$TG_SRC" base head names files=() outside=() f patch
@@ -360,6 +380,12 @@ build_from_pr() {
   if [[ -n "$names" ]]; then mapfile -t files <<<"$names"; fi
   for f in "${files[@]}"; do overlay_takes "$f" || outside+=("$f"); done
   out commit "$head"
+  local gets=overlay
+  if [[ "$mode" == auto && ${#files[@]} -gt 0 && ${#outside[@]} -gt 0 ]]; then gets=source; fi
+  if [[ -n "${TG_ONLY:-}" && "$TG_ONLY" != "$gets" ]]; then
+    made_elsewhere "$gets"
+    return 0
+  fi
   if [[ "$mode" == auto && ${#files[@]} -eq 0 ]]; then
     # an overlay with an empty patch is the base build itself
     echo "build mode auto: overlay; the PR changes no file from ${base:0:12} to ${head:0:12}: the candidate is the base build, unpatched" >&2
@@ -404,6 +430,11 @@ build() {
   local venv commit="" key
   case "$mode" in
     overlay|auto)
+      if [[ "$mode" == overlay && "${TG_ONLY:-}" == source ]]; then
+        if is_sha "$ref"; then out commit "$ref"; else out commit ""; fi
+        made_elsewhere overlay
+        return 0
+      fi
       if [[ "${TG_PATCH_FROM:-}" == pr || "$mode" == auto ]]; then
         build_from_pr
       else
