@@ -47,6 +47,23 @@ def test_writes_are_atomic_and_leave_no_temp_files(tmp_path):
     assert sorted(os.listdir(tmp_path / "run")) == ["results.json", "run_identity.json"]
 
 
+@pytest.mark.parametrize("identity, where", [
+    ({"pair": {"side": "left"}}, "pair.side"),          # a value no reader accepts
+    ({"selection": {"ops": "add"}}, "selection"),       # a list written as one string
+    ({"capture_only": "yes"}, "capture_only"),
+])
+def test_an_identity_its_readers_would_refuse_is_never_written(tmp_path, identity, where):
+    """The writer checks run_identity.json with the model load_run checks it with: a bad
+    field is the writer's bug, raised before a run directory holds it."""
+    with pytest.raises(ValueError, match=where.replace(".", r"\.")):
+        RunWriter(tmp_path / "run", {"backend": "cpu", **identity})
+    assert not (tmp_path / "run" / "run_identity.json").exists()
+    w = RunWriter(tmp_path / "ok", {"backend": "cpu"})
+    with pytest.raises(ValueError, match=where.replace(".", r"\.")):
+        w.set_identity_extra(identity)
+    assert "pair" not in json.loads((tmp_path / "ok" / "run_identity.json").read_text())
+
+
 def test_refuses_to_overwrite_and_duplicate_rows(tmp_path):
     w = _write(tmp_path, finish=False)
     with pytest.raises(ValueError, match="duplicate"):

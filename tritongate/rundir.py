@@ -76,12 +76,19 @@ class RunWriter:
         self._mode = mode
         self._identity = {"schema_version": SCHEMA_VERSION, "tool_version": __version__,
                           "mode": mode, **identity}
-        write_json_atomic(self.path / IDENTITY, self._identity)
+        self._write_identity()
         self._flush(RunStatus.RUNNING)
 
     def set_identity_extra(self, extra: Mapping[str, Any]) -> None:
         """Add what is known only at the end (GPU state after, wall time)."""
         self._identity = {**self._identity, **extra}
+        self._write_identity()
+
+    def _write_identity(self) -> None:
+        """run_identity.json, checked by the model every reader checks it with (``IdentityDoc``)
+        before it is written: an identity the tool's own readers would refuse is a bug here,
+        not an unreadable run later."""
+        validate(IdentityDoc, self._identity, source=self.path / IDENTITY, error=ValueError)
         write_json_atomic(self.path / IDENTITY, self._identity)
 
     @property
