@@ -51,8 +51,11 @@ class Device(Protocol):
 # (H100s, driver 580: bench/results/2026-12-05_h100_two_speeds.md; the H200 runs show the same
 # pattern). The harness makes more than two graphs in any row, so a process would otherwise time
 # its first rounds at one level and the rest at the other. Throwaway graphs made before anything
-# is timed put every process in the state it reaches anyway. TRITONGATE_GRAPH_PRIME=0 skips them
-# (to show the effect; runs record the state they ran in either way).
+# is timed put the process in the state it reaches anyway on that H100; on two H100s on
+# 2026-12-06 they did not switch it, recording processes switched during their first row and
+# paired workers never did (bench/results/2026-12-06_h100e_unprimed_cand.md): the trigger is not
+# a graph count alone, so every round records the state it ran in. TRITONGATE_GRAPH_PRIME=0 skips
+# the throwaway graphs.
 PRIME_GRAPHS = 8
 PRIME_NODES = 8
 STATE_NODES = 64  # the reference graph: this many empty kernels
