@@ -202,7 +202,7 @@ prescreen_side() {
     "--$side-python" "$py" --suite "$TG_SUITE" --out "$dir" || rc=$?
   out exit-code "$rc"
   if (( rc != 0 )); then
-    echo "::warning::the pre-screen's $side half failed (exit $rc): no judge, the GPU job runs every row"
+    echo "::warning::the pre-screen's $side half failed (exit $rc): the judge gets no $side half and fails, and the GPU job runs every row"
     return 0
   fi
   out side-dir "$dir"

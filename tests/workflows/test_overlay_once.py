@@ -124,7 +124,7 @@ def test_a_python_only_pr_is_built_once_by_the_base_half_after_its_own_uploads(t
     assert cand.status == "success", log
     assert steps["base-plan"]["outcome"] == "skipped" and steps["base"]["outcome"] == "skipped", "no base build here"
     assert steps["cand"]["outputs"]["built"] == "elsewhere" and steps["cand"]["outputs"]["python"] == ""
-    assert ("the PR build is an overlay of the base build: the base half makes it, over the base it builds "
+    assert ("the PR build is an overlay of the base build: the base half makes it after its own half "
             "(this job makes the PR build only from source)") in log
     assert steps["baseline"]["outcome"] == "skipped" and steps["side"]["outcome"] == "skipped"
     assert [e for e in events if e[0] == "prescreen-cand" and not e[1].startswith("tritongate-runs-")] == [], \
@@ -160,3 +160,45 @@ def test_mode_overlay_runs_no_pr_half(mode: str, sides: list[str]) -> None:
     job = load_yaml(REPO / ".github" / "workflows" / "pr-gate.yml")["jobs"]["prescreen"]
     expr = job["strategy"]["matrix"]["side"]
     assert interpolate(expr, Evaluator({"inputs": {"compiler-mode": mode}})) == sides
+
+
+def _walked(mode: str, outputs: dict) -> tuple[list[str], dict]:
+    from tests.workflows.test_one_build import _walk
+
+    ran, by_id = _walk("prescreen-base", mode, outputs)
+    return [s["name"] for s in ran], by_id
+
+
+BASE_JOB = {"base": {"built": "source", "commit": "b" * 40, "wheel": "/rt/w/triton-b.whl", "python": "/venv-b/bin/python"},
+            "cand-plan": {"src": ".tritongate-src/c", "cached": "false"}, "side": {"side-dir": "/rt/p/prescreen-base",
+                                                                                "side": "base", "exit-code": "0"},
+            "cand-overlay": {"built": "overlay", "python": "/rt/overlays/x/bin/python"},
+            "side-cand": {"side-dir": "/rt/p/prescreen-cand", "side": "cand", "exit-code": "0"}}
+
+
+@pytest.mark.parametrize("mode", ["overlay", "auto"])
+def test_the_base_job_uploads_its_wheel_and_half_before_the_overlay_is_made(mode: str) -> None:
+    names, by_id = _walked(mode, BASE_JOB)
+    overlay = names.index("Make the PR build's overlay (after this half is uploaded)")
+    assert names.index("Upload this half's compiler build (for the GPU job)") < overlay
+    assert names.index("Upload this build's half (for the judge)") < overlay
+    assert names.index("Upload the PR build's half (for the judge)") > names.index(
+        "Pre-screen, the PR build's half (the overlay the base half made)") > overlay
+    env = by_id["cand-overlay"]["env"]
+    assert env["TG_ONLY"] == "overlay" and env["TG_OVERLAY_BASE"] == "/venv-b/bin/python" and env["TG_PATCH_FROM"] == "pr"
+    assert by_id["side-cand"]["env"]["CAND_PY"] == "/rt/overlays/x/bin/python"
+    # the base checkout goes before the halves; the PR's is kept for the overlay, then removed
+    assert by_id.get("cand-plan") and names.index("Remove the compiler checkouts") < overlay
+    assert names[-1] == "Gate result" and "Remove the PR checkout (the base half of an overlay)" in names
+
+
+@pytest.mark.parametrize(("cand_exit", "job_exit"), [("0", "0"), ("4", "4"), (None, "0")])
+def test_the_base_job_fails_when_its_pr_half_does(cand_exit: str | None, job_exit: str) -> None:
+    """So the failing job is the one a re-run re-runs, not the judge that lacks its half."""
+    outputs = {**BASE_JOB, "side-cand": {**BASE_JOB["side-cand"], "exit-code": cand_exit}} if cand_exit else \
+        {k: v for k, v in BASE_JOB.items() if k not in ("cand-overlay", "side-cand")}
+    from tests.workflows.test_one_build import _walk
+
+    ran, _ = _walk("prescreen-base", "auto", outputs)
+    gate = next(s for s in ran if s["name"] == "Gate result")
+    assert gate["env"]["GATE_EXIT"].strip() == job_exit

@@ -362,7 +362,7 @@ make_overlay() {
 
 # TG_ONLY says another half makes this build (see the header): say which, and output no build.
 made_elsewhere() {  # $1: the build this PR gets (overlay|source)
-  local what="an overlay of the base build" by="the base half makes it, over the base it builds" here="from source"
+  local what="an overlay of the base build" by="the base half makes it after its own half" here="from source"
   if [[ "$1" == source ]]; then what="a source build"; by="the PR half makes it"; here="as an overlay"; fi
   echo "the PR build is ${what}: ${by} (this job makes the PR build only ${here})" >&2
   out python ""
