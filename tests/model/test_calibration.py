@@ -178,3 +178,14 @@ def test_a_calibration_read_back_is_strict(tmp_path, field, value, fragment):
     with pytest.raises(UsageError) as err:
         load_calibration(tmp_path)
     assert fragment in str(err.value) and "calibrate again" in str(err.value)
+
+
+def test_a_calibration_its_readers_would_refuse_is_never_written(tmp_path):
+    """The writer checks the file with the model load_calibration reads it with."""
+    import dataclasses
+
+    good = row("mid", 20.0, {"0.02": True})
+    bad = cal([dataclasses.replace(good, aa_verdicts=(1,))])  # a verdict that is not a word
+    with pytest.raises(ValueError, match=r"rows\[0\]\.aa_verdicts"):
+        bad.write(tmp_path / "calibration.json")
+    assert not (tmp_path / "calibration.json").exists()

@@ -226,7 +226,14 @@ class Calibration:
         }
 
     def write(self, path: Path) -> Path:
-        write_json_atomic(path, self.to_dict())
+        """calibration.json, checked by the model ``load_calibration`` reads it with before it
+        is written: a calibration its readers would refuse is a bug here (``ValueError``)."""
+        doc = self.to_dict()
+        try:
+            _FILE.validate_json(json.dumps(doc, allow_nan=False))
+        except ValidationError as exc:
+            raise ValueError(describe(exc, path)) from None
+        write_json_atomic(path, doc)
         return path
 
 
