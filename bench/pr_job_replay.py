@@ -319,6 +319,10 @@ def write_md(doc: dict[str, Any], path: Path) -> str:
                      f"{step_wall(r, 'prescreen-base', 'prescreen-side', 'cand')} | "
                      f"{step_wall(r, 'judge', 'judge')} | {step_wall(r, 'gate', 'pair')} | "
                      f"{' + '.join(f'{w:.1f}' for w in jw)} = {sum(jw):.1f} | {ok}/{len(r['checks'])} |")
+    pre = sorted(r["jobs"]["prescreen-base"]["wall_s"] for r in doc["results"] if "prescreen-base" in r["jobs"])
+    if pre:
+        lines += ["", f"The pre-screen job (one job: the base half, then the PR's overlay and its half): median "
+                  f"{pre[len(pre) // 2]:.1f} s ({pre[0]:.1f} s to {pre[-1]:.1f} s) over {len(pre)} runs."]
     lines += ["", "Setup (once per suite, not part of a PR's jobs): " + "; ".join(
         f"{s['step']} {s['wall_s']:.1f} s (exit {s['exit']})" for s in doc["setup"]), ""]
     for r in doc["results"]:

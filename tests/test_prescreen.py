@@ -117,6 +117,36 @@ def test_identical_builds_write_a_zero_verdict_and_no_gpu_job(tmp_path, record, 
     assert "no GPU time used" in (tmp_path / "o" / "verdict" / "verdict.md").read_text()
 
 
+def test_the_zero_verdict_names_each_sides_environment_overlay(tmp_path, record, fake_builds) -> None:
+    """--cand-env (a compiler knob) is what tells the builds apart: the verdict says so."""
+    prescreen.run_prescreen(record, fake_builds(tmp_path, "base"), fake_builds(tmp_path, "same"), tmp_path / "o",
+                            envs={"base": {}, "cand": {"TRITON_ALWAYS_COMPILE": "1"}})
+    verdict = json.loads((tmp_path / "o" / "verdict" / "verdict.json").read_text())
+    assert verdict["candidate"]["env_overlay"] == {"TRITON_ALWAYS_COMPILE": "1"} and verdict["base"]["env_overlay"] == {}
+    assert "TRITON_ALWAYS_COMPILE=1" in (tmp_path / "o" / "verdict" / "verdict.md").read_text()
+
+
+def test_a_suite_other_than_the_records_is_refused(tmp_path, fake_builds) -> None:
+    """Another suite's rows would screen as changes the PR never made."""
+    from tritongate.errors import UsageError
+    from tritongate.suites import load_suite
+
+    smoke = load_suite("smoke")
+    rec = tmp_path / "rec"
+    w = RunWriter(rec, {"backend": "cuda", "suite": {"name": "smoke", "digest": smoke.digest}})
+    for op, case, dtype in ROWS:
+        w.add(make_row(op, case, dtype))
+    w.finish()
+    _tree(rec, {"add": "add v1\n", "matmul": "mm v1\n"})
+    with pytest.raises(UsageError, match=r"--suite pr is not the suite the baseline was recorded with \(smoke\)"):
+        prescreen.run_prescreen(rec, fake_builds(tmp_path, "base"), fake_builds(tmp_path, "same"), tmp_path / "o",
+                                suite="pr")
+    for same in ("smoke", str(smoke.path)):  # its name, or its file: the same suite
+        out = tmp_path / f"o-{Path(same).name}"
+        prescreen.run_prescreen(rec, fake_builds(tmp_path, "base"), fake_builds(tmp_path, "same"), out, suite=same)
+        assert (out / "prescreen.json").is_file()
+
+
 def test_bad_input_is_exit_2_naming_it_and_a_crash_is_exit_4(tmp_path, record, fake_builds, monkeypatch,
                                                              capsys) -> None:
     base = fake_builds(tmp_path, "base")

@@ -81,3 +81,13 @@ def test_a_replay_run_without_an_index_points_to_its_record(tmp_path, capsys) ->
     err = capsys.readouterr().err
     assert "is a replay run and keeps no ttgir/index.tsv of its own" in err
     assert "give the record it replayed instead (/runs/pr_20261206T000000Z)" in err
+
+
+def test_an_ir_diff_into_an_earlier_one_drops_its_blame(tmp_path, capsys) -> None:
+    """--out is replaced: an earlier diff's blame.json and blame/ would name other variants."""
+    a, b = _indexed_run(tmp_path / "a"), _indexed_run(tmp_path / "b")
+    out = tmp_path / "d"
+    (out / "blame" / "000").mkdir(parents=True)
+    (out / "blame.json").write_text('{"schema_version": 1, "variants": [{"kernel": "old"}]}')
+    assert main(["ir-diff", str(a), str(b), "--out", str(out)]) == 0
+    assert not (out / "blame.json").exists() and not (out / "blame").exists()

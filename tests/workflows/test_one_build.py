@@ -235,7 +235,8 @@ def test_the_gate_step_never_runs_the_wheel() -> None:
 
 # --- the pr-gate action, stage by stage ---------------------------------------------------
 
-def _walk(stage: str, mode: str, outputs: dict[str, dict] | None = None) -> tuple[list[dict], dict]:
+def _walk(stage: str, mode: str, outputs: dict[str, dict] | None = None,
+          runner: dict | None = None) -> tuple[list[dict], dict]:
     """The steps of the pr-gate action that run at ``stage`` in ``mode`` (a pull_request), each
     step that runs leaving ``outputs[id]`` (default: nothing), with its env and `with:`
     evaluated as the runner would."""
@@ -245,7 +246,7 @@ def _walk(stage: str, mode: str, outputs: dict[str, dict] | None = None) -> tupl
     given = {"refs": {"base": BASE, "cand": CAND, "key": KEY}, "baseline": {"state": "ok"}, **(outputs or {})}
     steps: dict[str, dict] = {}
     ctx = {"github": github_context("pull_request", "pull_request.synchronize"), "inputs": inputs,
-           "steps": steps, "runner": {"temp": "/rt"}, "vars": {}}
+           "steps": steps, "runner": {"temp": "/rt", **(runner or {})}, "vars": {}}
     ran = []
     for step in action["runs"]["steps"]:
         ev = Evaluator(ctx, lambda: "success")

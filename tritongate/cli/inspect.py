@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -359,6 +360,10 @@ def cmd_ir_diff(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     out = write_diff_dir(diffs, Path(args.out))
+    # an earlier diff's blame there is not this one's: gone, whether or not this one blames
+    (out / "blame.json").unlink(missing_ok=True)
+    if (out / "blame").is_dir() and not (out / "blame").is_symlink():
+        shutil.rmtree(out / "blame")
     if provenance is not None:
         write_diff_provenance(out, provenance)
     counts = Counter(d.status for d in diffs)

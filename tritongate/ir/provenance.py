@@ -93,7 +93,8 @@ def build_of(python: str, env: Mapping[str, str] | None = None, timeout_s: float
     try:
         out = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        raise UsageError(f"{python}: its Triton build probe printed no identity") from None
+        raise UsageError(f"{python}: it printed no Triton build identity when asked (is it a Python interpreter?); "
+                         "pass the build venv's bin/python, an interpreter that imports that build's triton") from None
     out["triton_dir"] = str(Path(out["triton_dir"]).resolve())
     from tritongate.overlay import overlay_identity
 

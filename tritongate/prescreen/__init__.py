@@ -58,10 +58,25 @@ class PrescreenResult:
 
 
 def _suite_of(identity: Mapping[str, Any], suite: str | None) -> str:
-    if suite:
-        return suite
+    """The suite the builds replay the baseline with: the record's own, or ``suite`` when it is
+    that one (by name, or by content for a suite file); another suite would screen rows the
+    record does not hold as changes, so it is refused."""
     named = identity.get("suite")
     name = named.get("name") if isinstance(named, Mapping) else None
+    if suite:
+        digest = named.get("digest") if isinstance(named, Mapping) else None
+        if suite == name or not (isinstance(name, str) and name and isinstance(digest, str) and digest):
+            return suite
+        from tritongate.suites import load_suite
+
+        try:
+            given = load_suite(suite).digest
+        except Exception:  # noqa: BLE001 - unreadable: the build's own replay names the problem
+            return suite
+        if given != digest:
+            raise UsageError(f"--suite {suite} is not the suite the baseline was recorded with ({name}); "
+                             f"drop --suite, or pass {name} or the file it was recorded from")
+        return suite
     if not isinstance(name, str) or not name:
         raise UsageError("the baseline's run_identity.json names no suite; pass --suite NAME|PATH (the suite "
                          "it was recorded with)")
@@ -220,13 +235,18 @@ def zero_headline(total: int) -> str:
 
 def _as_built(identity: Mapping[str, Any], build: Mapping[str, Any]) -> dict[str, Any]:
     """The record's identity with its Triton replaced by the build a side compiled with
-    (``build_of``: version, folder, key, an overlay's patches), so the verdict names each build."""
+    (``build_of``: version, folder, key, an overlay's patches) and its environment overlay, so
+    the verdict names each build."""
     triton: dict[str, Any] = {"version": build.get("triton_version"), "path": build.get("triton_dir"),
                               "build_hash": str(build.get("triton_key", ""))[:16]}
     if isinstance(build.get("overlay"), Mapping):
         triton["overlay"] = json.dumps(build["overlay"], sort_keys=True)
     software = identity.get("software") if isinstance(identity.get("software"), Mapping) else {}
-    return {**identity, "software": {**software, "triton": triton}}
+    built = {**identity, "software": {**software, "triton": triton}}
+    env = build.get("env_overlay")
+    if isinstance(env, Mapping) and env:  # --base-env / --cand-env: named as a pair names them
+        built["pair"] = {"build": {"env_overlay": {str(k): str(v) for k, v in env.items()}}}
+    return built
 
 
 def write_zero_verdict(run: Any, out: Path, base_root: Path, cand_root: Path, total: int, target: str,

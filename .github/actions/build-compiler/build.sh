@@ -281,6 +281,19 @@ make_venv() {
   exec 9>&-
 }
 
+# ccache for a source build, where the runner has it and the job names its folder (CCACHE_DIR;
+# pr-gate's pre-screen restores one that a nightly on the default branch saved): Triton's
+# setup.py compiles through it with TRITON_BUILD_WITH_CCACHE. CCACHE_BASEDIR and
+# CCACHE_NOHASHDIR leave the checkout's folder, a fresh name in every job, out of the hashes.
+# Not part of the build key: ccache hands back what the compiler would make.
+use_ccache() {  # $1: the checkout
+  [[ -z "${TRITON_BUILD_WITH_CCACHE:-}" && -n "${CCACHE_DIR:-}" ]] || return 0
+  command -v ccache >/dev/null || { echo "no ccache on this runner: the compiler is built without it" >&2; return 0; }
+  export TRITON_BUILD_WITH_CCACHE=true CCACHE_BASEDIR="$1" CCACHE_NOHASHDIR=true
+  mkdir -p "$CCACHE_DIR"
+  echo "ccache: $CCACHE_DIR ($(du -sh "$CCACHE_DIR" 2>/dev/null | cut -f1) before this build)" >&2
+}
+
 install_source() {
   local vpy="$1" src="$GITHUB_WORKSPACE/$TG_SRC" target
   # Triton >= 3.4 (and forks that follow it) build from the repository root; older
@@ -295,6 +308,7 @@ install_source() {
     die "no setup.py or pyproject.toml in $TG_REPO@$TG_REF (looked in ./ and ./python)"
   fi
   echo "building $TG_REPO from ${target#"$GITHUB_WORKSPACE/"} (this takes a while the first time)" >&2
+  use_ccache "$src"
   # The one compile: a wheel (what `pip install <dir>` builds anyway), then that wheel installed,
   # so that pr-gate can hand the build to its GPU job instead of compiling it there again.
   local wheels found=()
@@ -304,6 +318,9 @@ install_source() {
   mapfile -t found < <(find "$wheels" -maxdepth 1 -type f -name '*.whl')
   (( ${#found[@]} == 1 )) || die "pip wheel of $TG_REPO left ${#found[@]} wheels in $wheels, not one"
   install_wheel_file "$vpy" "${found[0]}"
+  if [[ "${TRITON_BUILD_WITH_CCACHE:-}" == true ]] && command -v ccache >/dev/null; then
+    ccache --show-stats >&2 || true  # the log says how much of this build the cache held
+  fi
   # The C library it was built against (the runner's interpreter says, not the build's): a
   # runner with an older one cannot load it; pr-gate checks before it installs it elsewhere.
   "$(resolve_python "${TG_PYTHON:-python3}")" -c 'import os; print(os.confstr("CS_GNU_LIBC_VERSION") or "")' \
