@@ -6,6 +6,7 @@ writer, the GitHub output lines and the exit codes."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -114,7 +115,11 @@ def test_identical_builds_write_a_zero_verdict_and_no_gpu_job(tmp_path, record, 
     assert verdict["headline"] == "✅ 0 of 2 rows' kernels changed under this PR; no GPU time used"
     assert [r["verdict"] for r in verdict["rows"]] == ["IDENTICAL_BINARY"] * 2
     assert not any(r["timed"] for r in verdict["rows"])
-    assert "no GPU time used" in (tmp_path / "o" / "verdict" / "verdict.md").read_text()
+    md = (tmp_path / "o" / "verdict" / "verdict.md").read_text()
+    assert "no GPU time used" in md
+    # it ran a compile for the record's GPU: not the record's machine or timer
+    assert "Ran on cuda · no GPU: ahead-of-time compile for cuda:90 · base: triton" in md and "timer" not in md
+    assert verdict["candidate"]["device"] == "no GPU: ahead-of-time compile for cuda:90"
 
 
 def test_the_zero_verdict_names_each_sides_environment_overlay(tmp_path, record, fake_builds) -> None:
@@ -338,11 +343,13 @@ def test_the_judge_refuses_a_side_it_cannot_vouch_for(tmp_path, record, fake_bui
     capsys.readouterr()
     good = (split / "side-cand.json").read_text()
 
-    def judged_with(text: str | None, *, link: bool = False) -> str:
+    def judged_with(text: str | None, *, link: bool = False, fifo: bool = False) -> str:
         path = split / "side-cand.json"
         path.unlink(missing_ok=True)
         if link:
             path.symlink_to(split / "side-base.json")
+        elif fifo:
+            os.mkfifo(path)
         elif text is not None:
             path.write_text(text)
         assert ci_prescreen.main(["--baseline", str(record), "--judge", "--out", str(split)]) == 2
@@ -352,7 +359,8 @@ def test_the_judge_refuses_a_side_it_cannot_vouch_for(tmp_path, record, fake_bui
     doc = json.loads(good)
     missing = judged_with(None)
     assert "side-cand.json" in missing and "--side cand" in missing
-    assert "a link" in judged_with(None, link=True)
+    assert "is a symbolic link" in judged_with(None, link=True)
+    assert "is not a regular file (a pipe or a device)" in judged_with(None, fifo=True)  # not called a link
     assert "it is the base side's" in judged_with(json.dumps({**doc, "side": "base"}))
     assert "another baseline" in judged_with(json.dumps({**doc, "baseline": {"content_sha256": "0" * 64}}))
     assert "not a folder name" in judged_with(json.dumps({**doc, "capture": "../../etc"}))

@@ -233,7 +233,7 @@ def zero_headline(total: int) -> str:
     return f"0 of {total} rows' kernels changed under this PR; no GPU time used"
 
 
-def _as_built(identity: Mapping[str, Any], build: Mapping[str, Any]) -> dict[str, Any]:
+def _as_built(identity: Mapping[str, Any], build: Mapping[str, Any], target: str) -> dict[str, Any]:
     """The record's identity with its Triton replaced by the build a side compiled with
     (``build_of``: version, folder, key, an overlay's patches) and its environment overlay, so
     the verdict names each build."""
@@ -242,7 +242,9 @@ def _as_built(identity: Mapping[str, Any], build: Mapping[str, Any]) -> dict[str
     if isinstance(build.get("overlay"), Mapping):
         triton["overlay"] = json.dumps(build["overlay"], sort_keys=True)
     software = identity.get("software") if isinstance(identity.get("software"), Mapping) else {}
-    built = {**identity, "software": {**software, "triton": triton}}
+    # what ran was a compile for the record's GPU, not the record's machine or timer
+    built = {**identity, "software": {**software, "triton": triton}, "backend": target.split(":")[0],
+             "device": f"no GPU: ahead-of-time compile for {target}", "timer": None}
     env = build.get("env_overlay")
     if isinstance(env, Mapping) and env:  # --base-env / --cand-env: named as a pair names them
         built["pair"] = {"build": {"env_overlay": {str(k): str(v) for k, v in env.items()}}}
@@ -261,8 +263,8 @@ def write_zero_verdict(run: Any, out: Path, base_root: Path, cand_root: Path, to
     policy = load_policy()
     rows = [RowVerdict(*r.key, verdict=Verdict.IDENTICAL_BINARY, reasons=(AHEAD_OF_TIME_REASON,),
                        min_effect=policy.min_effect_for(r.op)) for r in sorted(run.rows, key=lambda r: r.key)]
-    base = replace(run, path=base_root.parent, identity=_as_built(run.identity, builds["base"]))
-    cand = replace(run, path=cand_root.parent, identity=_as_built(run.identity, builds["cand"]))
+    base = replace(run, path=base_root.parent, identity=_as_built(run.identity, builds["base"], target))
+    cand = replace(run, path=cand_root.parent, identity=_as_built(run.identity, builds["cand"], target))
     result = GateResult(base=base, cand=cand, policy=policy, rows=rows,
                             notes=[f"pre-screen: {zero_headline(total)} (ahead-of-time TTGIR and cubin, {target}; "
                                "each build's launches recaptured, the launch path unchanged)"])

@@ -133,8 +133,8 @@ def read_side(out: Path, side: str, record: Path) -> SideDoc:
            f"that job's artifact into {out})")
     try:
         raw = safefs.read_bytes(Path(out), name, limit=MAX_SIDE_BYTES)
-    except safefs.LinkError:
-        raise UsageError(f"{Path(out) / name}: a link (never followed); {fix}") from None
+    except safefs.LinkError as exc:
+        raise UsageError(f"{Path(out) / name}: {exc.detail}; {fix}") from None
     except OSError as exc:
         raise UsageError(f"{Path(out) / name}: {exc.strerror or exc}; {fix}") from None
     if len(raw) > MAX_SIDE_BYTES:
