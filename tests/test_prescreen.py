@@ -152,6 +152,18 @@ def test_a_suite_other_than_the_records_is_refused(tmp_path, fake_builds) -> Non
         assert (out / "prescreen.json").is_file()
 
 
+def test_a_record_whose_index_names_rows_its_results_lack_is_refused(tmp_path, record, fake_builds) -> None:
+    """A row deleted from results.json (status left complete) would be screened as nothing at all."""
+    from tritongate.errors import UsageError
+
+    doc = json.loads((record / "results.json").read_text())
+    doc["rows"] = doc["rows"][:-1]
+    (record / "results.json").write_text(json.dumps(doc))
+    with pytest.raises(UsageError, match=r"its ttgir/index.tsv names 1 row\(s\) its results.json does not hold "
+                                         r"\(matmul 64x64x64 float16\)"):
+        prescreen.run_prescreen(record, fake_builds(tmp_path, "base"), fake_builds(tmp_path, "same"), tmp_path / "o")
+
+
 def test_bad_input_is_exit_2_naming_it_and_a_crash_is_exit_4(tmp_path, record, fake_builds, monkeypatch,
                                                              capsys) -> None:
     base = fake_builds(tmp_path, "base")

@@ -89,6 +89,25 @@ def _launch_changed(rows: Mapping[RowKey, str]) -> list[VariantDiff]:
                         rows=(f"{op}/{dtype}",), reason=why) for (op, case, dtype), why in sorted(rows.items())]
 
 
+def _rows_of(record: Path, run: Any) -> list[RowKey]:
+    """The record's rows, refused where its IR index names rows its results.json does not hold:
+    a damaged or edited record would screen those rows as unchanged without a word."""
+    from tritongate.ir.index import read_index
+
+    rows = sorted({r.key for r in run.rows})
+    try:
+        variants = read_index(record / "ttgir" / INDEX)
+    except ValueError as exc:
+        raise UsageError(f"--baseline {record}: {exc}") from None
+    indexed = {(split_row(r)[0], v.case, split_row(r)[1]) for v in variants for r in v.rows}
+    lost = sorted(indexed - set(rows))
+    if lost:
+        shown = ", ".join(" ".join(k) for k in lost[:3]) + (f" and {len(lost) - 3} more" if len(lost) > 3 else "")
+        raise UsageError(f"--baseline {record}: its ttgir/{INDEX} names {len(lost)} row(s) its results.json does not "
+                         f"hold ({shown}): the record is damaged or was edited; use the store's copy or record it again")
+    return rows
+
+
 def _check_record(record: Path) -> None:
     if not record.is_dir():
         raise UsageError(f"--baseline {record}: no such folder; pass the record run (or baseline entry) that "
@@ -139,7 +158,7 @@ def prepare_side(record: Path, pythons: Mapping[str, str], out: Path, *, suite: 
                     "--side" if len(pythons) == 1 else "--out")
     run = load_run(record)
     prepare_sides(record, pythons, out, suite=_suite_of(run.identity, suite),
-                  rows=sorted({r.key for r in run.rows}), target=_target(record).target, envs=envs)
+                  rows=_rows_of(record, run), target=_target(record).target, envs=envs)
 
 
 def judge(record: Path, out: Path, *, suite: str | None = None) -> PrescreenResult:
@@ -154,7 +173,7 @@ def judge(record: Path, out: Path, *, suite: str | None = None) -> PrescreenResu
     _suite_of(run.identity, suite)  # a record that names no suite is refused here too
     sides = {side: read_side(out, side, record) for side in SIDES}
     builds = {side: doc.build for side, doc in sides.items()}
-    all_rows = sorted({r.key for r in run.rows})
+    all_rows = _rows_of(record, run)
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "tool_version": __version__,
         "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
