@@ -126,3 +126,19 @@ def test_a_patch_reported_but_not_applied_is_refused(tmp_path: Path, monkeypatch
     with pytest.raises(OverlayError, match=r"triton/backends/nvidia/compiler\.py but left it as in the base build"):
         make_overlay(sys.executable, [PATCHES / "drop-hopper-pipeline.patch"], tmp_path / "ov")
     assert not (tmp_path / "ov").exists()
+
+
+def test_the_record_keeps_absolute_paths_whatever_the_caller_gave(tmp_path: Path, monkeypatch) -> None:
+    """Paths given relative to the caller's folder would name nothing read from elsewhere;
+    the base interpreter stays a venv's own path (not resolved through its link)."""
+    import shutil
+
+    import os
+
+    shutil.copy(PATCHES / "noop-comment.patch", tmp_path / "p.patch")
+    monkeypatch.chdir(tmp_path)
+    relative = os.path.relpath(sys.executable, tmp_path)  # this venv's python, as ../../x/.venv/bin/python
+    build = make_overlay(relative, [Path("p.patch")], Path("ov"))
+    record = json.loads((build.triton_dir / OVERLAY_FILE).read_text())
+    assert record["base_python"] == os.path.abspath(sys.executable)
+    assert record["patches"][0]["path"] == str(tmp_path / "p.patch")

@@ -235,9 +235,10 @@ def make_overlay(base_python: str, patches: list[Path], dest: Path) -> OverlayBu
         below_files = below.get("files") if isinstance(below.get("files"), list) else []
         record = {
             "schema_version": OVERLAY_SCHEMA,
-            "base_python": base_python,
+            # absolute, not resolved: a venv's bin/python is a link the venv is found by
+            "base_python": os.path.abspath(base_python),
             "base_triton": below.get("base_triton") if isinstance(below.get("base_triton"), str) else str(src),
-            "patches": [*below_patches, *({"path": str(p), "sha256": sha} for p, sha, _m, _f in texts)],
+            "patches": [*below_patches, *({"path": os.path.abspath(p), "sha256": sha} for p, sha, _m, _f in texts)],
             "files": sorted({*(f for f in below_files if isinstance(f, str)),
                              *(f for *_x, files in texts for f in files)}),
         }
