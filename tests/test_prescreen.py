@@ -120,6 +120,7 @@ def test_identical_builds_write_a_zero_verdict_and_no_gpu_job(tmp_path, record, 
     # it ran a compile for the record's GPU: not the record's machine or timer
     assert "Ran on cuda · no GPU: ahead-of-time compile for cuda:90 · base: triton" in md and "timer" not in md
     assert verdict["candidate"]["device"] == "no GPU: ahead-of-time compile for cuda:90"
+    assert verdict["base"]["mode"] == verdict["candidate"]["mode"] == "ahead-of-time"  # not the record's "record"
 
 
 def test_the_zero_verdict_names_each_sides_environment_overlay(tmp_path, record, fake_builds) -> None:

@@ -282,8 +282,10 @@ def write_zero_verdict(run: Any, out: Path, base_root: Path, cand_root: Path, to
     policy = load_policy()
     rows = [RowVerdict(*r.key, verdict=Verdict.IDENTICAL_BINARY, reasons=(AHEAD_OF_TIME_REASON,),
                        min_effect=policy.min_effect_for(r.op)) for r in sorted(run.rows, key=lambda r: r.key)]
-    base = replace(run, path=base_root.parent, identity=_as_built(run.identity, builds["base"], target))
-    cand = replace(run, path=cand_root.parent, identity=_as_built(run.identity, builds["cand"], target))
+    base = replace(run, path=base_root.parent, identity=_as_built(run.identity, builds["base"], target),
+                   mode="ahead-of-time")
+    cand = replace(run, path=cand_root.parent, identity=_as_built(run.identity, builds["cand"], target),
+                   mode="ahead-of-time")
     result = GateResult(base=base, cand=cand, policy=policy, rows=rows,
                             notes=[f"pre-screen: {zero_headline(total)} (ahead-of-time TTGIR and cubin, {target}; "
                                "each build's launches recaptured, the launch path unchanged)"])
