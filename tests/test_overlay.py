@@ -122,7 +122,7 @@ def test_an_overlay_made_inside_a_git_work_tree_is_applied(tmp_path: Path) -> No
 def test_a_patch_reported_but_not_applied_is_refused(tmp_path: Path, monkeypatch) -> None:
     import tritongate.overlay as overlay
 
-    monkeypatch.setattr(overlay, "_apply", lambda mapped, name, site: None)  # as git apply in a work tree did
+    monkeypatch.setattr(overlay, "_apply", lambda mapped, name, site, earlier=None: None)  # as git apply in a work tree did
     with pytest.raises(OverlayError, match=r"triton/backends/nvidia/compiler\.py but left it as in the base build"):
         make_overlay(sys.executable, [PATCHES / "drop-hopper-pipeline.patch"], tmp_path / "ov")
     assert not (tmp_path / "ov").exists()
@@ -142,3 +142,12 @@ def test_the_record_keeps_absolute_paths_whatever_the_caller_gave(tmp_path: Path
     record = json.loads((build.triton_dir / OVERLAY_FILE).read_text())
     assert record["base_python"] == os.path.abspath(sys.executable)
     assert record["patches"][0]["path"] == str(tmp_path / "p.patch")
+
+
+def test_a_patch_that_repeats_an_earlier_one_says_so(tmp_path: Path) -> None:
+    """The second --patch met the sources the first had changed: the fix is not a rebase on
+    the base build."""
+    with pytest.raises(OverlayError, match=r"drop-hopper-pipeline.patch does not apply after drop-hopper-pipeline.patch: "
+                                         r".*rebase it on those, or give one --patch less"):
+        make_overlay(sys.executable, [PATCHES / "drop-hopper-pipeline.patch"] * 2, tmp_path / "ov")
+    assert not (tmp_path / "ov").exists()

@@ -163,7 +163,7 @@ def _site_packages(python: Path) -> Path:
     return Path(out.stdout.strip())
 
 
-def _apply(mapped: str, patch_name: str, site: Path) -> None:
+def _apply(mapped: str, patch_name: str, site: Path, earlier: list[str] | None = None) -> None:
     # git apply is all or nothing: a hunk that fails leaves every file as it was. Inside a git
     # work tree it applies relative to that repository and skips, silently, every path outside
     # the current folder: the ceiling keeps it from finding a repository above the overlay.
@@ -176,6 +176,9 @@ def _apply(mapped: str, patch_name: str, site: Path) -> None:
         raise OverlayError(f"git is needed to apply {patch_name} ({exc.strerror})") from exc
     if res.returncode != 0:
         why = " ".join(res.stderr.strip().splitlines()[:3]) or f"git apply exit {res.returncode}"
+        if earlier:  # the sources it met were the base build's with the earlier patches applied
+            raise OverlayError(f"{patch_name} does not apply after {', '.join(earlier)}: {why}; the patches "
+                               "overlap (or one repeats another): rebase it on those, or give one --patch less")
         raise OverlayError(f"{patch_name} does not apply to the base build's sources: {why}; "
                            "rebase the patch on the base build's Triton version")
 
@@ -227,8 +230,8 @@ def make_overlay(base_python: str, patches: list[Path], dest: Path) -> OverlayBu
         hook = "import site; " + "; ".join(f"site.addsitedir({p!r})" for p in base_sites)
         (site / "_tritongate_base.pth").write_text(hook + "\n", encoding="utf-8")
         _copy_tree(src, triton_dir)
-        for patch, _sha, mapped, _files in texts:
-            _apply(mapped, str(patch), site)
+        for i, (patch, _sha, mapped, _files) in enumerate(texts):
+            _apply(mapped, str(patch), site, [Path(p).name for p, *_rest in texts[:i]])
         _check_applied(src, site, sorted({f for *_x, files in texts for f in files}))
         below = overlay_identity(src) or {}  # an overlay of an overlay carries both builds' patches
         below_patches = below.get("patches") if isinstance(below.get("patches"), list) else []
