@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -264,6 +263,7 @@ def cmd_ir(args: argparse.Namespace) -> int:
 def _blame(diffs: list[Any], base_root: Path, cand_root: Path, out: Path, limit: int) -> None:
     """The first differing pass of each changed variant (at most ``limit``), into out/blame.json."""
     from tritongate.atomicio import write_json_atomic
+    from tritongate.ir.diff import BLAME_DIR, BLAME_JSON
     from tritongate.ir.index import INDEX, read_index
     from tritongate.ir.passblame import blame_variant
     from tritongate.ir.provenance import read_aot
@@ -288,14 +288,14 @@ def _blame(diffs: list[Any], base_root: Path, cand_root: Path, out: Path, limit:
             continue
         # each side compiled again with the settings its folder was compiled with (a knob it screened)
         blame = blame_variant(str(aots[0]["python"]), str(aots[1]["python"]), v, str(aots[0]["target"]),
-                              out / "blame" / f"{i:03d}", base_env=aots[0].get("codegen_env") or {},
+                              out / BLAME_DIR / f"{i:03d}", base_env=aots[0].get("codegen_env") or {},
                               cand_env=aots[1].get("codegen_env") or {})
         found.append({"case": d.case, "kernel": d.kernel, "variant": d.name, **blame.to_dict()})
         print(f"  blame    {neutralize(d.case)}  {neutralize(d.kernel)}  {neutralize(d.name)}: "
               f"{neutralize(blame.summary())}")
     if len(changed) > limit:
         print(f"  ({len(changed) - limit} more changed variants not blamed: --blame N for more)")
-    write_json_atomic(out / "blame.json", {"schema_version": 1, "target": aots[0]["target"], "variants": found})
+    write_json_atomic(out / BLAME_JSON, {"schema_version": 1, "target": aots[0]["target"], "variants": found})
 
 
 def _print_levels(diffs: list[Any]) -> None:
@@ -337,7 +337,7 @@ def _no_variants(base_root: Path, cand_root: Path, args: argparse.Namespace) -> 
 
 
 def cmd_ir_diff(args: argparse.Namespace) -> int:
-    from tritongate.ir.diff import diff_trees, ttgir_root, write_diff_dir
+    from tritongate.ir.diff import diff_trees, drop_blame, ttgir_root, write_diff_dir
     from tritongate.ir.provenance import AOT_FILE, diff_provenance, write_diff_provenance
 
     for what, path in (("BASE", args.base), ("CAND", args.cand)):
@@ -360,10 +360,7 @@ def cmd_ir_diff(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     out = write_diff_dir(diffs, Path(args.out))
-    # an earlier diff's blame there is not this one's: gone, whether or not this one blames
-    (out / "blame.json").unlink(missing_ok=True)
-    if (out / "blame").is_dir() and not (out / "blame").is_symlink():
-        shutil.rmtree(out / "blame")
+    drop_blame(out)  # an earlier diff's blame there is not this one's
     if provenance is not None:
         write_diff_provenance(out, provenance)
     counts = Counter(d.status for d in diffs)

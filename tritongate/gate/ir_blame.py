@@ -20,11 +20,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tritongate import safefs
-from tritongate.ir.diff import BASE_ONLY, BINARY_CHANGED, CAND_ONLY, CHANGED, VariantDiff
+from tritongate.ir.diff import BASE_ONLY, BINARY_CHANGED, BLAME_JSON, CAND_ONLY, CHANGED, VariantDiff
 from tritongate.ir.passblame import BELOW, INPUT, NONE, PASS, PIPELINE
 from tritongate.model.verdict import MAX_BLAME_LINES, MAX_BLAME_TEXT
 
-BLAME_JSON = "blame.json"
 BLAME_SCHEMA_VERSION = 1  # what ``tritongate ir-diff --blame`` writes
 MAX_BLAME_BYTES = 16 * 1024 * 1024  # ~4 kB a blamed variant (its excerpt): thousands of variants
 MAX_ENTRIES = 20_000

@@ -23,6 +23,7 @@ import difflib
 import io
 import itertools
 import re
+import shutil
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -50,6 +51,9 @@ LAUNCH_CHANGED = "launch_changed"
 STATUSES = (CHANGED, BINARY_CHANGED, LAUNCH_CHANGED, BASE_ONLY, CAND_ONLY, MISSING_FILE, IDENTICAL)  # summary order
 NOT_IDENTICAL = frozenset(STATUSES) - {IDENTICAL}
 
+# a diff folder's pass blame (``ir-diff --blame``, the pre-screen's --blame; a verdict's carried copy)
+BLAME_JSON = "blame.json"
+BLAME_DIR = "blame"  # ir-diff's pass dumps, beside blame.json
 MAX_DIFF_BYTES = 2 * 1024 * 1024  # IR of huge kernels: keep the diff folder reviewable
 LOWER_DIFF_BYTES = 512 * 1024  # a level below TTGIR (LLVM IR of a big kernel is MBs)
 SUMMARY_MAX_ROWS = 200  # changed variants listed in summary.md (index.tsv lists all)
@@ -365,6 +369,14 @@ def _remove_stale(out: Path, keep: set[PurePosixPath]) -> None:
         safe = _safe_rel(rel)
         if safe is not None and safe.suffix == ".diff" and safe not in keep:
             (out / safe).unlink(missing_ok=True)
+
+
+def drop_blame(out: Path) -> None:
+    """Remove an earlier diff's pass blame from the diff folder ``out`` (a command that writes a
+    new diff there; not the gate's writer, which carries the pre-screen's blame in first)."""
+    (out / BLAME_JSON).unlink(missing_ok=True)
+    if (out / BLAME_DIR).is_dir() and not (out / BLAME_DIR).is_symlink():
+        shutil.rmtree(out / BLAME_DIR)
 
 
 def write_diff_dir(diffs: Iterable[VariantDiff], out: Path) -> Path:

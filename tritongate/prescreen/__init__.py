@@ -31,15 +31,14 @@ from tritongate import __version__, safefs
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import UsageError
 from tritongate.ir.changed import load_changed_rows
-from tritongate.ir.diff import CHANGED, LAUNCH_CHANGED, VariantDiff, diff_trees, split_row, write_diff_dir
+from tritongate.ir.diff import CHANGED, LAUNCH_CHANGED, VariantDiff, diff_trees, drop_blame, split_row, write_diff_dir
 from tritongate.ir.index import INDEX
 from tritongate.ir.provenance import diff_provenance, record_identity, write_diff_provenance
-from tritongate.prescreen.blame import BLAME_JSON
 from tritongate.prescreen.launch_path import launch_path_changes
 from tritongate.prescreen.rows import LAUNCH_PATH, NOT_COMPARED, VARIANT_SET
 from tritongate.prescreen.side import PrescreenInternalError as PrescreenInternalError  # re-exported: the CLI maps it
 from tritongate.prescreen.side import SIDES, prepare_sides, read_side, side_json
-from tritongate.prescreen.respecialize import RowKey, respecialized_rows, uncompared_rows
+from tritongate.prescreen.respecialize import RowKey, launched_by_row, respecialized_rows, uncompared_rows
 from tritongate.prescreen.target import record_target
 
 SCHEMA_VERSION = 1
@@ -92,15 +91,12 @@ def _launch_changed(rows: Mapping[RowKey, str]) -> list[VariantDiff]:
 def _rows_of(record: Path, run: Any) -> list[RowKey]:
     """The record's rows, refused where its IR index names rows its results.json does not hold:
     a damaged or edited record would screen those rows as unchanged without a word."""
-    from tritongate.ir.index import read_index
-
     rows = sorted({r.key for r in run.rows})
     try:
-        variants = read_index(record / "ttgir" / INDEX)
+        indexed = launched_by_row(record / "ttgir")
     except ValueError as exc:
         raise UsageError(f"--baseline {record}: {exc}") from None
-    indexed = {(split_row(r)[0], v.case, split_row(r)[1]) for v in variants for r in v.rows}
-    lost = sorted(indexed - set(rows))
+    lost = sorted(set(indexed) - set(rows))
     if lost:
         shown = ", ".join(" ".join(k) for k in lost[:3]) + (f" and {len(lost) - 3} more" if len(lost) > 3 else "")
         raise UsageError(f"--baseline {record}: its ttgir/{INDEX} names {len(lost)} row(s) its results.json does not "
@@ -212,7 +208,7 @@ def judge(record: Path, out: Path, *, suite: str | None = None) -> PrescreenResu
         kinds = {k: LAUNCH_PATH for k in all_rows}
     diff_dir = write_diff_dir([*diffs, *_launch_changed(timed)], out / IR_DIFF)
     write_diff_provenance(diff_dir, provenance)
-    (diff_dir / BLAME_JSON).unlink(missing_ok=True)  # an earlier screen's blame is not this one's
+    drop_blame(diff_dir)  # an earlier screen's blame is not this one's
     proven = load_changed_rows(diff_dir, record=record, base_build=builds["base"], cand_build=builds["cand"])
     walls["diff_s"] = round(time.monotonic() - t0, 3)
     changed = [k for k in all_rows if not proven.is_unchanged(k)]

@@ -19,9 +19,8 @@ from typing import Any, Callable, Mapping
 
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import UsageError
+from tritongate.ir.diff import BLAME_DIR, BLAME_JSON
 
-BLAME_JSON = "blame.json"
-BLAME_DIR = "blame"
 DEFAULT_LIMIT = 10
 BLAMED_STATUSES = ("changed", "binary_changed")
 
