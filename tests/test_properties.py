@@ -498,7 +498,8 @@ def test_no_string_of_a_calibration_reaches_the_policy_file_or_its_report_unseri
 @settings(max_examples=60, **SETTINGS)
 @given(name=FILE_TEXT, kernel=FILE_TEXT, case=FILE_TEXT)
 def test_no_variant_name_reaches_ir_diff_summary_md_unescaped(name, kernel, case):
-    from tritongate.ir.diff import CHANGED, MISSING_FILE, VariantDiff, summary_markdown
+    from tritongate.ir.diff import CHANGED, MISSING_FILE, VariantDiff
+    from tritongate.ir.diff_dir import summary_markdown
 
     diffs = [VariantDiff(case=case, kernel=kernel, name=name, status=CHANGED, added=1, removed=1, rows=(name,)),
              VariantDiff(case=case, kernel=kernel, name=name, status=MISSING_FILE, reason=name)]

@@ -12,8 +12,8 @@ from tritongate.errors import UsageError
 from tritongate.ir.changed import load_changed_rows
 from tritongate.ir.provenance import record_identity, write_diff_provenance
 from tritongate.rundir import RunWriter
-from tritongate.ir.diff import (BASE_ONLY, BINARY_CHANGED, CHANGED, IDENTICAL, MISSING_FILE, VariantDiff,
-                                write_diff_dir)
+from tritongate.ir.diff import BASE_ONLY, BINARY_CHANGED, CHANGED, IDENTICAL, MISSING_FILE, VariantDiff
+from tritongate.ir.diff_dir import write_diff_dir
 
 
 def d(case: str, name: str, status: str, rows: tuple[str, ...]) -> VariantDiff:

@@ -12,7 +12,8 @@ import pytest
 from tritongate.errors import UsageError
 from tritongate.ir.capture import RowIR
 from tritongate.ir.changed import load_changed_rows
-from tritongate.ir.diff import diff_trees, write_diff_dir
+from tritongate.ir.diff import diff_trees
+from tritongate.ir.diff_dir import write_diff_dir
 from tritongate.ir.index import CompiledVariant
 from tritongate.ir.provenance import (AOT_FILE, PROVENANCE, check_diff_provenance, diff_provenance, this_build,
                                       write_aot, write_diff_provenance)

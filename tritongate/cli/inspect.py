@@ -337,7 +337,8 @@ def _no_variants(base_root: Path, cand_root: Path, args: argparse.Namespace) -> 
 
 
 def cmd_ir_diff(args: argparse.Namespace) -> int:
-    from tritongate.ir.diff import diff_trees, drop_blame, ttgir_root, write_diff_dir
+    from tritongate.ir.diff import diff_trees, ttgir_root
+    from tritongate.ir.diff_dir import drop_blame, write_diff_dir
     from tritongate.ir.provenance import AOT_FILE, diff_provenance, write_diff_provenance
 
     for what, path in (("BASE", args.base), ("CAND", args.cand)):

@@ -22,7 +22,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tritongate.ir.diff import (BASE_ONLY, CAND_ONLY, CHANGED, IDENTICAL, STATUSES, VariantDiff, diff_paths,
-                                diff_trees, split_row, ttgir_root, variant_order, write_diff_dir)
+                                diff_trees, split_row, ttgir_root, variant_order)
+from tritongate.ir.diff_dir import write_diff_dir
 from tritongate.gate.ir_blame import read_blame
 from tritongate.ir.index import INDEX
 

@@ -31,7 +31,8 @@ from tritongate import __version__, safefs
 from tritongate.atomicio import write_json_atomic
 from tritongate.errors import UsageError
 from tritongate.ir.changed import load_changed_rows
-from tritongate.ir.diff import CHANGED, LAUNCH_CHANGED, VariantDiff, diff_trees, drop_blame, split_row, write_diff_dir
+from tritongate.ir.diff import CHANGED, LAUNCH_CHANGED, VariantDiff, diff_trees, split_row
+from tritongate.ir.diff_dir import drop_blame, write_diff_dir
 from tritongate.ir.index import INDEX
 from tritongate.ir.provenance import diff_provenance, record_identity, write_diff_provenance
 from tritongate.prescreen.launch_path import launch_path_changes

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tritongate.ir.diff import (BASE_ONLY, CAND_ONLY, CHANGED, DIFF_COLUMNS, IDENTICAL, MISSING_FILE,
-                                VariantDiff, cut_diff, diff_trees, rows_changed, unified_diff, write_diff_dir)
+                                VariantDiff, cut_diff, diff_trees, rows_changed, unified_diff)
+from tritongate.ir.diff_dir import write_diff_dir
 from tritongate.ir.normalize import normalize_ptx, normalize_ttgir, strip_abs_paths, strip_locations
 from tritongate.ir.index import CompiledVariant, index_text
 

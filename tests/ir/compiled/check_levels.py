@@ -15,7 +15,8 @@ import pytest
 
 from tritongate.cli import main
 from tritongate.ir.capture import LOWER_LEVELS, RowIR, describe_compiled, lower_irs, ttgir_of
-from tritongate.ir.diff import BINARY_CHANGED, CHANGED, IDENTICAL, diff_trees, write_diff_dir
+from tritongate.ir.diff import BINARY_CHANGED, CHANGED, IDENTICAL, diff_trees
+from tritongate.ir.diff_dir import write_diff_dir
 from tritongate.ir.levels import LEVEL_COLUMNS
 from tritongate.ir.store import IRStore, TTGIR_DIR
 
