@@ -85,8 +85,11 @@ def default_measure_config(backend: Backend) -> MeasureConfig:
     return CPU_MEASURE if backend.interpreter else MeasureConfig()
 
 
-def make_device(backend: Backend, index: int = 0):
-    """The harness device for ``backend``; raises PreflightError(check=device) if absent."""
+def make_device(backend: Backend, index: int = 0, *, gpu_turns: bool | None = None):
+    """The harness device for ``backend``; raises PreflightError(check=device) if absent.
+    ``gpu_turns``: a partner process takes a turn on the GPU before each capture
+    (``harness.gpu_turns``; None: unless TRITONGATE_GPU_TURNS=0); a paired run's workers,
+    which take turns with each other, pass False."""
     from tritongate.harness.device import CudaDevice, HostDevice
 
     if backend.interpreter:
@@ -98,7 +101,7 @@ def make_device(backend: Backend, index: int = 0):
             raise PreflightError("device", f"backend {backend.name} needs the {backend.extension} "
                                  f"package ({exc}); install it or pick another --backend") from exc
     try:
-        return CudaDevice(index, api=backend.torch_api)
+        return CudaDevice(index, api=backend.torch_api, turns=gpu_turns)
     except Exception as exc:  # any failure to reach the device is this check
         var = backend.visibility_var
         raise PreflightError("device", f"no {backend.name} device is visible ({exc}); check the driver "

@@ -244,6 +244,8 @@ class Runner:
             outcome.wall_s = time.perf_counter() - t0
             extra = {"gpu_state_after": self._gpu_state(device, check_idle_now=False),
                      "wall_s": round(outcome.wall_s, 3)}
+            if hasattr(device, "gpu_turns"):  # CUDA: the partner's turns (harness.gpu_turns), None without one
+                extra["gpu_turns"] = device.gpu_turns()
             if self._ir is not None:
                 self._ir.close()
                 extra["ir"] = {"variants": len(self._ir.variants), "notes": self._ir.notes[:20]}

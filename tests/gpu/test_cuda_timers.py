@@ -51,3 +51,15 @@ def test_l2_flush_is_slower_than_warm_for_an_l2_resident_working_set(device):
     warm = measure(_add_factory(), device=device, config=MeasureConfig(rounds=2))
     cold = measure(_add_factory(), device=device, config=MeasureConfig(rounds=2, l2="flush"))
     assert cold.summary.median > warm.summary.median
+
+
+def test_a_partner_takes_a_turn_before_every_capture():
+    from tritongate.harness.device import CudaDevice
+
+    device = CudaDevice(0, turns=True)  # harness.gpu_turns
+    device.capture(lambda: torch.cuda._sleep(0), 4)
+    first = device.gpu_turns()
+    device.capture(lambda: torch.cuda._sleep(0), 4)
+    after = device.gpu_turns()
+    assert after["partner"] is True, after["failure"]
+    assert after["turns"] == first["turns"] + 1 >= 2

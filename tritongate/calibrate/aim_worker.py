@@ -13,6 +13,7 @@ from tritongate.calibrate.aim import RowAim, aim_row
 from tritongate.errors import MeasurementError, PreflightError, UsageError
 from tritongate.pair.client import WorkerError, WorkerFailure, startup_timeout
 from tritongate.pair.request import PairRequest
+from tritongate.harness.gpu_turns import turns_requested
 from tritongate.pair.spawn import SpawnFn, side_worker_spec, spawn_process, worker_settings
 from tritongate.ops.planting import row_key
 
@@ -36,7 +37,10 @@ class AimWorker:
         req = self.request
         self._worker.start()
         try:
-            self._worker.call("init", startup_timeout(req.row_timeout_s), settings=worker_settings(req))
+            # measuring alone, it takes turns with a partner, so that its spins are timed at the
+            # launch-state level the paired runs they are planted into time at (harness.gpu_turns)
+            self._worker.call("init", startup_timeout(req.row_timeout_s),
+                              settings={**worker_settings(req), "gpu_turns": turns_requested()})
             plan = self._worker.call("plan", startup_timeout(req.row_timeout_s), suite=req.suite,
                                      shape_file=str(req.shape_file) if req.shape_file else None,
                                      only_ops=list(req.only_ops), only_dtypes=list(req.only_dtypes))

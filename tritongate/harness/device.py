@@ -12,7 +12,10 @@ import contextlib
 import gc
 import os
 import socket
+import weakref
 from typing import Any, Callable, Iterator, Protocol
+
+from tritongate.harness.gpu_turns import GpuTurns, turns_requested
 
 Launch = Callable[[], object]
 
@@ -45,17 +48,15 @@ class Device(Protocol):
         ...
 
 
-# A process's first two CUDA graphs replay about 0.18 µs a kernel node faster than every graph
-# does once a third graph has been made in it: process-wide (the first two slow down too),
-# one-way (dropping the graphs or idling does not undo it), by graph count, not node count
-# (H100s, driver 580: bench/results/2026-12-05_h100_two_speeds.md; the H200 runs show the same
-# pattern). The harness makes more than two graphs in any row, so a process would otherwise time
-# its first rounds at one level and the rest at the other. Throwaway graphs made before anything
-# is timed put the process in the state it reaches anyway on that H100; on two H100s on
-# 2026-12-06 they did not switch it, recording processes switched during their first row and
-# paired workers never did (bench/results/2026-12-06_h100e_unprimed_cand.md): the trigger is not
-# a graph count alone, so every round records the state it ran in. TRITONGATE_GRAPH_PRIME=0 skips
-# the throwaway graphs.
+# A process's CUDA graphs of small kernels replay ~0.18 µs a node slower once about three graphs
+# have been made since the GPU last switched contexts; another process's work on the GPU, or a
+# context created or destroyed, brings the fast level back (bench/results/2026-12-06_h100i_
+# launch_state_switch.md). So a process starts at the fast level and leaves it at its third graph.
+# The throwaway graphs made before anything is timed take it past that point, so that without a
+# partner (gpu_turns, TRITONGATE_GPU_TURNS=0) every round is timed at the one slow level instead of
+# the first rounds at the other; with a partner every capture follows a turn of the partner's and
+# every round is timed at the fast level, as in a paired run. Every round records the level it ran
+# at. TRITONGATE_GRAPH_PRIME=0 skips the throwaway graphs.
 PRIME_GRAPHS = 8
 PRIME_NODES = 8
 STATE_NODES = 64  # the reference graph: this many empty kernels
@@ -65,7 +66,9 @@ _graph_state: dict[str, Any] | None = None  # once per process, like the state i
 class CudaDevice:
     """torch.cuda (or a torch.cuda-like module: torch.musa, torch.npu) behind ``Device``."""
 
-    def __init__(self, index: int = 0, api: str = "cuda") -> None:
+    def __init__(self, index: int = 0, api: str = "cuda", *, turns: bool | None = None) -> None:
+        """``turns``: start a partner that takes a turn on the GPU before each capture
+        (``gpu_turns``); None: unless ``TRITONGATE_GPU_TURNS=0``. CUDA only."""
         import torch
 
         module = getattr(torch, api, None)
@@ -81,7 +84,11 @@ class CudaDevice:
         self.name = module.get_device_name(index)
         self._flush_buffer = None
         self._state_graph: Any = None
+        self._turns: GpuTurns | None = None
         if api == "cuda":
+            if turns_requested() if turns is None else turns:
+                self._turns = GpuTurns(api, index)
+                weakref.finalize(self, self._turns.close)
             self._settle_graph_state()
 
     def _empty_graph(self, nodes: int) -> Any:
@@ -107,7 +114,13 @@ class CudaDevice:
         # A graph made before the switch reads the old level until another graph is made
         # (seen on the H100), so the reference graph is made after the throwaway ones.
         self._state_graph = self._empty_graph(STATE_NODES)
+        if self._turns is not None and "state_after_us" not in _graph_state:
+            self._turns.take_turn()  # read the level the rounds will be timed at
         _graph_state.setdefault("state_after_us", self.launch_state_us())
+
+    def gpu_turns(self) -> dict[str, Any] | None:
+        """The partner's turns so far (None: measured without one)."""
+        return self._turns.state() if self._turns is not None else None
 
     def graph_state(self) -> dict[str, Any] | None:
         """How this process's graph state was settled: the throwaway graphs made and the
@@ -167,6 +180,8 @@ class CudaDevice:
 
     def capture(self, fn: Launch, launches: int) -> Graph:
         torch = self._torch
+        if self._turns is not None:  # this graph is then the first made since a context switch
+            self._turns.take_turn()
         graph = torch.cuda.CUDAGraph()
         # Triton >= 3.8 unloads a module when the GC finalizes its CompiledKernel, which is
         # illegal inside stream capture: keep the collector out of the capture window.

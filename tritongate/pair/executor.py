@@ -60,7 +60,9 @@ class TritonExecutor:
         self.planted_work = planted_work()
         self.plant_plan = load_plan()  # read once; a bad plan stops the worker before its first row
         self.planted_delay = self.plant_plan.identity() if self.plant_plan is not None else None
-        self.device = make_device(self.backend, self.index)
+        # a paired run's two workers take turns on the GPU round by round; a worker measuring
+        # alone (the calibration's aim) gets a partner to take turns with (harness.gpu_turns)
+        self.device = make_device(self.backend, self.index, gpu_turns=bool(settings.get("gpu_turns", False)))
         self.session = AutotuneSession(REPLAY, self.records)
         self._stack.enter_context(autotune_session(self.session))
         self._stack.enter_context(tuning_context(self.backend))
