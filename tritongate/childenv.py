@@ -14,6 +14,7 @@ the runner's user (docs/adopting.md says what the gate does not defend against).
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import Mapping
 
@@ -61,3 +62,16 @@ def package_link_dir(root: Path) -> Path:
     tmp.symlink_to(package, target_is_directory=True)
     os.replace(tmp, link)
     return root
+
+
+def die_with_parent() -> None:
+    """In the child, before exec: on Linux, be killed when the parent dies (kill -9 included),
+    so a worker (or a GPU-turn partner) busy on the GPU never outlives the run that started it.
+    Elsewhere the child still exits when its stdin closes, once it is idle."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux: stdin EOF is the fallback
+        pass

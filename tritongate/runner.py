@@ -267,8 +267,9 @@ class Runner:
 
         try:
             uuid = device_uuid("cuda", device, self.request.device_index)
-            state = read_idle_state(uuid, allow_busy=self.request.allow_busy_gpu) if check_idle_now \
-                else read_gpu_state(uuid)
+            own = device.own_pids() if hasattr(device, "own_pids") else None  # a GPU-turn partner is the run's own
+            state = read_idle_state(uuid, own_pids=own, allow_busy=self.request.allow_busy_gpu) if check_idle_now \
+                else read_gpu_state(uuid, own_pids=own)
         except GpuBusyError:
             raise
         except Exception as exc:  # noqa: BLE001 - no nvidia-smi: record that, don't fail

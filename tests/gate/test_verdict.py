@@ -380,6 +380,27 @@ def test_a_run_that_did_not_settle_its_launch_state_says_so():
                     "differences can come from config flips rather than the compiler"]
 
 
+def test_runs_measured_with_and_without_a_gpu_turn_partner_say_so():
+    from tritongate.gate.comparability import notes
+
+    replay = {"mode": "replay"}
+    with_one = {**replay, "gpu_turns": {"partner": True, "turns": 900, "failure": None}}
+    without = {**replay, "gpu_turns": None}
+    stopped = {**replay, "gpu_turns": {"partner": False, "turns": 12, "failure": "the partner exited after 12 turns"}}
+    said = notes(without, with_one)
+    assert said == ["the base measured without a GPU-turn partner (TRITONGATE_GPU_TURNS=0) and the other side "
+                    "with one: small kernels' rounds ran at CUDA-graph launch levels ~0.18 µs a launch apart "
+                    "(each round's level is in its launch_state_us)"]
+    said = notes(with_one, stopped)
+    assert said[0] == ("the candidate's GPU-turn partner stopped (the partner exited after 12 turns): its rounds "
+                       "after that ran at the slower CUDA-graph launch level, ~0.18 µs a launch above a paired run's")
+    assert "the candidate measured without a GPU-turn partner" in said[1]
+    assert notes(with_one, with_one) == notes(without, without) == []
+    # a paired run's sides take turns with each other; a run from before partners says nothing
+    assert notes({**replay, "pair": {"side": "base"}}, {**replay, "pair": {"side": "candidate"}}) == []
+    assert notes(replay, without) == []
+
+
 def test_worker_pairs_that_all_see_a_slowdown_of_different_sizes_are_not_unchanged(tmp_path):
     """8 worker pairs, the candidate slower in every one by 6-12 % (a change whose size depends
     on the process, as a planted spin converted at a cold clock made it on an H100): the pairs

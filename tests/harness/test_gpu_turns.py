@@ -45,7 +45,7 @@ def test_a_partner_that_never_starts_is_given_up_with_the_reason(monkeypatch: py
     t0 = time.monotonic()
     assert turns.take_turn() is False
     assert time.monotonic() - t0 < 10
-    assert turns.failure is not None and "did not start within" in turns.failure
+    assert turns.failure is not None and "was not ready within" in turns.failure
     assert turns.take_turn() is False and turns.state()["partner"] is False  # and no second wait
     turns.close()
 
@@ -56,7 +56,7 @@ def test_a_partner_that_dies_mid_run_names_the_turn_and_its_last_error() -> None
             "    print('ok', flush=True)\n")
     turns = GpuTurns("cuda", 0, argv=_partner(body))
     assert [turns.take_turn() for _ in range(4)] == [True, True, False, False]
-    assert turns.failure == "the partner stopped answering after 2 turns (CUDA error: an illegal memory access)"
+    assert turns.failure == "the partner exited after 2 turns (CUDA error: an illegal memory access)"
     assert turns.state() == {"partner": False, "turns": 2, "failure": turns.failure}
     turns.close()
 
@@ -81,3 +81,69 @@ def test_the_partner_gets_no_runner_file_commands_or_tokens(tmp_path) -> None:
 @pytest.mark.parametrize("value, on", [(None, True), ("1", True), ("0", False), ("", True)])
 def test_turns_are_on_unless_switched_off(value: str | None, on: bool) -> None:
     assert turns_requested({} if value is None else {gpu_turns.TURNS_ENV: value}) is on
+
+
+def test_a_half_written_answer_times_out_instead_of_hanging(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gpu_turns, "TURN_TIMEOUT_S", 0.5)
+    body = ("print('ready', flush=True)\nfor _ in sys.stdin:\n"
+            "    sys.stdout.write('o'); sys.stdout.flush()\n    import time; time.sleep(30)\n")
+    turns = GpuTurns("cuda", 0, argv=_partner(body))
+    t0 = time.monotonic()
+    assert turns.take_turn() is False
+    assert time.monotonic() - t0 < 10
+    assert turns.failure == "the partner stopped answering after 0 turns"
+    turns.close()
+
+
+def test_stray_lines_and_answers_written_together_are_read_right() -> None:
+    # a library printing at import, then 'ready' and the first answer in one write
+    body = ("print('Warning: something at import', flush=True)\n"
+            "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
+            "for i, _ in enumerate(sys.stdin):\n"
+            "    sys.stdout.write('noise\\nok\\n' if i == 0 else 'ok\\n'); sys.stdout.flush()\n")
+    turns = GpuTurns("cuda", 0, argv=_partner(body))
+    assert [turns.take_turn() for _ in range(3)] == [True, True, True], turns.failure
+    turns.close()
+
+
+def test_closing_a_partner_that_is_still_starting_kills_it_at_once() -> None:
+    turns = GpuTurns("cuda", 0, argv=_partner("import time\ntime.sleep(30)\n"))
+    proc = turns._proc
+    t0 = time.monotonic()
+    turns.close()
+    assert time.monotonic() - t0 < 5 and proc is not None and proc.poll() is not None
+
+
+def test_the_partner_dies_with_the_process_that_started_it(tmp_path) -> None:
+    """A parent killed outright (kill -9) takes its partner with it, even one that never
+    reached its read loop (PR_SET_PDEATHSIG; the partner is not in a group of its own)."""
+    import os
+    import signal
+    import subprocess
+
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time\nfrom tritongate.harness.gpu_turns import GpuTurns\n"
+        "t = GpuTurns('cuda', 0, argv=[sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "print(t.pid, flush=True)\ntime.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    partner = int(parent.stdout.readline())
+    assert os.getpgid(partner) == os.getpgid(parent.pid)  # a group kill of the worker reaches it
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(partner, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(partner, signal.SIGKILL)
+        pytest.fail("the partner outlived its parent")
+
+
+def test_the_partner_is_counted_as_the_run_s_own_process() -> None:
+    turns = GpuTurns("cuda", 0, argv=_partner(ANSWERS))
+    assert turns.pid is not None and turns.pid != __import__("os").getpid()
+    turns.close()
+    assert turns.pid is None

@@ -26,7 +26,7 @@ from tritongate.rundir import LOG, Run, RunWriter, load_run
 from tritongate.sharding import check_shard_set
 
 PER_RUN_KEYS = ("schema_version", "tool_version", "mode", "started_utc", "wall_s", "gpu_state_after", "ir",
-                "replay_from", "replay_record", "selection")
+                "replay_from", "replay_record", "selection", "graph_state", "gpu_turns")
 SHARED_PLAN_KEYS = ("suite", "planned_ops", "dtypes", "options", "replay_root")
 
 
@@ -99,7 +99,8 @@ def merge_op_runs(sources: Sequence[OpRun], out: Path, *, provenance: Mapping[st
         ops.setdefault(s.op, []).append({
             "run": s.label or str(s.path), "device": s.device, "rows": len(r.rows),
             "dtypes": sorted({row.dtype for row in r.rows}),
-            **{k: r.identity.get(k) for k in ("started_utc", "wall_s", "replay_from", "compiler_ref", "codegen_env")}})
+            **{k: r.identity.get(k) for k in ("started_utc", "wall_s", "replay_from", "compiler_ref", "codegen_env",
+                                              "graph_state", "gpu_turns")}})
     identity["batch"] = {**provenance, "ops": ops}
     started = _earliest([r.identity.get("started_utc") for _, r in runs])
     if started:  # when the record started, as one run's: its first op (a store entry's night)

@@ -4,6 +4,7 @@ for, switching the planted spin between timings (``set_plant``) instead of resta
 
 from __future__ import annotations
 
+import os
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -40,7 +41,8 @@ class AimWorker:
             # measuring alone, it takes turns with a partner, so that its spins are timed at the
             # launch-state level the paired runs they are planted into time at (harness.gpu_turns)
             self._worker.call("init", startup_timeout(req.row_timeout_s),
-                              settings={**worker_settings(req), "gpu_turns": turns_requested()})
+                              settings={**worker_settings(req),
+                                        "gpu_turns": turns_requested({**os.environ, **req.base.env})})
             plan = self._worker.call("plan", startup_timeout(req.row_timeout_s), suite=req.suite,
                                      shape_file=str(req.shape_file) if req.shape_file else None,
                                      only_ops=list(req.only_ops), only_dtypes=list(req.only_dtypes))

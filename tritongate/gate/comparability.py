@@ -87,6 +87,18 @@ def planted_knobs(ident: Identity) -> str:
     return "; ".join(knobs)
 
 
+def _partnered(ident: Identity) -> str | None:
+    """How a run's CUDA process was kept at the paired level (harness.gpu_turns): "paired"
+    (a side of a paired run), "partner", "none" (no partner, or one that stopped); None:
+    not recorded (not CUDA, or a run from before partners)."""
+    if ident.get("pair"):
+        return "paired"
+    if "gpu_turns" not in ident:
+        return None
+    turns = ident.get("gpu_turns")
+    return "partner" if isinstance(turns, dict) and turns.get("partner") else "none"
+
+
 def notes(base: Identity, cand: Identity, base_path: str | None = None) -> list[str]:
     """Differences worth saying that do not stop a comparison."""
     out = []
@@ -98,10 +110,20 @@ def notes(base: Identity, cand: Identity, base_path: str | None = None) -> list[
         if isinstance(settled, dict) and settled.get("primed_graphs") == 0:
             out.append(f"the {side} did not settle its CUDA-graph launch state (TRITONGATE_GRAPH_PRIME=0): a small "
                        "kernel's first rounds in a process may have run ~0.18 µs a launch faster than the rest")
+        turns = ident.get("gpu_turns")
+        if isinstance(turns, dict) and turns.get("failure"):
+            out.append(f"the {side}'s GPU-turn partner stopped ({turns['failure']}): its rounds after that ran at "
+                       "the slower CUDA-graph launch level, ~0.18 µs a launch above a paired run's")
         planted = planted_knobs(ident)
         if planted:
             out.append(f"the {side} is a planted run ({planted}): its builtin kernels were slowed on purpose, "
                        "for a calibration; this is not a comparison of compilers")
+    kept = (_partnered(base), _partnered(cand))
+    if None not in kept and "none" in kept and kept[0] != kept[1]:
+        without = "base" if kept[0] == "none" else "candidate"
+        out.append(f"the {without} measured without a GPU-turn partner (TRITONGATE_GPU_TURNS=0) and the other side "
+                   "with one: small kernels' rounds ran at CUDA-graph launch levels ~0.18 µs a launch apart "
+                   "(each round's level is in its launch_state_us)")
     if base.get("backend") == cand.get("backend") == "cpu":
         # the interpreter runs a kernel's Python semantics: no compiler pass, no code generation
         out.append("both sides ran on the Triton interpreter (--backend cpu): the times compare the two "

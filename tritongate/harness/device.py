@@ -113,14 +113,18 @@ class CudaDevice:
             _graph_state = {"primed_graphs": primed, "state_before_us": before}
         # A graph made before the switch reads the old level until another graph is made
         # (seen on the H100), so the reference graph is made after the throwaway ones.
+        # (read before any partner's turn: a partner still starting is not waited for here)
         self._state_graph = self._empty_graph(STATE_NODES)
-        if self._turns is not None and "state_after_us" not in _graph_state:
-            self._turns.take_turn()  # read the level the rounds will be timed at
         _graph_state.setdefault("state_after_us", self.launch_state_us())
 
     def gpu_turns(self) -> dict[str, Any] | None:
         """The partner's turns so far (None: measured without one)."""
         return self._turns.state() if self._turns is not None else None
+
+    def own_pids(self) -> set[int]:
+        """This process and its partner: the processes on the GPU that are this run's own."""
+        pid = self._turns.pid if self._turns is not None else None
+        return {os.getpid()} | ({pid} if pid is not None else set())
 
     def graph_state(self) -> dict[str, Any] | None:
         """How this process's graph state was settled: the throwaway graphs made and the

@@ -17,28 +17,38 @@ switch, wherever it runs.
 from __future__ import annotations
 
 import os
+import selectors
 import subprocess
 import sys
 import tempfile
-from typing import Any, Callable, Mapping
+import time
+from typing import Any, Mapping
 
 TURNS_ENV = "TRITONGATE_GPU_TURNS"
-START_TIMEOUT_S = 180.0  # importing torch and making a context on a busy host
+START_TIMEOUT_S = 60.0  # importing torch and making a context on a busy host
 TURN_TIMEOUT_S = 30.0
+MAX_LINE = 4096
 
 # One tiny kernel on request, on the same device (the same CUDA_VISIBLE_DEVICES and index).
+# Answers go to a private copy of stdout and anything a library prints goes to stderr, so
+# only the partner's own words reach the parent; the working folder leaves sys.path first,
+# so a source checkout there cannot shadow the installed torch.
 PARTNER_PROGRAM = """\
-import sys
+import os, sys
+if sys.path and sys.path[0] in ("", os.getcwd()):
+    sys.path.pop(0)
+answers = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
 import torch
 device = torch.device(sys.argv[1], int(sys.argv[2]))
 api = getattr(torch, sys.argv[1])
 x = torch.zeros(1, device=device)
 api.synchronize(device)
-sys.stdout.write("ready\\n"); sys.stdout.flush()
+answers.write("ready\\n")
 for _ in sys.stdin:
     x.add_(1)
     api.synchronize(device)
-    sys.stdout.write("ok\\n"); sys.stdout.flush()
+    answers.write("ok\\n")
 """
 
 
@@ -47,46 +57,59 @@ def turns_requested(environ: Mapping[str, str] | None = None) -> bool:
 
 
 class GpuTurns:
-    """The partner: started at once (it imports torch while the caller does its own start-up),
-    waited for at the first turn. A partner that fails or dies stops taking turns and says why
-    in ``state()``: measurements go on, their per-round launch-state readings show the level."""
+    """The partner: started at once, so that it imports torch while the caller does its own
+    start-up, and waited for at the first turn. A partner that fails or dies stops taking turns
+    and says why in ``state()``: measurements go on, and their per-round launch-state readings
+    show the level they ran at."""
 
     def __init__(self, api: str, index: int, *, argv: list[str] | None = None,
-                 env: Mapping[str, str] | None = None, clock: Callable[[], float] | None = None) -> None:
-        from tritongate.childenv import build_env
+                 env: Mapping[str, str] | None = None) -> None:
+        from tritongate.childenv import build_env, die_with_parent
 
         self.turns = 0
         self.failure: str | None = None
         self._ready = False
-        self._argv = argv or [sys.executable, "-c", PARTNER_PROGRAM, api, str(index)]
+        self._buffer = b""
+        argv = argv or [sys.executable, "-c", PARTNER_PROGRAM, api, str(index)]
         # a file, not a pipe: a partner that warns a lot never blocks on a full pipe
-        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+        self._stderr = tempfile.TemporaryFile()
         try:  # the partner is this tool's own program: no runner file commands or tokens for it
-            self._proc: subprocess.Popen[str] | None = subprocess.Popen(
-                self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-                env=build_env(os.environ if env is None else env), start_new_session=True)
+            self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                env=build_env(os.environ if env is None else env), preexec_fn=die_with_parent)
         except OSError as exc:
             self._proc = None
             self.failure = f"the partner could not start: {exc}"
 
-    def _answer(self, timeout_s: float) -> str:
-        """One line from the partner, or '' when it is gone or silent past ``timeout_s``."""
-        import selectors
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
 
+    def _wait_for(self, word: str, timeout_s: float) -> str:
+        """Read the partner's lines until ``word``; '' when it is, 'gone' when the partner
+        closed its output, 'silent' when ``timeout_s`` passed first."""
         assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
         with selectors.DefaultSelector() as sel:
-            sel.register(self._proc.stdout, selectors.EVENT_READ)
-            if not sel.select(timeout_s):
-                return ""
-        return self._proc.stdout.readline().strip()
+            sel.register(fd, selectors.EVENT_READ)
+            while True:
+                while b"\n" in self._buffer:
+                    line, self._buffer = self._buffer.split(b"\n", 1)
+                    if line.strip() == word.encode():
+                        return ""
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    return "silent"
+                chunk = os.read(fd, MAX_LINE)
+                if not chunk:
+                    return "gone"
+                self._buffer = (self._buffer + chunk)[-MAX_LINE:]
 
     def _fail(self, why: str) -> None:
-        if self._proc is not None:
-            self._proc.kill()
-            self._proc.wait()
-            self._proc = None
+        self._stop(kill=True)
         self._stderr.seek(0)
-        tail = self._stderr.read().strip().splitlines()[-1:]
+        tail = self._stderr.read().decode("utf-8", "replace").strip().splitlines()[-1:]
         self.failure = why + (f" ({tail[0][:300]})" if tail else "")
 
     def take_turn(self) -> bool:
@@ -95,17 +118,21 @@ class GpuTurns:
             return False
         try:
             if not self._ready:
-                if self._answer(START_TIMEOUT_S) != "ready":
-                    self._fail(f"the partner did not start within {START_TIMEOUT_S:.0f} s")
+                outcome = self._wait_for("ready", START_TIMEOUT_S)
+                if outcome:
+                    self._fail("the partner exited before it was ready" if outcome == "gone"
+                               else f"the partner was not ready within {START_TIMEOUT_S:.0f} s")
                     return False
                 self._ready = True
             assert self._proc.stdin is not None
-            self._proc.stdin.write("turn\n")
+            self._proc.stdin.write(b"turn\n")
             self._proc.stdin.flush()
-            if self._answer(TURN_TIMEOUT_S) != "ok":
-                self._fail(f"the partner stopped answering after {self.turns} turns")
+            outcome = self._wait_for("ok", TURN_TIMEOUT_S)
+            if outcome:
+                self._fail(f"the partner {'exited' if outcome == 'gone' else 'stopped answering'} "
+                           f"after {self.turns} turns")
                 return False
-        except (OSError, ValueError) as exc:  # a closed pipe: the partner died
+        except OSError as exc:  # a closed pipe: the partner died
             self._fail(f"the partner died after {self.turns} turns: {exc}")
             return False
         self.turns += 1
@@ -114,14 +141,25 @@ class GpuTurns:
     def state(self) -> dict[str, Any]:
         return {"partner": self.failure is None, "turns": self.turns, "failure": self.failure}
 
-    def close(self) -> None:
+    def _stop(self, *, kill: bool) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None:
-            try:
-                if proc.stdin is not None:
-                    proc.stdin.close()  # the partner's loop ends at end of input
-                proc.wait(timeout=10)
-            except (subprocess.SubprocessError, OSError):
+        if proc is None:
+            return
+        try:
+            if kill:
                 proc.kill()
-                proc.wait()
+            elif proc.stdin is not None:
+                proc.stdin.close()  # the partner's loop ends at the end of its input
+            proc.wait(timeout=10)
+        except (subprocess.SubprocessError, OSError):
+            proc.kill()
+            proc.wait()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
+
+    def close(self) -> None:
+        """End the partner: at the end of its input once it is ready, at once before (a
+        partner still importing torch would otherwise go on to make a context)."""
+        self._stop(kill=not self._ready)
         self._stderr.close()

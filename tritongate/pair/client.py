@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from tritongate.childenv import die_with_parent
 from tritongate.pair.protocol import MAX_LINE, decode, encode
 
 TERM_GRACE_S = 2.0
@@ -31,19 +32,6 @@ STARTUP_COMMANDS = ("init", "plan")
 def startup_timeout(row_timeout_s: float) -> float:
     """Seconds to wait for a worker's start-up, from ``--row-timeout``."""
     return min(STARTUP_CEILING_S, max(STARTUP_FLOOR_S, float(row_timeout_s)))
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: on Linux, be killed when the parent dies (kill -9 included),
-    so a worker busy on the GPU never outlives the run that started it. Elsewhere the worker
-    still exits when its stdin closes, once it is idle."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - not Linux: stdin EOF is the fallback
-        pass
 
 
 class WorkerFailure(Exception):
@@ -141,7 +129,7 @@ class WorkerProcess:
             log.flush()
             self._proc = subprocess.Popen(self.spec.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=log, env=self.spec.env, start_new_session=True,
-                                          preexec_fn=_die_with_parent)
+                                          preexec_fn=die_with_parent)
         finally:
             log.close()
         self._buffer = b""
