@@ -5,27 +5,18 @@ variants largest first, the variants whose TTGIR is equal but whose code is not)
 from __future__ import annotations
 
 import csv
-import io
 import shutil
 from collections import Counter
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from tritongate.atomicio import write_text_atomic
 from tritongate.ir.diff import (BLAME_DIR, BLAME_JSON, CHANGED, DIFF_COLUMNS, IDENTICAL, MISSING_FILE, STATUSES,
                                 SUMMARY_MAX_ROWS, VariantDiff, safe_rel, cut_diff, diff_paths, level_diff_paths,
                                 variant_order)
-from tritongate.ir.index import INDEX
-from tritongate.ir.levels import LEVELS, LEVELS_FILE, label, levels_tsv, listed_diffs, title
+from tritongate.ir.index import INDEX, tsv_text
+from tritongate.ir.levels import LEVEL_COLUMNS, LEVELS, LEVELS_FILE, label, listed_diffs, title
 from tritongate.report.untrusted import markdown_cell as _md_cell  # names come from the run
-
-
-def _tsv(rows: Sequence[tuple[object, ...]]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, delimiter="\t", lineterminator="\n")
-    w.writerow(DIFF_COLUMNS)
-    w.writerows(rows)
-    return buf.getvalue()
 
 
 def summary_markdown(diffs: list[VariantDiff], paths: dict[int, PurePosixPath],
@@ -126,11 +117,11 @@ def write_diff_dir(diffs: Iterable[VariantDiff], out: Path) -> Path:
         write_text_atomic(target, text)
     rows = [(d.case, d.kernel, d.name, d.status, d.added, d.removed, str(paths.get(i, "")),
              ",".join(d.rows), d.reason) for i, d in enumerate(ordered)]
-    write_text_atomic(out / INDEX, _tsv(rows))
+    write_text_atomic(out / INDEX, tsv_text(DIFF_COLUMNS, rows))
     states = [dict(d.levels) for d in ordered]
-    write_text_atomic(out / LEVELS_FILE, levels_tsv(
+    write_text_atomic(out / LEVELS_FILE, tsv_text(LEVEL_COLUMNS, [
         (d.case, d.kernel, d.name, d.status, d.first_level, *(states[i].get(level, "") for level in LEVELS),
-         ",".join(str(p) for p in level_paths.get(i, {}).values())) for i, d in enumerate(ordered)))
+         ",".join(str(p) for p in level_paths.get(i, {}).values())) for i, d in enumerate(ordered)]))
     write_text_atomic(out / "summary.md", summary_markdown(ordered, paths, level_paths))
     return out
 

@@ -7,7 +7,7 @@ import io
 import json
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from tritongate import safefs
 
@@ -66,14 +66,20 @@ _JSON_FIELDS = ("signature", "constexprs", "specialization", "options")
 COLUMNS = tuple(f.name for f in fields(CompiledVariant))
 
 
-def index_text(variants: list[CompiledVariant]) -> str:
-    """The index as TSV text (one line per variant, JSON in the mapping columns)."""
+def tsv_text(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A header line and the rows as TSV text, as every IR table (index.tsv, an ir-diff's
+    index.tsv and levels.tsv) is written."""
     buf = io.StringIO()
     w = csv.writer(buf, delimiter="\t", lineterminator="\n")
-    w.writerow(COLUMNS)
-    for v in sorted(variants, key=lambda v: (v.case, v.kernel, v.sweep_loser, v.name, v.compile_hash)):
-        w.writerow([_cell(c, getattr(v, c)) for c in COLUMNS])
+    w.writerow(columns)
+    w.writerows(rows)
     return buf.getvalue()
+
+
+def index_text(variants: list[CompiledVariant]) -> str:
+    """The index as TSV text (one line per variant, JSON in the mapping columns)."""
+    ordered = sorted(variants, key=lambda v: (v.case, v.kernel, v.sweep_loser, v.name, v.compile_hash))
+    return tsv_text(COLUMNS, ([_cell(c, getattr(v, c)) for c in COLUMNS] for v in ordered))
 
 
 def _cell(column: str, value: Any) -> Any:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Mapping
 
 from tritongate.ir.canonical import CANONICAL
 
@@ -94,12 +94,6 @@ def first_level(states: Mapping[str, str]) -> str:
     return "cubin" if states.get("cubin") == DIFFERS else ""
 
 
-def levels_tsv(rows: Iterable[tuple[object, ...]]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, delimiter="\t", lineterminator="\n")
-    w.writerow(LEVEL_COLUMNS)
-    w.writerows(rows)
-    return buf.getvalue()
 
 
 def listed_diffs(text: str) -> list[str]:
