@@ -147,3 +147,57 @@ def test_the_partner_is_counted_as_the_run_s_own_process() -> None:
     assert turns.pid is not None and turns.pid != __import__("os").getpid()
     turns.close()
     assert turns.pid is None
+
+
+@pytest.fixture
+def stand_in_partners(monkeypatch: pytest.MonkeyPatch) -> list[GpuTurns]:
+    """lease_partner starting stand-in partners (no torch), with an empty process table."""
+    started: list[GpuTurns] = []
+
+    def start(api: str, index: int) -> GpuTurns:
+        started.append(GpuTurns(api, index, argv=_partner(ANSWERS)))
+        return started[-1]
+
+    monkeypatch.setattr(gpu_turns, "GpuTurns", start)
+    monkeypatch.setattr(gpu_turns, "_partners", {})
+    yield started
+    for partner in started:
+        partner.close()
+
+
+def test_runs_in_one_process_share_its_partner_and_count_their_own_turns(stand_in_partners) -> None:
+    first = gpu_turns.lease_partner("cuda", 0)
+    assert [first.take_turn() for _ in range(3)] == [True] * 3
+    second = gpu_turns.lease_partner("cuda", 0)  # the next op of a batch worker
+    assert second.take_turn()
+    assert len(stand_in_partners) == 1 and first.pid == second.pid
+    assert first.state() == {"partner": True, "turns": 3, "failure": None}
+    assert second.state() == {"partner": True, "turns": 1, "failure": None}
+
+
+def test_another_device_or_visibility_gets_a_partner_of_its_own(stand_in_partners, monkeypatch) -> None:
+    gpu_turns.lease_partner("cuda", 0)
+    gpu_turns.lease_partner("cuda", 1)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    gpu_turns.lease_partner("cuda", 0)
+    assert len({p.pid for p in stand_in_partners}) == 3
+
+
+def test_a_forked_child_never_uses_its_parent_s_partner(stand_in_partners, monkeypatch) -> None:
+    parent = gpu_turns.lease_partner("cuda", 0)
+    monkeypatch.setattr(gpu_turns.os, "getpid", lambda: -7)
+    child = gpu_turns.lease_partner("cuda", 0)
+    assert parent.pid != child.pid
+
+
+def test_a_failed_partner_is_reported_by_its_run_and_replaced_for_the_next(stand_in_partners) -> None:
+    run = gpu_turns.lease_partner("cuda", 0)
+    assert run.take_turn()
+    stand_in_partners[0]._proc.kill()  # dies mid-run
+    stand_in_partners[0]._proc.wait()
+    assert run.take_turn() is False
+    assert run.state()["partner"] is False and run.state()["turns"] == 1
+    assert "after 1 turns" in run.state()["failure"]
+    following = gpu_turns.lease_partner("cuda", 0)
+    assert following.take_turn() and len(stand_in_partners) == 2
+    assert following.state() == {"partner": True, "turns": 1, "failure": None}

@@ -208,12 +208,13 @@ class _TwoStateDevice(FakeDevice):
         super().launch()
 
 
-def test_each_graph_round_carries_the_launch_state_it_started_in():
-    dev = _TwoStateDevice(switch_at_capture=4)  # two trial graphs, then round 1, 2 at the first level
+def test_each_graph_round_carries_the_launch_state_its_samples_ran_in():
+    dev = _TwoStateDevice(switch_at_capture=4)  # two trial graphs and round 1's, then the switch
     m = measure(_make_fn(dev), device=dev, config=MeasureConfig(rounds=4, samples_per_round=3))
-    assert m.launch_state_us == (0.8, 0.8, 1.0, 1.0)
     rounds = [m.samples_us[i:i + 3] for i in range(0, 12, 3)]
-    assert rounds[0] == pytest.approx([1.0] * 3) and rounds[3] == pytest.approx([1.2] * 3)
+    assert [r[0] for r in rounds] == pytest.approx([1.0, 1.2, 1.2, 1.2])
+    # read after the samples: round 2, whose capture made the switch, reads the new level
+    assert m.launch_state_us == (0.8, 1.0, 1.0, 1.0)
 
 
 def test_a_timer_fallback_drops_the_states_of_the_rounds_it_drops():

@@ -12,10 +12,9 @@ import contextlib
 import gc
 import os
 import socket
-import weakref
 from typing import Any, Callable, Iterator, Protocol
 
-from tritongate.harness.gpu_turns import GpuTurns, turns_requested
+from tritongate.harness.gpu_turns import PartnerLease, lease_partner, turns_requested
 
 Launch = Callable[[], object]
 
@@ -84,11 +83,10 @@ class CudaDevice:
         self.name = module.get_device_name(index)
         self._flush_buffer = None
         self._state_graph: Any = None
-        self._turns: GpuTurns | None = None
+        self._turns: PartnerLease | None = None
         if api == "cuda":
             if turns_requested() if turns is None else turns:
-                self._turns = GpuTurns(api, index)
-                weakref.finalize(self, self._turns.close)
+                self._turns = lease_partner(api, index)
             self._settle_graph_state()
 
     def _empty_graph(self, nodes: int) -> Any:

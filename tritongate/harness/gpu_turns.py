@@ -16,6 +16,7 @@ switch, wherever it runs.
 
 from __future__ import annotations
 
+import atexit
 import os
 import selectors
 import subprocess
@@ -156,10 +157,52 @@ class GpuTurns:
             proc.wait()
         for pipe in (proc.stdin, proc.stdout):
             if pipe is not None:
-                pipe.close()
+                try:
+                    pipe.close()
+                except OSError:  # a request still buffered for a partner that died
+                    pass
 
     def close(self) -> None:
         """End the partner: at the end of its input once it is ready, at once before (a
         partner still importing torch would otherwise go on to make a context)."""
         self._stop(kill=not self._ready)
         self._stderr.close()
+
+
+# One partner per process and device, kept from run to run: a batch worker's ops each make a
+# device, and starting a partner (Python, torch, a CUDA context) took 2.5 s of a 3.0-3.6 s
+# replay of a `pr` op on an H100 (bench/results/2026-12-06_h100k_partner_checks.md).
+_partners: dict[tuple[int, str, int, str], GpuTurns] = {}
+
+
+class PartnerLease:
+    """One run's use of its process's partner: the turns counted are this run's own."""
+
+    def __init__(self, partner: GpuTurns) -> None:
+        self._partner = partner
+        self.turns = 0
+
+    @property
+    def pid(self) -> int | None:
+        return self._partner.pid
+
+    def take_turn(self) -> bool:
+        took = self._partner.take_turn()
+        self.turns += took
+        return took
+
+    def state(self) -> dict[str, Any]:
+        return {"partner": self._partner.failure is None, "turns": self.turns,
+                "failure": self._partner.failure}
+
+
+def lease_partner(api: str, index: int, visibility_var: str = "CUDA_VISIBLE_DEVICES") -> PartnerLease:
+    """The process's partner for this device (started now if there is none, or the last one
+    failed), ended when the process exits. Keyed by process too: a forked child never uses
+    its parent's pipes."""
+    key = (os.getpid(), api, index, os.environ.get(visibility_var, ""))
+    partner = _partners.get(key)
+    if partner is None or partner.failure is not None:
+        partner = _partners[key] = GpuTurns(api, index)
+        atexit.register(partner.close)
+    return PartnerLease(partner)

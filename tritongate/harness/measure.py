@@ -93,8 +93,8 @@ class Measurement:
     l2: L2Policy
     shift_bytes: tuple[int, ...] = ()
     markers: tuple[str, ...] = field(default_factory=tuple)
-    # per round, µs a node of the device's reference graph just before it (the process's
-    # launch state, ``CudaDevice.launch_state_us``); empty where the device has none
+    # per round, µs a node of the device's reference graph right after its samples (the
+    # process's launch state, ``CudaDevice.launch_state_us``); empty where the device has none
     launch_state_us: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
@@ -230,8 +230,6 @@ class RowMeasurer:
             nbytes = self._rng.randint(cfg.shift_min_bytes, cfg.shift_max_bytes)
             block = self._device.hold_block(nbytes)
             self._shifts.append(nbytes)
-        state = getattr(self._device, "launch_state_us", None)
-        state_us = state() if state is not None and self.timer is TimerKind.CUDA_GRAPH else None
         fn = None
         try:
             fn = self._make_fn()
@@ -254,8 +252,12 @@ class RowMeasurer:
             # next, and memory this process kept cached would shape where its inputs land.
             self._device.release_cached()
         self._samples.extend(samples)
-        if state_us is not None:
-            self._states.append(state_us)
+        # Read after the samples, not before: a process's first reading, taken before its
+        # first round's turn and capture, showed the slow level while that round's samples
+        # ran at the fast one (H100, bench/results/2026-12-06_h100k_partner_checks.md).
+        state = getattr(self._device, "launch_state_us", None)
+        if state is not None and self.timer is TimerKind.CUDA_GRAPH:
+            self._states.append(state())
         return samples
 
     def _graph_round(self, fn: Launch) -> list[float]:
