@@ -20,7 +20,7 @@ from tritongate.batch import BatchRequest, OpStatus, run_batch
 from tritongate.cli.batch import add_batch_parser, request_from_args
 from tritongate.batch.opflow import classify
 from tritongate.batch.plan import request_from_manifest
-from tritongate.batch.lane import Lane, ProcResult, group_members, run_attempt, worker_call
+from tritongate.batch.lane import Lane, ProcResult, group_members, own_helpers, run_attempt, worker_call
 from tritongate.rundir import load_run
 
 TINY = Path(__file__).with_name("fake_ops") / "tiny_op.py"
@@ -92,6 +92,46 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def _said(stdout: str, word: str) -> int:
+    return int(next(line for line in stdout.splitlines() if line.startswith(word + " ")).split()[1])
+
+
+def test_a_worker_keeps_its_gpu_turn_partner_from_attempt_to_attempt(tmp_path: Path) -> None:
+    lane = Lane((PY,), max_attempts=32)
+    try:
+        runs = [_attempt(lane.run_attempt, tmp_path, n, "partner") for n in range(3)]
+        assert [r.rc for r, _, _ in runs] == [0, 0, 0]
+        assert len({_pid(out) for _, out, _ in runs}) == 1 and lane.started == 1  # not taken for a leftover
+        partner = {_said(out, "partner") for _, out, _ in runs}
+        assert len(partner) == 1 and _alive(*partner)  # one partner, started once, still there
+    finally:
+        lane.close(0.2)
+    deadline = time.monotonic() + 10
+    while _alive(*partner) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(*partner)  # it ends with its worker
+
+
+def test_a_process_an_op_leaves_behind_still_replaces_the_worker(tmp_path: Path, lane: Lane) -> None:
+    _, out1, _ = _attempt(lane.run_attempt, tmp_path, 1, "stray")
+    _, out2, _ = _attempt(lane.run_attempt, tmp_path, 2, "ok")
+    assert _pid(out1) != _pid(out2) and lane.started == 2
+    assert not _alive(_said(out1, "stray"))
+
+
+def test_a_worker_s_claim_of_a_helper_is_believed_only_for_its_own_children() -> None:
+    import subprocess
+
+    child = subprocess.Popen([PY, "-c", "import time; time.sleep(30)"])
+    try:
+        assert own_helpers(os.getpid(), [child.pid]) == {child.pid}
+        assert own_helpers(child.pid, [os.getpid(), 1]) == set()  # not its children
+        assert own_helpers(os.getpid(), "1,2") == set() and own_helpers(os.getpid(), [str(child.pid)]) == set()
+    finally:
+        child.kill()
+        child.wait()
 
 
 @pytest.mark.slow

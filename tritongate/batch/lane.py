@@ -52,6 +52,21 @@ def _start_ticks(pid: int) -> str | None:
         return None
 
 
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def own_helpers(worker_pid: int, claimed: object) -> set[int]:
+    """The helpers a worker says stay for its next attempt (its GPU-turn partner), believed
+    only for its own children."""
+    if not isinstance(claimed, list):
+        return set()
+    return {pid for pid in claimed if isinstance(pid, int) and _parent(pid) == worker_pid}
+
+
 def group_members(pgid: int) -> list[int]:
     """Live (not zombie) processes of the group, from /proc (empty where there is none)."""
     found = []
@@ -321,7 +336,8 @@ class Lane:
                 answer = w.reply(POLL_S)
                 if answer and answer["rc"] == 0 and w.attempts < self.max_attempts:
                     # exited 0 in a worker that stays, unless it left processes behind
-                    if [pid for pid in group_members(w.pgid) if pid != w.proc.pid]:
+                    own = {w.proc.pid} | own_helpers(w.proc.pid, answer.get("keep"))
+                    if [pid for pid in group_members(w.pgid) if pid not in own]:
                         self._kill()
                     return _result(answer["rc"], t0, w.pgid)
                 # else it ends itself after this attempt: wait for that, as for a fresh process

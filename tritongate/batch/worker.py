@@ -4,8 +4,8 @@
 (``{"module": M | "path": SCRIPT, "args": [...], "stdout": LOG, "stderr": LOG, "last": B}``) runs
 what ``python -m M ARGS`` (or ``python SCRIPT ARGS``) would, in this process (``runpy``), with
 descriptors 1 and 2 on the logs (C extensions and subprocesses land there too), and is answered
-``{"rc": N, "pid": P}`` on REP_FD once they are flushed, N being the status that process would have
-had. After a non-zero status or a ``last`` request the worker exits with it; otherwise it puts back
+``{"rc": N, "pid": P, "keep": [PIDS]}`` on REP_FD once they are flushed, N being the status that process would have
+had and PIDS the worker's own helpers that stay for the next attempt (its GPU-turn partner). After a non-zero status or a ``last`` request the worker exits with it; otherwise it puts back
 what an op may change (``_State``) and waits for the next, its imports kept. End of REQ_FD: exit 0.
 """
 
@@ -21,6 +21,8 @@ import sys
 import traceback
 import warnings
 from typing import Any, BinaryIO, Mapping, Sequence
+
+from tritongate.harness.gpu_turns import partner_pids
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE, signal.SIGUSR1, signal.SIGUSR2)
 
@@ -130,7 +132,7 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> int:
         if not ending:
             _redirect(os.devnull, os.devnull)  # before answering: the batch reads the logs once answered
         try:
-            replies.write(json.dumps({"rc": rc, "pid": os.getpid()}).encode() + b"\n")
+            replies.write(json.dumps({"rc": rc, "pid": os.getpid(), "keep": partner_pids()}).encode() + b"\n")
             replies.flush()
         except OSError:  # the batch is gone
             return rc

@@ -86,6 +86,10 @@ class GpuTurns:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
     def _wait_for(self, word: str, timeout_s: float) -> str:
         """Read the partner's lines until ``word``; '' when it is, 'gone' when the partner
         closed its output, 'silent' when ``timeout_s`` passed first."""
@@ -206,3 +210,11 @@ def lease_partner(api: str, index: int, visibility_var: str = "CUDA_VISIBLE_DEVI
         partner = _partners[key] = GpuTurns(api, index)
         atexit.register(partner.close)
     return PartnerLease(partner)
+
+
+def partner_pids() -> list[int]:
+    """This process's live partners: a batch worker names them to its lane as its own, so that
+    they are not taken for processes an op left behind."""
+    me = os.getpid()
+    return sorted(pid for key, partner in _partners.items()
+                  if key[0] == me and partner.alive and (pid := partner.pid) is not None)

@@ -11,6 +11,9 @@ process (``TINY_LEFTOVER``, cwd, ``sys.path[0]``, the SIGTERM handler). Modes:
   exit3    an error line, exit 3    raise    an uncaught RuntimeError
   hang     ignores SIGTERM, starts a grandchild, writes {pid, pgid, child, running} to FILE
            (``running``: the .running file it was given, as read), then sleeps
+  partner  leases the process's GPU-turn partner (a stand-in program, no torch), takes a turn
+           and prints ``partner N``; exit 0
+  stray    starts a process that outlives it, prints ``stray N``; exit 0
 """
 
 from __future__ import annotations
@@ -51,6 +54,18 @@ def main() -> int:
         return 3
     if mode == "raise":
         raise RuntimeError("boom")
+    if mode == "partner":
+        from tritongate.harness import gpu_turns
+
+        gpu_turns.PARTNER_PROGRAM = ("import sys\nprint('ready', flush=True)\n"
+                                     "for _ in sys.stdin:\n    print('ok', flush=True)\n")
+        lease = gpu_turns.lease_partner("cuda", 0)
+        print(f"partner {lease.pid}", flush=True)
+        return 0 if lease.take_turn() else 8
+    if mode == "stray":
+        stray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        print(f"stray {stray.pid}", flush=True)
+        return 0
     if mode == "hang":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
