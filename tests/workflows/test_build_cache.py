@@ -93,7 +93,7 @@ def test_a_pr_job_only_restores_the_build_cache_on_a_github_hosted_pre_screen(st
         return
     (restore,) = steps
     assert restore["uses"].split()[0] == f"actions/cache/restore@{CACHE_SHA}"
-    assert restore["with"]["path"] == "/rt/tritongate-pr/ccache"
+    assert restore["with"]["path"].split() == ["/rt/tritongate-pr/ccache", "/rt/tritongate-pr/triton-home"]
     prefix = "tritongate-ccache-Linux-X64-"
     assert restore["with"]["restore-keys"].strip() == prefix and restore["with"]["key"].startswith(prefix)
     names = [s["name"] for s in ran]
@@ -134,9 +134,35 @@ def test_the_nightly_saves_the_cache_from_the_default_branch_only() -> None:
     restore = next(s for s in steps if s.get("uses", "").startswith("actions/cache/restore@"))
     ev = Evaluator({"runner": {"os": "Linux", "arch": "X64", "temp": "/rt"}, "inputs": {"flagtree-backend": ""}, "vars": {},
                     "github": {"run_id": "77"}})
-    assert interpolate(save["with"]["path"], ev) == interpolate(restore["with"]["path"], ev) == "/rt/tritongate-pr/ccache"
+    assert interpolate(save["with"]["path"], ev).split() == interpolate(restore["with"]["path"], ev).split() == [
+        "/rt/tritongate-pr/ccache", "/rt/tritongate-pr/triton-home"]
     assert interpolate(save["with"]["key"], ev) == "tritongate-ccache-Linux-X64-nightly-77"
     assert interpolate(restore["with"]["restore-keys"], ev).strip() == "tritongate-ccache-Linux-X64-"
     build = next(s for s in steps if s.get("uses") == "./tritongate/.github/actions/build-compiler")
     assert build["with"]["mode"] == "source" and steps.index(build) < steps.index(save)
     assert build["env"]["CCACHE_DIR"] == "${{ runner.temp }}/tritongate-pr/ccache"  # where build.sh finds it
+    # where Triton's setup.py puts its LLVM and NVIDIA tool downloads (TRITON_HOME/.triton)
+    assert build["env"]["TRITON_HOME"] == "${{ runner.temp }}/tritongate-pr/triton-home"
+
+
+def test_every_restore_and_save_of_the_build_cache_names_the_same_folders() -> None:
+    """actions/cache matches a restore to a save only when both list the same paths (they are part
+    of the cache's version), and each folder is only worth caching where a build writes it: the
+    PR builds' CCACHE_DIR and TRITON_HOME are the folders the nightly saves."""
+    expected = ["${{ runner.temp }}/tritongate-pr/ccache", "${{ runner.temp }}/tritongate-pr/triton-home"]
+    files = [REPO / ".github" / "actions" / "pr-gate" / "action.yml", REPO / ".github" / "workflows" / "nightly-baseline.yml",
+             *(REPO / "examples").rglob("perf-nightly.yml")]
+    seen = 0
+    for path in files:
+        doc = load_yaml(path)
+        jobs = [doc["runs"]["steps"]] if "runs" in doc else [j.get("steps") or [] for j in doc["jobs"].values()]
+        for steps in jobs:
+            for step in steps:
+                if step.get("uses", "").startswith(("actions/cache/restore@", "actions/cache/save@")):
+                    assert step["with"]["path"].splitlines() == expected, (path, step.get("name"))
+                    seen += 1
+    assert seen >= 4  # the PR action's restore, the nightly's restore and save, a recipe's
+    gate = load_yaml(REPO / ".github" / "actions" / "pr-gate" / "action.yml")["runs"]["steps"]
+    for sid in ("base-plan", "base", "cand-plan", "cand"):
+        env = next(s for s in gate if s.get("id") == sid)["env"]
+        assert [env["CCACHE_DIR"], env["TRITON_HOME"]] == expected, sid
