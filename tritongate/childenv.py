@@ -66,7 +66,8 @@ def package_link_dir(root: Path) -> Path:
 
 def die_with_parent() -> None:
     """In the child, before exec: on Linux, be killed when the parent dies (kill -9 included),
-    so a worker (or a GPU-turn partner) busy on the GPU never outlives the run that started it.
+    so a worker (or a GPU-turn partner) busy on the GPU never outlives the process that started it
+    (the thread, in fact: start it from the main thread).
     Elsewhere the child still exits when its stdin closes, once it is idle."""
     try:
         import ctypes

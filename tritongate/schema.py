@@ -29,7 +29,8 @@ Schema history (bump ``SCHEMA_VERSION`` on any change a reader must know about):
       ``measurement.pairing.confirm_from`` (the round at which a call's confirmation on fresh
       worker pairs began; 0: none was run).
       ``measurement.launch_state_us`` (per round, the µs a node of an empty-kernel reference
-      graph just before it: the process's CUDA-graph launch state; absent off CUDA).
+      graph: the process's CUDA-graph launch state; absent off CUDA. Read just before the
+      round until 2026-12-06, right after its samples since).
       Read more strictly since, without a bump (tritongate never wrote such values): a sample
       of 1e15 µs or more is refused (its summary arithmetic overflowed to inf, which could not
       be read back), and so are names over 1,000 characters where the code built them.
@@ -163,8 +164,8 @@ class MeasurementInfo(_Stored):
     l2: Name
     shift_bytes: tuple[NonNegInt, ...] = ()
     pairing: Optional[PairInfo] = None  # set in paired runs
-    # per round, µs a node of an empty-kernel reference graph timed just before the round:
-    # the process's launch state (``harness.device.CudaDevice.launch_state_us``)
+    # per round, µs a node of an empty-kernel reference graph timed right after the round's
+    # samples: the process's launch state (``harness.device.CudaDevice.launch_state_us``)
     launch_state_us: tuple[PosFloat, ...] = ()
 
 

@@ -175,12 +175,50 @@ def test_runs_in_one_process_share_its_partner_and_count_their_own_turns(stand_i
     assert second.state() == {"partner": True, "turns": 1, "failure": None}
 
 
-def test_another_device_or_visibility_gets_a_partner_of_its_own(stand_in_partners, monkeypatch) -> None:
+def test_another_device_or_visibility_gets_a_partner_of_its_own_and_ends_the_earlier(
+        stand_in_partners, monkeypatch) -> None:
     gpu_turns.lease_partner("cuda", 0)
     gpu_turns.lease_partner("cuda", 1)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
-    gpu_turns.lease_partner("cuda", 0)
-    assert len({p.pid for p in stand_in_partners}) == 3
+    last = gpu_turns.lease_partner("cuda", 0)
+    assert len(stand_in_partners) == 3
+    # an earlier run's partner holds no context on a GPU nobody here measures any more
+    assert [p.alive for p in stand_in_partners] == [False, False, True]
+    assert gpu_turns.partner_pids() == [last.pid]
+
+
+def test_a_partner_that_died_between_runs_is_replaced_before_the_next_run(stand_in_partners) -> None:
+    first = gpu_turns.lease_partner("cuda", 0)
+    assert first.take_turn()
+    stand_in_partners[0]._proc.kill()  # dies while no run uses it
+    stand_in_partners[0]._proc.wait()
+    second = gpu_turns.lease_partner("cuda", 0)
+    assert second.take_turn() and len(stand_in_partners) == 2
+    assert second.state() == {"partner": True, "turns": 1, "failure": None}
+
+
+def test_partner_pids_lists_only_this_process_s_live_partners(stand_in_partners, monkeypatch) -> None:
+    mine = gpu_turns.lease_partner("cuda", 0)
+    assert gpu_turns.partner_pids() == [mine.pid]
+    monkeypatch.setattr(gpu_turns.os, "getpid", lambda: -7)  # as a forked child sees the table
+    assert gpu_turns.partner_pids() == []
+
+
+def test_a_partner_is_closed_at_exit_not_only_killed(tmp_path) -> None:
+    """At exit the process ends its partner's input and waits for it: the partner finishes its
+    last turn's work cleanly (here: a pause, then a marker) instead of being killed with it."""
+    import subprocess
+
+    marker = tmp_path / "ended"
+    program = ("import sys, time\nprint('ready', flush=True)\nfor _ in sys.stdin:\n    print('ok', flush=True)\n"
+               f"time.sleep(0.5)\nopen({str(marker)!r}, 'w').write('end of input')\n")
+    script = ("from tritongate.harness import gpu_turns\n"
+              f"gpu_turns.PARTNER_PROGRAM = {program!r}\n"
+              "assert gpu_turns.lease_partner('cuda', 0).take_turn()\n")
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    # no waiting here: a process that exited without waiting would have had its partner killed
+    # (die_with_parent) during the pause
+    assert marker.exists() and marker.read_text() == "end of input"
 
 
 def test_a_forked_child_never_uses_its_parent_s_partner(stand_in_partners, monkeypatch) -> None:
@@ -197,7 +235,7 @@ def test_a_failed_partner_is_reported_by_its_run_and_replaced_for_the_next(stand
     stand_in_partners[0]._proc.wait()
     assert run.take_turn() is False
     assert run.state()["partner"] is False and run.state()["turns"] == 1
-    assert "after 1 turns" in run.state()["failure"]
+    assert run.state()["failure"].endswith("(this run: 1 turns)")
     following = gpu_turns.lease_partner("cuda", 0)
     assert following.take_turn() and len(stand_in_partners) == 2
     assert following.state() == {"partner": True, "turns": 1, "failure": None}

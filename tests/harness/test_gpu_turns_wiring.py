@@ -53,6 +53,14 @@ def _fake_cuda_device(log: list[str]) -> CudaDevice:
     return device
 
 
+@pytest.fixture(autouse=True)
+def partner_4242(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process's live partners, as gpu_turns would list them: the fake's."""
+    from tritongate.harness import device as device_mod
+
+    monkeypatch.setattr(device_mod, "partner_pids", lambda: [4242])
+
+
 def test_every_capture_follows_a_turn_of_the_partner() -> None:
     log: list[str] = []
     device = _fake_cuda_device(log)
@@ -60,6 +68,12 @@ def test_every_capture_follows_a_turn_of_the_partner() -> None:
     device.capture(lambda: log.append("launch"), 1)
     assert log == ["turn", "capture", "launch", "launch", "captured", "turn", "capture", "launch", "captured"]
     assert device.gpu_turns() == {"partner": True, "turns": 2, "failure": None}
+    assert device.own_pids() == {os.getpid(), 4242}
+
+
+def test_a_run_without_a_partner_still_counts_the_one_an_earlier_run_left_on_the_gpu() -> None:
+    device = _fake_cuda_device([])
+    device._turns = None  # TRITONGATE_GPU_TURNS=0 for this run; the process's partner lives on
     assert device.own_pids() == {os.getpid(), 4242}
 
 

@@ -5,7 +5,8 @@ with everything it started as one process group: SIGTERM, a grace period, SIGKIL
 runs, ``.running`` in its op folder names its group, for ``--resume`` to end what a batch killed with
 ``kill -9`` left holding the device. A ``Lane`` (the default; not with ``--fresh-process``) hands its attempts to one
 worker process (``tritongate.batch.worker``), replaced after an attempt that did not exit 0 (a CUDA
-error is sticky) or left processes behind, after ``max_attempts``, and for another interpreter,
+error is sticky) or left processes behind (besides the GPU-turn partner the worker names as its
+own), after ``max_attempts``, and for another interpreter,
 environment or private flag_gems tuner DB (what a module reads at import stays).
 """
 

@@ -14,7 +14,7 @@ import os
 import socket
 from typing import Any, Callable, Iterator, Protocol
 
-from tritongate.harness.gpu_turns import PartnerLease, lease_partner, turns_requested
+from tritongate.harness.gpu_turns import PartnerLease, lease_partner, partner_pids, turns_requested
 
 Launch = Callable[[], object]
 
@@ -121,8 +121,8 @@ class CudaDevice:
 
     def own_pids(self) -> set[int]:
         """This process and its partner: the processes on the GPU that are this run's own."""
-        pid = self._turns.pid if self._turns is not None else None
-        return {os.getpid()} | ({pid} if pid is not None else set())
+        # every live partner of the process: an earlier run's stays on the GPU for the next
+        return {os.getpid(), *partner_pids()}
 
     def graph_state(self) -> dict[str, Any] | None:
         """How this process's graph state was settled: the throwaway graphs made and the

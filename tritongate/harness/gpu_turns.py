@@ -180,33 +180,44 @@ _partners: dict[tuple[int, str, int, str], GpuTurns] = {}
 
 
 class PartnerLease:
-    """One run's use of its process's partner: the turns counted are this run's own."""
+    """One run's use of its process's partner: the turns it counts, and a stop it reports, are
+    this run's own."""
 
     def __init__(self, partner: GpuTurns) -> None:
         self._partner = partner
         self.turns = 0
+        self.failure: str | None = None
 
     @property
     def pid(self) -> int | None:
         return self._partner.pid
 
     def take_turn(self) -> bool:
-        took = self._partner.take_turn()
-        self.turns += took
-        return took
+        if self.failure is not None:
+            return False
+        if self._partner.take_turn():
+            self.turns += 1
+            return True
+        self.failure = f"{self._partner.failure or 'the partner was closed'} (this run: {self.turns} turns)"
+        return False
 
     def state(self) -> dict[str, Any]:
-        return {"partner": self._partner.failure is None, "turns": self.turns,
-                "failure": self._partner.failure}
+        return {"partner": self.failure is None, "turns": self.turns, "failure": self.failure}
 
 
 def lease_partner(api: str, index: int, visibility_var: str = "CUDA_VISIBLE_DEVICES") -> PartnerLease:
-    """The process's partner for this device (started now if there is none, or the last one
-    failed), ended when the process exits. Keyed by process too: a forked child never uses
-    its parent's pipes."""
-    key = (os.getpid(), api, index, os.environ.get(visibility_var, ""))
+    """The process's partner for this device, started now where there is none, or the last one
+    failed or died; ended when the process exits. One at a time: a partner for another device
+    or visibility (an earlier run's) is ended, so it holds no context on a GPU nobody here
+    measures. Keyed by process too: a forked child never uses its parent's pipes."""
+    me = os.getpid()
+    key = (me, api, index, os.environ.get(visibility_var, ""))
+    for other in [k for k in _partners if k[0] == me and k != key]:
+        _partners.pop(other).close()
     partner = _partners.get(key)
-    if partner is None or partner.failure is not None:
+    if partner is None or partner.failure is not None or not partner.alive:
+        if partner is not None:
+            partner.close()
         partner = _partners[key] = GpuTurns(api, index)
         atexit.register(partner.close)
     return PartnerLease(partner)
