@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -29,6 +28,9 @@ from typing import Any, Mapping, Sequence
 from tritongate.atomicio import write_json_atomic
 from tritongate.autotune.tuner_cache import WORKER_DB_ENV, isolation_requested
 from tritongate.errors import UsageError
+from tritongate.linepipe import LineReader, LineTooLong
+
+MAX_REPLY = 1 << 16  # a worker's answer is one short JSON line
 
 RUNNING = ".running"
 POLL_S = 0.05
@@ -234,22 +236,17 @@ class _Worker:
             os.close(rep_w)
         self.pgid = self.proc.pid  # a new session's leader leads its group
         self.attempts = 0
-        self._buffer = b""
+        self._lines = LineReader(self.rep_r, MAX_REPLY)
 
     def reply(self, timeout: float) -> dict[str, Any] | None:
-        """The answer, if one came within ``timeout``; ``{}`` once the worker closed its end."""
-        if b"\n" not in self._buffer:
-            ready, _, _ = select.select([self.rep_r], [], [], timeout)
-            if not ready:
-                return None
-            chunk = os.read(self.rep_r, 65536)
-            if not chunk:
-                return {}
-            self._buffer += chunk
-        line, sep, rest = self._buffer.partition(b"\n")
-        if not sep:
+        """The answer, if one came within ``timeout``; ``{}`` once the worker closed its end
+        (or wrote something that is not an answer)."""
+        try:
+            line = self._lines.read_line(time.monotonic() + timeout)
+        except (EOFError, LineTooLong):
+            return {}
+        if line is None:
             return None
-        self._buffer = rest
         try:
             doc = json.loads(line)
         except ValueError:

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import atexit
 import os
-import selectors
 import subprocess
 import sys
 import tempfile
 import time
 from typing import Any, Mapping
+
+from tritongate.linepipe import LineReader, LineTooLong
 
 TURNS_ENV = "TRITONGATE_GPU_TURNS"
 START_TIMEOUT_S = 60.0  # importing torch and making a context on a busy host
@@ -70,7 +71,7 @@ class GpuTurns:
         self.turns = 0
         self.failure: str | None = None
         self._ready = False
-        self._buffer = b""
+        self._lines: LineReader | None = None
         argv = argv or [sys.executable, "-c", PARTNER_PROGRAM, api, str(index)]
         # a file, not a pipe: a partner that warns a lot never blocks on a full pipe
         self._stderr = tempfile.TemporaryFile()
@@ -81,6 +82,9 @@ class GpuTurns:
         except OSError as exc:
             self._proc = None
             self.failure = f"the partner could not start: {exc}"
+        else:
+            assert self._proc.stdout is not None
+            self._lines = LineReader(self._proc.stdout.fileno(), MAX_LINE)
 
     @property
     def pid(self) -> int | None:
@@ -93,23 +97,19 @@ class GpuTurns:
     def _wait_for(self, word: str, timeout_s: float) -> str:
         """Read the partner's lines until ``word``; '' when it is, 'gone' when the partner
         closed its output, 'silent' when ``timeout_s`` passed first."""
-        assert self._proc is not None and self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
+        assert self._lines is not None
         deadline = time.monotonic() + timeout_s
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            while True:
-                while b"\n" in self._buffer:
-                    line, self._buffer = self._buffer.split(b"\n", 1)
-                    if line.strip() == word.encode():
-                        return ""
-                left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(left):
-                    return "silent"
-                chunk = os.read(fd, MAX_LINE)
-                if not chunk:
-                    return "gone"
-                self._buffer = (self._buffer + chunk)[-MAX_LINE:]
+        while True:
+            try:
+                line = self._lines.read_line(deadline)
+            except EOFError:
+                return "gone"
+            except LineTooLong:
+                continue  # a library's chatter, not an answer
+            if line is None:
+                return "silent"
+            if line.strip() == word.encode():
+                return ""
 
     def _fail(self, why: str) -> None:
         self._stop(kill=True)

@@ -8,7 +8,6 @@ the parent, which then stops the workers itself.
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from tritongate.childenv import die_with_parent
+from tritongate.linepipe import LineReader, LineTooLong
 from tritongate.pair.protocol import MAX_LINE, decode, encode
 
 TERM_GRACE_S = 2.0
@@ -109,7 +109,7 @@ class WorkerProcess:
         self.spec = spec
         self.side = spec.side
         self._proc: subprocess.Popen[bytes] | None = None
-        self._buffer = b""
+        self._lines: LineReader | None = None
         self._seq = 0
         self.starts = 0
 
@@ -132,7 +132,8 @@ class WorkerProcess:
                                           preexec_fn=die_with_parent)
         finally:
             log.close()
-        self._buffer = b""
+        assert self._proc.stdout is not None
+        self._lines = LineReader(self._proc.stdout.fileno(), MAX_LINE)
         self.starts += 1
 
     def call(self, cmd: str, timeout_s: float, **args: Any) -> dict[str, Any]:
@@ -166,40 +167,32 @@ class WorkerProcess:
         return answer.get("result") or {}
 
     def _read(self, seq: int, deadline: float, cmd: str, timeout_s: float) -> dict[str, Any]:
-        assert self._proc is not None and self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
+        assert self._lines is not None
         while True:
-            line, nl, rest = self._buffer.partition(b"\n")
-            if nl:
-                self._buffer = rest
-                try:
-                    message = decode(line)
-                except ValueError:
-                    self.kill()
-                    raise WorkerFailure(self.side, f"wrote something that is not a protocol message on its "
-                                                   f"answer channel: {line[:120]!r} (does this interpreter print "
-                                                   "at start-up, e.g. from sitecustomize?)", kind="died") from None
-                if message.get("seq") == seq:
-                    return message
-                continue  # an answer to a request we gave up on
-            if len(self._buffer) > MAX_LINE:
+            try:
+                line = self._lines.read_line(deadline)
+            except LineTooLong:
                 self.kill()
-                raise WorkerFailure(self.side, "sent an oversized answer", kind="died")
-            left = deadline - time.monotonic()
-            if left <= 0:
+                raise WorkerFailure(self.side, "sent an oversized answer", kind="died") from None
+            except EOFError:
+                self.kill()
+                raise WorkerFailure(self.side, self._death(), kind="died") from None
+            if line is None:
                 self.kill()
                 bound = (f"its start-up, bounded by --row-timeout (at least {STARTUP_FLOOR_S:.0f} s, at most "
                          f"{STARTUP_CEILING_S:.0f} s)") if cmd in STARTUP_COMMANDS else "--row-timeout"
                 raise WorkerFailure(self.side, f"hung: no answer to {cmd!r} within {timeout_s:.0f} s ({bound})",
                                     kind="timeout")
-            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
-            if not ready:
-                continue
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
+            try:
+                message = decode(line)
+            except ValueError:
                 self.kill()
-                raise WorkerFailure(self.side, self._death(), kind="died")
-            self._buffer += chunk
+                raise WorkerFailure(self.side, f"wrote something that is not a protocol message on its "
+                                               f"answer channel: {line[:120]!r} (does this interpreter print "
+                                               "at start-up, e.g. from sitecustomize?)", kind="died") from None
+            if message.get("seq") == seq:
+                return message
+            # else an answer to a request we gave up on
 
     def _death(self) -> str:
         rc = self._proc.poll() if self._proc else None
