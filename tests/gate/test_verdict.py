@@ -218,7 +218,9 @@ def test_a_call_stands_only_when_its_confirmation_on_fresh_worker_pairs_calls_it
     (r,) = lost.rows
     assert r.verdict is Verdict.UNCONFIRMED and lost.passed and lost.state == "blind"
     assert "was not confirmed on fresh worker pairs" in r.reasons[-1] and r.reached_target is False
-    assert lost.headline().startswith("⚠️ no regression found; 1 row(s) could not resolve")
+    # the headline does not say "no regression found" of a slowdown it saw and could not confirm
+    assert lost.headline().startswith("⚠️ no regression confirmed (1 call(s) not confirmed); 1 row(s) could not "
+                                      "resolve")
     # the same pairs without a confirmation: the first measurement alone would have failed the gate
     alone = _paired_rows(tmp_path / "a", [part(20, 1), part(20, 2)], [part(21, 3), part(21, 4)])
     assert alone.rows[0].verdict is Verdict.REGRESSED

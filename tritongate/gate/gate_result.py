@@ -161,7 +161,10 @@ class GateResult:
         counts = self.counts_text()
         if self.state == BLIND:
             gm = self.geomean_text()
-            return f"⚠️ no regression found; {self.blind_text()} ({counts})" + (f"; {gm}" if gm else "")
+            # a call the confirmation did not repeat was still seen: "found" would hide it
+            unc = len(self.by(Verdict.UNCONFIRMED))
+            lead = f"no regression confirmed ({unc} call(s) not confirmed)" if unc else "no regression found"
+            return f"⚠️ {lead}; {self.blind_text()} ({counts})" + (f"; {gm}" if gm else "")
         if not self.passed:
             worst = self.worst()
             worst_txt = (f"; worst: {worst.op} {worst.case} {worst.dtype} {worst.timing.effect:+.1%} time"
