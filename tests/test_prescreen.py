@@ -389,6 +389,24 @@ def test_the_judge_refuses_a_side_it_cannot_vouch_for(tmp_path, record, fake_bui
     assert parse_error.value.code == 2 and "not allowed with argument --side" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("gone", ["capture-cand", "ir-base"])
+def test_a_side_whose_output_is_gone_is_named_with_the_command_that_makes_it(tmp_path, record, fake_builds,
+                                                                               capsys, gone: str) -> None:
+    import shutil
+
+    split = tmp_path / "split"
+    for side in ("base", "cand"):
+        assert ci_prescreen.main(["--baseline", str(record), "--side", side, f"--{side}-python",
+                                  fake_builds(tmp_path, "base"), "--out", str(split)]) == 0
+    shutil.rmtree(split / gone)
+    capsys.readouterr()
+    assert ci_prescreen.main(["--baseline", str(record), "--judge", "--out", str(split)]) == 2
+    err = capsys.readouterr().err
+    side = gone.split("-")[1]
+    assert f"the {side} side's output is missing" in err and f"--side {side} --baseline" in err
+    assert "fix the path" not in err and not (split / "prescreen.json").exists()
+
+
 def test_the_judge_runs_without_torch_or_triton(tmp_path, record, fake_builds) -> None:
     """The judge job holds no build: its imports must not need one."""
     import subprocess

@@ -193,6 +193,12 @@ def judge(record: Path, out: Path, *, suite: str | None = None) -> PrescreenResu
                                                                         out / f"capture-{side}" / s.capture)
                 for side, s in sides.items()}
     base_root, cand_root = out / "ir-base" / "ttgir", out / "ir-cand" / "ttgir"
+    for side, tree in (("base", base_root), ("cand", cand_root)):
+        gone = [p for p in (tree, captures[side]) if p is not None and not p.is_dir()]
+        if gone:  # a side's output deleted or never downloaded beside its side file
+            raise UsageError(f"{gone[0]}: the {side} side's output is missing; make it again with `tritongate "
+                             f"prescreen --side {side} --baseline {record} --out {out}` (or download that job's "
+                             f"artifact into {out})")
     provenance = diff_provenance(base_root, cand_root)
     timed = respecialized_rows(record / "ttgir", *(None if captures[s] is None else captures[s] / "ttgir"
                                                    for s in SIDES), all_rows)
