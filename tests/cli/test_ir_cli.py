@@ -4,7 +4,10 @@ index holds launches without IR, one side of each kind, a path that does not exi
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+
+import pytest
 
 from tests.gate.helpers import row
 from tritongate.cli import main
@@ -91,3 +94,27 @@ def test_an_ir_diff_into_an_earlier_one_drops_its_blame(tmp_path, capsys) -> Non
     (out / "blame.json").write_text('{"schema_version": 1, "variants": [{"kernel": "old"}]}')
     assert main(["ir-diff", str(a), str(b), "--out", str(out)]) == 0
     assert not (out / "blame.json").exists() and not (out / "blame").exists()
+
+
+@pytest.mark.parametrize("gone", ["base", "cand"])
+def test_blame_names_the_side_whose_interpreter_is_not_here(tmp_path, monkeypatch, gone: str) -> None:
+    """aot.json names each build's interpreter; blaming needs both, and a missing one is named
+    by its side (it failed as a bare 'No such file' from the compile)."""
+    from types import SimpleNamespace
+
+    from tritongate.cli import inspect
+    from tritongate.errors import UsageError
+    from tritongate.ir import index, provenance
+
+    pythons = {"base": sys.executable, "cand": sys.executable, gone: str(tmp_path / "gone" / "python")}
+    aot = {"base": {"python": pythons["base"], "target": "cuda:90"},
+           "cand": {"python": pythons["cand"], "target": "cuda:90"}}
+    monkeypatch.setattr(provenance, "read_aot", lambda root: aot[root.name])
+    monkeypatch.setattr(index, "read_index", lambda path: [])
+    changed = [SimpleNamespace(status="changed", case="4096", kernel="k", name="v")]
+    with pytest.raises(UsageError, match=f"the {gone} folder's interpreter .*gone/python.* is not on this machine"):
+        inspect._blame(changed, tmp_path / "base", tmp_path / "cand", tmp_path / "out", 4)
+    # nothing changed: nothing to compile, nothing asked of the interpreters
+    (tmp_path / "out").mkdir()
+    inspect._blame([], tmp_path / "base", tmp_path / "cand", tmp_path / "out", 4)
+    assert json.loads((tmp_path / "out" / "blame.json").read_text())["variants"] == []

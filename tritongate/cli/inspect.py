@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -281,6 +282,13 @@ def _blame(diffs: list[Any], base_root: Path, cand_root: Path, out: Path, limit:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     changed = [d for d in diffs if d.status in ("changed", "binary_changed")]
+    for side, aot in zip(("base", "cand"), aots) if changed and limit > 0 else ():
+        python = str(aot.get("python") or "")
+        if not (python and (Path(python).is_file() or shutil.which(python))):
+            raise UsageError(f"--blame: the {side} folder's interpreter {python or '(none)'} (named by its "
+                             f"ttgir/aot.json) is not on this machine; run ir-diff --blame where that build is "
+                             f"installed, or compile the {side} folder again with `tritongate ir` under a build "
+                             f"you have")
     found: list[dict[str, Any]] = []
     for i, d in enumerate(changed[:limit]):
         v = variants.get((d.case, d.kernel, d.name))
