@@ -38,9 +38,8 @@ def _t(when: dt.datetime) -> int:
 def compare_url(repo: Repo | None, before: str | None, after: str | None) -> str | None:
     """GitHub's compare view of two commits of ``repo`` (None: not on GitHub, a commit that is
     not hex, or one commit)."""
-    if repo is None or repo.host != GITHUB or not before or not after or before == after:
-        return None
-    if not (_HEX.match(before) and _HEX.match(after)):
+    if (repo is None or repo.host != GITHUB or not before or not after or before == after
+            or not (_HEX.match(before) and _HEX.match(after))):
         return None
     return f"https://github.com/{quote(repo.path)}/compare/{before}...{after}"
 
@@ -85,19 +84,16 @@ def index_rows(g: int, report: HistoryReport, page: OpPage, window_start: dt.dat
     """The index's rows and change points of one op page's series."""
     for i, a in enumerate(page.analyses):
         s = a.series
+        names = {"g": g, "op": neutralize(s.op), "case": neutralize(s.case), "dtype": neutralize(s.dtype)}
         href = f"{OPS_DIR}/{page.file}#{anchor(i)}"
-        valued = [p for p in s.points if not p.is_gap]
-        last = valued[-1] if valued else None
+        last = next((p for p in reversed(s.points) if not p.is_gap), None)
         tail = s.points[-1]
-        rows_out.append({"g": g, "op": neutralize(s.op), "case": neutralize(s.case), "dtype": neutralize(s.dtype),
-                         "last": last.median_us if last else None, "lt": _t(last.recorded) if last else None,
+        rows_out.append({**names, "last": last.median_us if last else None, "lt": _t(last.recorded) if last else None,
                          "gone": entry_pos[tail.entry] < len(entry_pos) - 1,  # not in the group's latest entry
                          "gap": tail.gap if tail.is_gap else None, "dw": window_drift(a.change_points, window_start),
                          "dt": a.drift, "nc": len(a.change_points),
                          "nw": sum(c.after.recorded > window_start for c in a.change_points), "href": href})
-        for c in a.change_points:
-            cps_out.append({**_cp(report, c, repo, entry_pos), "g": g, "op": neutralize(s.op),
-                            "case": neutralize(s.case), "dtype": neutralize(s.dtype), "href": href})
+        cps_out += [{**_cp(report, c, repo, entry_pos), **names, "href": href} for c in a.change_points]
 
 
 def op_document(site: dict[str, Any], group: Group, report: HistoryReport, page: OpPage, store_href: str,

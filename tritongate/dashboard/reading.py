@@ -84,20 +84,16 @@ def iqr_of(entry_dir: Path, keys: Iterable[Key]) -> dict[Key, float]:
         text = safefs.read_bytes(entry_dir, SUMMARY, limit=MAX_SUMMARY_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError, GateError):
         return {}
-    by_cell: dict[tuple[str, str, str], float] = {}
+    by_cell: dict[tuple[str, ...], float] = {}
     for line in text.splitlines()[1:]:
         cells = line.split("\t")
         if len(cells) >= 6 and cells[5]:
             try:
-                by_cell[(cells[0], cells[1], cells[2])] = float(cells[5])
+                by_cell[tuple(cells[:3])] = float(cells[5])
             except ValueError:
                 continue
-    out = {}
-    for key in keys:
-        value = by_cell.get((_cell(key[0]), _cell(key[1]), _cell(key[2])))
-        if value is not None and value >= 0:  # NaN fails the test too
-            out[key] = value
-    return out
+    # NaN fails the test too
+    return {key: v for key in keys if (v := by_cell.get(tuple(map(_cell, key)))) is not None and v >= 0}
 
 
 def find_entries(store: Path, *, runner_class: str | None = None, suite: str | None = None,
@@ -156,10 +152,8 @@ def _group(store: Path, key: GroupKey, entries: list[Entry]) -> Group:
                      damaged=[Damaged(e.manifest.record_path, e.manifest.recorded, "not read: see the note")
                               for e in entries])
     read = {info.record_path for info in history.entries}
-    group = Group(key=key, history=history)
-    group.damaged = [Damaged(e.manifest.record_path, e.manifest.recorded, _reason(history.notes, e))
-                     for e in entries if e.manifest.record_path not in read]
     keys = [s.key for s in history.series]
-    for info in history.entries:
-        group.iqr[info.record_path] = iqr_of(store / info.record_path, keys)
-    return group
+    return Group(key=key, history=history,
+                 damaged=[Damaged(e.manifest.record_path, e.manifest.recorded, _reason(history.notes, e))
+                          for e in entries if e.manifest.record_path not in read],
+                 iqr={e.record_path: iqr_of(store / e.record_path, keys) for e in history.entries})

@@ -32,9 +32,9 @@ from urllib.parse import quote
 from tritongate.baselines.store import DIR_MODE
 from tritongate.dashboard.pages import OPS_DIR, OpPage, group_label, index_rows, op_document
 from tritongate.dashboard.reading import DashboardError, Group, find_entries, read_groups
-from tritongate.history.changepoints import Detection, SeriesAnalysis
+from tritongate.history.changepoints import Detection
 from tritongate.history.plot import file_name
-from tritongate.history.report import HistoryReport, build_report
+from tritongate.history.report import build_report
 from tritongate.report.untrusted import neutralize
 
 MARKER = ".tritongate-dashboard"
@@ -94,14 +94,6 @@ def _store_href(store: Path, out: Path, store_url: str | None) -> str:
     return quote(Path(rel).as_posix())
 
 
-def _pages(g: int, report: HistoryReport, taken: set[str], group_slug: str) -> list[OpPage]:
-    by_op: dict[str, list[SeriesAnalysis]] = {}
-    for a in report.analyses:
-        by_op.setdefault(a.series.op, []).append(a)
-    return [OpPage(g, op, f"{group_slug}__{file_name(op, taken)[:-4]}.html", tuple(analyses))
-            for op, analyses in by_op.items()]
-
-
 def _group_slugs(groups: list[Group]) -> list[str]:
     base = [f"{g.key.runner_class}_{file_name(g.key.suite, set())[:-4]}_{g.key.gpu_slug}" for g in groups]
     taken: set[str] = set()
@@ -157,7 +149,9 @@ def build_site(store: Path, out: Path, *, window_nights: float = 90.0, runner_cl
         label.update(entries=len(h.entries), first=int(h.entries[0].recorded.timestamp()),
                      last=int(h.entries[-1].recorded.timestamp()), missing=sum(m.missing for m in h.missing),
                      notes=[neutralize(n) for n in report.notes])
-        for page in _pages(g, report, set(), slug):
+        taken: set[str] = set()
+        for op, analyses in report.by_op().items():
+            page = OpPage(g, op, f"{slug}__{file_name(op, taken)[:-4]}.html", tuple(analyses))
             index_rows(g, report, page, window_start, rows, cps, group.key.repo, entry_pos)
             docs.append((page.file, op_document(site, group, report, page, store_href, window_start, entry_pos),
                          neutralize(page.op)))
@@ -168,8 +162,8 @@ def build_site(store: Path, out: Path, *, window_nights: float = 90.0, runner_cl
     return SiteSummary(out=out, groups=len(groups), pages=len(docs), rows=len(rows),
                        entries=sum(len(g.history.entries) for g in groups if g.history),
                        damaged=sum(len(g.damaged) for g in groups) + len(unreadable), change_points=len(cps),
-                       files=n_files,
-                       bytes=n_bytes, notes=tuple(scan_notes) + tuple(n for g in group_docs for n in g["notes"]))
+                       files=n_files, bytes=n_bytes,
+                       notes=tuple(scan_notes) + tuple(n for g in group_docs for n in g["notes"]))
 
 
 def _write(out: Path, index: dict[str, Any], docs: list[tuple[str, dict[str, Any], str]]) -> tuple[int, int]:

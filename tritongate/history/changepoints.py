@@ -44,16 +44,14 @@ class Detection:
     noise_floor: float = 0.002  # the least relative noise assumed
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.min_effect) and 0 < self.min_effect < 1):
-            raise ValueError(f"min_effect must be in (0, 1), got {self.min_effect!r}")
-        if not (math.isfinite(self.p_value) and 0 < self.p_value < 1):
-            raise ValueError(f"p_value must be in (0, 1), got {self.p_value!r}")
+        for name, v in (("min_effect", self.min_effect), ("p_value", self.p_value)):
+            if not (math.isfinite(v) and 0 < v < 1):
+                raise ValueError(f"{name} must be in (0, 1), got {v!r}")
         if isinstance(self.min_points, bool) or not isinstance(self.min_points, int) or self.min_points < 2:
             raise ValueError(f"min_points must be an integer >= 2, got {self.min_points!r}")
-        if not (math.isfinite(self.beta) and self.beta > 0):
-            raise ValueError(f"beta must be > 0, got {self.beta!r}")
-        if not (math.isfinite(self.noise_floor) and self.noise_floor > 0):
-            raise ValueError(f"noise_floor must be > 0, got {self.noise_floor!r}")
+        for name, v in (("beta", self.beta), ("noise_floor", self.noise_floor)):
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be > 0, got {v!r}")
 
     @property
     def min_length(self) -> int:
@@ -190,13 +188,9 @@ def _scaled(values: Sequence[float], rule: Detection) -> tuple[np.ndarray, float
     vals = np.asarray(values, dtype=float)
     if vals.ndim != 1 or not np.all(np.isfinite(vals)) or np.any(vals <= 0):
         raise ValueError("values must be a sequence of finite numbers > 0")
-    if len(vals) == 0:
-        return vals, rule.noise_floor, None
     y = np.log(vals)
     noise = robust_noise(y, rule.noise_floor)
-    if len(vals) < rule.min_length:
-        return vals, noise, None
-    return vals, noise, (y - np.median(y)) / noise
+    return vals, noise, (y - np.median(y)) / noise if len(vals) >= rule.min_length else None
 
 
 def _confirmed(vals: np.ndarray, noise: float, z: np.ndarray | None, cuts: list[int] | None,
@@ -321,10 +315,8 @@ def analyse_many(series: Sequence[Series], rule: Detection = Detection()) -> lis
 
 
 def _analysis(series: Series, where: list[int], seg: Segmentation, rule: Detection) -> SeriesAnalysis:
-    note = None
-    if len(where) < rule.min_length:
-        note = (f"only {len(where)} valued point{'' if len(where) == 1 else 's'} (of {len(series.points)}); "
-                f"{rule.min_length} needed to look for a change")
+    note = (f"only {len(where)} valued point{'' if len(where) == 1 else 's'} (of {len(series.points)}); "
+            f"{rule.min_length} needed to look for a change") if len(where) < rule.min_length else None
     cps = tuple(ChangePoint(op=series.op, case=series.case, dtype=series.dtype, index=where[s.at],
                             before=series.points[where[s.at - 1]], after=series.points[where[s.at]],
                             median_before_us=s.median_before, median_after_us=s.median_after,

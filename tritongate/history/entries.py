@@ -75,8 +75,8 @@ def sample_lengths(entry: Entry) -> SampleLengths | None:
         return None
     run_ms *= 1e3
     ops = per_op.items() if isinstance(per_op, dict) else ()
-    longer = tuple(sorted((str(op), ms) for op, value in ops if (ms := _number(value)) is not None and ms > run_ms))
-    return run_ms, longer
+    return run_ms, tuple(sorted((str(op), ms) for op, value in ops
+                                if (ms := _number(value)) is not None and ms > run_ms))
 
 
 def _read(entry: Entry, name: str) -> bytes:
@@ -99,9 +99,8 @@ def _readable(version: Any) -> bool:
 
 def _points(entry: Entry, info: EntryInfo) -> dict[Key, Point]:
     raw = _read(entry, RESULTS)
-    identity_raw = _read(entry, IDENTITY)
     try:
-        identity = json.loads(identity_raw)
+        identity = json.loads(_read(entry, IDENTITY))
         if not isinstance(identity, dict) or not _readable(identity.get("schema_version")):
             raise _Refused
         IdentityDoc.model_validate(identity)

@@ -107,12 +107,9 @@ def plot_history(report: "HistoryReport", out_dir: Path) -> dict[str, Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     h = report.history
-    by_op: dict[str, list[SeriesAnalysis]] = {}
-    for a in report.analyses:
-        by_op.setdefault(a.series.op, []).append(a)
     taken: set[str] = set()
     written = {}
-    for op, analyses in by_op.items():
+    for op, analyses in report.by_op().items():
         title = f"{label(op)} — {label(h.suite)} on {label(h.runner_class)} ({label(h.gpu_slug)})"
         path = out_dir / file_name(op, taken)
         write_bytes_atomic(path, render_op(analyses, h.missing, title))
@@ -128,9 +125,7 @@ def remove_stale_plots(out_dir: Path, kept: Iterable[Path]) -> list[Path]:
     if not out_dir.is_dir():
         return []
     keep = {Path(p).name for p in kept}
-    removed = []
-    for png in sorted(out_dir.glob("*.png")):
-        if png.name not in keep and png.is_file():
-            png.unlink()
-            removed.append(png)
+    removed = [png for png in sorted(out_dir.glob("*.png")) if png.name not in keep and png.is_file()]
+    for png in removed:
+        png.unlink()
     return removed

@@ -75,6 +75,12 @@ class HistoryReport:
     def drift_of(self, key: Key) -> float:
         return self._drifts[key]
 
+    def by_op(self) -> dict[str, list[SeriesAnalysis]]:
+        out: dict[str, list[SeriesAnalysis]] = {}
+        for a in self.analyses:
+            out.setdefault(a.series.op, []).append(a)
+        return out
+
     @property
     def notes(self) -> list[str]:
         """The history's notes (skipped entries, missing nightlies) and one line for the series
@@ -170,8 +176,7 @@ def _table(report: HistoryReport, cps: list[ChangePoint], *, flag: bool) -> list
 
 def new_change_points_markdown(report: HistoryReport) -> str:
     """The "new change points" section alone (for a nightly job's step summary)."""
-    k = report.new_last
-    window = "the last entry" if k == 1 else f"the last {k} entries"
+    window = "the last entry" if report.new_last == 1 else f"the last {report.new_last} entries"
     h = report.history
     where = f"{markdown_cell(h.suite)} on {markdown_cell(h.runner_class)} ({markdown_cell(h.gpu_slug)})"
     lines = [f"## New change points: {where}", ""]
@@ -201,9 +206,8 @@ def render_markdown(report: HistoryReport, plots: Mapping[str, str] | None = Non
              f"A change point is a shift of a row's nightly median (PELT on log medians scaled by their noise, "
              f"penalty {rule.beta:g}·log n) confirmed by both neighbouring segments: medians at least "
              f"{rule.min_effect:.1%} apart and a Mann–Whitney U test with p < {rule.p_value:g}, at least "
-             f"{rule.min_points} points a side. Series drift: the last segment's median over the first's.", ""]
-    lines.append(new_change_points_markdown(report).rstrip("\n"))
-    lines += ["", "## All change points (newest first)", ""]
+             f"{rule.min_points} points a side. Series drift: the last segment's median over the first's.", "",
+             new_change_points_markdown(report).rstrip("\n"), "", "## All change points (newest first)", ""]
     if cps:
         lines += _table(report, cps, flag=True)
     elif not any(a.note is None for a in report.analyses):

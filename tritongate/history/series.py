@@ -57,7 +57,6 @@ class Series:
         return (self.op, self.case, self.dtype)
 
     def valued(self) -> list[int]:
-        """Positions of the points that have a value."""
         return [i for i, p in enumerate(self.points) if not p.is_gap]
 
     def to_dict(self) -> dict[str, Any]:
@@ -136,14 +135,12 @@ def missing_nightlies(times: Sequence[dt.datetime], factor: float = MISSING_FACT
 def _series(maps: Sequence[tuple[EntryInfo, Mapping[Key, Point]]]) -> list[Series]:
     """One series per row key, sorted by key; a key's points run from the first entry that
     has it to the last (an entry in between without it is an ``ABSENT`` gap)."""
-    first: dict[Key, int] = {}
-    last: dict[Key, int] = {}
+    span: dict[Key, list[int]] = {}  # first and last entry of each key
     for i, (_, points) in enumerate(maps):
         for key in points:
-            first.setdefault(key, i)
-            last[key] = i
-    return [Series(*k, points=tuple([got.get(k) or point_of(info, None) for info, got in maps[first[k]: last[k] + 1]]))
-            for k in sorted(first)]
+            span.setdefault(key, [i, i])[1] = i
+    return [Series(*k, points=tuple([got.get(k) or point_of(info, None) for info, got in maps[a: b + 1]]))
+            for k, (a, b) in sorted(span.items())]
 
 
 # a night recorded later than this past the reader's clock is a clock or an edited manifest
@@ -163,7 +160,6 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
     store = Path(store)
     check_runner_class(runner_class)
     wanted = gpu_slug(gpu) if gpu else None
-    listing = f"tritongate baseline list --store {store} --runner-class {runner_class}"
     if not store.is_dir():
         raise HistoryError(f"baseline store {store} is not a directory; pass the folder nightlies publish into "
                            "(on GitHub a checkout of the data branch)")
@@ -190,13 +186,14 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
         on = f" on {wanted}" if wanted else ""
         why = f" ({len(notes)} damaged entr{'y' if len(notes) == 1 else 'ies'} skipped)" if notes else ""
         raise HistoryError(f"no readable entries for runner class {runner_class}, suite {suite}{on} in {store}{why}; "
-                           f"see what the store holds with `{listing}`")
-    missing = missing_nightlies([info.recorded for info, _ in loaded])
+                           f"see what the store holds with `tritongate baseline list --store {store} "
+                           f"--runner-class {runner_class}`")
     infos = [info for info, _ in loaded]
+    missing = missing_nightlies([info.recorded for info in infos])
     notes += suite_changes(suite, infos, {e.manifest.record_path: e.manifest.suite_digest for e in found})
     notes += sample_length_changes(infos, {e.manifest.record_path: sample_lengths(e) for e in found})
-    return History(store=store, runner_class=runner_class, suite=suite, gpu_slug=loaded[0][0].gpu_slug,
-                   entries=tuple(info for info, _ in loaded), series=tuple(_series(loaded)),
+    return History(store=store, runner_class=runner_class, suite=suite, gpu_slug=infos[0].gpu_slug,
+                   entries=tuple(infos), series=tuple(_series(loaded)),
                    missing=tuple(missing), notes=tuple(notes) + tuple(m.note for m in missing))
 
 

@@ -37,8 +37,7 @@ def _from_torch(depth: int = 2) -> bool:
 
 def _lens(torch: Any) -> dict[str, Any]:
     base = torch._C.TensorBase
-    real_device, real_cuda, real_cpu = base.device, base.is_cuda, base.is_cpu
-    real_get_device = base.get_device
+    real_device, real_cuda, real_cpu, real_get_device = base.device, base.is_cuda, base.is_cpu, base.get_device
 
     def device(self: Any) -> Any:
         real = real_device.__get__(self)

@@ -250,18 +250,7 @@ def diff_paths(diffs: list[VariantDiff]) -> dict[int, PurePosixPath]:
     """Position in ``diffs`` -> .diff path of each changed variant: the ttgir file's folder
     (candidate side, else base) and ``<name>.diff``, clashes getting ``~2``, ``~3``."""
     taken: set[PurePosixPath] = set()
-    out: dict[int, PurePosixPath] = {}
-    for i, d in enumerate(diffs):
-        if d.status != CHANGED:
-            continue
-        parent, stem = _diff_place(d)
-        rel, k = parent / f"{stem}.diff", 1
-        while rel in taken:
-            k += 1
-            rel = parent / f"{stem}~{k}.diff"
-        taken.add(rel)
-        out[i] = rel
-    return out
+    return {i: _claim(taken, *_diff_place(d), ".diff") for i, d in enumerate(diffs) if d.status == CHANGED}
 
 
 def level_diff_paths(diffs: list[VariantDiff],
@@ -269,16 +258,15 @@ def level_diff_paths(diffs: list[VariantDiff],
     """Position in ``diffs`` -> level -> path of each lower-level diff: ``<name>.<level>.diff``
     beside where the variant's TTGIR diff would go, clashes (with any diff) getting ``~2``, ..."""
     taken = set(paths.values())
-    out: dict[int, dict[str, PurePosixPath]] = {}
-    for i, d in enumerate(diffs):
-        if not d.level_diffs:
-            continue
-        parent, stem = _diff_place(d)
-        for level, *_ in d.level_diffs:
-            rel, k = parent / f"{stem}.{level}.diff", 1
-            while rel in taken:
-                k += 1
-                rel = parent / f"{stem}~{k}.{level}.diff"
-            taken.add(rel)
-            out.setdefault(i, {})[level] = rel
-    return out
+    return {i: {level: _claim(taken, *_diff_place(d), f".{level}.diff") for level, *_ in d.level_diffs}
+            for i, d in enumerate(diffs) if d.level_diffs}
+
+
+def _claim(taken: set[PurePosixPath], parent: PurePosixPath, stem: str, suffix: str) -> PurePosixPath:
+    """``parent/<stem><suffix>``, or ``<stem>~2<suffix>``, ... when taken; marked taken."""
+    rel, k = parent / f"{stem}{suffix}", 1
+    while rel in taken:
+        k += 1
+        rel = parent / f"{stem}~{k}{suffix}"
+    taken.add(rel)
+    return rel

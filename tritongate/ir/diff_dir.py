@@ -112,9 +112,8 @@ def write_diff_dir(diffs: Iterable[VariantDiff], out: Path) -> Path:
     files += [(level_paths[i][level], text) for i, d in enumerate(ordered) if i in level_paths
               for level, text, _, _ in d.level_diffs]
     for rel, text in files:
-        target = out / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(target, text)
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(out / rel, text)
     rows = [(d.case, d.kernel, d.name, d.status, d.added, d.removed, str(paths.get(i, "")),
              ",".join(d.rows), d.reason) for i, d in enumerate(ordered)]
     write_text_atomic(out / INDEX, tsv_text(DIFF_COLUMNS, rows))

@@ -49,10 +49,7 @@ class CompiledVariant:
     @property
     def element_type(self) -> str:
         """The first pointer argument's element type (``fp16``), the variant's dtype."""
-        for t in self.signature.values():
-            if isinstance(t, str) and t.startswith("*"):
-                return t.lstrip("*k")
-        return ""
+        return next((t.lstrip("*k") for t in self.signature.values() if isinstance(t, str) and t.startswith("*")), "")
 
 
 def level_file(file: str, level: str) -> str:

@@ -111,9 +111,5 @@ def launchless_jit(target: tuple[str, int | str, int]) -> Iterator[LaunchLog]:
     from triton.runtime.jit import JITFunction
 
     log = LaunchLog()
-    original = vars(JITFunction)["run"]
-    JITFunction.run = _captured_run(log, target)
-    try:
+    with attributes_set(JITFunction, {"run": _captured_run(log, target)}):
         yield log
-    finally:
-        JITFunction.run = original

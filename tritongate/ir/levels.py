@@ -94,8 +94,6 @@ def first_level(states: Mapping[str, str]) -> str:
     return "cubin" if states.get("cubin") == DIFFERS else ""
 
 
-
-
 def listed_diffs(text: str) -> list[str]:
     """The level diff paths a ``levels.tsv`` lists (to remove the stale ones); [] if unreadable."""
     try:

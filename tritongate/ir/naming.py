@@ -176,10 +176,7 @@ def _collisions(names: Mapping[str, str]) -> list[list[str]]:
 
 def _resolve(names: dict[str, str], step: Callable[[list[str]], dict[str, str]]) -> None:
     """One step on every colliding set at once, so no set's result depends on another's."""
-    updates: dict[str, str] = {}
-    for members in _collisions(names):
-        updates.update(step(members))
-    names.update(updates)
+    names.update({h: name for members in _collisions(names) for h, name in step(members).items()})
 
 
 def _appended(names: Mapping[str, str], members: Sequence[str], suffixes: Sequence[str] | None) -> dict[str, str]:

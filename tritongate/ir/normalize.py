@@ -16,6 +16,7 @@ _QUOTED_DIRS = re.compile(r'"/(?:[^"\\\n/]*/)+')
 _BARE_DIRS = re.compile(r"(?<![\w.~/:-])/(?:[\w.+@~-]+/)+(?=[\w.+@~-])")
 # a string literal: escapes skip a character, but a stray backslash at a line end escapes nothing
 _STRING = re.compile(r'"(?:[^"\\\n]|\\[^\n])*(?:"|\\)?')
+_PAREN_TOKEN = re.compile(r'[()"\n]')
 
 
 def _skip_string(text: str, pos: int) -> int:
@@ -28,22 +29,17 @@ def _close_paren(text: str, open_pos: int) -> int:
     """Index after the ``)`` matching the ``(`` at ``open_pos`` (strings skipped), or -1
     when unbalanced on that line: nested ``callsite(...)``, ``fused[...]`` and ``"a(b"``
     paths are fine; MLIR prints a location on one line, so damage never eats the next."""
-    depth = 0
-    i = open_pos
-    while i < len(text):
-        ch = text[i]
+    depth, i = 0, open_pos
+    while (m := _PAREN_TOKEN.search(text, i)) is not None:
+        ch, i = m.group(), m.end()
         if ch == "\n":
             return -1
         if ch == '"':
-            i = _skip_string(text, i)
+            i = _skip_string(text, m.start())
             continue
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
+        depth += 1 if ch == "(" else -1
+        if depth == 0:
+            return i
     return -1
 
 

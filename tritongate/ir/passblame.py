@@ -87,9 +87,8 @@ class Blame:
 
 
 def _pipeline_note(added: Sequence[str], removed: Sequence[str]) -> str:
-    parts = [f"{len(removed)} pass{'es' if len(removed) != 1 else ''} removed" if removed else "",
-             f"{len(added)} pass{'es' if len(added) != 1 else ''} added" if added else ""]
-    parts = [p for p in parts if p]
+    parts = [f"{len(names)} pass{'es' if len(names) != 1 else ''} {how}"
+             for names, how in ((removed, "removed"), (added, "added")) if names]
     return f" [pipeline: {', '.join(parts)}]" if parts else ""
 
 
@@ -116,14 +115,12 @@ def _label(p: PassDump) -> str:
 
 def _levels(base: Mapping[str, str], cand: Mapping[str, str], base_cubin: str,
             cand_cubin: str) -> tuple[tuple[str, bool | None], ...]:
-    out: list[tuple[str, bool | None]] = []
-    for level in LEVELS:
+    def differs(level: str) -> bool | None:
         if level == "cubin":
-            out.append((level, None if not base_cubin or not cand_cubin else base_cubin != cand_cubin))
-            continue
+            return None if not base_cubin or not cand_cubin else base_cubin != cand_cubin
         b, c = base.get(level), cand.get(level)
-        out.append((level, None if not b or not c else not same_ir(b, c, level_of_final(level))))
-    return tuple(out)
+        return None if not b or not c else not same_ir(b, c, level_of_final(level))
+    return tuple((level, differs(level)) for level in LEVELS)
 
 
 def _first_internal(b: PassDump, c: PassDump) -> str:
@@ -162,15 +159,15 @@ def first_difference(base: PassDumps | Sequence[PassDump], cand: PassDumps | Seq
     if base_input and cand_input and not same_ir(base_input, cand_input, "mlir"):
         input_blame = Blame(INPUT, "(input)", b[0].stage if b else "", "mlir", input_equal=False,
                             excerpt=_diff(base_input, cand_input, "mlir", "input"), **common)
-    last_change: tuple[str, PassDump, int, int] | None = None  # the first since the last equal pass
+    last_change: tuple[PassDump, int, int] | None = None  # the first since the last equal pass
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
             for i in range(i1, i2):
                 removed.append(_label(b[i]))
-                last_change = last_change or ("removed", b[i], i, -1)
+                last_change = last_change or (b[i], i, -1)
             for j in range(j1, j2):
                 added.append(_label(c[j]))
-                last_change = last_change or ("added", c[j], -1, j)
+                last_change = last_change or (c[j], -1, j)
             continue
         for i, j in zip(range(i1, i2), range(j1, j2)):
             if found is not None:
@@ -185,8 +182,7 @@ def first_difference(base: PassDumps | Sequence[PassDump], cand: PassDumps | Seq
             input_equal = (None if in_b is None or in_c is None or level_b != level_c
                            else same_ir(in_b, in_c, level_b))
             if last_change is not None and input_equal is not True:
-                _, changed, bi, cj = last_change
-                found = Blame(PIPELINE, changed.name, changed.stage, changed.level, bi, cj, None, _label(bp))
+                found = _pipeline_blame(last_change, _label(bp))
             else:
                 found = Blame(PASS, bp.name, bp.stage, bp.level, i, j, input_equal, detail=_first_internal(bp, cp))
             found = replace(found, excerpt=_diff(bp.text, cp.text, bp.level, _label(bp)), **common)
@@ -196,12 +192,14 @@ def first_difference(base: PassDumps | Sequence[PassDump], cand: PassDumps | Seq
     if found is not None:
         return replace(found, **tail)
     if last_change is not None and tail["first_level"]:  # the last passes differ, and then the code
-        _, changed, bi, cj = last_change
-        return Blame(PIPELINE, changed.name, changed.stage, changed.level, bi, cj, None, tail["first_level"],
-                     **common, **tail)
-    if tail["first_level"]:
-        return Blame(BELOW, **common, **tail)
-    return Blame(NONE, **common, **tail)
+        return _pipeline_blame(last_change, tail["first_level"], **common, **tail)
+    return Blame(BELOW if tail["first_level"] else NONE, **common, **tail)
+
+
+def _pipeline_blame(change: tuple[PassDump, int, int], next_pass: str, **kw: Any) -> Blame:
+    """Blame the pass only one build runs (``change``: it, its index in base, in cand)."""
+    p, bi, cj = change
+    return Blame(PIPELINE, p.name, p.stage, p.level, bi, cj, None, next_pass, **kw)
 
 
 def blame_variant(base_python: str, cand_python: str, variant: CompiledVariant, target: str, out: Path, *,
@@ -211,8 +209,7 @@ def blame_variant(base_python: str, cand_python: str, variant: CompiledVariant, 
     fresh folders; ``*_env``: a build's environment overlay; ``compile_kw`` as
     ``passdumps.compile_with_dumps`` takes) and blame it."""
     shared = dict(compile_kw.pop("env", None) or {})
-    base = compile_with_dumps(base_python, variant, target, Path(out) / "base", env={**shared, **(base_env or {})},
-                              **compile_kw)
-    cand = compile_with_dumps(cand_python, variant, target, Path(out) / "cand", env={**shared, **(cand_env or {})},
-                              **compile_kw)
+    base, cand = (compile_with_dumps(python, variant, target, Path(out) / side, env={**shared, **(env or {})},
+                                     **compile_kw)
+                  for side, python, env in (("base", base_python, base_env), ("cand", cand_python, cand_env)))
     return first_difference(base, cand)

@@ -117,10 +117,7 @@ def write_aot(ttgir_dir: Path, record: Path, *, target: str, compiled: int, fail
     doc = {"schema_version": SCHEMA_VERSION, "kind": "aot", "record": record_identity(record),
            "build": this_build(), "target": target, "compiled": compiled, "failed": list(failed),
            "index_sha256": sha256_file(ttgir_dir / INDEX), "python": sys.executable}
-    if codegen_env is not None:
-        doc["codegen_env"] = dict(codegen_env)
-    if levels is not None:
-        doc["levels"] = dict(levels)
+    doc |= {k: dict(v) for k, v in (("codegen_env", codegen_env), ("levels", levels)) if v is not None}
     if record_status is not None:
         doc["record_status"] = record_status
     write_json_atomic(ttgir_dir / AOT_FILE, doc)
@@ -213,8 +210,7 @@ def check_diff_provenance(folder: Path, record: Path, base_build: Build, cand_bu
     screened = [(doc.get(side) or {}).get("codegen_env") for side in ("base", "cand")]
     paired = [(actuals.get(side) or {}).get("codegen_env") for side in ("base", "cand")]
     if None not in screened and None not in paired:  # an ir-diff older than this record of it: unchecked
-        was = settings_between(screened[0] or {}, screened[1] or {})
-        now = settings_between(paired[0] or {}, paired[1] or {})
+        was, now = (settings_between(*(env or {} for env in envs)) for envs in (screened, paired))
         if was != now:
             raise UsageError(f"{where}: it was screened with {describe_settings(was)} between the builds, and this "
                              f"pair has {describe_settings(now)}; screen again with the pair's --base-env/--cand-env, "

@@ -133,10 +133,9 @@ def _answers(profile: DeviceProfile, log: list[str]) -> dict[str, Any]:
         "_lazy_init": lambda: None,
     }
     # what would touch a real device (memory, streams, generators, graphs): not answerable
-    for name in ("mem_get_info", "memory_allocated", "current_stream", "default_stream", "Stream", "Event",
-                 "get_rng_state", "set_rng_state", "manual_seed", "CUDAGraph", "graph", "empty_cache"):
-        answers[name] = unknown(name)
-    return answers
+    return answers | {name: unknown(name) for name in (
+        "mem_get_info", "memory_allocated", "current_stream", "default_stream", "Stream", "Event",
+        "get_rng_state", "set_rng_state", "manual_seed", "CUDAGraph", "graph", "empty_cache")}
 
 
 @contextlib.contextmanager
@@ -146,10 +145,8 @@ def standin_cuda(profile: DeviceProfile) -> Iterator[list[str]]:
     import torch
 
     log: list[str] = []
-    cuda = torch.cuda
-    answers = _answers(profile, log)
-    answers["default_generators"] = _Refuse("torch.cuda.default_generators")
-    with attributes_set(cuda, answers):
+    answers = {**_answers(profile, log), "default_generators": _Refuse("torch.cuda.default_generators")}
+    with attributes_set(torch.cuda, answers):
         yield log
 
 
@@ -159,13 +156,12 @@ class _Refuse:
     def __init__(self, what: str) -> None:
         self._what = what
 
-    def __getitem__(self, key: Any) -> Any:
+    def __getitem__(self, *key: Any) -> Any:
         raise NotCapturable(f"{self._what} needs the device")
+
+    __len__ = __getitem__
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
         raise NotCapturable(f"{self._what}.{name} needs the device")
-
-    def __len__(self) -> int:
-        raise NotCapturable(f"{self._what} needs the device")

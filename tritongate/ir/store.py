@@ -115,9 +115,7 @@ class IRStore:
         self._dirty = False
         changed, self._changed = sorted(self._changed), set()
         claimed: set[Path] = set()
-        released: set[Path] = set()
-        for group in changed:
-            released |= self._name_group(group, claimed)
+        released = set().union(*(self._name_group(group, claimed) for group in changed))
         for stale in released - claimed:  # renamed when the group grew
             self._written.pop(stale, None)
             stale.unlink(missing_ok=True)
