@@ -46,20 +46,24 @@ class ProcResult:
     pgid: int
 
 
+def _stat(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (state, ppid, pgrp, ...); None: no such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def _start_ticks(pid: int) -> str | None:
     """The process's start time in clock ticks (Linux): tells a live orphan from a new
     process that reused its pid."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except OSError:
-        return None
+    fields = _stat(pid)
+    return fields[19] if fields else None
 
 
 def _parent(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
+    fields = _stat(pid)
+    return int(fields[1]) if fields else None
 
 
 def own_helpers(worker_pid: int, claimed: object) -> set[int]:
@@ -73,13 +77,10 @@ def own_helpers(worker_pid: int, claimed: object) -> set[int]:
 def group_members(pgid: int) -> list[int]:
     """Live (not zombie) processes of the group, from /proc (empty where there is none)."""
     found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            found.append(int(stat.parent.name))
+    for entry in Path("/proc").glob("[0-9]*"):
+        fields = _stat(int(entry.name))
+        if fields and int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(entry.name))
     return found
 
 

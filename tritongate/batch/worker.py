@@ -4,8 +4,9 @@
 (``{"module": M | "path": SCRIPT, "args": [...], "stdout": LOG, "stderr": LOG, "last": B}``) runs
 what ``python -m M ARGS`` (or ``python SCRIPT ARGS``) would, in this process (``runpy``), with
 descriptors 1 and 2 on the logs (C extensions and subprocesses land there too), and is answered
-``{"rc": N, "pid": P, "keep": [PIDS]}`` on REP_FD once they are flushed, N being the status that process would have
-had and PIDS the worker's own helpers that stay for the next attempt (its GPU-turn partner). After a non-zero status or a ``last`` request the worker exits with it; otherwise it puts back
+``{"rc": N, "pid": P, "keep": [PIDS]}`` on REP_FD once they are flushed, N being the status that
+process would have had and PIDS the worker's own helpers that stay for the next attempt (its
+GPU-turn partner). After a non-zero status or a ``last`` request the worker exits with it; otherwise it puts back
 what an op may change (``_State``) and waits for the next, its imports kept. End of REQ_FD: exit 0.
 """
 

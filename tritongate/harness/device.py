@@ -120,8 +120,8 @@ class CudaDevice:
         return self._turns.state() if self._turns is not None else None
 
     def own_pids(self) -> set[int]:
-        """This process and its partner: the processes on the GPU that are this run's own."""
-        # every live partner of the process: an earlier run's stays on the GPU for the next
+        """This process and every live partner of it (an earlier run's stays on the GPU for the
+        next): the processes on the GPU that are this run's own."""
         return {os.getpid(), *partner_pids()}
 
     def graph_state(self) -> dict[str, Any] | None:
