@@ -243,3 +243,19 @@ def test_the_renderer_imports_neither_torch_nor_pandas():
             "print(sorted(m for m in ('torch', 'pandas', 'scipy', 'triton', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_blind_comment_with_an_unconfirmed_call_does_not_say_no_regression_was_found(tmp_path) -> None:
+    """The comment's headline and the gate's own say the same: a call seen on the first pairs
+    and not repeated on fresh ones is "not confirmed", not "no regression found"."""
+    from tests.gate.helpers import samples
+    from tests.gate.test_verdict import _paired_rows
+    from tritongate.gate.output import verdict_document
+
+    def part(median: float, seed: int) -> tuple[float, ...]:
+        return samples(median, rounds=20, seed=seed)
+    result = _paired_rows(tmp_path, [part(20, 1), part(20, 2)], [part(21, 3), part(20, 4)], confirm_from=20)
+    text = render_verdict(verdict_document(result))
+    assert "## ⚠️ No regression confirmed (1 call not confirmed); 1 row could not resolve 1 %" in text
+    assert "No regression found" not in text
+    assert result.headline().startswith("⚠️ no regression confirmed (1 call(s) not confirmed)")

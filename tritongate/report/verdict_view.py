@@ -235,9 +235,11 @@ def headline_parts(view: VerdictView) -> tuple[str, list[str]]:
         # no row judged (or none planned): a verdict that says nothing is never a pass
         return "⚠️", [nothing_judged_text(d.rows)]
     if view.state == "blind":
-        n = len(view.blind) + len(view.unconfirmed)
-        return "⚠️", [f"No regression found; {n} row{'' if n == 1 else 's'} could not resolve "
-                      f"{target_text(view.targets)}{extra}"]
+        n, unc = len(view.blind) + len(view.unconfirmed), len(view.unconfirmed)
+        # a call the confirmation did not repeat was still seen: "found" would hide it (as GateResult.headline)
+        lead = f"No regression confirmed ({unc} call{'' if unc == 1 else 's'} not confirmed)" if unc \
+            else "No regression found"
+        return "⚠️", [f"{lead}; {n} row{'' if n == 1 else 's'} could not resolve {target_text(view.targets)}{extra}"]
     if rows and all(r.verdict == Verdict.IDENTICAL_BINARY and not r.timed and any(AHEAD_OF_TIME in x for x in r.reasons)
                     for r in d.rows):
         # every row's kernels compiled byte-identical ahead of time: nothing ran (the pre-screen)
