@@ -3,6 +3,7 @@ import math
 import pytest
 
 from tritongate import markers
+from tritongate.gate.output import verdict_document
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import IncomparableRunsError, Verdict, run_gate
 
@@ -14,6 +15,11 @@ POLICY = GatePolicy()
 def judge(tmp_path, base_rows, cand_rows, policy=POLICY, **kw):
     base, cand = pair(tmp_path, base_rows, cand_rows, **kw)
     return run_gate(base, cand, policy)
+
+
+def headline(result):
+    """The verdict's one headline (verdict.json, the terminal and the comment share it)."""
+    return verdict_document(result)["headline"]
 
 
 def verdicts(result):
@@ -29,8 +35,7 @@ def test_regressed_improved_unchanged(tmp_path):
     assert v["b"].verdict is Verdict.IMPROVED and v["b"].timing.speedup > 1
     assert v["c"].verdict is Verdict.UNCHANGED
     assert not res.passed and res.exit_code == 1
-    assert res.worst().case == "a"
-    assert res.headline().startswith("❌ gate failed: 1 regressed row(s); worst: softmax a float16 +5.")
+    assert headline(res).startswith("❌ 1 regression, worst softmax a float16 +5.")
 
 
 def test_every_row_says_what_it_could_have_detected(tmp_path):
@@ -45,7 +50,7 @@ def test_every_row_says_what_it_could_have_detected(tmp_path):
     assert d["noisy"] > 0.05  # a launch-bound, noisy row: "unchanged" proves little
     assert all(r.verdict is Verdict.UNCHANGED for r in res.rows)
     assert {r.case: r.stopped_by for r in res.rows} == {"tight": "unpaired", "noisy": "unpaired"}
-    assert res.state == "blind" and res.headline().startswith("⚠️ no regression found; 2 row(s) could not resolve")
+    assert res.state == "blind" and headline(res) == "⚠️ No regression found; 2 rows could not resolve 1 %"
     without = run_gate(*pair(tmp_path / "again", [tight, noisy], [row(case="tight", median=20, seed=3, round_sd=0.001,
                                                                      within_sd=0.0005)]), GatePolicy(process_sd=0.0))
     assert without.rows[0].timing.detectable == pytest.approx(0.01, abs=0.002)  # the 1% minimum effect
@@ -219,8 +224,7 @@ def test_a_call_stands_only_when_its_confirmation_on_fresh_worker_pairs_calls_it
     assert r.verdict is Verdict.UNCONFIRMED and lost.passed and lost.state == "blind"
     assert "was not confirmed on fresh worker pairs" in r.reasons[-1] and r.reached_target is False
     # the headline does not say "no regression found" of a slowdown it saw and could not confirm
-    assert lost.headline().startswith("⚠️ no regression confirmed (1 call(s) not confirmed); 1 row(s) could not "
-                                      "resolve")
+    assert headline(lost) == "⚠️ No regression confirmed (1 call not confirmed); 1 row could not resolve 1 %"
     # the same pairs without a confirmation: the first measurement alone would have failed the gate
     alone = _paired_rows(tmp_path / "a", [part(20, 1), part(20, 2)], [part(21, 3), part(21, 4)])
     assert alone.rows[0].verdict is Verdict.REGRESSED

@@ -13,7 +13,7 @@ from markdown_it import MarkdownIt
 from tritongate.gate.verdict_file import load_verdict
 from tritongate.report.verdict_markdown import COMMENT_LIMIT, STICKY_MARKER, render_verdict
 from tritongate.report.verdict_terminal import summary_lines
-from tritongate.model.verdict import VerdictDoc
+from tritongate.model.verdict import Verdict, VerdictDoc
 
 from tests.report.golden_verdicts import GOLDEN, KINDS, build
 
@@ -246,7 +246,7 @@ def test_the_renderer_imports_neither_torch_nor_pandas():
 
 
 def test_a_blind_comment_with_an_unconfirmed_call_does_not_say_no_regression_was_found(tmp_path) -> None:
-    """The comment's headline and the gate's own say the same: a call seen on the first pairs
+    """The comment's headline and verdict.json's say the same: a call seen on the first pairs
     and not repeated on fresh ones is "not confirmed", not "no regression found"."""
     from tests.gate.helpers import samples
     from tests.gate.test_verdict import _paired_rows
@@ -258,4 +258,26 @@ def test_a_blind_comment_with_an_unconfirmed_call_does_not_say_no_regression_was
     text = render_verdict(verdict_document(result))
     assert "## ⚠️ No regression confirmed (1 call not confirmed); 1 row could not resolve 1 %" in text
     assert "No regression found" not in text
-    assert result.headline().startswith("⚠️ no regression confirmed (1 call(s) not confirmed)")
+    # what left it unconfirmed is its confirmation, not a budget: the section and its row say so
+    assert "**🟡 Unconfirmed: a change seen and not confirmed (1)**" in text
+    assert ("| call not confirmed | ±1.0 % | 1 % | its confirmation on 20 fresh worker pairs, which did not repeat "
+            "the call |") in text
+    assert "pairs a call needs" not in text
+    assert verdict_document(result)["headline"].startswith("⚠️ No regression confirmed (1 call not confirmed)")
+
+
+def test_a_call_on_one_worker_pair_says_so_where_it_could_not_resolve(tmp_path) -> None:
+    """A +5 % call on one worker pair (the cpu backend's) is shown unconfirmed, and its row names
+    the one pair as what left it so, not a budget it never met."""
+    from tests.gate.helpers import samples
+    from tests.gate.test_verdict import _paired_rows
+    from tritongate.gate.output import verdict_document
+
+    def part(median: float, seed: int) -> tuple[float, ...]:
+        return samples(median, rounds=20, seed=seed)
+    result = _paired_rows(tmp_path, [part(20, 1), part(20, 2)], [part(21, 3), part(21, 4)], worker_pairs=(0,) * 40)
+    assert result.rows[0].verdict == Verdict.UNCONFIRMED
+    text = render_verdict(verdict_document(result))
+    assert ("| call not confirmed | ±1.3 % | 1 % | one worker pair, whose processes' own offset cannot be told from a "
+            "change |") in text
+    assert "pairs a call needs" not in text

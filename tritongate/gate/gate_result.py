@@ -1,5 +1,6 @@
-"""All rows' verdicts of one gate and what they add up to: the failures, the three-state
-headline (pass, blind, fail) and the geometric-mean speedup with its interval."""
+"""All rows' verdicts of one gate and what they add up to: the failures, the three states
+(pass, blind, fail) and the geometric-mean speedup with its interval. The headline is the
+verdict document's, worded in one place (``report.verdict_view.headline_parts``)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ _STOP_PHRASES = {"row_budget": "{n} stopped by the row budget (raise --row-budge
                  "too_few_samples": "{n} with too few samples (raise --rounds)",
                  "launch_state": "{n} measured with the sides in CUDA-graph launch states far enough apart to hide "
                                  "the minimum effect (run the pair again)"}
-# The headline's three states.
+# The verdict's three states.
 PASS, BLIND, FAIL = "pass", "blind", "fail"
 
 
@@ -123,10 +124,6 @@ class GateResult:
             return None
         return math.exp(sum(math.log(r.timing.speedup) for r in rows) / len(rows))
 
-    def worst(self) -> RowVerdict | None:
-        reg = self.by(Verdict.REGRESSED)
-        return max(reg, key=lambda r: r.timing.effect) if reg else None
-
     def geomean_interval(self) -> tuple[float, float] | None:
         """95 % confidence interval of the geometric-mean speedup over the timed rows (Student's
         t on their log speedups); None with fewer than two rows."""
@@ -140,40 +137,3 @@ class GateResult:
         sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
         half = t_ppf(0.975, len(logs) - 1) * sd / math.sqrt(len(logs))
         return math.exp(mean - half), math.exp(mean + half)
-
-    def geomean_text(self) -> str:
-        """The geomean with its interval; not offered as a finding when no row was called."""
-        gm = self.geomean_speedup
-        if gm is None:
-            return ""
-        ci = self.geomean_interval()
-        ci_txt = f" (95 % CI {ci[0]:.3f}–{ci[1]:.3f})" if ci else ""
-        if not (self.by(Verdict.REGRESSED) or self.by(Verdict.IMPROVED)):
-            return f"no row changed beyond its noise (geomean {gm:.3f}×{ci_txt})"
-        return f"geomean speedup {gm:.3f}×{ci_txt}"
-
-    def counts_text(self) -> str:
-        compared = len(self.rows) - len(self.by(Verdict.MISSING)) - len(self.by(Verdict.NEW))
-        return (f"{len(self.rows)} rows: {compared} compared, {len(self.by(Verdict.MISSING))} missing, "
-                f"{len(self.by(Verdict.NEW))} new")
-
-    def headline(self) -> str:
-        counts = self.counts_text()
-        if self.state == BLIND:
-            gm = self.geomean_text()
-            # a call the confirmation did not repeat was still seen: "found" would hide it
-            unc = len(self.by(Verdict.UNCONFIRMED))
-            lead = f"no regression confirmed ({unc} call(s) not confirmed)" if unc else "no regression found"
-            return f"⚠️ {lead}; {self.blind_text()} ({counts})" + (f"; {gm}" if gm else "")
-        if not self.passed:
-            worst = self.worst()
-            worst_txt = (f"; worst: {worst.op} {worst.case} {worst.dtype} {worst.timing.effect:+.1%} time"
-                         if worst else "")
-            return f"❌ gate failed: {'; '.join(self.failures)}{worst_txt} ({counts})"
-        imp = len(self.by(Verdict.IMPROVED))
-        unv = len(self.by(Verdict.REJECTED)) + len(self.by(Verdict.NOT_COMPARABLE))
-        unc = len(self.by(Verdict.UNCONFIRMED))
-        extra = (f", {imp} improved" if imp else "") + (f", {unv} unverified" if unv else "") + \
-            (f", {unc} unconfirmed" if unc else "")
-        gm = self.geomean_text()
-        return f"✅ no regressions ({counts}){extra}" + (f"; {gm}" if gm else "")

@@ -121,7 +121,7 @@ def _document(result: GateResult, ir: IREvidence | None, baseline: BaselineState
     doc = {
         "schema_version": VERDICT_SCHEMA_VERSION, "tool_version": __version__,
         "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "passed": result.passed, "exit_code": result.exit_code, "headline": result.headline(),
+        "passed": result.passed, "exit_code": result.exit_code, "headline": "",  # worded below from the validated document
         "state": state, "blind_rows": blind, "blind": result.blind_text() or None,
         "failures": result.failures, **dict(zip(("base", "candidate"), _sides(result.base, result.cand))),
         "policy": result.policy.to_dict(), "identity_mismatches": [str(m) for m in result.mismatches],
@@ -139,7 +139,7 @@ def _document(result: GateResult, ir: IREvidence | None, baseline: BaselineState
         "artifact_url": safe_url(artifact_url) if artifact_url else None,
         "rows": rows,
     }
-    # the headline in the comment's words, for readers of the file (the comment job's notice)
+    # one headline for the file, the terminal and the comment (report.verdict_view words it)
     validated = VerdictDoc.model_validate(doc)
     doc["headline"] = headline_text(validated)
     return doc, validated.model_copy(update={"headline": doc["headline"]})

@@ -156,7 +156,8 @@ def _blind(view: VerdictView) -> _Table:
     for r in rows[:SECTION_ROWS]:
         d = r.doc
         resolved = "nothing" if d.detectable_effect is None else f"±{pct(d.detectable_effect, sign=False)}"
-        what = "call on too few pairs" if r in view.unconfirmed else "no change found"
+        what = ("no change found" if r not in view.unconfirmed else "call not confirmed"
+                if r.unconfirmed_by() is not None else "call on too few pairs")
         lines.append(f"| {_row_cell(r)} | {what} | {resolved} | {target_text([t] if (t := row_target(d)) is not None else [])} | "
                      f"{cell(r.stopped_by())} |")
     return _Table(["| row | result | could resolve | target | stopped by |", "|---|---|---|---|---|"],
@@ -306,7 +307,7 @@ def render_verdict(doc: VerdictDoc | Mapping[str, Any], *, limit: int = COMMENT_
     for title, rows, ir_rows in (
             ("🔴 Regressed", view.regressed, with_ir),
             ("🟢 Improved", view.improved, with_ir),
-            ("🟡 Unconfirmed: called on fewer pairs than a call needs", view.unconfirmed, with_ir),
+            ("🟡 Unconfirmed: a change seen and not confirmed", view.unconfirmed, with_ir),
             ("⚠️ Not judged", view.not_judged, None),
             ("🔎 IR changed, time unchanged", view.ir_only, True)):
         if rows:

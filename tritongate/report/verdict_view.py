@@ -30,7 +30,8 @@ def row_target(row: Any) -> float | None:
 
 
 def unconfirmed(row: Any) -> bool:
-    """A call made on fewer pairs than a call needs (the budgets stopped the row)."""
+    """A change seen and not confirmed: called on fewer pairs than a call needs (a budget
+    stopped the row), not repeated on fresh worker pairs, or resting on one worker pair."""
     return _get(row, "verdict") == Verdict.UNCONFIRMED or (
         _get(row, "verdict") in CALLED and bool(_get(row, "call_unconfirmed")))
 
@@ -102,6 +103,22 @@ class RowView:
             return f"{d.pairs} pair{'' if d.pairs == 1 else 's'}"
         return "unpaired" + (f", {d.rounds} rounds" if d.rounds else "")
 
+    def unconfirmed_by(self) -> str | None:
+        """What left a seen change unconfirmed, other than a budget: its confirmation, one
+        worker pair, or worker pairs that disagree on its size (row_judging's reasons)."""
+        d = self.doc
+        both = self.confirmation
+        cut_short = d.stopped_by in ("row_budget", "run_budget") and both is not None and d.confirm_rounds \
+            and both[1] < d.confirm_rounds  # a budget stopped the confirmation itself
+        if both is not None and not cut_short:
+            return f"its confirmation on {both[1]} fresh worker pairs, which did not repeat the call"
+        for reason in d.reasons:
+            if reason.startswith("called on one worker pair"):
+                return "one worker pair, whose processes' own offset cannot be told from a change"
+            if reason.startswith("every worker pair measured it"):
+                return "worker pairs that agree on its direction and not on its size"
+        return None
+
     @property
     def estimate_kind(self) -> str:
         return "paired estimate" if self.doc.paired else "ratio of medians"
@@ -116,6 +133,8 @@ class RowView:
             return "the sides' CUDA-graph launch states, far enough apart to hide the minimum effect"
         if d.why == "too_few_samples" or d.stopped_by == "too_few_samples":
             return f"too few samples (base {d.base_n}, candidate {d.cand_n})"
+        if unconfirmed(d) and (why := self.unconfirmed_by()) is not None:
+            return why
         if unconfirmed(d) and d.stopped_by != "round_cap":
             return f"{budget}, after {d.pairs} of the {d.confirm_rounds} pairs a call needs"
         if d.paired:
@@ -236,7 +255,7 @@ def headline_parts(view: VerdictView) -> tuple[str, list[str]]:
         return "⚠️", [nothing_judged_text(d.rows)]
     if view.state == "blind":
         n, unc = len(view.blind) + len(view.unconfirmed), len(view.unconfirmed)
-        # a call the confirmation did not repeat was still seen: "found" would hide it (as GateResult.headline)
+        # a call the confirmation did not repeat was still seen: "found" would hide it
         lead = f"No regression confirmed ({unc} call{'' if unc == 1 else 's'} not confirmed)" if unc \
             else "No regression found"
         return "⚠️", [f"{lead}; {n} row{'' if n == 1 else 's'} could not resolve {target_text(view.targets)}{extra}"]
