@@ -260,8 +260,8 @@ def test_a_blind_comment_with_an_unconfirmed_call_does_not_say_no_regression_was
     assert "No regression found" not in text
     # what left it unconfirmed is its confirmation, not a budget: the section and its row say so
     assert "**🟡 Unconfirmed: a change seen and not confirmed (1)**" in text
-    assert ("| call not confirmed | ±1.0 % | 1 % | its confirmation on 20 fresh worker pairs, which did not repeat "
-            "the call |") in text
+    assert ("| call not confirmed | ±1.0 % | 1 % | +4.96% on the first 20 pairs was not confirmed on fresh worker pairs "
+            "(+0.10% on the 20 after: IQRs overlap) |") in text
     assert "pairs a call needs" not in text
     assert verdict_document(result)["headline"].startswith("⚠️ No regression confirmed (1 call not confirmed)")
 
@@ -278,6 +278,6 @@ def test_a_call_on_one_worker_pair_says_so_where_it_could_not_resolve(tmp_path) 
     result = _paired_rows(tmp_path, [part(20, 1), part(20, 2)], [part(21, 3), part(21, 4)], worker_pairs=(0,) * 40)
     assert result.rows[0].verdict == Verdict.UNCONFIRMED
     text = render_verdict(verdict_document(result))
-    assert ("| call not confirmed | ±1.3 % | 1 % | one worker pair, whose processes' own offset cannot be told from a "
-            "change |") in text
+    assert ("| call not confirmed | ±1.3 % | 1 % | called on one worker pair, where a process's own offset cannot be told "
+            "from a change (the cpu backend keeps one) |") in text
     assert "pairs a call needs" not in text

@@ -14,6 +14,7 @@ from tritongate.gate.row_comparability import (identical_binaries, launch_state,
                                                row_marker_reasons, row_mismatch, row_rounds, row_status_reasons)
 from tritongate.gate.row_verdict import RowVerdict, Verdict
 from tritongate.gate.rule import PairLayout, TimingDecision, Why, decide
+from tritongate.model.verdict import SHOWN_NOT_FAILING
 from tritongate.schema import PairInfo, Row, RowStatus, SkipReason
 from tritongate.stats import Change
 
@@ -121,24 +122,24 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
                  if _short_call(pairing, n)]
         if verdict is not Verdict.UNCONFIRMED and short:
             verdict = Verdict.UNCONFIRMED
-            reasons.append(f"{' and '.join(short)}, fewer than the {pairing.confirm_rounds} a call needs: "
-                           "shown, not failing")
+            reasons.append(f"{' and '.join(short)}, fewer than the {pairing.confirm_rounds} a call needs"
+                           f"{SHOWN_NOT_FAILING}")
     elif verdict is not Verdict.UNCHANGED and _short_call(pairing, rounds):
         verdict = Verdict.UNCONFIRMED
         reasons.append(f"called on {rounds} pairs, fewer than the {pairing.confirm_rounds} a confirmation needs "
-                       f"(stopped by the {STOP_WORDS.get(_stop(pairing, rounds), 'budget')}): shown, not failing")
+                       f"(stopped by the {STOP_WORDS.get(_stop(pairing, rounds), 'budget')}){SHOWN_NOT_FAILING}")
     if verdict is Verdict.UNCHANGED and timing.why is Why.WORKER_PAIRS_DISAGREE and timing.one_way:
         # every process measured the candidate the same way round, by different amounts: not a
         # size the gate can stand on, nor nothing (a planted spin converted at a cold clock did this)
         verdict = Verdict.UNCONFIRMED
         reasons.append(f"every worker pair measured it {'slower' if timing.effect > 0 else 'faster'}, by amounts "
-                       "that depend on the process: shown, not failing")
+                       f"that depend on the process{SHOWN_NOT_FAILING}")
     if verdict in (Verdict.REGRESSED, Verdict.IMPROVED) and paired and timing.worker_pairs == 1 \
             and not (pairing is not None and pairing.confirm_from):
         # one base and one candidate process: a process's own level moves every pair alike
         verdict = Verdict.UNCONFIRMED
         reasons.append("called on one worker pair, where a process's own offset cannot be told from a change "
-                       "(the cpu backend keeps one): shown, not failing")
+                       f"(the cpu backend keeps one){SHOWN_NOT_FAILING}")
     state = launch_state(base, cand, timed_from)  # a confirmed call stands on its confirmation's rounds
     unknown = launch_state_unknown(base, cand)
     if unknown is not None:
@@ -150,7 +151,7 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
         change_us = timing.effect * base_us
         if verdict in (Verdict.REGRESSED, Verdict.IMPROVED) and state.explains(change_us):
             verdict = Verdict.UNCONFIRMED
-            reasons.append(f"{state.reason}: shown, not failing")
+            reasons.append(f"{state.reason}{SHOWN_NOT_FAILING}")
         elif verdict is Verdict.UNCHANGED and state.reach_us >= common["min_effect"] * base_us:
             hidden = True
             reasons.append(f"{state.reason}: enough to hide a change of the minimum effect")
@@ -181,7 +182,7 @@ def _confirmed(base: Row, cand: Row, bp: PairInfo, start: int, policy: GatePolic
                                 f"{again.effect:+.2%} on the {again.pairs} after")
     return Verdict.UNCONFIRMED, again, (f"{first.effect:+.2%} on the first {start} pairs was not confirmed on fresh "
                                         f"worker pairs ({again.effect:+.2%} on the {again.pairs} after: "
-                                        f"{again.reason}): shown, not failing")
+                                        f"{again.reason}){SHOWN_NOT_FAILING}")
 
 
 def _stop(pairing: PairInfo, rounds: int | None) -> str:

@@ -14,7 +14,8 @@ from tritongate.schema import PairInfo
 
 
 def unconfirmed(r: "RowVerdict") -> bool:
-    """A call made on fewer pairs than its paired run asks of a call (the budgets stopped it)."""
+    """A change seen and not confirmed (``row_judging`` gives the reason: too few pairs, not
+    repeated on fresh worker pairs, one worker pair, disagreeing pairs, launch states)."""
     return r.verdict is Verdict.UNCONFIRMED
 
 

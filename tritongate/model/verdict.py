@@ -18,6 +18,11 @@ from tritongate.validation.core import OpenDoc
 from tritongate.validation.fields import NonNegFloat, NonNegInt
 
 
+# the words closing the reason that made a row UNCONFIRMED (gate.row_judging writes them, the
+# verdict's renderers find that reason by them)
+SHOWN_NOT_FAILING = ": shown, not failing"
+
+
 class Verdict(StrEnum):
     """A row's verdict. A new word is added here and given its kind in ``KINDS`` below (the
     module refuses to load until it has one); the groups, the gate's exit, ``pair``'s
@@ -27,7 +32,7 @@ class Verdict(StrEnum):
 
     REGRESSED = "REGRESSED"
     IMPROVED = "IMPROVED"
-    UNCONFIRMED = "UNCONFIRMED"  # called on fewer pairs than a confirmation needs: shown, never failing
+    UNCONFIRMED = "UNCONFIRMED"  # a change seen and not confirmed: shown, never failing
     UNCHANGED = "UNCHANGED"
     IDENTICAL_BINARY = "IDENTICAL_BINARY"
     REJECTED = "REJECTED"

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from tritongate.model.verdict import (CALLED, NOT_JUDGED, QUIET, Verdict, VerdictDoc, VerdictRowDoc, VerdictSideDoc,
+from tritongate.model.verdict import (CALLED, NOT_JUDGED, QUIET, SHOWN_NOT_FAILING, Verdict, VerdictDoc, VerdictRowDoc, VerdictSideDoc,
                                       spread_bound)
 
 _TOL = 1e-9  # a detectable effect equal to its target (as floats) reached it
@@ -27,6 +27,9 @@ def row_target(row: Any) -> float | None:
     """The effect a row had to be able to resolve: its paired target, else the op's minimum."""
     target = _get(row, "target_effect")
     return target if target is not None else _get(row, "min_effect")
+
+
+_STOPS = {"row_budget": "row budget", "run_budget": "run budget", "round_cap": "round cap"}
 
 
 def unconfirmed(row: Any) -> bool:
@@ -97,27 +100,27 @@ class RowView:
         if not d.timed:
             return "not timed"
         if (both := self.confirmation) is not None:
-            word = "not confirmed" if unconfirmed(d) else "confirmed"
+            # a call its fresh pairs repeated can stay unconfirmed for another reason (too few pairs)
+            agreed = any(r.startswith("confirmed on fresh worker pairs") for r in d.reasons)
+            word = "confirmed" if not unconfirmed(d) else "repeated" if agreed else "not confirmed"
             return f"{both[0]} pairs, {word} on {both[1]} fresh"
         if d.paired:
             return f"{d.pairs} pair{'' if d.pairs == 1 else 's'}"
         return "unpaired" + (f", {d.rounds} rounds" if d.rounds else "")
 
     def unconfirmed_by(self) -> str | None:
-        """What left a seen change unconfirmed, other than a budget: its confirmation, one
-        worker pair, or worker pairs that disagree on its size (row_judging's reasons)."""
+        """What left a seen change unconfirmed, in the gate's own words: the reason that made the
+        row UNCONFIRMED (``row_judging`` ends it "shown, not failing"), with what stopped a short
+        call where the reason does not say. None for a verdict without one (older files)."""
         d = self.doc
-        both = self.confirmation
-        cut_short = d.stopped_by in ("row_budget", "run_budget") and both is not None and d.confirm_rounds \
-            and both[1] < d.confirm_rounds  # a budget stopped the confirmation itself
-        if both is not None and not cut_short:
-            return f"its confirmation on {both[1]} fresh worker pairs, which did not repeat the call"
-        for reason in d.reasons:
-            if reason.startswith("called on one worker pair"):
-                return "one worker pair, whose processes' own offset cannot be told from a change"
-            if reason.startswith("every worker pair measured it"):
-                return "worker pairs that agree on its direction and not on its size"
-        return None
+        why = next((r for r in reversed(d.reasons) if r.endswith(SHOWN_NOT_FAILING)), None)
+        if why is None:
+            return None
+        why = why[:-len(SHOWN_NOT_FAILING)]
+        stop = _STOPS.get(d.stopped_by or "")
+        if "fewer than the" in why and "stopped by" not in why and stop:
+            why += f" (stopped by the {stop})"
+        return why
 
     @property
     def estimate_kind(self) -> str:

@@ -1,0 +1,76 @@
+"""What the verdict says left a seen change unconfirmed: the gate's own reason for the row,
+never a budget or a failed confirmation it did not meet."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tests.gate.helpers import pair, row, samples
+from tests.gate.test_verdict import POLICY, _paired_rows
+from tritongate.gate.output import verdict_document
+from tritongate.gate.verdict import run_gate
+from tritongate.model.verdict import SHOWN_NOT_FAILING, Verdict, VerdictDoc
+from tritongate.report.verdict_markdown import render_verdict
+from tritongate.report.verdict_view import RowView, build_view
+
+
+def _part(median: float, seed: int, rounds: int = 20) -> tuple[float, ...]:
+    return samples(median, rounds=rounds, seed=seed)
+
+
+def _why(result) -> str | None:
+    (r,) = build_view(VerdictDoc.model_validate(verdict_document(result))).unconfirmed
+    return r.unconfirmed_by()
+
+
+def _blind_line(result) -> str:
+    return next(x for x in render_verdict(verdict_document(result)).splitlines() if "| call not confirmed |" in x)
+
+
+def test_a_short_first_call_its_fresh_pairs_repeated_is_said_to_be_short_not_unrepeated(tmp_path) -> None:
+    short = _paired_rows(tmp_path, [_part(20, 1, 10), _part(20, 2)], [_part(21, 3, 10), _part(21, 4)],
+                         confirm_from=10, worker_pairs=tuple([0] * 5 + [1] * 5 + [2] * 10 + [3] * 10))
+    (r,) = short.rows
+    assert r.verdict is Verdict.UNCONFIRMED and any(x.startswith("confirmed on fresh worker pairs") for x in r.reasons)
+    assert _why(short) == "the first call has 10 pairs, fewer than the 20 a call needs (stopped by the row budget)"
+    assert "| 10 pairs, repeated on 20 fresh |" in render_verdict(verdict_document(short))
+
+
+def test_a_confirmation_stopped_by_the_round_cap_names_the_cap(tmp_path) -> None:
+    doc = verdict_document(_paired_rows(tmp_path, [_part(20, 1, 10), _part(20, 2, 10)],
+                                        [_part(21, 3, 10), _part(21, 4, 10)], confirm_from=10,
+                                        worker_pairs=tuple([0] * 5 + [1] * 5 + [2] * 5 + [3] * 5)))
+    capped = {**doc["rows"][0], "stopped_by": "round_cap", "max_rounds": 10}
+    why = RowView(VerdictDoc.model_validate({**doc, "rows": [capped]}).rows[0]).unconfirmed_by()
+    assert why == ("the first call has 10 pairs and its confirmation has 10 pairs, fewer than the 20 a call needs "
+                   "(stopped by the round cap)")
+
+
+def test_a_call_the_launch_states_explain_names_the_states(tmp_path) -> None:
+    for confirm_from, name in ((20, "confirmed"), (0, "first")):
+        res = _paired_rows(tmp_path / name, [_part(1.2, 1), _part(1.2, 2)], [_part(1.38, 3), _part(1.38, 4)],
+                           confirm_from=confirm_from, states=((0.82,) * 40, (1.0,) * 40))
+        (r,) = res.rows
+        assert r.verdict is Verdict.UNCONFIRMED and "launch states" in r.reasons[-1]
+        assert _why(res) == r.reasons[-1][:-len(SHOWN_NOT_FAILING)]
+        line = _blind_line(res)
+        assert "pairs a call needs" not in line and "did not repeat" not in line and "not confirmed on" not in line
+
+
+def test_an_unpaired_call_the_launch_states_explain_names_them_and_no_pairs(tmp_path) -> None:
+    b, c = row(median=1.2), row(median=1.2)
+    b = replace(b, samples=_part(1.2, 1, 8), measurement=replace(b.measurement, launch_state_us=(0.82,) * 8))
+    c = replace(c, samples=_part(1.38, 2, 8), measurement=replace(c.measurement, launch_state_us=(1.0,) * 8))
+    res = run_gate(*pair(tmp_path, [b], [c]), POLICY)
+    assert res.rows[0].verdict is Verdict.UNCONFIRMED
+    line = _blind_line(res)
+    assert "launch state" in line and "None" not in line and "pairs a call needs" not in line
+
+
+def test_a_call_its_fresh_pairs_did_not_repeat_gives_both_measurements(tmp_path) -> None:
+    # the interpreter's layout: the first call on worker pair 0, its confirmation on worker pair 1
+    res = _paired_rows(tmp_path, [_part(20, 1), _part(20, 2)], [_part(21, 3), _part(20, 4)], confirm_from=20,
+                       worker_pairs=(0,) * 20 + (1,) * 20)
+    why = _why(res)
+    assert why is not None and why.startswith("+") and "on the first 20 pairs was not confirmed on fresh worker pairs" \
+        in why and "on the 20 after" in why
