@@ -74,3 +74,12 @@ def test_a_call_its_fresh_pairs_did_not_repeat_gives_both_measurements(tmp_path)
     why = _why(res)
     assert why is not None and why.startswith("+") and "on the first 20 pairs was not confirmed on fresh worker pairs" \
         in why and "on the 20 after" in why
+
+
+def test_the_terminal_gives_an_unconfirmed_row_its_reason(tmp_path) -> None:
+    from tritongate.report.verdict_terminal import summary_lines
+
+    res = _paired_rows(tmp_path, [_part(20, 1), _part(20, 2)], [_part(21, 3), _part(21, 4)], worker_pairs=(0,) * 40)
+    (line,) = [x for x in summary_lines(verdict_document(res)) if x.lstrip().startswith("UNCONFIRMED")]
+    assert line.endswith("; why: called on one worker pair, where a process's own offset cannot be told from a change "
+                         "(the cpu backend keeps one)")

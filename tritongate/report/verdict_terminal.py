@@ -68,7 +68,8 @@ def summary_lines(doc: VerdictDoc | Mapping[str, Any]) -> list[str]:
     lines.append(" · ".join(count_parts(view)) + (f" · {gm}" if gm else ""))
     lines += _group(Verdict.REGRESSED, view.regressed, _change)
     lines += _group(Verdict.IMPROVED, view.improved, _change)
-    lines += _group(Verdict.UNCONFIRMED, view.unconfirmed, _change)
+    lines += _group(Verdict.UNCONFIRMED, view.unconfirmed,
+                    lambda r: _change(r) + (f"; why: {neutralize(why)}" if (why := r.unconfirmed_by()) else ""))
     lines += _group(
         "NOT JUDGED", view.not_judged,
         lambda r: f"{r.doc.verdict}: {neutralize('; '.join(r.doc.reasons) or '–')}")
