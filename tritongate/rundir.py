@@ -148,8 +148,8 @@ class Run:
     def name(self) -> str:
         """How people and verdicts name the run: its directory, or, for a side of a paired run
         (whose directories are just base/ and candidate/), pair id/side."""
-        pair = self.identity.get("pair") if isinstance(self.identity, Mapping) else None
-        if isinstance(pair, Mapping) and pair.get("pair_id") and pair.get("side"):
+        pair = self.identity.get("pair") or {}  # validated: a mapping or absent
+        if pair.get("pair_id") and pair.get("side"):
             return f"{pair['pair_id']}/{pair['side']}"
         return Path(self.path).name
 

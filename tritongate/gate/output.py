@@ -39,8 +39,9 @@ VERDICT_MD = "verdict.md"
 
 
 def _side(run: Any) -> dict[str, Any]:
-    ident = run.identity if isinstance(run.identity, dict) else {}
-    triton = ((ident.get("software") or {}).get("triton") or {}) if isinstance(ident.get("software"), dict) else {}
+    ident = run.identity  # validated; "software" is not a typed field, so its shape is checked here
+    software = ident.get("software")
+    triton = (software.get("triton") or {}) if isinstance(software, dict) else {}
     return {"path": str(run.path), "run": run.name, "mode": run.mode,
             "compiler_ref": ident.get("compiler_ref"), "commit": ident.get("commit"),
             "device": ident.get("device"), "backend": ident.get("backend"), "timer": ident.get("timer"),
@@ -68,8 +69,7 @@ def _sides(base: Any, cand: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     apart (``pair --cand-python`` of an overlay venv with the same Triton version)."""
     b, c = _side(base), _side(cand)
     same = ("compiler_ref", "commit", "triton_version", "env_overlay")
-    pythons = [(((run.identity.get("pair") or {}).get("build") or {}).get("python")
-                if isinstance(run.identity, dict) else None) for run in (base, cand)]
+    pythons = [((run.identity.get("pair") or {}).get("build") or {}).get("python") for run in (base, cand)]
     if all(b[k] == c[k] for k in same) and all(pythons) and pythons[0] != pythons[1]:
         b["python"], c["python"] = pythons
     return b, c
@@ -116,8 +116,7 @@ def _document(result: GateResult, ir: IREvidence | None, baseline: BaselineState
     elif blind is not None and not isinstance(blind, int):
         blind = len(blind)
     interval = result.geomean_interval()
-    cand_device = result.cand.identity.get("device") if isinstance(result.cand.identity, dict) else None
-    replayed = result.cand.identity.get("replay_from") if isinstance(result.cand.identity, dict) else None
+    cand_device, replayed = result.cand.identity.get("device"), result.cand.identity.get("replay_from")
     doc = {
         "schema_version": VERDICT_SCHEMA_VERSION, "tool_version": __version__,
         "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

@@ -42,8 +42,7 @@ class MergeOutcome:
 
 
 def _shard_of(run: Run) -> tuple[int, int]:
-    pair = run.identity.get("pair") if isinstance(run.identity, Mapping) else None
-    shard = pair.get("shard") if isinstance(pair, Mapping) else None
+    shard = (run.identity.get("pair") or {}).get("shard")  # validated: mappings or absent
     if not isinstance(shard, Mapping):
         return 1, 1  # an unsharded pair run is the one shard of one
     index, count = shard.get("index"), shard.get("count")
