@@ -185,25 +185,20 @@ def record_suite(args: argparse.Namespace, out: Path) -> Path | int:
     import subprocess
     import tempfile
 
+    from tritongate.batch.plan import RunOptions  # the one builder of a run's measurement options
     from tritongate.childenv import build_env, package_link_dir, with_overlay
     from tritongate.pair.build import parse_env_overlay
 
     base_python = args.base_python or sys.executable
     overlay = parse_env_overlay(args.base_env, option="--base-env")
-    record_cmd = [base_python, "-m", "tritongate", "run", "--suite", args.suite, "--backend", args.backend,
-                  "--out", str(out), "--color", args.color]
-    if args.isolate_tuner_cache:
-        record_cmd.append("--isolate-tuner-cache")
-    for flag, value in (("--shape-file", args.shape_file), ("--rounds", args.rounds),
-                        ("--samples-per-round", args.samples_per_round), ("--l2", args.l2),
-                        ("--sample-ms", args.sample_ms)):
-        if value is not None:
-            record_cmd += [flag, str(value)]
+    options = RunOptions(backend=args.backend, shape_file=args.shape_file, rounds=args.rounds,
+                         samples_per_round=args.samples_per_round, l2=args.l2, sample_ms=args.sample_ms,
+                         isolate_tuner_cache=bool(args.isolate_tuner_cache), allow_busy_gpu=bool(args.allow_busy_gpu))
+    record_cmd = [base_python, "-m", "tritongate", "run", "--suite", args.suite, "--out", str(out),
+                  "--color", args.color, *options.args()]
     for flag, values in (("--ops", args.ops), ("--dtypes", args.dtypes)):
         for v in values or ():
             record_cmd += [flag, v]
-    if args.allow_busy_gpu:
-        record_cmd.append("--allow-busy-gpu")
     # the base build's process, as every process a build runs: no runner file commands, this
     # tritongate first through a link folder (a temporary one: --out is the run's to check),
     # the overlay's PYTHONPATH added, never replacing the runner's
