@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from tritongate.errors import ExitCode
 from tritongate.gate.comparability import Mismatch
 from tritongate.gate.policy import GatePolicy
-from tritongate.gate.row_verdict import RowVerdict, Verdict
+from tritongate.gate.row_verdict import RowVerdict
+from tritongate.model.verdict import Verdict
 from tritongate.model.verdict import FAILING, JUDGED, UNVERIFIED, spread_bound
 from tritongate.rundir import Run
 
@@ -122,7 +123,7 @@ class GateResult:
         rows = self.timed()
         if not rows:
             return None
-        return math.exp(sum(math.log(r.timing.speedup) for r in rows) / len(rows))
+        return math.exp(sum(math.log(r.timing.speedup) for r in rows if r.timing is not None) / len(rows))
 
     def geomean_interval(self) -> tuple[float, float] | None:
         """95 % confidence interval of the geometric-mean speedup over the timed rows (Student's
@@ -132,7 +133,7 @@ class GateResult:
             return None
         from tritongate.gate.quantiles import t_ppf
 
-        logs = [math.log(r.timing.speedup) for r in rows]
+        logs = [math.log(r.timing.speedup) for r in rows if r.timing is not None]
         mean = sum(logs) / len(logs)
         sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
         half = t_ppf(0.975, len(logs) - 1) * sd / math.sqrt(len(logs))

@@ -61,14 +61,14 @@ def _trimmed_mean_sorted(s: np.ndarray, trim: float = TRIM) -> np.ndarray:
     """``trimmed(x)[0]`` of ``s = np.sort(x, axis=-1)``: the same operations on the same array."""
     n = s.shape[-1]
     g = int(math.floor(trim * n))
-    return s[..., g:n - g].mean(axis=-1)
+    return np.asarray(s[..., g:n - g].mean(axis=-1))
 
 
 def _winsorized_var_sorted(s: np.ndarray, trim: float = TRIM) -> np.ndarray:
     """The winsorized variance (ddof 1) of ``s = np.sort(x, axis=-1)``."""
     n = s.shape[-1]
     g = int(math.floor(trim * n))
-    return np.clip(s, s[..., g:g + 1], s[..., n - g - 1:n - g]).var(axis=-1, ddof=1)
+    return np.asarray(np.clip(s, s[..., g:g + 1], s[..., n - g - 1:n - g]).var(axis=-1, ddof=1))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from tritongate.gate.rule_rows import RowSamples, decide_rows
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.row_comparability import (identical_binaries, launch_state, launch_state_unknown, paired_rows,
                                                row_marker_reasons, row_mismatch, row_rounds, row_status_reasons)
-from tritongate.gate.row_verdict import RowVerdict, Verdict
+from tritongate.gate.row_verdict import RowVerdict
+from tritongate.model.verdict import Verdict
 from tritongate.gate.rule import PairLayout, TimingDecision, Why, decide
 from tritongate.model.verdict import SHOWN_NOT_FAILING
 from tritongate.schema import PairInfo, Row, RowStatus, SkipReason
@@ -66,7 +67,9 @@ def _untimed(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict | None:
             return RowVerdict(verdict=Verdict.IDENTICAL_BINARY, reasons=(
                 "every launched kernel is byte-identical on both sides (not timed)",), **common)
         side = "base" if base.skipped else "candidate"
-        why = (base.skipped or cand.skipped).value.replace("_", " ")
+        skipped = base.skipped or cand.skipped
+        assert skipped is not None  # one side skipped, by the test above
+        why = skipped.value.replace("_", " ")
         return RowVerdict(verdict=Verdict.NOT_COMPARABLE, reasons=(
             f"not timed on the {side} ({why}) and the kernels are not identical on both sides; "
             "measure both sides with timing (tritongate pair --time-identical)",), **common)
@@ -103,7 +106,7 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
     paired, bp = t.samples.paired, t.bp
     pairing = cand.measurement.pairing if paired and cand.measurement else None
     rounds = row_rounds(cand)
-    extra = dict(pairing=pairing, rounds=rounds)
+    extra: dict[str, Any] = dict(pairing=pairing, rounds=rounds)
     if identical:
         return RowVerdict(verdict=Verdict.IDENTICAL_BINARY, timing=timing,
                           reasons=("every launched kernel is byte-identical on both sides",), **common, **extra)
@@ -124,7 +127,7 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
             verdict = Verdict.UNCONFIRMED
             reasons.append(f"{' and '.join(short)}, fewer than the {pairing.confirm_rounds} a call needs"
                            f"{SHOWN_NOT_FAILING}")
-    elif verdict is not Verdict.UNCHANGED and _short_call(pairing, rounds):
+    elif verdict is not Verdict.UNCHANGED and pairing is not None and _short_call(pairing, rounds):
         verdict = Verdict.UNCONFIRMED
         reasons.append(f"called on {rounds} pairs, fewer than the {pairing.confirm_rounds} a confirmation needs "
                        f"(stopped by the {STOP_WORDS.get(_stop(pairing, rounds), 'budget')}){SHOWN_NOT_FAILING}")

@@ -325,7 +325,7 @@ def judge(ev: _Evidence, base: Sequence[float], cand: Sequence[float], b: Summar
     elif size < prec.noise_floor_log:
         why = Why.BELOW_NOISE_FLOOR
         reason = f"effect {_rel(size):.2%} below the noise floor {floor:.2%}"
-    elif agree < AGREEMENT_P:
+    elif agree < AGREEMENT_P and ev.est is not None:  # agreement is measured on an estimate
         why = Why.WORKER_PAIRS_DISAGREE
         one_way = bool(np.all(np.sign(np.atleast_1d(ev.est.cluster_effects)) == np.sign(log_ratio)))
         effects = ", ".join(f"{_rel(float(x)):+.2%}" for x in np.atleast_1d(ev.est.cluster_effects))

@@ -11,6 +11,8 @@ a verdict must not depend on how many rows it was judged with.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -56,7 +58,7 @@ def decide_rows(rows: Sequence[RowSamples], *, noise_z: float, min_samples: int,
     for r in rows:
         ev = _evidence(r.base, r.cand, base_per_round=r.base_per_round, cand_per_round=r.cand_per_round,
                        paired=r.paired, layout=r.layout, process_sd=process_sd, pair_inflation=pair_inflation,
-                       arrays=lambda n, layout=r.layout: arrays(layout, n))
+                       arrays=functools.partial(arrays, r.layout))
         out.append(judge(ev, r.base, r.cand, r.base_summary or summarize(r.base), r.cand_summary or summarize(r.cand),
                          base_per_round=r.base_per_round, cand_per_round=r.cand_per_round, paired=r.paired,
                          layout=r.layout, min_effect=r.min_effect, noise_z=noise_z, min_samples=min_samples,

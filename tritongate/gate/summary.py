@@ -20,7 +20,8 @@ def per_op_records(result: GateResult) -> list[dict[str, Any]]:
 
     speedups: dict[str, list[float]] = {}
     for r in result.timed():
-        speedups.setdefault(r.op, []).append(r.timing.speedup)
+        if r.timing is not None:  # a timed row has its timing
+            speedups.setdefault(r.op, []).append(r.timing.speedup)
     return [{"op": op, "rows": len(s), "min": min(s), "geomean": float(np.exp(np.log(np.array(s)).mean())),
              "max": max(s)} for op, s in sorted(speedups.items())]
 

@@ -56,7 +56,8 @@ from tritongate.gate.gate_result import GateResult
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.row_comparability import same_binaries
 from tritongate.gate.row_judging import AHEAD_OF_TIME_REASON, judge_rows
-from tritongate.gate.row_verdict import RowVerdict, Verdict
+from tritongate.gate.row_verdict import RowVerdict
+from tritongate.model.verdict import Verdict
 from tritongate.rundir import Run, gc_paused
 from tritongate.schema import Row
 

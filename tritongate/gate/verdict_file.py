@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tritongate import __version__
 from tritongate.errors import RunDirError, SchemaVersionError
@@ -60,7 +60,7 @@ def load_verdict(path: str | Path) -> VerdictFile:
     return VerdictFile(path=file, doc=validate(VerdictDoc, raw, source=file, error=RunDirError))
 
 
-def upgrade_v1(raw: dict) -> dict:
+def upgrade_v1(raw: dict[str, Any]) -> dict[str, Any]:
     """A version-1 verdict in the fields later readers expect: version 1 wrote no ``timed``
     per row (a row was timed when it has medians) and judged only unpaired runs."""
     rows = []

@@ -72,7 +72,8 @@ def _origin(url: str) -> tuple[str, str]:
 class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
     """urllib would resend the Authorization header to any host a redirect names."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[override]
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> urllib.request.Request | None:
         if _origin(urllib.parse.urljoin(req.full_url, newurl)) != _origin(req.full_url):
             raise urllib.error.HTTPError(req.full_url, code, "redirect off the API host refused", headers, fp)
         return super().redirect_request(req, fp, code, msg, headers, newurl)
@@ -83,7 +84,7 @@ def next_link(link_header: str | None) -> str | None:
     for target, params in re.findall(r"<([^>]*)>\s*((?:;[^,<]*)*)", link_header or ""):
         rel = re.search(r';\s*rel\s*=\s*"?([^";]*)"?', params)
         if rel and "next" in rel.group(1).split():
-            return target
+            return str(target)
     return None
 
 

@@ -75,7 +75,7 @@ def judge(doc: VerdictDoc) -> Judgement:
     (``GateResult.failures``): REGRESSED and policy-failing rows always fail; REJECTED and
     NOT_COMPARABLE ones under ``strict``; MISSING ones past ``max_missing``; rows that could not
     resolve their target under ``fail_on_blind``."""
-    counts = Counter(row.verdict for row in doc.rows)
+    counts: Counter[str] = Counter(str(row.verdict) for row in doc.rows)  # keyed as verdict.json's counts
     policy, rules = sum(1 for row in doc.rows if row.fails_policy), doc.policy or VerdictPolicyDoc()
     failing = {"REGRESSED": sum(counts[name] for name in FAILING), "policy-failing": policy}
     if rules.strict:

@@ -164,7 +164,7 @@ def _csv(run: Run) -> str:
     frame["samples_us"] = frame["samples_us"].map(lambda xs: " ".join(repr(x) for x in xs))
     for column in frame.columns:  # text from the run: never a spreadsheet formula, never a line break
         frame[column] = frame[column].map(csv_cell, na_action="ignore")
-    return frame.to_csv(index=False, lineterminator="\n")
+    return str(frame.to_csv(index=False, lineterminator="\n"))
 
 
 def _json(run: Run) -> str:

@@ -25,7 +25,7 @@ def _get(row: Any, name: str) -> Any:
 
 def row_target(row: Any) -> float | None:
     """The effect a row had to be able to resolve: its paired target, else the op's minimum."""
-    target = _get(row, "target_effect")
+    target: float | None = _get(row, "target_effect")
     return target if target is not None else _get(row, "min_effect")
 
 
@@ -185,9 +185,7 @@ class VerdictView:
 
 def build_view(doc: VerdictDoc) -> VerdictView:
     rows = [RowView(r) for r in doc.rows]
-    state = doc.state
-    if state is None:
-        state, _ = fallback_state(doc.passed, doc.rows)
+    state: str = doc.state if doc.state is not None else fallback_state(doc.passed, doc.rows)[0]
     unconf = [r for r in rows if unconfirmed(r.doc)]
     regressed = sorted((r for r in rows if r.doc.verdict == Verdict.REGRESSED and not unconfirmed(r.doc)),
                        key=lambda r: -(r.doc.effect or 0))
