@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -61,14 +62,14 @@ def _trimmed_mean_sorted(s: np.ndarray, trim: float = TRIM) -> np.ndarray:
     """``trimmed(x)[0]`` of ``s = np.sort(x, axis=-1)``: the same operations on the same array."""
     n = s.shape[-1]
     g = int(math.floor(trim * n))
-    return np.asarray(s[..., g:n - g].mean(axis=-1))
+    return cast(np.ndarray, s[..., g:n - g].mean(axis=-1))  # a numpy scalar for one row, as before
 
 
 def _winsorized_var_sorted(s: np.ndarray, trim: float = TRIM) -> np.ndarray:
     """The winsorized variance (ddof 1) of ``s = np.sort(x, axis=-1)``."""
     n = s.shape[-1]
     g = int(math.floor(trim * n))
-    return np.asarray(np.clip(s, s[..., g:g + 1], s[..., n - g - 1:n - g]).var(axis=-1, ddof=1))
+    return cast(np.ndarray, np.clip(s, s[..., g:g + 1], s[..., n - g - 1:n - g]).var(axis=-1, ddof=1))
 
 
 @dataclass(frozen=True)
