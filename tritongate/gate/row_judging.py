@@ -15,14 +15,12 @@ from tritongate.gate.row_comparability import (identical_binaries, launch_state,
 from tritongate.gate.row_verdict import RowVerdict
 from tritongate.model.verdict import Verdict
 from tritongate.gate.rule import PairLayout, TimingDecision, Why, decide
-from tritongate.model.verdict import SHOWN_NOT_FAILING
+from tritongate.model.verdict import SHOWN_NOT_FAILING, STOP_WORDS
 from tritongate.schema import PairInfo, Row, RowStatus, SkipReason
 from tritongate.stats import Change
 
 AHEAD_OF_TIME_REASON = ("every kernel it launched compiled byte-identical under both builds ahead of time "
                         "(pair --changed-from); not run on the GPU")
-STOP_WORDS = {"row_budget": "row budget", "run_budget": "run budget", "round_cap": "round cap",
-              "unpaired": "unpaired timing", "too_few_samples": "too few samples"}
 
 
 def _short_call(pairing: PairInfo | None, rounds: int | None) -> bool:

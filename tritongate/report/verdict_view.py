@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from tritongate.model.verdict import (CALLED, NOT_JUDGED, QUIET, SHOWN_NOT_FAILING, Verdict, VerdictDoc, VerdictRowDoc, VerdictSideDoc,
-                                      spread_bound)
+from tritongate.model.verdict import (CALLED, NOT_JUDGED, QUIET, SHOWN_NOT_FAILING, STOP_WORDS, Verdict, VerdictDoc,
+                                      VerdictRowDoc, VerdictSideDoc, spread_bound)
 
 _TOL = 1e-9  # a detectable effect equal to its target (as floats) reached it
 
@@ -29,7 +29,6 @@ def row_target(row: Any) -> float | None:
     return target if target is not None else _get(row, "min_effect")
 
 
-_STOPS = {"row_budget": "row budget", "run_budget": "run budget", "round_cap": "round cap"}
 
 
 def unconfirmed(row: Any) -> bool:
@@ -117,7 +116,7 @@ class RowView:
         if why is None:
             return None
         why = why[:-len(SHOWN_NOT_FAILING)]
-        stop = _STOPS.get(d.stopped_by or "")
+        stop = STOP_WORDS.get(d.stopped_by or "")  # a paired short call: a budget or the round cap
         if "fewer than the" in why and "stopped by" not in why and stop:
             why += f" (stopped by the {stop})"
         return why
