@@ -95,11 +95,16 @@ def test_rows_short_of_their_target_are_listed_and_regressed_rows_are_not(tmp_pa
 
 
 def test_a_call_on_fewer_pairs_than_a_call_needs_is_unconfirmed(tmp_path):
-    # early: 4 s a pair, so the 30 s row budget stops it after its first 5 pairs, called on
-    # them; confirmed: called on 20 pairs and called again on 20 more on fresh worker pairs
-    early = paired_run(row(case="early", rounds=40), row(case="early", median=22.0, seed=1, rounds=40), per_pair_s=4.0)
+    # early: 4 s a pair, so a 10 s run budget stops it after its first 5 pairs, called on them
+    # (the row budget would not: a would-be call may pass it); confirmed: called on 20 pairs
+    # and called again on 20 more on fresh worker pairs
+    from dataclasses import replace
+
+    from tritongate.pair.request import default_schedule
+    early = paired_run(row(case="early", rounds=40), row(case="early", median=22.0, seed=1, rounds=40), per_pair_s=4.0,
+                       schedule=replace(default_schedule("cuda", 5), run_budget_s=10.0))
     confirmed = paired_run(row(case="confirmed", rounds=40), row(case="confirmed", median=22.0, seed=2, rounds=40))
-    assert early[1].measurement.pairing.stopped_by == "row_budget"
+    assert early[1].measurement.pairing.stopped_by == "run_budget"
     assert confirmed[1].measurement.pairing.confirm_from == 20
     result = run_gate(*pair(tmp_path, [early[0], confirmed[0]], [early[1], confirmed[1]]), GatePolicy())
     assert {r.case: r.verdict for r in result.rows} == {"early": Verdict.UNCONFIRMED, "confirmed": Verdict.REGRESSED}
@@ -111,7 +116,7 @@ def test_a_call_on_fewer_pairs_than_a_call_needs_is_unconfirmed(tmp_path):
     blind = section(text, "Could not resolve 1 %")
     assert "| softmax · early · float16 | call not confirmed |" in blind
     assert ("| 1 % | the first call has 5 pairs and its confirmation has 5 pairs, fewer than the 20 a call needs "
-            "(stopped by the row budget) |") in blind
+            "(stopped by the run budget) |") in blind
     assert "| 5 pairs, repeated on 5 fresh |" in unconf and "| 20 pairs, confirmed on 20 fresh |" in text
     rows = {r["case"]: r for r in (r.to_dict() for r in result.rows)}
     assert rows["early"]["call_unconfirmed"] is True and rows["confirmed"]["call_unconfirmed"] is False

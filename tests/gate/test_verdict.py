@@ -187,7 +187,7 @@ def test_a_candidate_that_replayed_another_record_is_noted():
 
 
 def _paired_rows(tmp_path, base_parts, cand_parts, *, confirm_from=0, worker_pairs=None, confirm_rounds=20,
-                 states=None):
+                 states=None, stopped_by=None, first_stopped_by=None):
     """One paired row from parts of samples (each a helpers.samples tuple), measured in that order;
     ``states``: (base, candidate) launch-state readings, one a round."""
     from dataclasses import replace
@@ -201,7 +201,8 @@ def _paired_rows(tmp_path, base_parts, cand_parts, *, confirm_from=0, worker_pai
     for side, s in (("base", b), ("candidate", c)):
         info = PairInfo(pair_id="p", side=side, went_first=tuple((i % 2 == 0) == (side == "base") for i in range(rounds)),
                         target_effect=0.01, min_rounds=5, max_rounds=80, confirm_rounds=confirm_rounds,
-                        worker_pairs=wp, confirm_from=confirm_from)
+                        worker_pairs=wp, confirm_from=confirm_from, stopped_by=stopped_by,
+                        first_stopped_by=first_stopped_by)
         r = row(median=20)
         readings = () if states is None else tuple(states[side != "base"])
         rows.append(replace(r, samples=s, measurement=replace(r.measurement, pairing=info,

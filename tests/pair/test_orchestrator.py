@@ -94,9 +94,21 @@ def test_a_three_percent_shift_on_one_side_is_caught(tmp_path):
         start = r.pairing.confirm_from
         assert start >= 20 and r.rounds >= start + 20 and any("confirmed on fresh worker pairs" in x for x in r.reasons)
         assert len(set(r.pairing.worker_pairs[:start]) & set(r.pairing.worker_pairs[start:])) == 0
+        assert r.pairing.first_stopped_by is None  # the first call reached the pairs a call needs
     assert outcome.result.exit_code == 1
     ident = json.loads((outcome.cand_path / "run_identity.json").read_text())
     assert ident["pair"]["schedule"]["confirm_rounds"] == 20
+
+
+def test_a_call_and_its_confirmation_cut_short_each_record_their_stop(tmp_path):
+    # no run budget for extensions: the first call stops at its 5 pairs, the confirmation too
+    outcome = run_pair(_request(tmp_path, cand_env={"TG_FACTOR": "1.15"}, schedule_overrides={"run_budget_s": 0.0}),
+                       spawn=_spawner(World()))
+    (r,) = [r for r in outcome.result.rows if r.op == "add"]  # (the scripted softmax and matmul are too noisy)
+    assert r.verdict is Verdict.UNCONFIRMED and r.pairing.confirm_from == 5 and r.rounds == 10
+    assert (r.pairing.first_stopped_by, r.pairing.stopped_by) == ("run_budget", "run_budget")
+    assert r.reasons[-1].startswith("the first call has 5 pairs and its confirmation has 5 pairs, fewer than "
+                                    "the 20 a call needs (stopped by the run budget)")
 
 
 def test_identical_binaries_are_not_timed_unless_asked(tmp_path):

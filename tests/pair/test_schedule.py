@@ -83,9 +83,14 @@ def test_a_row_called_on_fewer_pairs_than_confirm_rounds_gets_the_next_looks_fir
     # with confirmations off a call stops nothing: the row goes on to its precision (a
     # calibration's check measures a spin's size, which is always a call)
     assert _run(off, reached_after=40, call=lambda n: True)[0] == 40
-    # a budget that stops the row first leaves the call on the pairs it has
+    # the row budget does not stop a would-be call: it goes on to 20 pairs on the run budget ...
     tight = PairSchedule(min_rounds=5, max_rounds=80, row_budget_s=12.0, run_budget_s=1e9, confirm_rounds=20)
-    assert _run(tight, reached_after=0, call=lambda n: True)[0] == 10
+    assert _run(tight, reached_after=0, call=lambda n: True)[0] == 20
+    # ... while a row only short of its target stops at it (10 s + 10 more > 12 s)
+    assert _run(tight, reached_after=40, call=lambda n: False)[0] == 10
+    # the run budget (reserve included) stops the call: 5 more pairs fit its 6 s, 10 more do not
+    spent = PairSchedule(min_rounds=5, max_rounds=80, row_budget_s=12.0, run_budget_s=6.0, confirm_rounds=20)
+    assert _run(spent, reached_after=0, call=lambda n: True)[0] == 10
 
 
 def test_the_schedule_says_what_stopped_a_row_short():

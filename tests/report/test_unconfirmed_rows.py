@@ -11,7 +11,7 @@ from tritongate.gate.output import verdict_document
 from tritongate.gate.verdict import run_gate
 from tritongate.model.verdict import SHOWN_NOT_FAILING, Verdict, VerdictDoc
 from tritongate.report.verdict_markdown import render_verdict
-from tritongate.report.verdict_view import RowView, build_view
+from tritongate.report.verdict_view import build_view
 
 
 def _part(median: float, seed: int, rounds: int = 20) -> tuple[float, ...]:
@@ -29,21 +29,28 @@ def _blind_line(result) -> str:
 
 def test_a_short_first_call_its_fresh_pairs_repeated_is_said_to_be_short_not_unrepeated(tmp_path) -> None:
     short = _paired_rows(tmp_path, [_part(20, 1, 10), _part(20, 2)], [_part(21, 3, 10), _part(21, 4)],
-                         confirm_from=10, worker_pairs=tuple([0] * 5 + [1] * 5 + [2] * 10 + [3] * 10))
+                         confirm_from=10, worker_pairs=tuple([0] * 5 + [1] * 5 + [2] * 10 + [3] * 10),
+                         first_stopped_by="run_budget")
     (r,) = short.rows
     assert r.verdict is Verdict.UNCONFIRMED and any(x.startswith("confirmed on fresh worker pairs") for x in r.reasons)
-    assert _why(short) == "the first call has 10 pairs, fewer than the 20 a call needs (stopped by the row budget)"
+    # the first call's own stop, though its confirmation ran its course (nothing stopped it)
+    assert _why(short) == "the first call has 10 pairs, fewer than the 20 a call needs (stopped by the run budget)"
+    assert r.stopped_by == "run_budget"
     assert "| 10 pairs, repeated on 20 fresh |" in render_verdict(verdict_document(short))
 
 
-def test_a_confirmation_stopped_by_the_round_cap_names_the_cap(tmp_path) -> None:
-    doc = verdict_document(_paired_rows(tmp_path, [_part(20, 1, 10), _part(20, 2, 10)],
-                                        [_part(21, 3, 10), _part(21, 4, 10)], confirm_from=10,
-                                        worker_pairs=tuple([0] * 5 + [1] * 5 + [2] * 5 + [3] * 5)))
-    capped = {**doc["rows"][0], "stopped_by": "round_cap", "max_rounds": 10}
-    why = RowView(VerdictDoc.model_validate({**doc, "rows": [capped]}).rows[0]).unconfirmed_by()
-    assert why == ("the first call has 10 pairs and its confirmation has 10 pairs, fewer than the 20 a call needs "
-                   "(stopped by the round cap)")
+def test_each_short_measurement_of_a_call_names_its_own_stop(tmp_path) -> None:
+    parts = dict(base_parts=[_part(20, 1, 10), _part(20, 2, 10)], cand_parts=[_part(21, 3, 10), _part(21, 4, 10)],
+                 confirm_from=10, worker_pairs=tuple([0] * 5 + [1] * 5 + [2] * 5 + [3] * 5))
+    both = _paired_rows(tmp_path / "both", **parts, first_stopped_by="run_budget", stopped_by="round_cap")
+    assert _why(both) == ("the first call has 10 pairs (stopped by the run budget) and its confirmation has 10 pairs "
+                          "(stopped by the round cap), fewer than the 20 a call needs")
+    same = _paired_rows(tmp_path / "same", **parts, first_stopped_by="round_cap", stopped_by="round_cap")
+    assert _why(same) == ("the first call has 10 pairs and its confirmation has 10 pairs, fewer than the 20 a call "
+                          "needs (stopped by the round cap)")
+    # a run that did not record what stopped it: no stop is guessed
+    older = _paired_rows(tmp_path / "older", **parts)
+    assert _why(older) == "the first call has 10 pairs and its confirmation has 10 pairs, fewer than the 20 a call needs"
 
 
 def test_a_call_the_launch_states_explain_names_the_states(tmp_path) -> None:

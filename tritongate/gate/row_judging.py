@@ -118,13 +118,12 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
         reasons = [timing.reason, confirm_reason]
         # both measurements must be long enough: a first call cut short by a budget is one
         # a confirmation cannot rescue
-        short = [f"{what} has {n} pairs" for what, n in (("the first call", pairing.confirm_from),
-                                                          ("its confirmation", (rounds or 0) - pairing.confirm_from))
-                 if _short_call(pairing, n)]
+        short = [(f"{what} has {n} pairs", stop) for what, n, stop in (
+            ("the first call", pairing.confirm_from, pairing.first_stopped_by),
+            ("its confirmation", (rounds or 0) - pairing.confirm_from, pairing.stopped_by)) if _short_call(pairing, n)]
         if verdict is not Verdict.UNCONFIRMED and short:
             verdict = Verdict.UNCONFIRMED
-            reasons.append(f"{' and '.join(short)}, fewer than the {pairing.confirm_rounds} a call needs"
-                           f"{SHOWN_NOT_FAILING}")
+            reasons.append(_short_reason(short, pairing.confirm_rounds))
     elif verdict is not Verdict.UNCHANGED and pairing is not None and _short_call(pairing, rounds):
         verdict = Verdict.UNCONFIRMED
         reasons.append(f"called on {rounds} pairs, fewer than the {pairing.confirm_rounds} a confirmation needs "
@@ -186,9 +185,23 @@ def _confirmed(base: Row, cand: Row, bp: PairInfo, start: int, policy: GatePolic
                                         f"{again.reason}){SHOWN_NOT_FAILING}")
 
 
+def _short_reason(short: Sequence[tuple[str, str | None]], needed: int) -> str:
+    """Why a confirmed call stays unconfirmed: which of its two measurements had too few pairs,
+    each with what stopped it (one stop said once; none for runs that did not record it)."""
+    def stopped(stop: str | None) -> str:
+        return f" (stopped by the {STOP_WORDS.get(stop, 'budget')})" if stop else ""
+    stops = {stop for _, stop in short}
+    if len(stops) == 1:
+        return f"{' and '.join(what for what, _ in short)}, fewer than the {needed} a call needs" \
+               f"{stopped(stops.pop())}{SHOWN_NOT_FAILING}"
+    return f"{' and '.join(what + stopped(stop) for what, stop in short)}, fewer than the {needed} a call needs" \
+           f"{SHOWN_NOT_FAILING}"
+
+
 def _stop(pairing: PairInfo, rounds: int | None) -> str:
-    if pairing.stopped_by:
-        return pairing.stopped_by
+    # the confirmation's stop, else the first call's (a confirmation that ran its course)
+    if pairing.stopped_by or pairing.first_stopped_by:
+        return pairing.stopped_by or pairing.first_stopped_by  # type: ignore[return-value]
     # runs before schema 3's stopped_by: a row at its cap ran out of rounds, else of a budget
     return "round_cap" if rounds is not None and rounds >= pairing.max_rounds else "row_budget"
 

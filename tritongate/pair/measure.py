@@ -246,7 +246,7 @@ class RowMeasurer:
             # an independent measurement of the call: fresh worker pairs, the schedule anew, judged alone
             start = result.pairs
             for st in states.values():
-                st.confirm_from = start
+                st.confirm_from, st.first_stopped_by = start, result.stopped_by
             confirming[0] = True
             if not new_worker_pair(start):
                 return share

@@ -16,7 +16,8 @@ runs 1.755 or 1.780 µs, a state lasting several rounds): five such pairs agree 
 their noise floor is tiny, and an A/A row was called 1.2 % faster. Its call now needs pairs
 enough to see the state change; a call that a budget stops first is UNCONFIRMED (shown, never
 failing the gate), and a share of the run budget (``confirm_reserve``) is kept for such
-confirmations: rows short of their target may not spend it.
+confirmations: rows short of their target may not spend it. Such a row may also run past its
+own row budget, on the run budget: a call cut short would let a real slowdown pass.
 
 Worker pairs: two processes of one build can differ persistently (placement, a kernel's
 speed state), and more pairs from the same two processes cannot shrink that. So a row's
@@ -125,13 +126,16 @@ def ledger_for(schedule: PairSchedule) -> BudgetLedger:
 
 
 def extension(*, schedule: PairSchedule, ledger: BudgetLedger, done: int, row_elapsed_s: float,
-              per_pair_s: float, confirming: bool = False) -> tuple[int | None, str | None]:
-    """(the round count to extend to, None) or (None, what stops it)."""
+              per_pair_s: float, confirming: bool = False, toward_call: bool = False) -> tuple[int | None, str | None]:
+    """(the round count to extend to, None) or (None, what stops it). ``toward_call``: the
+    row would be called on fewer pairs than a call needs; it may run past its row budget on
+    the run budget (its reserve included), since a call cut short is UNCONFIRMED and cannot
+    fail the gate: the one row where more time decides the outcome."""
     target = schedule.next_look(done)
     if target is None:
         return None, "round_cap"
     cost = (target - done) * per_pair_s
-    if row_elapsed_s + cost > schedule.row_budget_s:
+    if row_elapsed_s + cost > schedule.row_budget_s and not toward_call:
         return None, "row_budget"
     if cost > ledger.left_for(confirming=confirming):
         return None, "run_budget"
@@ -178,7 +182,8 @@ def run_schedule(*, measure_pair: Callable[[int], bool], reached: Callable[[], b
         if (reached() and not unconfirmed) or (calls and not unconfirmed and schedule.confirm_rounds > 0):
             return ScheduleResult(done)
         nxt, why = extension(schedule=schedule, ledger=ledger, done=done, row_elapsed_s=now - t0,
-                             per_pair_s=(now - t0) / done, confirming=unconfirmed or confirming)
+                             per_pair_s=(now - t0) / done, confirming=unconfirmed or confirming,
+                             toward_call=unconfirmed)
         if nxt is None:
             return ScheduleResult(done, why)
         goal = nxt

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from tritongate.model.verdict import (CALLED, NOT_JUDGED, QUIET, SHOWN_NOT_FAILING, STOP_WORDS, Verdict, VerdictDoc,
+from tritongate.model.verdict import (CALLED, NOT_JUDGED, QUIET, SHOWN_NOT_FAILING, Verdict, VerdictDoc,
                                       VerdictRowDoc, VerdictSideDoc, spread_bound)
 
 _TOL = 1e-9  # a detectable effect equal to its target (as floats) reached it
@@ -109,17 +109,13 @@ class RowView:
 
     def unconfirmed_by(self) -> str | None:
         """What left a seen change unconfirmed, in the gate's own words: the reason that made the
-        row UNCONFIRMED (``row_judging`` ends it "shown, not failing"), with what stopped a short
-        call where the reason does not say. None for a verdict without one (older files)."""
+        row UNCONFIRMED (``row_judging`` ends it "shown, not failing", naming what stopped a short
+        call). None for a verdict without one (older files)."""
         d = self.doc
         why = next((r for r in reversed(d.reasons) if r.endswith(SHOWN_NOT_FAILING)), None)
         if why is None:
             return None
-        why = why[:-len(SHOWN_NOT_FAILING)]
-        stop = STOP_WORDS.get(d.stopped_by or "")  # a paired short call: a budget or the round cap
-        if "fewer than the" in why and "stopped by" not in why and stop:
-            why += f" (stopped by the {stop})"
-        return why
+        return why[:-len(SHOWN_NOT_FAILING)]
 
     @property
     def estimate_kind(self) -> str:
