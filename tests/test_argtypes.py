@@ -32,3 +32,13 @@ def test_values_outside_are_one_line_naming_the_bounds(convert, text, message):
     with pytest.raises(argparse.ArgumentTypeError) as err:
         convert(text)
     assert str(err.value) == message
+
+
+def test_a_minimum_effect_of_0_is_refused_with_a_value_to_pass():
+    from tritongate.argtypes import effect_size
+
+    assert effect_size("0.005") == 0.005
+    with pytest.raises(argparse.ArgumentTypeError, match="above 0, got '0': .* for 0.5 % pass 0.005"):
+        effect_size("0")
+    with pytest.raises(argparse.ArgumentTypeError, match="that would be 500%"):
+        effect_size("5")

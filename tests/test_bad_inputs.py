@@ -407,11 +407,12 @@ add("unknown-command", lambda x: ["frobnicate"], 2, r"invalid choice: 'frobnicat
 add("unknown-global-option", lambda x: ["--bogus", "ops"], 2, r"unrecognized arguments: --bogus")
 add("run-unknown-option", lambda x: x.run("--bogus"), 2, r"unrecognized arguments: --bogus")
 add("run-unknown-option-typo", lambda x: x.run("--rouns", "3"), 2, r"unrecognized arguments: --rouns")
-add("run-rounds-0", lambda x: x.run("--rounds", "0"), 2, r"rounds must be >= 1, got 0")
-add("run-rounds-negative", lambda x: x.run("--rounds", "-1"), 2, r"rounds must be >= 1, got -1")
-add("run-rounds-abc", lambda x: x.run("--rounds", "abc"), 2, r"--rounds: invalid int value: 'abc'")
-add("run-rounds-float", lambda x: x.run("--rounds", "1.5"), 2, r"--rounds: invalid int value: '1\.5'")
-add("run-samples-per-round-0", lambda x: x.run("--samples-per-round", "0"), 2, r"samples_per_round must be >= 1")
+add("run-rounds-0", lambda x: x.run("--rounds", "0"), 2, r"--rounds: expected a whole number >= 1, got '0'")
+add("run-rounds-negative", lambda x: x.run("--rounds", "-1"), 2, r"--rounds: expected a whole number >= 1, got '-1'")
+add("run-rounds-abc", lambda x: x.run("--rounds", "abc"), 2, r"--rounds: expected a whole number >= 1, got 'abc'")
+add("run-rounds-float", lambda x: x.run("--rounds", "1.5"), 2, r"--rounds: expected a whole number >= 1, got '1\.5'")
+add("run-samples-per-round-0", lambda x: x.run("--samples-per-round", "0"), 2,
+    r"--samples-per-round: expected a whole number >= 1, got '0'")
 add("run-l2-unknown", lambda x: x.run("--l2", "cold"), 2, r"--l2: invalid choice: 'cold'")
 add("run-color-unknown", lambda x: x.run("--color", "sometimes"), 2, r"--color: invalid choice")
 add("run-backend-nosuch", lambda x: x.run(backend="nosuch"), 3, r"unknown backend 'nosuch'; known: auto, cuda", "backend")
@@ -450,9 +451,9 @@ add("run-shape-file-missing", lambda x: x.run("--shape-file", str(x.tmp / "nosuc
 add("run-shape-file-is-a-directory", lambda x: x.run("--shape-file", x.folder("shapesdir")), 3,
     r"shapesdir is a directory, not a YAML file", "shape_file")
 add("run-replay-from-missing", lambda x: x.run("--replay-from", str(x.tmp / "no-run")), 3,
-    r"--replay-from .*no-run is not a directory", "replay_from")
+    r"the record to replay, .*no-run, is not a directory", "replay_from")
 add("run-replay-from-a-file", lambda x: x.run("--replay-from", x.file("rec.json", "{}")), 3,
-    r"--replay-from .*rec\.json is not a directory", "replay_from")
+    r"the record to replay, .*rec\.json, is not a directory", "replay_from")
 # an empty value (CI's `--replay-from "$BASELINE"` with the variable unset) is not "no option"
 add("run-replay-from-empty", lambda x: x.run("--replay-from", ""), 2, r"--replay-from: must not be empty")
 add("run-shape-file-empty", lambda x: x.run("--shape-file", ""), 2, r"--shape-file: must not be empty")
@@ -569,7 +570,12 @@ add("pair-row-timeout-0", lambda x: pair(x, "--row-timeout", "0"), 2, r"--row-ti
 add("pair-row-timeout-negative", lambda x: pair(x, "--row-timeout", "-5"), 2, r"--row-timeout must be > 0")
 add("pair-row-timeout-nan", lambda x: pair(x, "--row-timeout", "nan"), 2, r"--row-timeout.*nan")
 add("pair-row-timeout-abc", lambda x: pair(x, "--row-timeout", "soon"), 2, r"--row-timeout: expected a number, got 'soon'")
-add("pair-max-rounds-abc", lambda x: pair(x, "--max-rounds", "many"), 2, r"--max-rounds: invalid int value")
+add("pair-max-rounds-abc", lambda x: pair(x, "--max-rounds", "many"), 2, r"--max-rounds: expected a whole number")
+add("pair-max-rounds-below-a-call", lambda x: pair(x, "--max-rounds", "10", out=x.folder("mr10")), 2,
+    r"--max-rounds 10 is below the 20 rounds a call needs .*give --max-rounds 20 or more")
+add("pair-max-rounds-below-rounds", lambda x: pair(x, "--max-rounds", "3", out=x.folder("mr3")), 2,
+    r"bad pairing schedule: --max-rounds \(3\) must be at least --rounds \(6\)")
+add("pair-min-effect-0", lambda x: pair(x, "--min-effect", "0"), 2, r"--min-effect: .*above 0, got '0'.*pass 0\.005")
 add("pair-inputs-unknown", lambda x: pair(x, "--inputs", "theirs"), 2, r"--inputs: invalid choice: 'theirs'")
 add("pair-base-env-no-equals", lambda x: pair(x, "--base-env", "DISABLE_MMA_V3"), 2,
     r"--base-env 'DISABLE_MMA_V3': expected NAME=VALUE")
@@ -623,7 +629,7 @@ add("loop-base-env-no-equals", lambda x: ["loop", "--out", x.backstop, "--base-e
 add("loop-base-python-missing", lambda x: ["loop", "--out", x.folder("loop"), "--base-python", str(x.tmp / "nopython")],
     2, r"cannot start the base build's interpreter .*nopython")
 add("loop-rounds-0", lambda x: ["loop", "--suite", x.suite(), "--backend", "cpu", "--out", x.backstop, "--rounds", "0"],
-    2, r"rounds must be >= 1, got 0")
+    2, r"--rounds: expected a whole number >= 1, got '0'")
 add("loop-suite-missing", lambda x: ["loop", "--suite", str(x.tmp / "nosuch.yaml"), "--backend", "cpu", "--out",
                                      x.backstop], 3, r"nosuch\.yaml does not exist", "suite_file")
 
@@ -882,8 +888,8 @@ RECORD_CASES: list[tuple[str, Callable[[Path], None], str, str]] = [  # id, dama
     ("record-file-array", raw("autotune_records/add.json", "[]"), "replay_from", rf"{A} must hold a JSON object"),
     ("record-file-truncated", truncate("autotune_records/add.json"), "replay_from", rf"{A} is not valid JSON"),
     ("record-file-schema-newer", rec_set("add.json", "schema_version", 9), "replay_from", rf"{A} uses schema 9"),
-    ("record-results-damaged", raw("results.json", "{"), "replay_from", r"--replay-from: .*results\.json is not valid JSON"),
-    ("record-incomplete", res_set("status", "running"), "replay_from", r"--replay-from: .*is incomplete \(running"),
+    ("record-results-damaged", raw("results.json", "{"), "replay_from", r"the record to replay: .*results\.json is not valid JSON"),
+    ("record-incomplete", res_set("status", "running"), "replay_from", r"the record to replay: .*is incomplete \(running"),
 ]
 
 for _id, _damage, _check, _pattern in RECORD_CASES:
@@ -1109,11 +1115,11 @@ add("pair-that-judged-no-row", lambda x: _scripted_pair(x, *FAIL_EVERY_ROW), 2,
     r"nothing was measured: none of its 3 rows was judged \(3 REJECTED; most often: error on base: .*\); the verdict "
     r"in .*pairs/pair-smoke_\w+/verdict says so; each row's reason is in verdict\.md \(Not judged\)")
 add("pair-that-planned-no-row", lambda x: _scripted_pair(x, "--shard", "4/4"), 2,
-    r"nothing was measured: no row was planned; the verdict in .*/verdict says so; the pair selected none of the "
-    r"record's rows: widen --ops/--dtypes, use fewer shards")
+    r"nothing was measured: no row was planned; the verdict in .*/verdict says so; no row of the record was "
+    r"selected: widen --ops/--dtypes, use fewer shards")
 add("merge-of-shards-that-judged-no-row", _merge_of_shards_judging_nothing, 2,
     r"nothing was measured: none of its 3 rows was judged .*the verdict in .*merged/verdict says so; .*run the "
-    r"shards' pair runs again")
+    r"shards' pairs again")
 
 
 # -- the checks ------------------------------------------------------------------------------

@@ -54,3 +54,13 @@ def test_the_wheel_works_from_any_directory(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert mode == 0o666 & ~umask
+
+
+def test_the_repository_holds_only_its_own_top_level_entries():
+    """Committed files sit under the layout the README draws; a run's output folder committed
+    by mistake (a baseline store entry at the top, say) is caught here."""
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert files, "not a git checkout"
+    top = {f.split("/", 1)[0] for f in files}
+    assert top <= {".ci", ".github", ".gitignore", "README.md", "baselines", "bench", "ci", "docs", "examples", "ops",
+                   "pyproject.toml", "requirements-cpu.txt", "scripts", "tests", "tritongate"}, sorted(top)

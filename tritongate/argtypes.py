@@ -94,6 +94,16 @@ def fraction(value: str) -> float:
     return number
 
 
+def effect_size(value: str) -> float:
+    """A minimum effect: a fraction above 0 and below 1. 0 would be a precision no run can
+    reach (every row would run to its round cap and still say it could not resolve it)."""
+    number = fraction(value)
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"expected {FRACTION_HINT}, above 0, got {value!r}: a minimum effect of 0 "
+                                         "is a precision no run reaches; for 0.5 % pass 0.005")
+    return number
+
+
 def fraction_list(value: str) -> tuple[float, ...]:
     """``0.01,0.02,0.05``: distinct fractions above 0 and below 1, sorted, for argparse; a list
     in per cent (``1,2,5``) is refused with the fractions it probably meant."""

@@ -27,9 +27,8 @@ Schema history (bump ``SCHEMA_VERSION`` on any change a reader must know about):
       ``measurement.pairing.stopped_by`` (why the row's pairs ended short of its target or of
       a confirmation: ``row_budget``, ``run_budget``, ``round_cap``; null when it reached them),
       ``measurement.pairing.confirm_from`` (the round at which a call's confirmation on fresh
-      worker pairs began; 0: none was run), ``measurement.pairing.first_stopped_by`` (with
-      ``confirm_from``: what ended the first call short of the pairs a call needs; ``stopped_by``
-      then tells the confirmation's stop; absent before 2026-12-06).
+      worker pairs began; 0: none was run; since 2026-12-06 only a call on the pairs a call
+      needs is confirmed, so ``stopped_by`` is then the confirmation's).
       ``measurement.launch_state_us`` (per round, the µs a node of an empty-kernel reference
       graph: the process's CUDA-graph launch state; absent off CUDA. Read just before the
       round until 2026-12-06, right after its samples since).
@@ -149,7 +148,6 @@ class PairInfo(_Stored):
     worker_pairs: tuple[NonNegInt, ...] = ()  # per round: the worker pair (fresh processes) that measured it
     stopped_by: Optional[PairStop] = None  # what ended the row short of its target (None: nothing)
     confirm_from: NonNegInt = 0  # > 0: the round a confirmation on fresh worker pairs began (after a call)
-    first_stopped_by: Optional[PairStop] = None  # with confirm_from: what ended the first call short of it
 
     def __post_init__(self) -> None:
         if self.worker_pairs and len(self.worker_pairs) != len(self.went_first):

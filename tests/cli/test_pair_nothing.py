@@ -76,12 +76,16 @@ def test_a_pair_whose_every_row_failed_on_both_sides_exits_2_and_says_so(scripte
     assert doc["headline"] == f"⚠️ {headline}" and md.splitlines()[1] == f"## ⚠️ {headline}"
     assert "✅" not in doc["headline"] and out.count("⚠️ Nothing was measured") == 1  # the terminal summary too
     assert doc["state"] == "blind"  # saw nothing: never "pass"
+    assert (doc["passed"], doc["exit_code"]) == (False, 2)  # as the command exits, for scripts reading the file
     # the unpaired gate of the same two runs says so too, and exits 2
     base, cand = (next((tmp_path / "out").glob(f"pair-*/{side}")) for side in ("base", "candidate"))
     capsys.readouterr()
     assert main(["gate", str(base), str(cand), "--out", str(tmp_path / "gate")]) == 2
-    assert "nothing was measured: none of its 3 rows was judged" in capsys.readouterr().err
-    assert json.loads((tmp_path / "gate" / "verdict.json").read_text())["state"] == "blind"
+    err = capsys.readouterr().err
+    assert "nothing was measured: none of its 3 rows was judged" in err
+    assert err.rstrip().endswith("fix the cause and measure both runs again")  # no pair ran here
+    gated = json.loads((tmp_path / "gate" / "verdict.json").read_text())
+    assert (gated["state"], gated["passed"], gated["exit_code"]) == ("blind", False, 2)
 
 
 def test_a_pair_that_planned_no_row_exits_2(scripted, tmp_path: Path, capsys) -> None:
@@ -90,7 +94,7 @@ def test_a_pair_that_planned_no_row_exits_2(scripted, tmp_path: Path, capsys) ->
     assert "nothing was measured: no row was planned;" in err and "use fewer shards than the suite has rows" in err
     doc, md = _verdict(tmp_path)
     assert doc["rows"] == [] and doc["headline"] == "⚠️ Nothing was measured: there is no row to judge"
-    assert doc["state"] == "blind"
+    assert (doc["state"], doc["passed"], doc["exit_code"]) == ("blind", False, 2)
     # the trusted comment job renders it as the job did (its state agrees with its rows)
     body = render_comment_body(parse_verdict_doc(json.dumps(doc).encode(), "verdict.json"))
     assert "⚠️ Nothing was measured: there is no row to judge" in body and "says its state is" not in body
@@ -125,7 +129,7 @@ def test_a_merge_of_shards_that_judged_no_row_exits_2(scripted, tmp_path: Path, 
     assert main(["merge", *shards, "--out", str(tmp_path / "merged")]) == 2
     err = capsys.readouterr().err
     assert f"the verdict in {tmp_path / 'merged' / 'verdict'} says so" in err
-    assert "run the shards' pair runs again" in err
+    assert "run the shards' pairs again" in err
     doc, md = _verdict(tmp_path, "merged")
     assert doc["headline"].startswith("⚠️ Nothing was measured: none of its 3 rows") and "## ⚠️ Nothing" in md
 

@@ -139,9 +139,8 @@ def paired_run(base: Row, cand: Row, *, schedule=None, policy=None, per_pair_s: 
     clock = lambda: state["now"]  # noqa: E731
     result = run_schedule(measure_pair=measure, reached=lambda: detectable() <= target, schedule=schedule,
                           ledger=ledger, clock=clock, would_call=calls, new_worker_pair=fresh)
-    stopped_by, first_stopped_by, confirm_from = result.stopped_by, None, 0
-    if schedule.confirm_calls and result.pairs and calls():
-        first_stopped_by = result.stopped_by
+    stopped_by, confirm_from = result.stopped_by, 0
+    if schedule.confirm_calls and result.pairs >= schedule.confirm_rounds and result.pairs and calls():
         confirm_from = start = result.pairs
         fresh(start)
         again = run_schedule(measure_pair=lambda i: measure(start + i),
@@ -157,8 +156,7 @@ def paired_run(base: Row, cand: Row, *, schedule=None, policy=None, per_pair_s: 
                         target_effect=target, detectable_effect=reached, target_reached=reached <= target,
                         min_rounds=schedule.min_rounds, max_rounds=schedule.max_rounds,
                         confirm_rounds=schedule.confirm_rounds, inputs=inputs, worker_pairs=tuple(pairs),
-                        stopped_by=stopped_by, confirm_from=confirm_from if confirm_from < n else 0,
-                        first_stopped_by=first_stopped_by if 0 < confirm_from < n else None)
+                        stopped_by=stopped_by, confirm_from=confirm_from if confirm_from < n else 0)
         return replace(r, samples=r.samples[:n * spr], measurement=replace(r.measurement, pairing=info))
 
     return side(base, "base"), side(cand, "candidate")

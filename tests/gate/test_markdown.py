@@ -115,9 +115,8 @@ def test_a_call_on_fewer_pairs_than_a_call_needs_is_unconfirmed(tmp_path):
     # what left it unconfirmed, in the gate's words, with the budget that cut it short
     blind = section(text, "Could not resolve 1 %")
     assert "| softmax · early · float16 | call not confirmed |" in blind
-    assert ("| 1 % | the first call has 5 pairs and its confirmation has 5 pairs, fewer than the 20 a call needs "
-            "(stopped by the run budget) |") in blind
-    assert "| 5 pairs, repeated on 5 fresh |" in unconf and "| 20 pairs, confirmed on 20 fresh |" in text
+    assert ("| 1 % | called on 5 pairs, fewer than the 20 a confirmation needs (stopped by the run budget) |") in blind
+    assert "| 5 pairs |" in unconf and "| 20 pairs, confirmed on 20 fresh |" in text
     rows = {r["case"]: r for r in (r.to_dict() for r in result.rows)}
     assert rows["early"]["call_unconfirmed"] is True and rows["confirmed"]["call_unconfirmed"] is False
 

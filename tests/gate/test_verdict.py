@@ -95,7 +95,7 @@ def test_rejected_rows_name_their_marker(tmp_path, base_kw, cand_kw, reason):
     (r,) = res.rows
     assert r.verdict is Verdict.REJECTED
     assert any(x.startswith(reason) for x in r.reasons), r.reasons
-    assert res.passed and not r.fails_policy  # unverified, not failed (without --strict)
+    assert not res.failures and not r.fails_policy  # unverified, not failed (without --strict)
 
 
 @pytest.mark.parametrize("cand_kw,reason", [
@@ -124,7 +124,7 @@ def test_compile_failed_fails_the_gate_without_strict(tmp_path):
 
 
 def test_strict_fails_on_unverified_rows(tmp_path):
-    base, cand = [row()], [row(seed=1, markers=[FALLBACK])]
+    base, cand = [row(), row(case="b")], [row(seed=1, markers=[FALLBACK]), row(case="b", seed=2)]
     assert judge(tmp_path / "a", base, cand).exit_code == 0
     assert judge(tmp_path / "b", base, cand, GatePolicy(strict=True)).exit_code == 1
 
@@ -159,7 +159,9 @@ def test_identity_mismatch_is_refused(tmp_path, field, value):
         run_gate(base, cand, POLICY)
     res = run_gate(base, cand, POLICY, allow_mismatch=True)
     assert [r.verdict for r in res.rows] == [Verdict.NOT_COMPARABLE]
-    assert res.exit_code == 0 and run_gate(base, cand, GatePolicy(strict=True), allow_mismatch=True).exit_code == 1
+    # nothing judged: not failed (exit 2, not passed), and failed under --strict
+    assert not res.failures and not res.passed and res.exit_code == 2
+    assert run_gate(base, cand, GatePolicy(strict=True), allow_mismatch=True).exit_code == 1
 
 
 def test_geomean_and_per_op_intervals(tmp_path):
@@ -187,7 +189,7 @@ def test_a_candidate_that_replayed_another_record_is_noted():
 
 
 def _paired_rows(tmp_path, base_parts, cand_parts, *, confirm_from=0, worker_pairs=None, confirm_rounds=20,
-                 states=None, stopped_by=None, first_stopped_by=None):
+                 states=None, stopped_by=None):
     """One paired row from parts of samples (each a helpers.samples tuple), measured in that order;
     ``states``: (base, candidate) launch-state readings, one a round."""
     from dataclasses import replace
@@ -201,8 +203,7 @@ def _paired_rows(tmp_path, base_parts, cand_parts, *, confirm_from=0, worker_pai
     for side, s in (("base", b), ("candidate", c)):
         info = PairInfo(pair_id="p", side=side, went_first=tuple((i % 2 == 0) == (side == "base") for i in range(rounds)),
                         target_effect=0.01, min_rounds=5, max_rounds=80, confirm_rounds=confirm_rounds,
-                        worker_pairs=wp, confirm_from=confirm_from, stopped_by=stopped_by,
-                        first_stopped_by=first_stopped_by)
+                        worker_pairs=wp, confirm_from=confirm_from, stopped_by=stopped_by)
         r = row(median=20)
         readings = () if states is None else tuple(states[side != "base"])
         rows.append(replace(r, samples=s, measurement=replace(r.measurement, pairing=info,

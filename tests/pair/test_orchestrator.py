@@ -94,21 +94,42 @@ def test_a_three_percent_shift_on_one_side_is_caught(tmp_path):
         start = r.pairing.confirm_from
         assert start >= 20 and r.rounds >= start + 20 and any("confirmed on fresh worker pairs" in x for x in r.reasons)
         assert len(set(r.pairing.worker_pairs[:start]) & set(r.pairing.worker_pairs[start:])) == 0
-        assert r.pairing.first_stopped_by is None  # the first call reached the pairs a call needs
     assert outcome.result.exit_code == 1
     ident = json.loads((outcome.cand_path / "run_identity.json").read_text())
     assert ident["pair"]["schedule"]["confirm_rounds"] == 20
 
 
-def test_a_call_and_its_confirmation_cut_short_each_record_their_stop(tmp_path):
-    # no run budget for extensions: the first call stops at its 5 pairs, the confirmation too
+def test_a_call_the_run_budget_cut_short_is_not_measured_again(tmp_path):
+    # no run budget for extensions: the call stops at its first 5 pairs, fewer than the 20 a
+    # call needs, so it is UNCONFIRMED whatever a confirmation would say, and none is run
     outcome = run_pair(_request(tmp_path, cand_env={"TG_FACTOR": "1.15"}, schedule_overrides={"run_budget_s": 0.0}),
                        spawn=_spawner(World()))
     (r,) = [r for r in outcome.result.rows if r.op == "add"]  # (the scripted softmax and matmul are too noisy)
-    assert r.verdict is Verdict.UNCONFIRMED and r.pairing.confirm_from == 5 and r.rounds == 10
-    assert (r.pairing.first_stopped_by, r.pairing.stopped_by) == ("run_budget", "run_budget")
-    assert r.reasons[-1].startswith("the first call has 5 pairs and its confirmation has 5 pairs, fewer than "
-                                    "the 20 a call needs (stopped by the run budget)")
+    assert r.verdict is Verdict.UNCONFIRMED and r.pairing.confirm_from == 0 and r.rounds == 5
+    assert r.pairing.stopped_by == "run_budget" and len(set(r.pairing.worker_pairs)) == 1
+    assert r.reasons[-1].startswith("called on 5 pairs, fewer than the 20 a confirmation needs "
+                                    "(stopped by the run budget)")
+
+
+def test_a_slow_rows_short_call_leaves_the_run_budget_to_the_rows_after_it(tmp_path, monkeypatch):
+    """+15 % on every row; add takes 4 s a pair, the others 0.5 s, 50 s of run budget. add's
+    call, cut short by the run budget, is not measured again: softmax and matmul still get
+    the pairs their calls need and fail the gate (confirming add's short call too spent the
+    budget and left them UNCHANGED on 5 pairs)."""
+    from tritongate.pair.orchestrator import PairRunner
+    now = [0.0]
+    scripted_round = ScriptedExecutor.round
+
+    def timed_round(self, *a, **kw):
+        now[0] += {"add": 2.0}.get(self._op, 0.25)
+        return scripted_round(self, *a, **kw)
+    monkeypatch.setattr(ScriptedExecutor, "round", timed_round)
+    req = _request(tmp_path, cand_env={"TG_FACTOR": "1.15"}, schedule_overrides={"run_budget_s": 50.0})
+    outcome = PairRunner(req, None, spawn=_spawner(World()), clock=lambda: now[0]).run()
+    rows = {r.op: r for r in outcome.result.rows}
+    assert rows["add"].verdict is Verdict.UNCONFIRMED and rows["add"].pairing.confirm_from == 0
+    assert rows["softmax"].verdict is rows["matmul"].verdict is Verdict.REGRESSED
+    assert outcome.result.exit_code == 1
 
 
 def test_identical_binaries_are_not_timed_unless_asked(tmp_path):

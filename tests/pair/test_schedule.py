@@ -93,6 +93,24 @@ def test_a_row_called_on_fewer_pairs_than_confirm_rounds_gets_the_next_looks_fir
     assert _run(spent, reached_after=0, call=lambda n: True)[0] == 10
 
 
+def test_a_confirmation_gets_the_pairs_a_call_needs_past_its_row_budget():
+    """Cut short, a confirmation cannot confirm: it measures up to ``confirm_rounds`` pairs on
+    the run budget whether or not its first pairs call, then the row budget holds again."""
+    s = PairSchedule(min_rounds=5, max_rounds=80, row_budget_s=12.0, run_budget_s=1e9, confirm_rounds=20)
+    now = [0.0]
+
+    def measure(i):
+        now[0] += 1.0
+        return True
+    res = run_schedule(measure_pair=measure, reached=lambda: False, schedule=s, ledger=BudgetLedger(1e9),
+                       clock=lambda: now[0], would_call=lambda: False, confirming=True)
+    assert (res.pairs, res.stopped_by) == (20, "row_budget")
+    now[0] = 0.0
+    res = run_schedule(measure_pair=measure, reached=lambda: False, schedule=s, ledger=BudgetLedger(1e9),
+                       clock=lambda: now[0], would_call=lambda: False)  # not a confirmation: 10 pairs
+    assert (res.pairs, res.stopped_by) == (10, "row_budget")
+
+
 def test_the_schedule_says_what_stopped_a_row_short():
     def stop(schedule, **kw):
         ledger = kw.pop("ledger", None) or BudgetLedger(schedule.run_budget_s)

@@ -28,29 +28,29 @@ def _blind_line(result) -> str:
 
 
 def test_a_short_first_call_its_fresh_pairs_repeated_is_said_to_be_short_not_unrepeated(tmp_path) -> None:
+    # (runs before 2026-12-06 confirmed a call made on fewer pairs than a call needs)
     short = _paired_rows(tmp_path, [_part(20, 1, 10), _part(20, 2)], [_part(21, 3, 10), _part(21, 4)],
-                         confirm_from=10, worker_pairs=tuple([0] * 5 + [1] * 5 + [2] * 10 + [3] * 10),
-                         first_stopped_by="run_budget")
+                         confirm_from=10, worker_pairs=tuple([0] * 5 + [1] * 5 + [2] * 10 + [3] * 10))
     (r,) = short.rows
     assert r.verdict is Verdict.UNCONFIRMED and any(x.startswith("confirmed on fresh worker pairs") for x in r.reasons)
-    # the first call's own stop, though its confirmation ran its course (nothing stopped it)
-    assert _why(short) == "the first call has 10 pairs, fewer than the 20 a call needs (stopped by the run budget)"
-    assert r.stopped_by == "run_budget"
+    # what stopped the first call was not recorded: no stop is guessed (the confirmation's is not it)
+    assert _why(short) == "the first call has 10 pairs, fewer than the 20 a call needs"
     assert "| 10 pairs, repeated on 20 fresh |" in render_verdict(verdict_document(short))
 
 
-def test_each_short_measurement_of_a_call_names_its_own_stop(tmp_path) -> None:
-    parts = dict(base_parts=[_part(20, 1, 10), _part(20, 2, 10)], cand_parts=[_part(21, 3, 10), _part(21, 4, 10)],
-                 confirm_from=10, worker_pairs=tuple([0] * 5 + [1] * 5 + [2] * 5 + [3] * 5))
-    both = _paired_rows(tmp_path / "both", **parts, first_stopped_by="run_budget", stopped_by="round_cap")
-    assert _why(both) == ("the first call has 10 pairs (stopped by the run budget) and its confirmation has 10 pairs "
-                          "(stopped by the round cap), fewer than the 20 a call needs")
-    same = _paired_rows(tmp_path / "same", **parts, first_stopped_by="round_cap", stopped_by="round_cap")
-    assert _why(same) == ("the first call has 10 pairs and its confirmation has 10 pairs, fewer than the 20 a call "
-                          "needs (stopped by the round cap)")
-    # a run that did not record what stopped it: no stop is guessed
-    older = _paired_rows(tmp_path / "older", **parts)
-    assert _why(older) == "the first call has 10 pairs and its confirmation has 10 pairs, fewer than the 20 a call needs"
+def test_a_short_confirmation_names_its_own_stop(tmp_path) -> None:
+    parts = dict(confirm_from=20, worker_pairs=tuple([0] * 5 + [1] * 5 + [2] * 10 + [3] * 5 + [4] * 5))
+    capped = _paired_rows(tmp_path / "capped", [_part(20, 1), _part(20, 2, 10)], [_part(21, 3), _part(21, 4, 10)],
+                          stopped_by="round_cap", **parts)
+    (r,) = capped.rows
+    assert r.verdict is Verdict.UNCONFIRMED and r.stopped_by == "round_cap"
+    assert _why(capped) == "its confirmation has 10 pairs, fewer than the 20 a call needs (stopped by the round cap)"
+    # an earlier run's short first call and short confirmation: the stop is the confirmation's
+    both = _paired_rows(tmp_path / "both", [_part(20, 1, 10), _part(20, 2, 10)], [_part(21, 3, 10), _part(21, 4, 10)],
+                        confirm_from=10, worker_pairs=tuple([0] * 5 + [1] * 5 + [2] * 5 + [3] * 5),
+                        stopped_by="run_budget")
+    assert _why(both) == ("the first call has 10 pairs and its confirmation has 10 pairs (stopped by the run budget), "
+                          "fewer than the 20 a call needs")
 
 
 def test_a_call_the_launch_states_explain_names_the_states(tmp_path) -> None:

@@ -83,11 +83,12 @@ def load_records(run_dir: Path, *, backend: str, run: Run | None = None, replayi
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise _fail(f"--replay-from {run_dir} is not a directory; pass the run directory of a record run")
+        raise _fail(f"the record to replay, {run_dir}, is not a directory; pass the run directory a record run "
+                    "printed (`tritongate run`: run --replay-from, pair's BASELINE_RECORD)")
     try:
         run = run if run is not None else load_run(run_dir)
     except GateError as exc:
-        raise _fail(f"--replay-from: {exc}") from exc
+        raise _fail(f"the record to replay: {exc}") from exc
     if run.mode == "replay":
         original = run.identity.get("replay_from") or "<unknown>"
         raise _fail(f"{run_dir} is a replay run and has no autotune records of its own; give the record it "

@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from tritongate.argtypes import FRACTION_HINT, finite_number as _finite, fraction, nonempty_text as _text
+from tritongate.argtypes import FRACTION_HINT, effect_size, finite_number as _finite, nonempty_text as _text
+from tritongate.argtypes import whole_number
 from tritongate.cli.common import shard_arg, url_arg
 from tritongate.errors import GateError, UsageError
 from tritongate.harness.measure import MeasureConfig
@@ -28,10 +29,10 @@ def add_rows_and_sampling(g: argparse._ArgumentGroup | argparse.ArgumentParser) 
     g.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
     g.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
     g.add_argument("--dtypes", type=_text, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
-    g.add_argument("--rounds", type=int, metavar="N",
+    g.add_argument("--rounds", type=whole_number, metavar="N",
                    help=f"rounds per row; in a paired run a round times both sides, in alternating order "
                         f"(default {gpu.rounds}; {cpu.rounds} on cpu)")
-    g.add_argument("--samples-per-round", type=int, metavar="N",
+    g.add_argument("--samples-per-round", type=whole_number, metavar="N",
                    help=f"samples each side takes per round (default {gpu.samples_per_round}; "
                         f"{cpu.samples_per_round} on cpu); a paired run needs an odd number, at least 3 (it takes "
                         "each round's median)")
@@ -117,10 +118,12 @@ def add_pair_options(p: argparse.ArgumentParser, *, shard: bool = True) -> None:
 
 def add_schedule_options(g: argparse._ArgumentGroup) -> None:
     """How far rows short of their precision target may grow (pair, loop, calibrate)."""
-    g.add_argument("--max-rounds", type=int, metavar="N",
+    g.add_argument("--max-rounds", type=whole_number, metavar="N",
                    help="rounds a row may grow to while short of its precision target (default 80; 24 on cpu)")
     g.add_argument("--row-budget", type=_finite, metavar="S",
-                   help="wall seconds one row's timing may take (default 30; 8 on cpu)")
+                   help="wall seconds one row's timing may take (default 30; 8 on cpu); a row the rule "
+                        "would call on fewer rounds than a call needs, and its confirmation, may pass it "
+                        "on the run budget")
     g.add_argument("--run-budget", type=_finite, metavar="S",
                    help="wall seconds the run may spend on extra rounds (default 600; 300 on cpu)")
 
@@ -129,7 +132,8 @@ def add_gate_options(p: argparse.ArgumentParser, *, calibration: bool = True) ->
     """``calibration``: the verdicts are read by people, so offer --calibration, --max-missing, --strict,
     --fail-on-blind and --artifact-url; ``calibrate`` reads its verdicts itself (false calls, not pass or fail)."""
     g = p.add_argument_group("gate")
-    g.add_argument("--policy", type=_text, metavar="YAML", help="thresholds file (default ops/gate.yaml)")
+    g.add_argument("--policy", type=_text, metavar="YAML", help="thresholds file (default: the suites' gate.yaml, ops/gate.yaml of the "
+                   "checkout or the copy installed with the package)")
     g.add_argument("--baseline-state", type=_text, metavar="JSON",
                    help="what `tritongate baseline find --state-out` found: shown at the top of verdict.md "
                         "(a stale, mismatched or missing baseline with the command that refreshes it)")
@@ -137,7 +141,7 @@ def add_gate_options(p: argparse.ArgumentParser, *, calibration: bool = True) ->
         g.add_argument("--calibration", type=_text, metavar="PATH",
                        help="the runner's latest `tritongate calibrate` output (calibration.json or its folder), "
                             "cited in verdict.md's footer; default $TRITONGATE_CALIBRATION")
-    g.add_argument("--min-effect", type=fraction, metavar="F",
+    g.add_argument("--min-effect", type=effect_size, metavar="F",
                    help=f"least change of a row's time that counts, as {FRACTION_HINT} (default: the policy "
                         "file's, 0.01)".replace("%", "%%"))
     g.add_argument("--noise-z", type=_finite, metavar="Z",

@@ -14,7 +14,7 @@ from tritongate.cli.common import (add_command, append_step_summary, counted, ex
 from tritongate.cli.folders import load_run_dir, recorded_selection, suite_for_record
 from tritongate.cli.options import (add_gate_options, add_pair_options, add_sample_time, artifact_url_option,
                                     baseline_state_option, calibration_option, changed_from_option, gate_policy, verdict_template_option)
-from tritongate.errors import ExitCode, MeasurementError, UsageError
+from tritongate.errors import MeasurementError, UsageError
 
 # a verdict that judged no row is no pass: exit 2, as `run` measuring no row
 PAIR_EPILOG = exit_codes(0, 1, 2, 3, 4, 130, zero="pass: no regression, and some row judged (a pair that judged\n"
@@ -129,7 +129,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print(line)
     print(gated.written.md_path)
     print(gated.written.json_path)
-    return judged_something(gated.result, Path(args.out))
+    return judged_something(gated.result, Path(args.out), again="measure both runs again")
 
 
 def cmd_pair(args: argparse.Namespace) -> int:
@@ -266,17 +266,18 @@ def _run_pair(request: Any, color: bool, *, record: Path | None = None) -> int:
     return judged_something(outcome.result, outcome.path, row_timeout_s=request.row_timeout_s)
 
 
-def judged_something(result: Any, folder: Path, *, row_timeout_s: float | None = None, shards: bool = False) -> int:
+def judged_something(result: Any, folder: Path, *, row_timeout_s: float | None = None,
+                     again: str = "run the pair again") -> int:
     """The gate's exit code, but a pass of a verdict that judged no row is exit 2, as ``run`` measuring
     no row (a failed gate keeps its 1: a candidate failing where the base ran is a finding)."""
     from tritongate.pair.evidence import nothing_measured
 
     nothing = nothing_measured(result)
-    if nothing is None or result.exit_code != ExitCode.OK:
+    if nothing is None or result.failures:
         return result.exit_code
     verdict = folder if (folder / "verdict.json").is_file() else folder / "verdict"
     raise MeasurementError(f"nothing was measured: {nothing.describe()}; the verdict in {verdict} says "
-                           f"so; {nothing.fix(row_timeout_s=row_timeout_s, shards=shards)}")
+                           f"so; {nothing.fix(row_timeout_s=row_timeout_s, again=again)}")
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -305,7 +306,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     print(f"base:      {merged.base}")
     print(f"candidate: {merged.candidate}")
     print(f"verdict:   {gated.written.md_path}")
-    return judged_something(gated.result, out, shards=True)
+    return judged_something(gated.result, out, again="run the shards' pairs again")
 
 
 def cmd_overlay(args: argparse.Namespace) -> int:

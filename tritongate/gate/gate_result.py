@@ -107,11 +107,16 @@ class GateResult:
 
     @property
     def passed(self) -> bool:
-        return not self.failures
+        """Nothing failed, and some row was judged: a gate that saw nothing did not pass."""
+        return not self.failures and self.judged_any
 
     @property
     def exit_code(self) -> int:
-        return int(ExitCode.OK if self.passed else ExitCode.GATE_FAILED)
+        """What the command exits with: 1 on a failure, 2 when no row was judged (``cli``
+        then says why), else 0."""
+        if self.failures:
+            return int(ExitCode.GATE_FAILED)
+        return int(ExitCode.OK if self.judged_any else ExitCode.USAGE)
 
     def timed(self) -> list[RowVerdict]:
         return [r for r in self.rows if r.timing is not None and r.verdict in

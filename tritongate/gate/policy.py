@@ -98,6 +98,7 @@ def load_policy(path: Path | None = None, **overrides: Any) -> GatePolicy:
         data["op_min_effect"] = {op: entry.min_effect for op, entry in (doc.ops or {}).items()
                                  if entry.min_effect is not None}
     elif path != default_policy_file():
-        raise UsageError(f"policy file {path} does not exist")
+        raise UsageError(f"policy file {path} does not exist; pass a thresholds YAML (the shipped one is "
+                         f"{default_policy_file()}), or leave --policy out to use it")
     data.update({k: v for k, v in overrides.items() if v is not None})
     return GatePolicy(**data)

@@ -118,8 +118,10 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
         reasons = [timing.reason, confirm_reason]
         # both measurements must be long enough: a first call cut short by a budget is one
         # a confirmation cannot rescue
+        # (a first call is confirmed only on the pairs a call needs since 2026-12-06; earlier
+        # runs confirmed short ones too, without saying what stopped them)
         short = [(f"{what} has {n} pairs", stop) for what, n, stop in (
-            ("the first call", pairing.confirm_from, pairing.first_stopped_by),
+            ("the first call", pairing.confirm_from, None),
             ("its confirmation", (rounds or 0) - pairing.confirm_from, pairing.stopped_by)) if _short_call(pairing, n)]
         if verdict is not Verdict.UNCONFIRMED and short:
             verdict = Verdict.UNCONFIRMED
@@ -199,9 +201,8 @@ def _short_reason(short: Sequence[tuple[str, str | None]], needed: int) -> str:
 
 
 def _stop(pairing: PairInfo, rounds: int | None) -> str:
-    # the confirmation's stop, else the first call's (a confirmation that ran its course)
-    if pairing.stopped_by or pairing.first_stopped_by:
-        return pairing.stopped_by or pairing.first_stopped_by  # type: ignore[return-value]
+    if pairing.stopped_by:
+        return pairing.stopped_by
     # runs before schema 3's stopped_by: a row at its cap ran out of rounds, else of a budget
     return "round_cap" if rounds is not None and rounds >= pairing.max_rounds else "row_budget"
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from tritongate.errors import RunDirError
-from tritongate.model.verdict import FAILING, UNVERIFIED, Verdict, VerdictDoc, VerdictPolicyDoc
+from tritongate.model.verdict import FAILING, JUDGED, UNVERIFIED, Verdict, VerdictDoc, VerdictPolicyDoc
 from tritongate.validation import validate
 
 MAX_BODY_CHARS = 60_000  # headroom under GitHub's 65,536 for the state line and the footer
@@ -85,11 +85,13 @@ def judge(doc: VerdictDoc) -> Judgement:
         failing[f"MISSING (more than {rules.max_missing})"] = counts[Verdict.MISSING]
     if rules.fail_on_blind:
         failing["unresolved (under --fail-on-blind)"] = _blind_count(doc)
-    passed = doc.passed and not any(failing.values()) and doc.exit_code == 0
+    seen = any(row.verdict in JUDGED for row in doc.rows)  # a gate that judged no row did not pass
+    passed = doc.passed and not any(failing.values()) and doc.exit_code == 0 and seen
     contradiction = None
     if doc.passed and not passed:
         listed = ", ".join(f"{n} {what}" for what, n in failing.items())
-        contradiction = f"verdict.json says passed, but lists {listed} rows (exit code {doc.exit_code}): shown as failing"
+        contradiction = (f"verdict.json says passed, but lists {listed} rows (exit code {doc.exit_code}): shown as failing"
+                         if seen else "verdict.json says passed, but judged no row: not shown as passing")
     elif any(doc.counts.get(name, 0) != counts[name] for name in set(doc.counts) | set(counts)):
         contradiction = "verdict.json's counts do not match its rows: the counts here are the rows'"
     return Judgement(passed=passed, counts={str(k): n for k, n in counts.items()}, contradiction=contradiction)
@@ -107,7 +109,7 @@ def as_its_rows_say(doc: VerdictDoc) -> tuple[VerdictDoc, Optional[str]]:
     from tritongate.report.verdict_view import fallback_state
 
     j = judge(doc)
-    state = fallback_state(j.passed, doc.rows)[0]
+    state = fallback_state(j.passed, doc.rows, doc.exit_code)[0]
     problem = j.contradiction
     if problem is None and (doc.state or state) != state:
         problem = f"verdict.json says its state is {doc.state!r}, but its rows give {state!r}: shown from the rows"

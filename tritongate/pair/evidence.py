@@ -38,17 +38,16 @@ class NothingMeasured:
         most = f"; most often: {self.reason} ({self.reason_rows} of {self.rows})" if self.reason else ""
         return f"{which} ({counts}{most})"
 
-    def fix(self, *, row_timeout_s: float | None = None, shards: bool = False) -> str:
-        """What to change before running again (``shards``: the rows came from ``pair --shard`` runs)."""
-        runs = "the shards' pair runs" if shards else "the pair"
+    def fix(self, *, row_timeout_s: float | None = None, again: str = "run the pair again") -> str:
+        """What to change before measuring again; ``again``: how (the pair, the shards' pair
+        runs, or the two runs a gate was given)."""
         if not self.rows:
-            return (f"{runs} selected none of the record's rows: widen --ops/--dtypes, use fewer shards than the "
+            return ("no row of the record was selected: widen --ops/--dtypes, use fewer shards than the "
                     "suite has rows, or pass a record of this suite")
         if self.timeouts:
             was = f" (it was {row_timeout_s:g} s)" if row_timeout_s is not None else ""
-            return f"{self.timeouts} row(s) timed out: raise --row-timeout{was} and run {runs} again"
-        return (f"each row's reason is in verdict.md (Not judged) and both sides' run.log; fix the cause and run "
-                f"{runs} again")
+            return f"{self.timeouts} row(s) timed out: raise --row-timeout{was} and {again}"
+        return f"each row's reason is in verdict.md (Not judged) and both sides' run.log; fix the cause and {again}"
 
 
 def nothing_measured(result: GateResult) -> NothingMeasured | None:

@@ -242,11 +242,14 @@ class RowMeasurer:
         for st in states.values():
             st.stopped_by = result.stopped_by
         healthy = all(st.failure is None and not st.fell_back for st in states.values())
-        if schedule.confirm_calls and healthy and result.pairs and self._would_call(states, target):
+        # a call on fewer pairs than a call needs stays UNCONFIRMED whatever a confirmation
+        # says: measuring it again would only spend the run budget other rows need
+        full = result.pairs >= schedule.confirm_rounds
+        if schedule.confirm_calls and healthy and full and result.pairs and self._would_call(states, target):
             # an independent measurement of the call: fresh worker pairs, the schedule anew, judged alone
             start = result.pairs
             for st in states.values():
-                st.confirm_from, st.first_stopped_by = start, result.stopped_by
+                st.confirm_from = start
             confirming[0] = True
             if not new_worker_pair(start):
                 return share

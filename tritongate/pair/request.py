@@ -139,8 +139,20 @@ def request_schedule(req: PairRequest, backend: str, measure_config: dict[str, A
                                max_worker_pairs=schedule.max_worker_pairs * req.schedule_scale
                                if schedule.max_worker_pairs > 1 else 1)
     except ValueError as exc:
-        raise UsageError(f"bad pairing schedule: {exc}") from exc
+        said = str(exc)
+        for field_name, flag in _FLAGS.items():  # the options a user gave, not the fields they set
+            said = said.replace(field_name, flag)
+        raise UsageError(f"bad pairing schedule: {said}") from exc
+    if schedule.confirm_calls and schedule.confirm_rounds > schedule.max_rounds:
+        raise UsageError(f"--max-rounds {schedule.max_rounds} is below the {schedule.confirm_rounds} rounds a call "
+                         f"needs (the larger of {CONFIRM_PAIRS} and twice --rounds): every call would stay "
+                         f"UNCONFIRMED; give --max-rounds {schedule.confirm_rounds} or more")
     return schedule
+
+
+# PairSchedule's fields as the command line sets them (``request_schedule``'s errors)
+_FLAGS = {"min_rounds": "--rounds", "max_rounds": "--max-rounds", "row_budget_s": "--row-budget",
+          "run_budget_s": "--run-budget", "time budgets": "--row-budget and --run-budget"}
 
 
 def pool_size(req: PairRequest, schedule: PairSchedule, backend: str) -> int:

@@ -40,7 +40,6 @@ class RowState:
     parts: list[dict[str, Any]] = field(default_factory=list)  # earlier worker pairs' finish answers
     stopped_by: str | None = None  # what the schedule says ended the row short
     confirm_from: int = 0  # the pair a confirmation of the row's call began at (0: none)
-    first_stopped_by: str | None = None  # what ended the first call short, when a confirmation followed
     call_s: dict[str, float] = field(default_factory=dict)  # wall seconds spent per worker command (run.log)
 
 
@@ -160,8 +159,7 @@ def build_row(item: PlannedRow, name: str, states: dict[str, RowState], is_ident
                        min_rounds=schedule.min_rounds, max_rounds=schedule.max_rounds,
                        confirm_rounds=schedule.confirm_rounds, inputs=st.inputs,
                        worker_pairs=tuple(st.worker_pairs[-rounds:]) if len(st.worker_pairs) >= rounds else (),
-                       stopped_by=st.stopped_by, confirm_from=(confirm := st.confirm_from if st.confirm_from < rounds else 0),
-                       first_stopped_by=st.first_stopped_by if confirm else None)
+                       stopped_by=st.stopped_by, confirm_from=st.confirm_from if st.confirm_from < rounds else 0)
     row = finish_row(prepared, m, pairing=pairing)
     return replace(row, markers=row.markers + tuned_markers, autotune=autotune)
 

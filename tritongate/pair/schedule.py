@@ -17,7 +17,9 @@ their noise floor is tiny, and an A/A row was called 1.2 % faster. Its call now 
 enough to see the state change; a call that a budget stops first is UNCONFIRMED (shown, never
 failing the gate), and a share of the run budget (``confirm_reserve``) is kept for such
 confirmations: rows short of their target may not spend it. Such a row may also run past its
-own row budget, on the run budget: a call cut short would let a real slowdown pass.
+own row budget, on the run budget: a call cut short would let a real slowdown pass. So may
+its confirmation, up to the pairs a call needs; a call made on fewer is not confirmed at all
+(it stays UNCONFIRMED whatever a confirmation says).
 
 Worker pairs: two processes of one build can differ persistently (placement, a kernel's
 speed state), and more pairs from the same two processes cannot shrink that. So a row's
@@ -38,7 +40,8 @@ from typing import Callable
 class PairSchedule:
     min_rounds: int = 5  # pairs every timed row gets
     max_rounds: int = 20  # pairs a row may grow to while short of its target
-    row_budget_s: float = 30.0  # wall seconds one row's timing may take, extensions included
+    row_budget_s: float = 30.0  # wall seconds one row's timing may take, extensions included (a call
+    # on fewer pairs than it needs, and its confirmation, may pass it on the run budget)
     run_budget_s: float = 600.0  # wall seconds the whole run may spend on extension rounds
     confirm_rounds: int = 0  # a row called with fewer pairs gets the next looks first (0: off)
     max_worker_pairs: int = 1  # fresh worker pairs a row's pairs are spread over (1: the run's one pair)
@@ -61,7 +64,7 @@ class PairSchedule:
         if self.min_rounds < 2:
             raise ValueError(f"min_rounds must be >= 2 (a noise floor needs two pairs), got {self.min_rounds}")
         if self.max_rounds < self.min_rounds:
-            raise ValueError(f"max_rounds ({self.max_rounds}) < min_rounds ({self.min_rounds})")
+            raise ValueError(f"max_rounds ({self.max_rounds}) must be at least min_rounds ({self.min_rounds})")
         if self.row_budget_s < 0 or self.run_budget_s < 0:
             raise ValueError("time budgets must be >= 0")
 
@@ -128,9 +131,10 @@ def ledger_for(schedule: PairSchedule) -> BudgetLedger:
 def extension(*, schedule: PairSchedule, ledger: BudgetLedger, done: int, row_elapsed_s: float,
               per_pair_s: float, confirming: bool = False, toward_call: bool = False) -> tuple[int | None, str | None]:
     """(the round count to extend to, None) or (None, what stops it). ``toward_call``: the
-    row would be called on fewer pairs than a call needs; it may run past its row budget on
-    the run budget (its reserve included), since a call cut short is UNCONFIRMED and cannot
-    fail the gate: the one row where more time decides the outcome."""
+    row would be called on fewer pairs than a call needs, or is a confirmation short of them;
+    it may run past its row budget on the run budget (its reserve included), since a call cut
+    short is UNCONFIRMED and cannot fail the gate: the one row where more time decides the
+    outcome."""
     target = schedule.next_look(done)
     if target is None:
         return None, "round_cap"
@@ -157,7 +161,8 @@ def run_schedule(*, measure_pair: Callable[[int], bool], reached: Callable[[], b
     """Measure pairs (``measure_pair(i)``; False stops the row) up to the minimum, then block
     by block while the row is short of its target (``reached()``: precision only), or would
     be called (``would_call()``) on fewer than ``confirm_rounds`` pairs, and the next block
-    fits the budgets. ``new_worker_pair(i)`` is called before pair ``i`` wherever the schedule
+    fits the budgets (a would-be call, or a confirmation short of ``confirm_rounds``, only the
+    run budget's). ``new_worker_pair(i)`` is called before pair ``i`` wherever the schedule
     starts a fresh worker pair (False stops the row). ``confirming``: the row measures a call
     again, and may spend the run budget's reserve. Returns the pairs measured and, for a row
     left short, what stopped it."""
@@ -181,9 +186,10 @@ def run_schedule(*, measure_pair: Callable[[int], bool], reached: Callable[[], b
         # so an adaptive row is never called less often than one stopped at that count
         if (reached() and not unconfirmed) or (calls and not unconfirmed and schedule.confirm_rounds > 0):
             return ScheduleResult(done)
+        # a confirmation gets the pairs a call needs, called yet or not: cut short, it cannot confirm
         nxt, why = extension(schedule=schedule, ledger=ledger, done=done, row_elapsed_s=now - t0,
                              per_pair_s=(now - t0) / done, confirming=unconfirmed or confirming,
-                             toward_call=unconfirmed)
+                             toward_call=unconfirmed or (confirming and done < schedule.confirm_rounds))
         if nxt is None:
             return ScheduleResult(done, why)
         goal = nxt
