@@ -571,8 +571,6 @@ add("pair-row-timeout-negative", lambda x: pair(x, "--row-timeout", "-5"), 2, r"
 add("pair-row-timeout-nan", lambda x: pair(x, "--row-timeout", "nan"), 2, r"--row-timeout.*nan")
 add("pair-row-timeout-abc", lambda x: pair(x, "--row-timeout", "soon"), 2, r"--row-timeout: expected a number, got 'soon'")
 add("pair-max-rounds-abc", lambda x: pair(x, "--max-rounds", "many"), 2, r"--max-rounds: expected a whole number")
-add("pair-max-rounds-below-a-call", lambda x: pair(x, "--max-rounds", "10", out=x.folder("mr10")), 2,
-    r"--max-rounds 10 is below the 20 rounds a call needs .*give --max-rounds 20 or more")
 add("pair-max-rounds-below-rounds", lambda x: pair(x, "--max-rounds", "3", out=x.folder("mr3")), 2,
     r"bad pairing schedule: --max-rounds \(3\) must be at least --rounds \(6\)")
 add("pair-min-effect-0", lambda x: pair(x, "--min-effect", "0"), 2, r"--min-effect: .*above 0, got '0'.*pass 0\.005")

@@ -90,3 +90,12 @@ def test_the_terminal_gives_an_unconfirmed_row_its_reason(tmp_path) -> None:
     (line,) = [x for x in summary_lines(verdict_document(res)) if x.lstrip().startswith("UNCONFIRMED")]
     assert line.endswith("; why: called on one worker pair, where a process's own offset cannot be told from a change "
                          "(the cpu backend keeps one)")
+
+
+def test_a_call_its_confirmation_did_not_repeat_is_not_said_to_be_stopped_by_a_budget(tmp_path) -> None:
+    # nothing stopped either measurement: the advice was "raise --row-budget", which cannot help
+    res = _paired_rows(tmp_path, [_part(20, 1), _part(20, 2)], [_part(21, 3), _part(20, 4)], confirm_from=20)
+    (r,) = res.rows
+    assert r.verdict is Verdict.UNCONFIRMED and r.stopped_by is None and r.reached_target is False
+    assert "row budget" not in res.blind_text() and "1 called and not confirmed" in res.blind_text()
+    assert _why(res).startswith("+4.96% on the first 20 pairs was not confirmed on fresh worker pairs")

@@ -23,6 +23,8 @@ _STOP_PHRASES = {"row_budget": "{n} stopped by the row budget (raise --row-budge
                                   "size; more rounds do not narrow it{longer})",
                  "unpaired": "{n} timed unpaired, from two stored runs (not the PR path: tritongate pair pairs them)",
                  "too_few_samples": "{n} with too few samples (raise --rounds)",
+                 "unconfirmed": "{n} called and not confirmed (the reason is on the row; run the pair again to "
+                                "measure it anew)",
                  "launch_state": "{n} measured with the sides in CUDA-graph launch states far enough apart to hide "
                                  "the minimum effect (run the pair again)"}
 # The verdict's three states.
@@ -94,7 +96,9 @@ class GateResult:
         worst = f"{max(seen):.1%}" if seen and len(seen) == len(blind) else "their minimum effect"
         why: dict[str, int] = {}
         for r in blind:
-            stop = r.stopped_by or "round_cap"
+            # an unconfirmed call that nothing stopped: its reason says why (a confirmation that
+            # disagreed, one worker pair, the launch states), not a budget
+            stop = r.stopped_by or ("unconfirmed" if r.verdict is Verdict.UNCONFIRMED else "round_cap")
             if stop == "round_cap" and r.timing is not None and spread_bound(
                     r.timing.detectable, r.timing.noise_floor, r.min_effect):
                 stop = "sample_spread"

@@ -219,6 +219,9 @@ def _reached(timing: TimingDecision, verdict: Verdict, min_effect: float, pairin
             and recorded:
         return True, None
     if pairing is not None:
+        if verdict is Verdict.UNCONFIRMED and not pairing.stopped_by and (
+                pairing.confirm_from or not _short_call(pairing, rounds)):
+            return False, None  # a call nothing cut short: its reason says why it stands unconfirmed
         return False, _stop(pairing, rounds)
     return False, "too_few_samples" if timing.detectable is None else "unpaired"
 

@@ -143,10 +143,6 @@ def request_schedule(req: PairRequest, backend: str, measure_config: dict[str, A
         for field_name, flag in _FLAGS.items():  # the options a user gave, not the fields they set
             said = said.replace(field_name, flag)
         raise UsageError(f"bad pairing schedule: {said}") from exc
-    if schedule.confirm_calls and schedule.confirm_rounds > schedule.max_rounds:
-        raise UsageError(f"--max-rounds {schedule.max_rounds} is below the {schedule.confirm_rounds} rounds a call "
-                         f"needs (the larger of {CONFIRM_PAIRS} and twice --rounds): every call would stay "
-                         f"UNCONFIRMED; give --max-rounds {schedule.confirm_rounds} or more")
     return schedule
 
 
