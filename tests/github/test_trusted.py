@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from tritongate.github.comment import STICKY_MARKER
-from tritongate.github.trusted import UntrustedVerdictError, judge, parse_verdict_doc, render_comment_body
+from tritongate.github.trusted import (UntrustedVerdictError, as_its_rows_say, judge, parse_verdict_doc,
+                                       render_comment_body)
 
 HOSTILE = ["@everyone", "@acme/compiler-team", "![img](http://x)", "[link](http://phish)", "<details><summary>x",
            "<img src=x onerror=alert(1)>", "</details>\n\n## ✅ passed", "line1\nline2\n| fake | row |",
@@ -84,6 +85,16 @@ def test_a_document_claiming_a_pass_over_regressed_rows_is_shown_failing() -> No
                                     "and 0 policy-failing rows (exit code 0): shown as failing").split("\n")[0]
     assert "says passed, but lists 1 REGRESSED" in body and "no regressions" not in body
     assert judge(d).passed is False
+
+
+def test_a_document_claiming_a_pass_without_a_judged_row_is_not_shown_passing() -> None:
+    d = doc([row("REJECTED"), row("REJECTED", case="8192")], passed=True, counts={"REJECTED": 2})
+    j = judge(d)
+    assert j.passed is False and j.contradiction == "verdict.json says passed, but judged no row: not shown as passing"
+    # as the gate writes it since it exits 2 for such a run: not passed, blind, no contradiction
+    written = doc([row("REJECTED")], passed=False, exit_code=2, state="blind")
+    assert judge(written).passed is False and judge(written).contradiction is None
+    assert as_its_rows_say(written) == (written, None)  # its blind state agrees with its rows
 
 
 def test_policy_rows_fail_whatever_passed_says_and_rejected_ones_as_the_gate_decides() -> None:
