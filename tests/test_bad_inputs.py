@@ -501,6 +501,11 @@ add("gate-policy-missing", lambda x: x.gate(None, None, "--policy", str(x.tmp / 
 add("gate-policy-is-a-directory", lambda x: x.gate(None, None, "--policy", x.folder("pol")), 2,
     r"policy file .*pol is a directory")
 add("gate-policy-empty", lambda x: x.gate(None, None, "--policy", ""), 2, r"policy")
+add("gate-policy-min-effect-0", lambda x: x.gate(None, None, "--policy", x.file("p0.yaml", "min_effect: 0\n")), 2,
+    r"min_effect must be a finite number > 0, got 0\.0 \(from --min-effect or the policy file\)")
+add("gate-policy-op-min-effect-0", lambda x: x.gate(None, None, "--policy",
+                                                    x.file("p1.yaml", "ops:\n  add: {min_effect: 0.0}\n")), 2,
+    r"ops\.add\.min_effect must be a finite number > 0, got 0\.0")
 
 add("gate-same-run-twice", lambda x: x.gate(x.runs["cand"], x.runs["cand"]), 2,
     r"given as both the base and the candidate run")

@@ -87,14 +87,25 @@ def test_a_document_claiming_a_pass_over_regressed_rows_is_shown_failing() -> No
     assert judge(d).passed is False
 
 
-def test_a_document_claiming_a_pass_without_a_judged_row_is_not_shown_passing() -> None:
-    d = doc([row("REJECTED"), row("REJECTED", case="8192")], passed=True, counts={"REJECTED": 2})
-    j = judge(d)
-    assert j.passed is False and j.contradiction == "verdict.json says passed, but judged no row: not shown as passing"
-    # as the gate writes it since it exits 2 for such a run: not passed, blind, no contradiction
+def test_a_document_without_a_judged_row_is_blind_never_passing() -> None:
+    # the gate's own such file since 2026-12-06: not passed, exit 2, blind; no contradiction
     written = doc([row("REJECTED")], passed=False, exit_code=2, state="blind")
     assert judge(written).passed is False and judge(written).contradiction is None
-    assert as_its_rows_say(written) == (written, None)  # its blind state agrees with its rows
+    assert as_its_rows_say(written) == (written, None)
+    # one from before (passed: true, exit 0, blind): not passing, and still blind, not "failed"
+    older = doc([row("REJECTED"), row("REJECTED", case="8192")], passed=True, state="blind")
+    assert judge(older).passed is False and as_its_rows_say(older) == (older, None)
+
+
+@pytest.mark.parametrize("rows,policy", [([row("REJECTED")], {"strict": True}),
+                                         ([row("UNCHANGED", fails_policy=True)], {}),
+                                         ([row("MISSING"), row("MISSING")], {"max_missing": 0})])
+def test_a_failing_document_claiming_exit_2_and_blind_is_shown_failing(rows, policy) -> None:
+    """Rows that fail the gate without a judged row (strict REJECTED, a policy-failing row, too
+    many MISSING): the state comes from them, not from the exit code the file claims."""
+    claimed = doc(rows, passed=False, exit_code=2, state="blind", policy=policy)
+    shown, problem = as_its_rows_say(claimed)
+    assert shown.state == "fail" and problem is not None and "its rows give 'fail'" in problem
 
 
 def test_policy_rows_fail_whatever_passed_says_and_rejected_ones_as_the_gate_decides() -> None:

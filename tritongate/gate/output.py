@@ -111,7 +111,7 @@ def _document(result: GateResult, ir: IREvidence | None, baseline: BaselineState
     state = getattr(result, "state", None)  # the rule's three states, where it gives them
     blind = getattr(result, "blind_rows", None)
     if state is None:
-        state, blind_list = fallback_state(result.passed, rows, result.exit_code)
+        state, blind_list = fallback_state(bool(result.failures), rows)
         blind = len(blind_list)
     elif blind is not None and not isinstance(blind, int):
         blind = len(blind)

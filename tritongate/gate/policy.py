@@ -36,15 +36,16 @@ class GatePolicy:
     fail_on_blind: bool = False  # a gate that could not resolve every timed row fails (⚠️ -> ❌)
 
     def __post_init__(self) -> None:
-        def number(name: str, value: Any, low: float) -> None:
+        def number(name: str, value: Any, low: float, *, above: bool = False) -> None:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or value < low:
-                raise UsageError(f"gate policy: {name} must be a finite number >= {low:g}, got {value!r} "
-                                 f"(from --{name.replace('_', '-')} or the policy file)")
+                    or value < low or (above and value == low):
+                raise UsageError(f"gate policy: {name} must be a finite number {'>' if above else '>='} {low:g}, "
+                                 f"got {value!r} (from --{name.replace('_', '-')} or the policy file)")
 
-        number("min_effect", self.min_effect, 0)
+        # a minimum effect of 0 is a precision no run reaches: every row would run to its cap
+        number("min_effect", self.min_effect, 0, above=True)
         for op, value in self.op_min_effect.items():
-            number(f"ops.{op}.min_effect", value, 0)
+            number(f"ops.{op}.min_effect", value, 0, above=True)
         number("noise_z", self.noise_z, 0)
         number("process_sd", self.process_sd, 0)
         number("pair_inflation", self.pair_inflation, 1)

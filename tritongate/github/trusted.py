@@ -37,6 +37,7 @@ class Judgement:
     passed: bool
     counts: dict[str, int]
     contradiction: Optional[str]
+    failed: bool = False  # a row or the policy fails the gate, whatever the document says
 
     @property
     def regressed(self) -> int:
@@ -85,16 +86,17 @@ def judge(doc: VerdictDoc) -> Judgement:
         failing[f"MISSING (more than {rules.max_missing})"] = counts[Verdict.MISSING]
     if rules.fail_on_blind:
         failing["unresolved (under --fail-on-blind)"] = _blind_count(doc)
-    seen = any(row.verdict in JUDGED for row in doc.rows)  # a gate that judged no row did not pass
+    # a gate that judged no row did not pass (one before 2026-12-06 wrote passed: true, blind)
+    seen = any(row.verdict in JUDGED for row in doc.rows)
     passed = doc.passed and not any(failing.values()) and doc.exit_code == 0 and seen
     contradiction = None
-    if doc.passed and not passed:
+    if doc.passed and (any(failing.values()) or doc.exit_code != 0):
         listed = ", ".join(f"{n} {what}" for what, n in failing.items())
-        contradiction = (f"verdict.json says passed, but lists {listed} rows (exit code {doc.exit_code}): shown as failing"
-                         if seen else "verdict.json says passed, but judged no row: not shown as passing")
+        contradiction = f"verdict.json says passed, but lists {listed} rows (exit code {doc.exit_code}): shown as failing"
     elif any(doc.counts.get(name, 0) != counts[name] for name in set(doc.counts) | set(counts)):
         contradiction = "verdict.json's counts do not match its rows: the counts here are the rows'"
-    return Judgement(passed=passed, counts={str(k): n for k, n in counts.items()}, contradiction=contradiction)
+    return Judgement(passed=passed, counts={str(k): n for k, n in counts.items()}, contradiction=contradiction,
+                     failed=any(failing.values()))
 
 
 def _blind_count(doc: VerdictDoc) -> int:
@@ -109,7 +111,10 @@ def as_its_rows_say(doc: VerdictDoc) -> tuple[VerdictDoc, Optional[str]]:
     from tritongate.report.verdict_view import fallback_state
 
     j = judge(doc)
-    state = fallback_state(j.passed, doc.rows, doc.exit_code)[0]
+    # the state from the rows and the policy alone: never from the exit code or state it claims
+    # (a document not passing over judged rows, by its own word or its exit code, is shown failing)
+    seen = any(row.verdict in JUDGED for row in doc.rows)
+    state = fallback_state(j.failed or (not j.passed and seen), doc.rows)[0]
     problem = j.contradiction
     if problem is None and (doc.state or state) != state:
         problem = f"verdict.json says its state is {doc.state!r}, but its rows give {state!r}: shown from the rows"

@@ -55,15 +55,15 @@ def is_blind(row: Any) -> bool:
     return detectable is None or detectable > target + _TOL
 
 
-def fallback_state(passed: bool, rows: Iterable[Any], exit_code: int | None = None) -> tuple[str, list[Any]]:
-    """("pass" | "blind" | "fail", the blind rows) for a verdict that does not carry its state.
-    A verdict that judged no row saw nothing: never a pass, and blind, not failed, when that
-    is all that kept it from passing (exit code 2)."""
+def fallback_state(failed: bool, rows: Iterable[Any]) -> tuple[str, list[Any]]:
+    """("pass" | "blind" | "fail", the blind rows) for a verdict that does not carry its state,
+    from whether something failed and its rows: a verdict that judged no row saw nothing, so
+    it is blind unless something failed."""
     rows = list(rows)
     blind = [r for r in rows if is_blind(r) or unconfirmed(r)]
-    seen = any(_get(r, "verdict") not in NOT_JUDGED for r in rows)
-    if not passed and not (exit_code == ExitCode.USAGE and not seen):
+    if failed:
         return "fail", blind
+    seen = any(_get(r, "verdict") not in NOT_JUDGED for r in rows)
     return ("blind" if blind or not seen else "pass"), blind
 
 
@@ -182,7 +182,8 @@ class VerdictView:
 
 def build_view(doc: VerdictDoc) -> VerdictView:
     rows = [RowView(r) for r in doc.rows]
-    state: str = doc.state if doc.state is not None else fallback_state(doc.passed, doc.rows, doc.exit_code)[0]
+    failed = bool(doc.failures) or doc.exit_code == ExitCode.GATE_FAILED  # (files from before ``state``)
+    state: str = doc.state if doc.state is not None else fallback_state(failed, doc.rows)[0]
     unconf = [r for r in rows if unconfirmed(r.doc)]
     regressed = sorted((r for r in rows if r.doc.verdict == Verdict.REGRESSED and not unconfirmed(r.doc)),
                        key=lambda r: -(r.doc.effect or 0))
