@@ -119,7 +119,7 @@ def test_identical_builds_write_a_zero_verdict_and_no_gpu_job(tmp_path, record, 
     assert "no GPU time used" in md
     # it ran a compile for the record's GPU: not the record's machine or timer
     assert "Compiled for cuda:90 ahead of time, no GPU, nothing timed · base: triton" in md and "timer" not in md
-    assert "Ran on" not in md
+    assert "Ran on" not in md and "Rule:" not in md  # nothing was timed: no timing rule applied
     assert verdict["candidate"]["device"] == "no GPU: ahead-of-time compile for cuda:90"
     assert verdict["base"]["mode"] == verdict["candidate"]["mode"] == "ahead-of-time"  # not the record's "record"
 

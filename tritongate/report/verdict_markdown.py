@@ -250,9 +250,10 @@ def _ir_line(doc: VerdictDoc) -> str:
 
 
 def _policy_line(doc: VerdictDoc) -> str:
-    """The thresholds in force (a changed per-op minimum shows in the next comment)."""
+    """The thresholds in force (a changed per-op minimum shows in the next comment); none where
+    no row was timed (identical binaries, a pre-screen, nothing judged): no rule was applied."""
     p = doc.policy
-    if p is None:
+    if p is None or not any(r.timed for r in doc.rows):
         return ""
     ops = ", ".join(f"{cell(op)} {target_text([v])}" for op, v in sorted(p.op_min_effect.items()))
     return (f"<sub>Rule: minimum effect {target_text([p.min_effect])}" + (f" ({ops})" if ops else "")
