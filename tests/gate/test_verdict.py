@@ -284,6 +284,18 @@ def test_two_builds_on_the_interpreter_are_said_to_compare_interpreters():
                                                      {**cpu, "backend": "cuda"}, "/runs/base"))
 
 
+def test_a_round_cap_below_the_pairs_a_call_needs_is_said() -> None:
+    from tritongate.gate.comparability import notes
+    schedule = {"max_rounds": 6, "confirm_rounds": 20, "confirm_calls": True}
+    side = {"backend": "cuda", "mode": "replay", "pair": {"pair_id": "p", "schedule": schedule}}
+    (said,) = [n for n in notes({**side, "mode": "replay"}, side) if "round cap" in n]
+    assert said == ("the round cap (6, --max-rounds) is below the 20 rounds a call needs: any change found stays "
+                    "UNCONFIRMED and cannot fail the gate; give --max-rounds 20 or more")
+    for fine in ({**schedule, "max_rounds": 20}, {**schedule, "confirm_calls": False}):
+        ok = {**side, "pair": {"pair_id": "p", "schedule": fine}}
+        assert not any("round cap" in n for n in notes(ok, ok))
+
+
 def test_a_row_whose_sides_ran_in_different_launch_states_is_named_and_not_called(tmp_path):
     """The candidate's rounds ran in the slower CUDA-graph launch state (a process that made
     its third graph part-way): a call the state could have made (a 1.2 µs kernel +15 %, 0.18

@@ -140,6 +140,11 @@ def notes(base: Identity, cand: Identity, base_path: str | None = None) -> list[
         if bb.get("python") == cb.get("python") and (bb.get("env_overlay") or {}) == (cb.get("env_overlay") or {}):
             out.append("base and candidate are the same build (same interpreter, no overlay difference): "
                        "this is an A/A check of the harness, not a test of a compiler change")
+        sched = cp.get("schedule") or {}
+        cap, needed = sched.get("max_rounds"), sched.get("confirm_rounds")
+        if sched.get("confirm_calls") and isinstance(cap, int) and isinstance(needed, int) and needed > cap:
+            out.append(f"the round cap ({cap}, --max-rounds) is below the {needed} rounds a call needs: any change "
+                       f"found stays UNCONFIRMED and cannot fail the gate; give --max-rounds {needed} or more")
     elif cand.get("mode") != "replay":
         out.append("the candidate is not a replay run: autotune may have picked other configs than the "
                    "base, so differences can come from config flips rather than the compiler")
