@@ -59,9 +59,8 @@ def software_line(info: dict[str, Any]) -> str:
             f"triton {info.get('triton')}")
 
 
-def graph_us_per_launch(fn: Callable[[], None], launches: int, reps: int) -> float:
-    """``fn`` once (compile, first touch), then a CUDA graph of ``launches`` calls replayed
-    ``reps`` times, each between two events: the median per launch, in µs."""
+def launch_graph(fn: Callable[[], None], launches: int) -> Any:
+    """``fn`` once (compile, first touch), then a CUDA graph of ``launches`` calls of it."""
     import torch
 
     fn()
@@ -70,17 +69,30 @@ def graph_us_per_launch(fn: Callable[[], None], launches: int, reps: int) -> flo
     with torch.cuda.graph(graph):
         for _ in range(launches):
             fn()
+    return graph
+
+
+def graph_sample_us(graph: Any, launches: int) -> float:
+    """One replay of ``graph`` between two events: µs per launch."""
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1000 / launches
+
+
+def graph_us_per_launch(fn: Callable[[], None], launches: int, reps: int) -> float:
+    """``fn`` once (compile, first touch), then a CUDA graph of ``launches`` calls replayed
+    once and then ``reps`` times, each between two events: the median per launch, in µs."""
+    import torch
+
+    graph = launch_graph(fn, launches)
     graph.replay()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000 / launches)
-    return statistics.median(times)
+    return statistics.median(graph_sample_us(graph, launches) for _ in range(reps))
 
 
 def write_results(out: Path, name: str, doc: Any, lines: list[str]) -> None:

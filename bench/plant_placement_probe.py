@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
+from benchlib import graph_sample_us, launch_graph
 
 from tritongate.ops.kernels.planted import peak_clock_ghz, planted_spin
 
@@ -81,25 +82,6 @@ def _matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, strid
             planted_spin(plant_cycles)
 
 
-def _graph(fn, k: int) -> torch.cuda.CUDAGraph:
-    fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(k):
-            fn()
-    return g
-
-
-def _sample(g: torch.cuda.CUDAGraph, k: int) -> float:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    g.replay()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1000 / k
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
@@ -132,12 +114,12 @@ def main() -> None:
                         fn()
                         torch.cuda.synchronize()
                         k = max(1, min(200, int(0.5e-3 / max(time.perf_counter() - t, 1e-6))))
-                        graphs[(where, ns)] = (_graph(fn, k), k)
+                        graphs[(where, ns)] = (launch_graph(fn, k), k)
                 samples: dict[tuple[str, int], list[float]] = {key: [] for key in graphs}
                 for _ in range(args.rounds):
                     for key, (g, k) in graphs.items():
                         for _ in range(args.samples):
-                            samples[key].append(_sample(g, k))
+                            samples[key].append(graph_sample_us(g, k))
                 for where in PLACEMENTS:
                     zero = statistics.median(samples[(where, 0)])
                     for ns in SPINS_NS:

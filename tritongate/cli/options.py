@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from tritongate.argtypes import FRACTION_HINT, effect_size, finite_number as _finite, nonempty_text as _text
-from tritongate.argtypes import whole_number
+from tritongate.argtypes import (FRACTION_HINT, effect_size, finite_number as _finite, nonempty_text as _text,
+                                 whole_number)
 from tritongate.cli.common import shard_arg, url_arg
 from tritongate.errors import GateError, UsageError
 from tritongate.harness.measure import MeasureConfig

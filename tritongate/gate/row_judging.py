@@ -15,12 +15,14 @@ from tritongate.gate.row_comparability import (identical_binaries, launch_state,
 from tritongate.gate.row_verdict import RowVerdict
 from tritongate.model.verdict import Verdict
 from tritongate.gate.rule import PairLayout, TimingDecision, Why, decide
-from tritongate.model.verdict import SHOWN_NOT_FAILING, STOP_WORDS
+from tritongate.model.verdict import SHOWN_NOT_FAILING
 from tritongate.schema import PairInfo, Row, RowStatus, SkipReason
 from tritongate.stats import Change
 
 AHEAD_OF_TIME_REASON = ("every kernel it launched compiled byte-identical under both builds ahead of time "
                         "(pair --changed-from); not run on the GPU")
+# what stopped a pairing short (``PairInfo.stopped_by``), in the words of a row's reason
+_STOP_WORDS = {"row_budget": "row budget", "run_budget": "run budget", "round_cap": "round cap"}
 
 
 def _short_call(pairing: PairInfo | None, rounds: int | None) -> bool:
@@ -129,7 +131,7 @@ def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, poli
     elif verdict is not Verdict.UNCHANGED and pairing is not None and _short_call(pairing, rounds):
         verdict = Verdict.UNCONFIRMED
         reasons.append(f"called on {rounds} pairs, fewer than the {pairing.confirm_rounds} a confirmation needs "
-                       f"(stopped by the {STOP_WORDS.get(_stop(pairing, rounds), 'budget')}){SHOWN_NOT_FAILING}")
+                       f"(stopped by the {_STOP_WORDS.get(_stop(pairing, rounds), 'budget')}){SHOWN_NOT_FAILING}")
     if verdict is Verdict.UNCHANGED and timing.why is Why.WORKER_PAIRS_DISAGREE and timing.one_way:
         # every process measured the candidate the same way round, by different amounts: not a
         # size the gate can stand on, nor nothing (a planted spin converted at a cold clock did this)
@@ -191,7 +193,7 @@ def _short_reason(short: Sequence[tuple[str, str | None]], needed: int) -> str:
     """Why a confirmed call stays unconfirmed: which of its two measurements had too few pairs,
     each with what stopped it (one stop said once; none for runs that did not record it)."""
     def stopped(stop: str | None) -> str:
-        return f" (stopped by the {STOP_WORDS.get(stop, 'budget')})" if stop else ""
+        return f" (stopped by the {_STOP_WORDS.get(stop, 'budget')})" if stop else ""
     stops = {stop for _, stop in short}
     if len(stops) == 1:
         return f"{' and '.join(what for what, _ in short)}, fewer than the {needed} a call needs" \

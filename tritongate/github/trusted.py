@@ -38,6 +38,7 @@ class Judgement:
     counts: dict[str, int]
     contradiction: Optional[str]
     failed: bool = False  # a row or the policy fails the gate, whatever the document says
+    judged: bool = False  # some row was judged (timed, or its binaries compared)
 
     @property
     def regressed(self) -> int:
@@ -96,7 +97,7 @@ def judge(doc: VerdictDoc) -> Judgement:
     elif any(doc.counts.get(name, 0) != counts[name] for name in set(doc.counts) | set(counts)):
         contradiction = "verdict.json's counts do not match its rows: the counts here are the rows'"
     return Judgement(passed=passed, counts={str(k): n for k, n in counts.items()}, contradiction=contradiction,
-                     failed=any(failing.values()))
+                     failed=any(failing.values()), judged=seen)
 
 
 def _blind_count(doc: VerdictDoc) -> int:
@@ -113,8 +114,7 @@ def as_its_rows_say(doc: VerdictDoc) -> tuple[VerdictDoc, Optional[str]]:
     j = judge(doc)
     # the state from the rows and the policy alone: never from the exit code or state it claims
     # (a document not passing over judged rows, by its own word or its exit code, is shown failing)
-    seen = any(row.verdict in JUDGED for row in doc.rows)
-    state = fallback_state(j.failed or (not j.passed and seen), doc.rows)[0]
+    state = fallback_state(j.failed or (not j.passed and j.judged), doc.rows)[0]
     problem = j.contradiction
     if problem is None and (doc.state or state) != state:
         problem = f"verdict.json says its state is {doc.state!r}, but its rows give {state!r}: shown from the rows"

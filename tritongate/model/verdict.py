@@ -21,9 +21,6 @@ from tritongate.validation.fields import NonNegFloat, NonNegInt
 # the words closing the reason that made a row UNCONFIRMED (gate.row_judging writes them, the
 # verdict's renderers find that reason by them)
 SHOWN_NOT_FAILING = ": shown, not failing"
-# what stopped a row short (``stopped_by``), in the words of the reason gate.row_judging gives it
-STOP_WORDS = {"row_budget": "row budget", "run_budget": "run budget", "round_cap": "round cap",
-              "unpaired": "unpaired timing", "too_few_samples": "too few samples"}
 
 
 class Verdict(StrEnum):

@@ -210,15 +210,12 @@ def _where(view: VerdictView) -> str:
     d = view.doc
     base = " ".join(cell(p) for p in side_text(d.base))
     cand = " ".join(cell(p) for p in side_text(d.candidate))
-    devices = {str(d.base.device or ""), str(d.candidate.device or "")}
-    if len(devices) == 1 and (device := devices.pop()).startswith(AHEAD_OF_TIME):  # the pre-screen: nothing ran
-        target = cell(device.rsplit(" ", 1)[-1])
+    if d.base.mode == d.candidate.mode == "ahead-of-time":  # the pre-screen: nothing ran
+        # (its device reads "no GPU: ahead-of-time compile for <target>", prescreen._as_built)
+        target = cell(str(d.base.device or "?").rsplit(" ", 1)[-1])
         return f"Compiled for {target} ahead of time, no GPU, nothing timed · base: {base} · candidate: {cand}"
     ran = " · ".join(cell(p) for p in where_parts(d))
     return f"Ran on {ran or 'an unknown machine'} · base: {base} · candidate: {cand}"
-
-
-AHEAD_OF_TIME = "no GPU: ahead-of-time "  # the pre-screen's device (prescreen._as_built): "... compile for cuda:90"
 
 
 CALIBRATE_CODE = "`tritongate calibrate`"  # the one code span of a calibration line: fixed text

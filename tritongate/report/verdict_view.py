@@ -30,8 +30,6 @@ def row_target(row: Any) -> float | None:
     return target if target is not None else _get(row, "min_effect")
 
 
-
-
 def unconfirmed(row: Any) -> bool:
     """A change seen and not confirmed: called on fewer pairs than a call needs (a budget
     stopped the row), not repeated on fresh worker pairs, or resting on one worker pair."""
