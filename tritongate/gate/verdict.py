@@ -44,6 +44,9 @@ Versioned output (bump ``VERDICT_SCHEMA_VERSION`` on any change a reader must kn
       and ``patches`` (an overlay build's patch file names, only for such a build);
       the policy's ``strict``, ``max_missing`` and ``fail_on_blind`` read as typed (written since
       version 4), so the trusted comment fails a document as the gate did.
+      Since 2026-12-06, without a bump: a verdict that judged no row writes ``passed`` false and
+      ``exit_code`` 2, as the command exits (it had written true and 0, with ``state`` blind,
+      which it keeps); an UNCONFIRMED call that nothing cut short has ``stopped_by`` null.
 """
 
 from __future__ import annotations
