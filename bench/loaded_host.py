@@ -6,6 +6,9 @@ and resumable (a step whose folder holds `done` is not run again):
   unprimed-cand   quiet host; the candidate worker skips the graph priming
                   (TRITONGATE_GRAPH_PRIME=0), so only its process flips to the slow launch
                   state part-way: which rows the verdict names, what it calls them
+  unpartnered-cand  quiet host; the candidate worker runs without its GPU-turn partner
+                  (TRITONGATE_GPU_TURNS=0), so only its process may sit at the slow launch level:
+                  what the launch-state check names and what the rule calls
   aa-1..aa-3      A/A with the host loaded the way a CI host is beside a GPU job: one C compile
                   loop per CPU core (gcc -O2 of a generated 4,000-function file, again and again)
   planted-0.02/5  the same load; the candidate's builtin kernels spin (TRITONGATE_PLANTED_DELAY)
@@ -165,6 +168,8 @@ def main() -> None:
         extra: list[str] = []
         if step == "unprimed-cand":
             extra = ["--cand-env", "TRITONGATE_GRAPH_PRIME=0"]
+        elif step == "unpartnered-cand":
+            extra = ["--cand-env", "TRITONGATE_GPU_TURNS=0"]
         elif "planted-" in step:
             extra = plant_args(plans, step.rsplit("-", 1)[1])
         loaded = not step.startswith(("unprimed-", "quiet-"))

@@ -85,7 +85,7 @@ def test_a_quiet_device_catches_every_planted_slowdown_of_2_and_5_percent(tmp_pa
     assert {k: v for k, v in doc["catch"]["0.05"].items() if k != "measured"} == {
         "rows": 3, "caught": 3, "rate": 1.0, "unplanted": 0, "on_size": True}
     # every paired step names its physical GPU; one GPU here: a calibration of that GPU
-    assert {s["gpu_uuid"] for s in doc["steps"] if s["name"] != "aim"} == {"GPU-scripted"}
+    assert {s["gpu_uuid"] for s in doc["steps"]} == {"GPU-scripted"}  # the aim's worker too
     assert doc["runner"]["gpus"] == ["GPU-scripted"] and doc["runner"]["scope"] == "one GPU"
     assert [c["rows"] for c in doc["classes"]] == [1, 1, 1, 0]
     names = [s["name"] for s in doc["steps"]]  # a size the aim was unsure of is checked by a paired run
@@ -233,6 +233,7 @@ def test_an_aim_stopped_part_way_goes_on_from_the_rows_it_had(tmp_path):
     assert "aim: 1 row aimed before, read back from aim.json" in log
     assert not any(line.startswith("aim ") and f" {first}:" in line for line in log)  # not aimed again
     assert load_aims(out).complete and set(load_aims(out).aims) == {r.key for r in cal.rows}
+    assert load_aims(out).gpu_uuid == "GPU-scripted"  # the aim's GPU kept in aim.json, read back
 
 
 @pytest.mark.slow
@@ -289,4 +290,8 @@ def test_steps_on_several_gpus_make_a_runner_class_calibration():
     cal = analyse(created_utc="2026-12-05T00:00:00+00:00", suite="pr", runner={"device": "NVIDIA H200"}, aa=aa,
                   fractions=(0.02,), aims={}, aim_s=0.0, planted=planted)
     assert cal.runner["gpus"] == ["GPU-a", "GPU-b"] and cal.runner["scope"] == "runner class (2 GPUs)"
-    assert [s["gpu_uuid"] for s in cal.steps] == ["GPU-a", "GPU-b", None, "GPU-b"]  # the aim: no pair of its own
+    assert [s["gpu_uuid"] for s in cal.steps] == ["GPU-a", "GPU-b", None, "GPU-b"]  # an aim whose GPU is unknown
+    # the aim's worker on a third GPU: its spins were sized there, so the calibration spans three
+    cal = analyse(created_utc="2026-12-05T00:00:00+00:00", suite="pr", runner={"device": "NVIDIA H200"}, aa=aa,
+                  fractions=(0.02,), aims={}, aim_s=0.0, planted=planted, aim_gpu="GPU-c")
+    assert cal.runner["scope"] == "runner class (3 GPUs)" and cal.steps[2]["gpu_uuid"] == "GPU-c"

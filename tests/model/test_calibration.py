@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -77,6 +78,22 @@ def test_the_summary_line_names_a_calibration_from_another_gpu():
         "a 2% slowdown caught on 28 of 30 rows (4 more could not be planted).")
     one_false = CalibrationSummary("2026-11-30T05:00:00+00:00", "NVIDIA H200", 102, 1, 0.02, 31, 31, 3)
     assert "): 1 false verdict in 102 A/A rows; a 2% slowdown caught on 31 of 31 rows" in one_false.line("NVIDIA H200")
+
+
+def test_a_calibration_whose_steps_ran_on_several_gpus_says_it_calibrated_the_runner_class(tmp_path):
+    from tritongate.calibrate.report import render
+
+    c = cal([row("mid", 20.0, {"0.02": True})])
+    several = replace(c, runner={**c.runner, "gpus": ["GPU-a", "GPU-b"], "scope": "runner class (2 GPUs)"})
+    assert several.summary().line("NVIDIA H200").startswith(
+        "Calibrated on this runner class (2 GPUs) 2026-11-30 (`tritongate calibrate`): ")
+    assert "on 2 physical GPUs (GPU-a, GPU-b): a calibration of the runner class" in render(several)
+    one = replace(c, runner={**c.runner, "gpus": ["GPU-a"], "scope": "one GPU"})
+    assert one.summary().line("NVIDIA H200").startswith("Calibrated on this runner 2026-11-30")
+    assert "Every step on one GPU (GPU-a)." in render(one)
+    several.write(tmp_path / "calibration.json")  # the scope is kept in the summary a verdict cites
+    assert load_summary(tmp_path).scope == "runner class (2 GPUs)"
+    assert "scope" not in c.to_dict()["summary"]  # unknown (a calibration before it was kept): not written
 
 
 def test_a_written_calibration_reads_back_as_its_summary(tmp_path):

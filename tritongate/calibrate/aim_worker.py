@@ -33,6 +33,7 @@ class AimWorker:
         self._worker = spawn(side_worker_spec(self.request, "base", self.request.base, Path(work_dir) / "workers",
                                               label="aim"))
         self._rows: dict[str, dict[str, Any]] = {}
+        self.device_uuid: str | None = None  # the physical GPU it measured on, from its hello
 
     def __enter__(self) -> "AimWorker":
         req = self.request
@@ -40,7 +41,7 @@ class AimWorker:
         try:
             # measuring alone, it takes turns with a partner, so that its spins are timed at the
             # launch-state level the paired runs they are planted into time at (harness.gpu_turns)
-            self._worker.call("init", startup_timeout(req.row_timeout_s),
+            hello = self._worker.call("init", startup_timeout(req.row_timeout_s),
                               settings={**worker_settings(req),
                                         "gpu_turns": turns_requested({**os.environ, **req.base.env})})
             plan = self._worker.call("plan", startup_timeout(req.row_timeout_s), suite=req.suite,
@@ -55,6 +56,8 @@ class AimWorker:
             self._worker.kill()
             raise MeasurementError(f"aim step: the worker ({req.base.python}) could not start: {exc.reason}") from None
         self._rows = {row_key(r["op"], r["case"], r["dtype"]): r for r in plan["rows"]}
+        uuid = hello.get("device_uuid")
+        self.device_uuid = str(uuid) if uuid else None
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -25,11 +25,22 @@ def _rate(rate: Rate) -> str:
     return "–" if rate.rows == 0 else f"{rate.caught}/{rate.rows} ({rate.caught / rate.rows:.0%})"
 
 
+def _scope(cal: Calibration) -> str:
+    """Where the steps ran: one GPU, or (several physical GPUs) the class of runner PRs meet."""
+    gpus = [markdown_cell(str(g)) for g in cal.runner.get("gpus") or ()]
+    if not gpus:
+        return " The steps' GPUs were not recorded."
+    if len(gpus) == 1:
+        return f" Every step on one GPU ({gpus[0]})."
+    return (f" The steps ran on {len(gpus)} physical GPUs ({', '.join(gpus)}): a calibration of the runner "
+            "class, not of one GPU (each step's GPU is in calibration.json's `steps`).")
+
+
 def render(cal: Calibration) -> str:
     r = {k: markdown_cell(str(v)) if v is not None else "n/a" for k, v in cal.runner.items()}
     lines = [f"# Calibration of `{markdown_cell(suite_folder(cal.suite))}` ({cal.created_utc[:10]})", "",
              f"{r.get('device', 'n/a')}, driver {r.get('driver', 'n/a')}, torch {r.get('torch', 'n/a')}, triton "
-             f"{r.get('triton', 'n/a')}, timer {r.get('timer', 'n/a')}.", "",
+             f"{r.get('triton', 'n/a')}, timer {r.get('timer', 'n/a')}." + _scope(cal), "",
              f"**A/A: {false_verdicts(cal.aa_false)} in {cal.aa_rows} rows** (the build against itself, every row "
              "timed; every REGRESSED or IMPROVED is false).", ""]
     goals = [f"- {'✅' if g.met else '❌' if g.met is False else '–'} {g.text()}" for g in cal.goals()]

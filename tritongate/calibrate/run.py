@@ -65,22 +65,24 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
         prior = load_aims(out)
         if prior is not None and prior.complete:
             say("aim: finished before, read back from aim.json")
-            return prior.aims, prior.failed, prior.wall_s
+            return prior.aims, prior.failed, prior.wall_s, prior.gpu_uuid
         if prior is not None:
             say(f"aim: {counted(len(prior.aims) + len(prior.failed), 'row')} aimed before, read back from aim.json")
         before = prior.wall_s if prior is not None else 0.0
         t0 = time.perf_counter()
 
         def progress(aims: dict, failed: dict) -> None:  # kept after every row: a stop loses one row at most
-            save_aims(out, AimProgress(aims, failed, before + time.perf_counter() - t0, complete=False))
+            save_aims(out, AimProgress(aims, failed, before + time.perf_counter() - t0, complete=False,
+                                       gpu_uuid=gpu))
 
         # the base build as the planted runs' base has it, replaying the same baseline
         with AimWorker(replace(template, out=out / "aim"), out / "aim", spawn=spawn or spawn_process) as worker:
+            gpu = worker.device_uuid or (prior.gpu_uuid if prior else None)
             aims, failed = aim_rows(worker, keys, sizes, say, done=prior.aims if prior else None,
                                     failed_before=prior.failed if prior else None, on_row=progress)
         wall = before + time.perf_counter() - t0
-        save_aims(out, AimProgress(aims, failed, wall, complete=True))
-        return aims, failed, wall
+        save_aims(out, AimProgress(aims, failed, wall, complete=True, gpu_uuid=gpu))
+        return aims, failed, wall, gpu
 
     cal = calibrate(plan, make_request, resumable(run, _regate, say), aim, log, detail)
     cal.write(out / CALIBRATION_JSON)

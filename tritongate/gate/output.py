@@ -12,7 +12,7 @@ import datetime as dt
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -132,7 +132,7 @@ def _document(result: GateResult, ir: IREvidence | None, baseline: BaselineState
         "ir": ir.to_dict() if ir is not None else None,
         "baseline": ({**baseline.to_dict(), "line": baseline.line(replayed if isinstance(replayed, str) else None)}
                      if baseline is not None else None),
-        "calibration": asdict(calibration) if calibration is not None else None,
+        "calibration": calibration.doc() if calibration is not None else None,
         "calibration_line": (calibration.line(cand_device if isinstance(cand_device, str) and cand_device else None)
                              if calibration is not None else None),
         "artifact_url": safe_url(artifact_url) if artifact_url else None,

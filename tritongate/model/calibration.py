@@ -18,7 +18,7 @@ from tritongate.model.keys import row_key
 from tritongate.validation import describe
 
 SCHEMA = 2  # 2: rows carry their aim (spins timed, the effect aimed at), no gain
-SUMMARY_SCHEMAS = (1, 2)  # files whose summary a verdict can cite (its fields did not change)
+SUMMARY_SCHEMAS = (1, 2)  # files whose summary a verdict can cite (since 2026-12-07 it may hold `scope`)
 KIND = "tritongate-calibration"
 CALIBRATION_JSON = "calibration.json"
 CALIBRATION_ENV = "TRITONGATE_CALIBRATION"
@@ -206,13 +206,14 @@ class Calibration:
         rate = self.rate(two)
         return CalibrationSummary(created_utc=self.created_utc, device=str(self.runner.get("device", "?")),
                                   aa_rows=self.aa_rows, aa_false=self.aa_false, fraction=two,
-                                  caught=rate.caught, planted_rows=rate.rows, unplanted=rate.unplanted)
+                                  caught=rate.caught, planted_rows=rate.rows, unplanted=rate.unplanted,
+                                  scope=str(self.runner.get("scope") or ""))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA, "kind": KIND, "created_utc": self.created_utc, "suite": self.suite,
             "runner": dict(self.runner), "fractions": list(self.fractions), "notes": list(self.notes),
-            "summary": asdict(self.summary()),
+            "summary": self.summary().doc(),
             "aa": {"rows": self.aa_rows, "false_verdicts": self.aa_false},
             "catch": {fraction_key(f): _rate_dict(self.rate(f)) for f in self.fractions},
             "classes": [{"name": name, "lo_us": lo, "hi_us": None if math.isinf(hi) else hi,
@@ -266,17 +267,24 @@ class CalibrationSummary:
     caught: int
     planted_rows: int
     unplanted: int = 0  # rows the calibration could not plant at that size (not in planted_rows)
+    scope: str = ""  # "one GPU" or "runner class (N GPUs)": where its steps ran ("" in older files)
 
     def line(self, verdict_device: str | None = None) -> str:
         rate = f"{self.caught} of {self.planted_rows} rows" if self.planted_rows else "no rows planted"
         if self.unplanted:
             rate += f" ({self.unplanted} more could not be planted)"
-        text = (f"Calibrated on this runner {self.created_utc[:10]} (`tritongate calibrate`): "
+        # steps on several physical GPUs calibrated the class of runner PRs meet, not one GPU
+        where = f"this {self.scope}" if self.scope.startswith("runner class") else "this runner"
+        if verdict_device and self.device and verdict_device != self.device:
+            where = f"{self.device}, not this GPU ({verdict_device}),"
+        text = (f"Calibrated on {where} {self.created_utc[:10]} (`tritongate calibrate`): "
                 f"{false_verdicts(self.aa_false)} in {self.aa_rows} A/A rows; a {self.fraction:.0%} slowdown "
                 f"caught on {rate}.")
-        if verdict_device and self.device and verdict_device != self.device:
-            text = "⚠️ " + text.replace("on this runner", f"on {self.device}, not this GPU ({verdict_device}),")
-        return text
+        return "⚠️ " + text if where.endswith(",") else text
+
+    def doc(self) -> dict[str, Any]:
+        """As calibration.json and verdict.json hold it (no ``scope`` where it is unknown, as before it was kept)."""
+        return {k: v for k, v in asdict(self).items() if k != "scope" or v}
 
 
 def load_calibration(path: Path) -> Calibration:
@@ -324,6 +332,7 @@ def load_summary(path: Path) -> CalibrationSummary:
         caught: int = Field(ge=0)
         planted_rows: int = Field(ge=0)
         unplanted: int = Field(default=0, ge=0)
+        scope: str = ""
 
     doc_summary = validate(_Summary, doc.get("summary"), source=f"{path}: summary", error=UsageError)
     if doc_summary.aa_false > doc_summary.aa_rows or doc_summary.caught > doc_summary.planted_rows:
