@@ -224,7 +224,7 @@ def test_a_launch_path_change_times_every_row(tmp_path, record, fake_builds, mon
 
 
 def test_a_record_for_another_target_is_compiled_for_it_and_a_non_cuda_one_times_every_row(
-        tmp_path, fake_builds, capsys) -> None:
+        tmp_path, fake_builds, capsys, monkeypatch) -> None:
     a100 = _record(tmp_path / "a100", target="cuda:80")
     base = fake_builds(tmp_path, "base")
     assert ci_prescreen.main(["--baseline", str(a100), "--base-python", base, "--cand-python", base,
@@ -238,6 +238,14 @@ def test_a_record_for_another_target_is_compiled_for_it_and_a_non_cuda_one_times
     assert doc["target"] is None and len(doc["rows_changed"]) == 2 and not (tmp_path / "o2" / "verdict").exists()
     assert not (tmp_path / "o2" / "ir-diff").exists()  # nothing to upload: the GPU job must not download one
     assert "2 of 2 rows timed: the baseline was recorded for hip:gfx942" in capsys.readouterr().out
+    # on a runner, the job's summary says why every row is timed (the GPU job's verdict does not)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert ci_prescreen.main(["--baseline", str(hip), "--base-python", base, "--cand-python", base,
+                              "--out", str(tmp_path / "o3")]) == 0
+    assert summary.read_text() == ("### tritongate pre-screen\n\n"
+                                   "2 of 2 rows timed: the baseline was recorded for hip:gfx942; the pre-screen compiles for "
+                                   "CUDA GPUs only\n\n")
 
 
 def test_a_failed_capture_vouches_for_nothing(tmp_path, record, fake_builds, monkeypatch) -> None:

@@ -78,6 +78,14 @@ def test_a_launch_path_change_names_its_files_once(tmp_path, record, fake_builds
         "kernels changed: matmul_kernel (TTGIR +1 -1); launch path: Triton's launch path changed"]
     assert stdout.count("runtime/jit.py") == 1
     assert "note: the PR changes Triton's launch path (runtime/jit.py), so every row is timed\n" in stdout
+    summary = tmp_path / "summary.md"  # a runner's job summary: the count and the note
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    sides = iter([{"runtime/jit.py": "a"}, {"runtime/jit.py": "b"}])
+    assert main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
+                 "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(tmp_path / "o2")]) == 0
+    assert summary.read_text().splitlines()[2:-1] == [
+        "2 of 2 rows can change under this PR; pair them with --changed-from the pre-screen's ir-diff",
+        "- the PR changes Triton's launch path (runtime/jit.py), so every row is timed"]
 
 
 @pytest.mark.parametrize("bad, named", [

@@ -159,16 +159,22 @@ def progress_printer(color: bool, *, verb: str = "measuring", row_text: Callable
 
 def append_step_summary(markdown_path: Path) -> None:
     """verdict.md appended to ``$GITHUB_STEP_SUMMARY`` when a workflow step sets it."""
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        append_step_summary_text(Path(markdown_path).read_text(encoding="utf-8"),
+                                 where=f"the verdict itself is in {Path(markdown_path).parent}")
+
+
+def append_step_summary_text(markdown: str, where: str = "the same is printed above") -> None:
+    """Markdown appended to ``$GITHUB_STEP_SUMMARY`` when a workflow step sets it."""
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if not summary:
         return
     try:
-        text = Path(markdown_path).read_text(encoding="utf-8")
         with open(summary, "a", encoding="utf-8") as f:
-            f.write(text + "\n")
+            f.write(markdown + "\n")
     except OSError as exc:
-        raise UsageError(f"GITHUB_STEP_SUMMARY={summary} cannot be appended to ({exc.strerror or exc}); the verdict "
-                         f"itself is in {Path(markdown_path).parent}; unset the variable or point it at a file") from exc
+        raise UsageError(f"GITHUB_STEP_SUMMARY={summary} cannot be appended to ({exc.strerror or exc}); {where}; "
+                         "unset the variable or point it at a file") from exc
 
 
 def print_summary(verdict_json: Any) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from tritongate.argtypes import nonempty_text as _text
-from tritongate.cli.common import DEFAULT_BLAME, add_command, append_step_summary, exit_codes
+from tritongate.cli.common import (DEFAULT_BLAME, add_command, append_step_summary, append_step_summary_text,
+                                   exit_codes)
 from tritongate.errors import ExitCode, PreflightError, UsageError
 from tritongate.report.untrusted import neutralize
 
@@ -121,7 +122,18 @@ def screen(args: argparse.Namespace) -> Any:
         _blame(result, args, envs)
     if result.verdict_dir is not None:
         append_step_summary(result.verdict_dir / "verdict.md")
+    else:  # rows to time: the job's summary says how many and why (a non-CUDA record: every row)
+        append_step_summary_text(step_summary(result))
     return result
+
+
+def step_summary(result: Any) -> str:
+    """The count line and the notes, as the job summary shows them when rows are to be timed."""
+    from tritongate.prescreen.rows import count_line, notes
+    from tritongate.report.untrusted import markdown_cell
+
+    lines = ["### tritongate pre-screen", "", markdown_cell(count_line(result.document, "the pre-screen's ir-diff"))]
+    return "\n".join([*lines, *(f"- {markdown_cell(n)}" for n in notes(result.document))]) + "\n"
 
 
 def changed_table(rows: list[Any]) -> str:
