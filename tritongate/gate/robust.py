@@ -43,23 +43,8 @@ from tritongate.gate.quantiles import chi2_sf
 TRIM = 0.2
 
 
-def trimmed(x: np.ndarray, trim: float = TRIM) -> tuple[np.ndarray, np.ndarray, int]:
-    """(trimmed mean, Yuen's standard error, h = pairs kept) over the last axis."""
-    n = x.shape[-1]
-    g = int(math.floor(trim * n))
-    s = np.sort(x, axis=-1)
-    h = n - 2 * g
-    mean = s[..., g:n - g].mean(axis=-1)
-    if n < 2:
-        return mean, np.full(mean.shape, np.inf), h
-    w = np.clip(s, s[..., g:g + 1], s[..., n - g - 1:n - g])  # winsorized
-    var_w = w.var(axis=-1, ddof=1)
-    se = np.sqrt((n - 1) * var_w / (h * (h - 1))) if h >= 2 else np.full(mean.shape, np.inf)
-    return mean, se, h
-
-
 def _trimmed_mean_sorted(s: np.ndarray, trim: float = TRIM) -> np.ndarray:
-    """``trimmed(x)[0]`` of ``s = np.sort(x, axis=-1)``: the same operations on the same array."""
+    """The 20 % trimmed mean of ``s = np.sort(x, axis=-1)`` over its last axis."""
     n = s.shape[-1]
     g = int(math.floor(trim * n))
     return cast(np.ndarray, s[..., g:n - g].mean(axis=-1))  # a numpy scalar for one row, as before
@@ -114,7 +99,7 @@ def estimate(d: np.ndarray, *, base_first: np.ndarray | None, groups: np.ndarray
     # spread, and a tiny estimate would make the agreement test call it an outlier).
     means, var_sum, dof, sizes = [], np.zeros(d.shape[:-1]), 0, []
     for g in labels:
-        # sorted once for both (the standard errors of ``trimmed`` are not used here)
+        # sorted once for the trimmed mean and the winsorized variance
         s = np.sort(d if len(labels) == 1 else d[..., groups == g], axis=-1)
         n_g = s.shape[-1]
         means.append(_trimmed_mean_sorted(s))
