@@ -86,6 +86,26 @@ def test_the_planted_cpu_run_says_the_codegen_overlay_does_nothing_there():
     assert len(notes) == 3  # three paragraphs, not one merged quote
 
 
+def test_calls_between_two_builds_on_the_interpreter_say_so_in_the_headline():
+    """Triton 3.6.0 against 3.7.1 on `--backend cpu` read "✅ No regression in 8 rows; 8 improved",
+    the interpreter note at the bottom: the calls measure the interpreters, and the headline
+    says so. One build against itself (the planted golden) is measured as it is."""
+    from tritongate.report.verdict_terminal import headline_text
+
+    doc = golden_doc("planted")
+    assert render_verdict(doc).splitlines()[1] == "## ❌ 1 regression, worst add · 4096 · float32 +27.2 %"
+    for other in ({"triton_version": "3.7.1"}, {"python": "/venvs/triton-3.7.1/bin/python"},
+                  {"patches": ["fuse.patch"]}):
+        two = {**doc, "candidate": {**doc["candidate"], **other}}
+        assert render_verdict(two).splitlines()[1] == ("## ❌ 1 regression, worst add · 4096 · float32 +27.2 % "
+                                                       "(interpreter times, not the code a GPU would run)")
+        assert headline_text(VerdictDoc.model_validate(two)).endswith("+27.2 % (interpreter times, not the code a "
+                                                                      "GPU would run)")
+    on_gpu = {**doc, "base": {**doc["base"], "backend": "cuda"},
+              "candidate": {**doc["candidate"], "backend": "cuda", "triton_version": "3.7.1"}}
+    assert "interpreter times" not in render_verdict(on_gpu).splitlines()[1]
+
+
 def test_a_path_overlay_is_not_called_a_code_generation_setting():
     """`--cand-env PYTHONPATH=...` picks another Triton: on the interpreter that changes what runs
     (the interpreter note says what was compared), so it is not 'doing nothing'."""

@@ -228,9 +228,24 @@ def target_text(targets: Sequence[float]) -> str:
 AHEAD_OF_TIME = "compiled byte-identical under both builds ahead of time"
 
 
+INTERPRETER_CALLS = " (interpreter times, not the code a GPU would run)"
+
+
 def headline_parts(view: VerdictView) -> tuple[str, list[str]]:
     """(emoji, plain-text pieces): the one headline line. Pieces holding row names are
-    returned as (op, case, dtype) tuples joined by the renderer, which escapes them."""
+    returned as (op, case, dtype) tuples joined by the renderer, which escapes them. Calls
+    between two builds (another Triton, interpreter or patch set) with both sides on the
+    interpreter say so in the headline: there the builds differ in their interpreters, not in
+    the code they generate (one build against itself, a planted run, is measured as it is)."""
+    emoji, pieces = _headline_parts(view)
+    b, c = view.doc.base, view.doc.candidate
+    two_builds = (b.triton_version, b.python, b.patches) != (c.triton_version, c.python, c.patches)
+    if b.backend == c.backend == "cpu" and two_builds and (view.regressed or view.improved or view.unconfirmed):
+        pieces.append(INTERPRETER_CALLS)
+    return emoji, pieces
+
+
+def _headline_parts(view: VerdictView) -> tuple[str, list[str]]:
     d = view.doc
     rows = len(d.rows)
     if view.state == "fail":
