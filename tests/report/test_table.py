@@ -103,3 +103,12 @@ def test_a_constant_median_stays_a_column_not_a_legend():
     shown, legend = fold_constant_columns([row_cells(r) for r in rows])
     assert "median" in shown and "median" not in legend
     assert legend["IQR"] == "5.000–5.000 µs"  # constant and not kept: folded into the legend
+
+
+def test_the_columns_every_row_shares_are_one_line_and_n_and_k_are_said_in_words():
+    rows = [row(case="a", median=20), row(case="b", median=30)]
+    lines = render_rows(rows, color=False, width=200).splitlines()
+    assert lines[0].startswith("every row: ") and "; n: " in lines[0] and "; k: " in lines[0]
+    assert lines[-1] == "n: samples; k: kernel launches a sample (its time is per launch)"
+    alone = render_rows([row(case="a", median=20)], color=False, width=200).splitlines()  # one row: all columns
+    assert not alone[0].startswith("every row") and alone[-1].startswith("n: samples; k: ")

@@ -25,6 +25,8 @@ NOT_TIMED = {
 # Every row has these cells, in this order; throughput cells follow where they apply.
 COLUMNS = ("op", "case", "dtype", "timer", "status", "median", "IQR", "rel IQR", "n", "k", "markers")
 NUMERIC_COLUMNS = frozenset({"median", "IQR", "rel IQR", "n", "k", "TB/s", "TFLOP/s"})  # right-justified
+# the two one-letter columns, said in words where the table shows them
+KEY = {"n": "samples", "k": "kernel launches a sample (its time is per launch)"}
 
 
 def throughput(row: Row) -> tuple[float | None, float | None]:
@@ -106,6 +108,9 @@ def render_rows(rows: Sequence[Row], *, color: bool, width: int = 160, title: st
     console = Console(file=buf, width=width, force_terminal=color, color_system="standard" if color else None,
                       highlight=False, emoji=False)
     if legend:
-        console.print(terminal_text("  ".join(f"{k}: {v}" for k, v in legend.items())))
+        console.print(terminal_text("every row: " + "; ".join(f"{k}: {v}" for k, v in legend.items())))
     console.print(table)
+    said = [f"{c}: {KEY[c]}" for c in (*legend, *columns) if c in KEY]
+    if said:
+        console.print("; ".join(said))
     return buf.getvalue()
