@@ -28,7 +28,8 @@ Split (a verdict no build's code can write): `--side base|cand` runs one build's
 holds neither build, and writes everything below.
 
 With $GITHUB_OUTPUT set, appends `rows_changed=<N>` and `rows_total=<M>` to it; with
-$GITHUB_STEP_SUMMARY set and no row changed, verdict.md to the summary. --blame N (off by
+$GITHUB_STEP_SUMMARY set, verdict.md to the summary when no row changed, else the count line
+and why the rows are timed. --blame N (off by
 default: seconds to a minute a kernel) writes DIR/ir-diff/blame.json.
 Exit codes: 0 success (whatever the count), 2 bad input (named on stderr), 4 internal error.
 """

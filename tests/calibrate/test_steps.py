@@ -225,7 +225,7 @@ def test_an_aim_stopped_part_way_goes_on_from_the_rows_it_had(tmp_path):
     cal, _md, _png, out, _log = _calibrate(tmp_path, fractions=(0.02, 0.05))
     done = load_aims(out)
     first = sorted(done.aims)[0]
-    save_aims(out, AimProgress({first: done.aims[first]}, {}, 1.5, complete=False))
+    save_aims(out, AimProgress({first: done.aims[first]}, {}, 1.5, complete=False, gpus=("GPU-earlier",)))
     for step in ("planted-0.02", "planted-0.05"):
         (out / step / "step.json").unlink()
     again, pairs, spawned, log = _again(tmp_path, out)
@@ -233,7 +233,9 @@ def test_an_aim_stopped_part_way_goes_on_from_the_rows_it_had(tmp_path):
     assert "aim: 1 row aimed before, read back from aim.json" in log
     assert not any(line.startswith("aim ") and f" {first}:" in line for line in log)  # not aimed again
     assert load_aims(out).complete and set(load_aims(out).aims) == {r.key for r in cal.rows}
-    assert load_aims(out).gpu_uuid == "GPU-scripted"  # the aim's GPU kept in aim.json, read back
+    # the first part's GPU kept in aim.json, the resumed part's added: the spins were sized on both
+    assert load_aims(out).gpus == ("GPU-earlier", "GPU-scripted")
+    assert again.runner["gpus"] == ["GPU-earlier", "GPU-scripted"] and again.runner["scope"] == "runner class (2 GPUs)"
 
 
 @pytest.mark.slow
@@ -293,5 +295,5 @@ def test_steps_on_several_gpus_make_a_runner_class_calibration():
     assert [s["gpu_uuid"] for s in cal.steps] == ["GPU-a", "GPU-b", None, "GPU-b"]  # an aim whose GPU is unknown
     # the aim's worker on a third GPU: its spins were sized there, so the calibration spans three
     cal = analyse(created_utc="2026-12-05T00:00:00+00:00", suite="pr", runner={"device": "NVIDIA H200"}, aa=aa,
-                  fractions=(0.02,), aims={}, aim_s=0.0, planted=planted, aim_gpu="GPU-c")
+                  fractions=(0.02,), aims={}, aim_s=0.0, planted=planted, aim_gpus=("GPU-c",))
     assert cal.runner["scope"] == "runner class (3 GPUs)" and cal.steps[2]["gpu_uuid"] == "GPU-c"

@@ -55,6 +55,20 @@ def test_show_a_verdict_folder_as_a_table_and_as_data(pair_dir, capsys):
     assert capsys.readouterr().out == (verdict / "verdict.md").read_text(encoding="utf-8")
 
 
+def test_show_words_the_headline_as_the_renderers_do_now(pair_dir, capsys):
+    """A verdict.json written before a wording changed keeps its stored headline; `show` words it
+    from the rows, as the comment and the terminal do (two builds on the interpreter: the
+    headline says so)."""
+    path = pair_dir / "verdict" / "verdict.json"
+    doc = json.loads(path.read_text())
+    doc["base"] |= {"backend": "cpu", "triton_version": "3.6.0"}
+    doc["candidate"] |= {"backend": "cpu", "triton_version": "3.7.1"}
+    path.write_text(json.dumps(doc))
+    assert main(["show", str(pair_dir / "verdict")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith(f"{doc['headline']} (interpreter times, not the code a GPU would run)"), first
+
+
 def test_show_a_pair_directory_prints_both_runs_and_the_verdict(pair_dir, capsys):
     assert main(["show", str(pair_dir), "--color", "never"]) == 0
     out = capsys.readouterr().out

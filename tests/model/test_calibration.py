@@ -94,6 +94,10 @@ def test_a_calibration_whose_steps_ran_on_several_gpus_says_it_calibrated_the_ru
     several.write(tmp_path / "calibration.json")  # the scope is kept in the summary a verdict cites
     assert load_summary(tmp_path).scope == "runner class (2 GPUs)"
     assert "scope" not in c.to_dict()["summary"]  # unknown (a calibration before it was kept): not written
+    doc = json.loads((tmp_path / "calibration.json").read_text())  # a file from before: its runner has it
+    del doc["summary"]["scope"]
+    (tmp_path / "calibration.json").write_text(json.dumps(doc))
+    assert load_summary(tmp_path).scope == "runner class (2 GPUs)"
 
 
 def test_a_written_calibration_reads_back_as_its_summary(tmp_path):

@@ -95,7 +95,8 @@ def test_calls_between_two_builds_on_the_interpreter_say_so_in_the_headline():
     doc = golden_doc("planted")
     assert render_verdict(doc).splitlines()[1] == "## ❌ 1 regression, worst add · 4096 · float32 +27.2 %"
     for other in ({"triton_version": "3.7.1"}, {"python": "/venvs/triton-3.7.1/bin/python"},
-                  {"patches": ["fuse.patch"]}):
+                  {"patches": ["fuse.patch"]}, {"compiler_ref": "pr-head", "commit": "abc123"},
+                  {"env_overlay": {**doc["candidate"]["env_overlay"], "PYTHONPATH": "/src/triton/python"}}):
         two = {**doc, "candidate": {**doc["candidate"], **other}}
         assert render_verdict(two).splitlines()[1] == ("## ❌ 1 regression, worst add · 4096 · float32 +27.2 % "
                                                        "(interpreter times, not the code a GPU would run)")

@@ -60,7 +60,7 @@ def _unaimed(why: str | None, fractions: Sequence[float]) -> dict[str, Any] | No
 def analyse(*, created_utc: str, suite: str, runner: Mapping[str, Any], aa: Sequence[Step],
             fractions: Sequence[float], aims: Mapping[str, RowAim], aim_s: float, planted: Sequence[Step],
             checks: Sequence[Step] = (), notes: Sequence[str] = (),
-            unaimed: Mapping[str, str] | None = None, aim_gpu: str | None = None) -> Calibration:
+            unaimed: Mapping[str, str] | None = None, aim_gpus: Sequence[str] = ()) -> Calibration:
     """Rows timed in the first A/A run are calibrated; the others are noted. A row in
     ``unaimed`` (its aim failed) could not be planted at any size: a miss for the goals."""
     if not aa:
@@ -93,8 +93,8 @@ def analyse(*, created_utc: str, suite: str, runner: Mapping[str, Any], aa: Sequ
     if skipped:
         notes = [*notes, f"not timed in the A/A run, so not calibrated: {', '.join(skipped)}"]
     steps = tuple({"name": s.name, "fraction": s.fraction, "wall_s": round(s.wall_s, 1), "path": s.path,
-                   "gpu_uuid": s.gpu_uuid} for s in (*aa, Step("aim", None, (), aim_s, gpu_uuid=aim_gpu), *checks, *planted))
-    gpus = sorted({s.gpu_uuid for s in (*aa, *checks, *planted) if s.gpu_uuid} | ({aim_gpu} if aim_gpu else set()))
+                   "gpu_uuid": s.gpu_uuid} for s in (*aa, Step("aim", None, (), aim_s, gpu_uuid=", ".join(aim_gpus) or None), *checks, *planted))
+    gpus = sorted({s.gpu_uuid for s in (*aa, *checks, *planted) if s.gpu_uuid} | set(aim_gpus))
     # steps on several physical GPUs calibrate what PRs meet: a class of runner, not one GPU
     runner = {**runner, "gpus": gpus, "scope": "one GPU" if len(gpus) <= 1 else f"runner class ({len(gpus)} GPUs)"}
     return Calibration(created_utc=created_utc, suite=suite, runner=dict(runner), fractions=tuple(fractions),

@@ -136,13 +136,13 @@ class AimProgress:
     failed: dict[str, str]
     wall_s: float
     complete: bool
-    gpu_uuid: str | None = None  # the physical GPU the aim's worker ran on
+    gpus: tuple[str, ...] = ()  # the physical GPUs the aim's workers ran on (a resumed aim may add one)
 
 
 def save_aims(folder: Path, progress: AimProgress) -> None:
     write_json_atomic(Path(folder) / AIM_DONE, {
         "kind": AIM_KIND, "schema": 1, "complete": progress.complete, "wall_s": round(progress.wall_s, 1),
-        "gpu_uuid": progress.gpu_uuid,
+        "gpus": list(progress.gpus),
         "failed": dict(progress.failed), "rows": {k: a.to_dict() for k, a in progress.aims.items()}})
 
 
@@ -157,6 +157,6 @@ def load_aims(folder: Path) -> AimProgress | None:
             raise ValueError(f"not {AIM_KIND} schema 1")
         aims = {str(key): RowAim.from_dict(key, a) for key, a in doc["rows"].items()}
         return AimProgress(aims, {str(k): str(v) for k, v in doc["failed"].items()}, float(doc["wall_s"]),
-                           doc["complete"] is True, gpu_uuid=str(doc["gpu_uuid"]) if doc.get("gpu_uuid") else None)
+                           doc["complete"] is True, gpus=tuple(str(g) for g in doc.get("gpus") or ()))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"{path}: damaged ({type(exc).__name__}: {exc}); delete it to aim again") from None

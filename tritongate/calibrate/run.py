@@ -65,7 +65,7 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
         prior = load_aims(out)
         if prior is not None and prior.complete:
             say("aim: finished before, read back from aim.json")
-            return prior.aims, prior.failed, prior.wall_s, prior.gpu_uuid
+            return prior.aims, prior.failed, prior.wall_s, prior.gpus
         if prior is not None:
             say(f"aim: {counted(len(prior.aims) + len(prior.failed), 'row')} aimed before, read back from aim.json")
         before = prior.wall_s if prior is not None else 0.0
@@ -73,16 +73,18 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
 
         def progress(aims: dict, failed: dict) -> None:  # kept after every row: a stop loses one row at most
             save_aims(out, AimProgress(aims, failed, before + time.perf_counter() - t0, complete=False,
-                                       gpu_uuid=gpu))
+                                       gpus=gpus))
 
         # the base build as the planted runs' base has it, replaying the same baseline
         with AimWorker(replace(template, out=out / "aim"), out / "aim", spawn=spawn or spawn_process) as worker:
-            gpu = worker.device_uuid or (prior.gpu_uuid if prior else None)
+            before_gpus = prior.gpus if prior else ()
+            uuid = worker.device_uuid  # a resumed aim on another machine adds its GPU
+            gpus = before_gpus + ((uuid,) if uuid and uuid not in before_gpus else ())
             aims, failed = aim_rows(worker, keys, sizes, say, done=prior.aims if prior else None,
                                     failed_before=prior.failed if prior else None, on_row=progress)
         wall = before + time.perf_counter() - t0
-        save_aims(out, AimProgress(aims, failed, wall, complete=True, gpu_uuid=gpu))
-        return aims, failed, wall, gpu
+        save_aims(out, AimProgress(aims, failed, wall, complete=True, gpus=gpus))
+        return aims, failed, wall, gpus
 
     cal = calibrate(plan, make_request, resumable(run, _regate, say), aim, log, detail)
     cal.write(out / CALIBRATION_JSON)

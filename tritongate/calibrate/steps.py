@@ -95,7 +95,7 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
                          "calibrate a suite of builtin ops, e.g. pr")
     log(f"aim: the spin for {', '.join(f'{f:.0%}' for f in plan.fractions)} on each of {len(timed)} rows, "
         "timed in one process")
-    aims, unaimed, aim_s, aim_gpu = aim(timed, plan.fractions)
+    aims, unaimed, aim_s, aim_gpus = aim(timed, plan.fractions)
     aim_notes = [f"not aimed, so not planted (a miss at every size): "
                  f"{', '.join(f'{k} ({why})' for k, why in sorted(unaimed.items()))}"] if unaimed else []
     zeros = {key: 0 for key in aims}  # every aimed row spins, 0 unless planted: binaries match across a pair
@@ -140,5 +140,5 @@ def calibrate(plan: CalibrationPlan, make_request: MakeRequest, run: RunPair, ai
         planted.append(step)
     return analyse(created_utc=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), suite=plan.suite,
                    runner=runner_of(identity), aa=aa, fractions=plan.fractions, aims=aims, aim_s=aim_s,
-                   aim_gpu=aim_gpu,
+                   aim_gpus=aim_gpus,
                    checks=checks, planted=planted, notes=notes, unaimed=unaimed)

@@ -107,7 +107,11 @@ def _show_verdict(folder: Path, fmt: str, *, pair: Path | None = None) -> int:
             raise UsageError(f"{folder} has verdict.json but no verdict.md; use --format json or csv")
         _write_document(md.read_text(encoding="utf-8"), fmt)
     else:
-        print(neutralize(f"{folder}  {'⚠️ contradicts itself (see stderr)' if problem else verdict.doc.headline}"))
+        from tritongate.report.verdict_terminal import headline_text
+
+        # worded now, as the renderers word it: a file's stored headline may predate a wording
+        headline = "⚠️ contradicts itself (see stderr)" if problem else headline_text(verdict.doc)
+        print(neutralize(f"{folder}  {headline}"))
         print(verdict_table(verdict.rows), end="")
     return ExitCode.USAGE if problem else ExitCode.OK
 

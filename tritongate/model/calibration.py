@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -337,4 +337,9 @@ def load_summary(path: Path) -> CalibrationSummary:
     doc_summary = validate(_Summary, doc.get("summary"), source=f"{path}: summary", error=UsageError)
     if doc_summary.aa_false > doc_summary.aa_rows or doc_summary.caught > doc_summary.planted_rows:
         raise UsageError(f"{path}: summary counts more false verdicts or catches than rows; calibrate again")
-    return CalibrationSummary(**doc_summary.model_dump())
+    summary = CalibrationSummary(**doc_summary.model_dump())
+    runner = doc.get("runner")
+    scope = runner.get("scope") if isinstance(runner, dict) else None
+    if not summary.scope and isinstance(scope, str):  # written before the summary kept it
+        summary = replace(summary, scope=scope)
+    return summary

@@ -239,7 +239,11 @@ def headline_parts(view: VerdictView) -> tuple[str, list[str]]:
     the code they generate (one build against itself, a planted run, is measured as it is)."""
     emoji, pieces = _headline_parts(view)
     b, c = view.doc.base, view.doc.candidate
-    two_builds = (b.triton_version, b.python, b.patches) != (c.triton_version, c.python, c.patches)
+
+    def build(s: Any) -> tuple[Any, ...]:  # what tells two compiler builds apart (a PYTHONPATH picks a Triton)
+        return (s.compiler_ref, s.commit, s.triton_version, s.python, s.patches, s.env_overlay.get("PYTHONPATH"))
+
+    two_builds = build(b) != build(c)
     if b.backend == c.backend == "cpu" and two_builds and (view.regressed or view.improved or view.unconfirmed):
         pieces.append(INTERPRETER_CALLS)
     return emoji, pieces
