@@ -92,8 +92,9 @@ def analyse(*, created_utc: str, suite: str, runner: Mapping[str, Any], aa: Sequ
             aim=aim.to_dict() if aim is not None else _unaimed((unaimed or {}).get(key), fractions)))
     if skipped:
         notes = [*notes, f"not timed in the A/A run, so not calibrated: {', '.join(skipped)}"]
+    aim_step = Step("aim", None, (), aim_s, gpu_uuid=", ".join(aim_gpus) or None)
     steps = tuple({"name": s.name, "fraction": s.fraction, "wall_s": round(s.wall_s, 1), "path": s.path,
-                   "gpu_uuid": s.gpu_uuid} for s in (*aa, Step("aim", None, (), aim_s, gpu_uuid=", ".join(aim_gpus) or None), *checks, *planted))
+                   "gpu_uuid": s.gpu_uuid} for s in (*aa, aim_step, *checks, *planted))
     gpus = sorted({s.gpu_uuid for s in (*aa, *checks, *planted) if s.gpu_uuid} | set(aim_gpus))
     # steps on several physical GPUs calibrate what PRs meet: a class of runner, not one GPU
     runner = {**runner, "gpus": gpus, "scope": "one GPU" if len(gpus) <= 1 else f"runner class ({len(gpus)} GPUs)"}

@@ -22,7 +22,7 @@ SETTINGS = "settings.json"
 STEP_DONE = "step.json"
 AIM_DONE = "aim.json"
 KIND = "tritongate-calibration-settings"
-AIM_KIND = "tritongate-calibration-aim"
+AIM_KIND = "tritongate-calibration-aim"  # schema 1; since 2026-12-07 also "gpus" (absent: none known)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,9 @@ Versioned output (bump ``VERDICT_SCHEMA_VERSION`` on any change a reader must kn
       Since 2026-12-06, without a bump: a verdict that judged no row writes ``passed`` false and
       ``exit_code`` 2, as the command exits (it had written true and 0, with ``state`` blind,
       which it keeps); an UNCONFIRMED call that nothing cut short has ``stopped_by`` null.
+      Since 2026-12-07, without a bump: ``calibration`` may hold ``scope`` ("one GPU" or "runner
+      class (N GPUs)"), and a headline of calls between two builds timed on the interpreter ends
+      "(interpreter times, not the code a GPU would run)".
 """
 
 from __future__ import annotations

@@ -275,12 +275,13 @@ class CalibrationSummary:
             rate += f" ({self.unplanted} more could not be planted)"
         # steps on several physical GPUs calibrated the class of runner PRs meet, not one GPU
         where = f"this {self.scope}" if self.scope.startswith("runner class") else "this runner"
-        if verdict_device and self.device and verdict_device != self.device:
+        other_gpu = bool(verdict_device and self.device and verdict_device != self.device)
+        if other_gpu:
             where = f"{self.device}, not this GPU ({verdict_device}),"
         text = (f"Calibrated on {where} {self.created_utc[:10]} (`tritongate calibrate`): "
                 f"{false_verdicts(self.aa_false)} in {self.aa_rows} A/A rows; a {self.fraction:.0%} slowdown "
                 f"caught on {rate}.")
-        return "⚠️ " + text if where.endswith(",") else text
+        return "⚠️ " + text if other_gpu else text
 
     def doc(self) -> dict[str, Any]:
         """As calibration.json and verdict.json hold it (no ``scope`` where it is unknown, as before it was kept)."""
