@@ -6,7 +6,7 @@ and resumable (a step whose folder holds `done` is not run again):
   unprimed-cand   quiet host; the candidate worker skips the graph priming
                   (TRITONGATE_GRAPH_PRIME=0), so only its process flips to the slow launch
                   state part-way: which rows the verdict names, what it calls them
-  unpartnered-cand  quiet host; the candidate worker runs without its GPU-turn partner
+  unpartnered-cand  loaded host (as aa-*); the candidate worker runs without its GPU-turn partner
                   (TRITONGATE_GPU_TURNS=0), so only its process may sit at the slow launch level:
                   what the launch-state check names and what the rule calls
   aa-1..aa-3      A/A with the host loaded the way a CI host is beside a GPU job: one C compile
