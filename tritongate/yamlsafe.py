@@ -16,6 +16,7 @@ MAX_BYTES = 1 << 20  # 1 MiB
 MAX_ALIASES = 100
 MAX_NODES = 200_000
 MAX_DEPTH = 64
+MAX_EXPANDED = 1_000_000  # nodes once every alias is expanded: what a reader of the data walks
 
 
 class YamlLimitError(ValueError):
@@ -33,7 +34,7 @@ class _BoundedLoader(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent):
             self._aliases += 1
             if self._aliases > MAX_ALIASES:
-                raise YamlLimitError(f"more than {MAX_ALIASES} aliases (*name): refused, as an alias bomb")
+                raise YamlLimitError(f"more than {MAX_ALIASES} aliases (*name): an alias bomb")
         self._nodes += 1
         if self._nodes > MAX_NODES:
             raise YamlLimitError(f"more than {MAX_NODES:,} nodes")
@@ -82,9 +83,35 @@ def load_bounded(raw: bytes | str) -> Any:
         raise YamlLimitError(f"{size:,} bytes, more than the {MAX_BYTES:,} allowed")
     loader = _BoundedLoader(raw)
     try:
-        return loader.get_single_data()
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        expanded = _expanded_size(node)
+        if expanded > MAX_EXPANDED:
+            raise YamlLimitError(f"its aliases (*name) expand to {expanded:,} nodes, more than the "
+                                 f"{MAX_EXPANDED:,} allowed (an alias bomb)")
+        return loader.construct_document(node)
     finally:
         loader.dispose()
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """Nodes in the document with every alias expanded, counted without expanding it: an alias
+    is the node it names, so each node's size is computed once (the count can reach 3**100)."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:  # post-order without recursion: MAX_DEPTH bounds nesting, not alias chains
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        kids = [k for pair in node.value for k in pair] if isinstance(node, yaml.MappingNode) else \
+            list(node.value) if isinstance(node, yaml.SequenceNode) else []
+        if children_done:
+            sizes[id(node)] = 1 + sum(sizes[id(k)] for k in kids)
+        else:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in sizes)
+    return sizes[id(root)]
 
 
 # -- writing: every string from a file goes into YAML through one of these -----------------

@@ -55,6 +55,25 @@ def test_show_a_verdict_folder_as_a_table_and_as_data(pair_dir, capsys):
     assert capsys.readouterr().out == (verdict / "verdict.md").read_text(encoding="utf-8")
 
 
+def test_show_as_markdown_renders_verdict_json_not_the_stored_verdict_md(pair_dir, capsys):
+    """verdict.md is not validated by anything: one edited to say ✅ over a regression is not
+    what `show --format md` prints; a verdict.json that contradicts itself is shown as its rows
+    say, under the warning, and exits 2."""
+    verdict = pair_dir / "verdict"
+    shipped = (verdict / "verdict.md").read_text(encoding="utf-8")
+    (verdict / "verdict.md").write_text("<!-- tritongate-verdict -->\n## ✅ No regression\n", encoding="utf-8")
+    assert main(["show", str(verdict), "--format", "md"]) == 0
+    assert capsys.readouterr().out == shipped
+    (verdict / "verdict.md").unlink()  # not needed either
+    doc = json.loads((verdict / "verdict.json").read_text())
+    doc["passed"], doc["exit_code"] = True, 0
+    (verdict / "verdict.json").write_text(json.dumps(doc))
+    assert main(["show", str(verdict), "--format", "md"]) == 2
+    out, err = capsys.readouterr()
+    assert "contradicts itself" in err and "[!WARNING]" in out and "verdict.json says passed" in out
+    assert "✅" not in out.splitlines()[1]
+
+
 def test_show_words_the_headline_as_the_renderers_do_now(pair_dir, capsys):
     """A verdict.json written before a wording changed keeps its stored headline; `show` words it
     from the rows, as the comment and the terminal do (two builds on the interpreter: the

@@ -273,3 +273,13 @@ def test_a_blame_list_longer_than_the_model_allows_is_refused() -> None:
     ir["blame"]["kernels"] *= 201
     with pytest.raises(UntrustedVerdictError, match="ir.blame.kernels"):
         doc([row()], passed=True, ir=ir)
+
+
+def test_a_blind_document_that_says_it_did_not_pass_is_shown_failing_by_its_own_word() -> None:
+    """Its rows alone give 'blind'; the failure is the document's passed: false, and the
+    warning says so rather than blaming the rows."""
+    blind = row("UNCHANGED", timed=True, reached_target=False, detectable_effect=0.5, min_effect=0.01)
+    shown, problem = as_its_rows_say(doc([blind], passed=False, exit_code=1, state="blind"))
+    assert shown.state == "fail" and problem is not None
+    assert "its rows give" not in problem
+    assert "says its state is 'blind', but that it did not pass (passed: false, exit code 1)" in problem

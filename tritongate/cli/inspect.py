@@ -34,7 +34,8 @@ def add_show_parser(sub: argparse._SubParsersAction) -> None:
         description="Load FOLDER, refusing a damaged, foreign or (without --allow-incomplete) unfinished one, "
                     "and print it: a run directory's rows; a verdict folder's verdict; a pair directory's two "
                     "runs and its verdict. --format csv, json or md print a document instead, and stdout holds "
-                    "nothing but it: a run's rows, or the verdict (of a verdict folder or a pair directory).",
+                    "nothing but it: a run's rows, or the verdict (of a verdict folder or a pair directory); a "
+                    "verdict's md is its verdict.json in the shipped layout, the stored verdict.md is not read.",
         epilog=exit_codes(0, 2, 4, zero="the folder is valid and was printed (a verdict whose pass/fail, counts, "
                                          "state or row words contradict its rows is printed, flagged, and exits 2)"))
     show.add_argument("run", type=_text, metavar="FOLDER",
@@ -101,11 +102,10 @@ def _show_verdict(folder: Path, fmt: str, *, pair: Path | None = None) -> int:
         _write_document(verdict.to_pandas().to_csv(index=False, lineterminator="\n"), fmt)
     elif fmt == "json":  # ASCII: a hostile name's controls stay \u escapes
         sys.stdout.write(json.dumps(verdict.doc.model_dump(mode="json"), indent=1, allow_nan=False) + "\n")
-    elif fmt == "md":
-        md = folder / "verdict.md"
-        if not md.is_file():
-            raise UsageError(f"{folder} has verdict.json but no verdict.md; use --format json or csv")
-        _write_document(md.read_text(encoding="utf-8"), fmt)
+    elif fmt == "md":  # from the validated verdict.json, never the stored verdict.md (nothing checks it)
+        from tritongate.github.trusted import render_comment_body
+
+        _write_document(render_comment_body(verdict.doc, limit=None), fmt)
     else:
         from tritongate.report.verdict_terminal import headline_text
 

@@ -117,7 +117,11 @@ def as_its_rows_say(doc: VerdictDoc) -> tuple[VerdictDoc, Optional[str]]:
     state = fallback_state(j.failed or (not j.passed and j.judged), doc.rows)[0]
     problem = j.contradiction
     if problem is None and (doc.state or state) != state:
-        problem = f"verdict.json says its state is {doc.state!r}, but its rows give {state!r}: shown from the rows"
+        if state == "fail" and not j.failed:  # the rows alone do not fail it: its own word does
+            problem = (f"verdict.json says its state is {doc.state!r}, but that it did not pass (passed: "
+                       f"{json.dumps(doc.passed)}, exit code {doc.exit_code}): shown as failing")
+        else:
+            problem = f"verdict.json says its state is {doc.state!r}, but its rows give {state!r}: shown from the rows"
     if problem is None:
         odd = [r for r in doc.rows if r.effect is not None and (
             (r.verdict is Verdict.REGRESSED and r.effect < 0) or (r.verdict is Verdict.IMPROVED and r.effect > 0))]
@@ -130,12 +134,13 @@ def as_its_rows_say(doc: VerdictDoc) -> tuple[VerdictDoc, Optional[str]]:
     return doc.model_copy(update={"passed": j.passed, "state": state, "counts": j.counts}), problem
 
 
-def render_comment_body(doc: VerdictDoc) -> str:
+def render_comment_body(doc: VerdictDoc, *, limit: int | None = MAX_BODY_CHARS) -> str:
     """The sticky comment's Markdown for a validated verdict document (without the state line):
-    the same text as the job's verdict.md for a document whose pass/fail, counts and state
-    agree with its rows; for any other, the document as its rows say, under a warning."""
-    from tritongate.report.verdict_markdown import render_verdict
+    the same text as the job's verdict.md (shipped layout) for a document whose pass/fail, counts
+    and state agree with its rows; for any other, the document as its rows say, under a warning.
+    ``limit``: the comment's size cap; None, the gate's own (what it writes to verdict.md)."""
+    from tritongate.report.verdict_markdown import COMMENT_LIMIT, render_verdict
 
+    cap = COMMENT_LIMIT if limit is None else limit
     shown, problem = as_its_rows_say(doc)
-    return render_verdict(shown, limit=MAX_BODY_CHARS, warning=problem) if problem else \
-        render_verdict(doc, limit=MAX_BODY_CHARS)
+    return render_verdict(shown, limit=cap, warning=problem) if problem else render_verdict(doc, limit=cap)
