@@ -230,3 +230,51 @@ def test_isolated_ops_in_one_worker_share_its_private_tuner_db_until_it_ends(tmp
                            stop=threading.Event())
     assert res.rc == 0 and json.loads(out.read_text())["wrote"] == f"sqlite:///{tmp_path}/shared.db"
     assert lane.started == 2 and not db.parent.exists()
+
+
+@pytest.mark.parametrize("path", ["worker", "fresh"])
+def test_kill_9_of_the_batch_parent_ends_the_op_it_was_running(tmp_path: Path, path: str) -> None:
+    """A batch killed with SIGKILL leaves no op running on its device: the worker (or the fresh
+    process) is killed with its parent, so a resumed batch never overlaps an orphan."""
+    import signal
+    import subprocess
+    import textwrap
+
+    state = tmp_path / "hang.json"
+    launch = "Lane((sys.executable,), max_attempts=4).run_attempt" if path == "worker" else "run_attempt"
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, threading
+        from pathlib import Path
+        from tritongate.batch.lane import Lane, run_attempt
+        tmp = Path({str(tmp_path)!r})
+        (tmp / "op.running").write_text("{{}}")  # a fresh process may read it before its parent writes it
+        {launch}([sys.executable, {str(TINY)!r}, "hang", {str(state)!r}, str(tmp / "op.running")],
+                 env={dict(ENV)!r}, stdout=tmp / "a.out", stderr=tmp / "a.err", timeout_s=120.0, grace_s=0.2,
+                 stop=threading.Event(), running_file=tmp / "op.running")
+    """))
+    root = Path(__file__).resolve().parents[2]
+    parent = subprocess.Popen([PY, str(script)], env={**ENV, "PYTHONPATH": str(root)})
+    try:
+        deadline = time.monotonic() + 60
+        while not state.is_file() or not state.read_text().strip():
+            assert parent.poll() is None, "the parent ended before it could be killed"
+            assert time.monotonic() < deadline, "the op never started"
+            time.sleep(0.05)
+        op_pid = json.loads(state.read_text())["pid"]
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            if "\nState:\tZ" in Path(f"/proc/{op_pid}/status").read_text():
+                break
+        except FileNotFoundError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(op_pid, signal.SIGKILL)
+        pytest.fail(f"the {path} process {op_pid} outlived its killed parent")

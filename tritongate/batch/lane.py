@@ -3,7 +3,8 @@
 Either runs in a new session, so a terminal's Ctrl-C reaches the batch, not the op, and the op dies
 with everything it started as one process group: SIGTERM, a grace period, SIGKILL. While an attempt
 runs, ``.running`` in its op folder names its group, for ``--resume`` to end what a batch killed with
-``kill -9`` left holding the device. A ``Lane`` (the default; not with ``--fresh-process``) hands its attempts to one
+``kill -9`` left holding the device (the attempt's process itself dies with the batch's device thread:
+``die_with_parent``; what it started may not). A ``Lane`` (the default; not with ``--fresh-process``) hands its attempts to one
 worker process (``tritongate.batch.worker``), replaced after an attempt that did not exit 0 (a CUDA
 error is sticky) or left processes behind (besides the GPU-turn partner the worker names as its
 own), after ``max_attempts``, and for another interpreter,
@@ -27,6 +28,7 @@ from typing import Any, Mapping, Sequence
 
 from tritongate.atomicio import write_json_atomic
 from tritongate.autotune.tuner_cache import WORKER_DB_ENV, isolation_requested
+from tritongate.childenv import die_with_parent
 from tritongate.errors import UsageError
 from tritongate.linepipe import LineReader, LineTooLong
 
@@ -149,7 +151,7 @@ def run_attempt(argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, st
     t0 = time.monotonic()
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                env=dict(env), start_new_session=True)
+                                env=dict(env), start_new_session=True, preexec_fn=die_with_parent)
     pgid = proc.pid  # a new session's leader leads its group
     if running_file is not None:
         _write_running(running_file, proc.pid, argv)
@@ -228,7 +230,8 @@ class _Worker:
             with open(stdout, "ab") as out, open(stderr, "ab") as err:
                 self.proc = subprocess.Popen([python, "-m", WORKER_MODULE, str(req_r), str(rep_w)],
                                              stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=spawn_env,
-                                             start_new_session=True, pass_fds=(req_r, rep_w))
+                                             start_new_session=True, pass_fds=(req_r, rep_w),
+                                             preexec_fn=die_with_parent)
         except BaseException:
             self.close_pipes()
             raise
