@@ -865,8 +865,13 @@ RECORD_CASES: list[tuple[str, Callable[[Path], None], str, str]] = [  # id, dama
     ("meta-backend-int", rec_set("meta.json", "backend", 1), "replay_from", rf"{M}: backend: expected a string, got 1"),
     ("meta-schema-missing", rec_del("meta.json", "schema_version"), "replay_from", rf"{M} has no integer schema_version"),
     ("meta-schema-newer", rec_set("meta.json", "schema_version", 7), "replay_from", rf"{M} uses schema 7 .*upgrade"),
-    ("meta-other-backend", rec_set("meta.json", "backend", "cuda"), "replay_backend",
+    ("meta-other-backend", both(rec_set("meta.json", "backend", "cuda"), ident_set("backend", "cuda")), "replay_backend",
      r"was recorded on backend 'cuda', this run is 'cpu'.*record a baseline on this backend"),
+    # the two files of one record disagree (either edited): damaged, whichever matches the run
+    ("meta-backend-disagrees", rec_set("meta.json", "backend", "cuda"), "replay_from",
+     r"is damaged: run_identity\.json says backend 'cpu', autotune_records/meta\.json says 'cuda'; record the baseline again"),
+    ("identity-backend-disagrees", ident_set("backend", "cuda"), "replay_from",
+     r"is damaged: run_identity\.json says backend 'cuda', autotune_records/meta\.json says 'cpu'"),
     ("config-num-warps-string", rec_set("add.json", "entries", 0, "config", "num_warps", "4"), "replay_from",
      rf"{A}: entries\[0\]\.config\.num_warps: expected an integer, got the text '4'"),
     ("config-num-warps-zero", rec_set("add.json", "entries", 0, "config", "num_warps", 0), "replay_from",
@@ -1018,6 +1023,15 @@ add("user-op-huge-tolerance", _user_module(_op(tolerance="{'float32': (1e30, 0)}
     r"tolerance\['float32'\] = \(1e\+30, 0\) is too loose for a correctness check", "user_ops")
 add("user-op-tolerance-not-a-dict", _user_module(_op(tolerance="[1e-4, 1e-4]"), lambda x, s: ["ops", "--suite", s]), 3,
     r"tolerance must be a dict of dtype -> \(atol, rtol\)", "user_ops")
+
+
+# `ops --suite` refuses what `run` would, with the same check (it raised KeyError, exit 4)
+add("ops-suite-unknown-op", lambda x: ["ops", "--suite", x.suite("ops: {nosuch: {}, add: {}}\nshapes: shapes.yaml\n")],
+    3, r"unknown op\(s\) \['nosuch'\] in \S+suite.yaml; builtin ops: add,", "unknown_op")
+add("ops-suite-non-ascii-op", lambda x: ["ops", "--suite", x.suite("ops: {'ädd😀': {}}\nshapes: shapes.yaml\n")],
+    3, r"unknown op\(s\) \['ädd😀'\]", "unknown_op")
+add("ops-suite-unsupported-dtype", lambda x: ["ops", "--suite", x.suite("ops: {add: {dtypes: [float99]}}\nshapes: shapes.yaml\n")],
+    3, r"add does not support 'float99' \(supported: float32, float16, bfloat16\)", "dtype")
 
 
 add("batch-resume-a-run-directory", lambda x: ["batch", "--resume", str(x.runs["record"])], 2,

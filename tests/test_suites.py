@@ -25,6 +25,13 @@ def test_builtin_suites_load():
     ("shapes: shapes.yaml\nops: {add: {dtype: [float32]}}\n", "suite_file", r"ops.add.dtype: is not a known key \(allowed: dtypes, sample_ms, shapes\)"),
     ("shapes: shapes.yaml\nops: {add: {dtypes: [true]}}\n", "suite_file", r"ops.add.dtypes\[0\]: expected a string, got true"),
     ("shapes: shapes.yaml\nops: {add: {shapes: [[0]]}}\n", "suite_file", r"ops.add.shapes\[0\]\[0\]: expected a number >= 1, got 0"),
+    ("shapes: shapes.yaml\nopz: {add: {}}\n", "suite_file", r"opz: is not a known key \(allowed: description, dtypes, modules, ops, shapes\)"),
+    ("shapes: shapes.yaml\nops: {add: {dtypes: [float32, float16, float32]}}\n", "suite_file",
+     r"ops.add.dtypes: 'float32' is listed twice; list each once"),
+    ("dtypes: [float16, float16]\nshapes: shapes.yaml\nops: {add: {}}\n", "suite_file", r"^\S+: dtypes: 'float16' is listed twice"),
+    ("ops: {add: {shapes: [[4096], [64], [4096]]}}\n", "suite_file", r"ops.add.shapes: \[4096\] is listed twice"),
+    ("ops: {add: {shapes: [[1099511627776]]}}\n", "suite_file", r"ops.add.shapes\[0\]\[0\]: expected a number <= 17179869184, got 1099511627776"),
+    ("ops: {add: {shapes: [[99999999999999999999]]}}\n", "suite_file", r"expected a number <= 17179869184, got 99999999999999999999"),
     ("shapes: shapes.yaml\nops: {add: {shapes: [['4096']]}}\n", "suite_file", r"ops.add.shapes\[0\]\[0\]: expected an integer, got the text '4096'"),
     ("shapes: shapes.yaml\nops: {add: {shapes: []}}\n", "suite_file", r"ops.add.shapes: expected at least 1 items"),
     ("shapes: shapes.yaml\nmodules: [../evil]\nops: {add: {}}\n", "suite_file", r"modules\[0\]: expected text matching"),
@@ -98,3 +105,9 @@ def test_a_policy_s_yaml_exponent_is_a_number(tmp_path):
     policy = load_policy(path)
     assert policy.min_effect == pytest.approx(0.01) and policy.noise_z == pytest.approx(4.0)
     assert policy.min_effect_for("add") == pytest.approx(0.005)
+
+
+def test_a_shape_file_listing_a_shape_twice_is_refused(tmp_path):
+    with pytest.raises(PreflightError, match=r"shapes.yaml: add.shapes: \[16\] is listed twice") as info:
+        load_suite(str(write_suite(tmp_path, "shapes: shapes.yaml\nops: {add: {}}\n", "add: {shapes: [[16], [16]]}\n")))
+    assert info.value.check == "shape_file"

@@ -12,7 +12,7 @@ from typing import Iterable
 from tritongate.backends import Backend, capture_only_requested
 from tritongate.errors import PreflightError
 from tritongate.ops.registry import Registry, case_id
-from tritongate.suites import Shape, Suite
+from tritongate.suites import Shape, Suite, SuiteOp
 
 @dataclass(frozen=True)
 class PlannedRow:
@@ -31,10 +31,7 @@ def plan_rows(suite: Suite, registry: Registry, backend: Backend, *,
     """Validate the suite against the registry and backend; return the rows to run."""
     wanted_ops = list(only_ops) if only_ops else None
     wanted_dtypes = set(only_dtypes) if only_dtypes else None
-    unknown = [op.name for op in suite.ops if op.name not in registry]
-    if unknown:
-        raise PreflightError("unknown_op", f"unknown op(s) {sorted(set(unknown))} in {suite.path}; "
-                             f"builtin ops: {', '.join(registry.names())}")
+    _check_known(suite, registry)
     unknown = [o for o in wanted_ops or () if o not in registry]
     if unknown:  # a typo on the command line, not in the suite
         raise PreflightError("unknown_op", f"--ops names unknown op(s) {sorted(set(unknown))}; suite {suite.name} "
@@ -54,19 +51,8 @@ def plan_rows(suite: Suite, registry: Registry, backend: Backend, *,
     for op in suite.ops:
         if wanted_ops and op.name not in wanted_ops:
             continue
-        spec = registry.get(op.name)
-        shapes = suite.shapes.get(op.name)
-        if not shapes:
-            raise PreflightError("missing_shapes", f"{suite.shape_file} has no shapes for {op.name!r}; "
-                                 f"add `{op.name}: {{shapes: [{spec.shape_doc}]}}`")
-        for shape in shapes:
-            problem = spec.check_shape(shape)
-            if problem:
-                raise PreflightError("shape_arity", f"{suite.shape_file}: {problem}")
+        shapes = _check_op(suite, op, registry)
         for dtype in op.dtypes:
-            if dtype not in spec.dtypes:
-                raise PreflightError("dtype", f"{suite.path}: {op.name} does not support {dtype!r} "
-                                     f"(supported: {', '.join(spec.dtypes)})")
             if dtype in backend.unsupported_dtypes and (not wanted_dtypes or dtype in wanted_dtypes) \
                     and not capture_only_requested(backend.name):  # an index capture executes no kernel
                 raise PreflightError("dtype", f"{suite.path}: backend {backend.name} cannot run {dtype} "
@@ -79,6 +65,39 @@ def plan_rows(suite: Suite, registry: Registry, backend: Backend, *,
         raise PreflightError("suite_empty", f"the selection from {suite.path} is empty "
                              "(check --ops / --dtypes)")
     return rows
+
+
+def check_suite_ops(suite: Suite, registry: Registry) -> None:
+    """What a run of any backend checks of a suite's ops (``tritongate ops --suite`` too): each
+    op known, with shapes of its arity and dtypes it supports."""
+    _check_known(suite, registry)
+    for op in suite.ops:
+        _check_op(suite, op, registry)
+
+
+def _check_known(suite: Suite, registry: Registry) -> None:
+    unknown = [op.name for op in suite.ops if op.name not in registry]
+    if unknown:
+        raise PreflightError("unknown_op", f"unknown op(s) {sorted(set(unknown))} in {suite.path}; "
+                             f"builtin ops: {', '.join(registry.names())}")
+
+
+def _check_op(suite: Suite, op: SuiteOp, registry: Registry) -> tuple[Shape, ...]:
+    """The op's shapes, once each has the op's arity and each dtype is one the op supports."""
+    spec = registry.get(op.name)
+    shapes = suite.shapes.get(op.name)
+    if not shapes:
+        raise PreflightError("missing_shapes", f"{suite.shape_file} has no shapes for {op.name!r}; "
+                             f"add `{op.name}: {{shapes: [{spec.shape_doc}]}}`")
+    for shape in shapes:
+        problem = spec.check_shape(shape)
+        if problem:
+            raise PreflightError("shape_arity", f"{suite.shape_file}: {problem}")
+    for dtype in op.dtypes:
+        if dtype not in spec.dtypes:
+            raise PreflightError("dtype", f"{suite.path}: {op.name} does not support {dtype!r} "
+                                 f"(supported: {', '.join(spec.dtypes)})")
+    return shapes
 
 
 def check_out_dir(out: Path) -> None:

@@ -128,6 +128,8 @@ def load_suite(suite: str, *, shape_file: str | Path | None = None) -> Suite:
     """A suite and its shapes, validated: every problem names the file, the key and the fix."""
     path = resolve_suite_path(suite)
     raw_doc, raw = _read_yaml(path, "suite_file")
+    if isinstance(raw_doc, dict) and not raw_doc.get("ops") and "provider" not in raw_doc:
+        validate(SuiteDoc, raw_doc, source=path, error=_suite_error)  # `opz:` is named, not "no ops"
     if raw_doc is None or (isinstance(raw_doc, dict) and not raw_doc.get("ops")):
         raise PreflightError("suite_empty", f"{path} lists no ops; add at least one under 'ops:'")
     if not isinstance(raw_doc, dict):

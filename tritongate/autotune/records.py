@@ -120,6 +120,10 @@ def load_records(run_dir: Path, *, backend: str, run: Run | None = None, replayi
             rec = Record(op=doc.op, kernel=e.kernel, tuner=e.tuner, key=e.key, config=config,
                          cases=tuple(e.cases))
             records[rec.match_key] = rec
+    said = run.identity.get("backend")
+    if isinstance(said, str) and said != meta.backend:  # two files of one record disagree: neither is trusted
+        raise _fail(f"{run_dir} is damaged: run_identity.json says backend {short(said)}, {RECORDS_DIR}/{META} "
+                    f"says {short(meta.backend)}; record the baseline again")
     if meta.backend != backend and not capture_only_requested(backend):  # an index capture times nothing
         raise PreflightError("replay_backend", f"{run_dir} was recorded on backend "
                              f"{short(meta.backend)}, this run is {backend!r}: autotune configs do not "

@@ -144,8 +144,11 @@ def cmd_ops(args: argparse.Namespace) -> int:
     else:  # exactly what the suite runs: its ops, the dtypes and shape count it runs them with
         from tritongate.ops.user import registry_for
 
+        from tritongate.preflight import check_suite_ops
+
         suite = load_suite(args.suite)
         registry = registry_for(suite.modules, search_dir=suite.path.parent)
+        check_suite_ops(suite, registry)  # as a run would refuse it: never a KeyError further down
         rows = sum(len(suite.shapes.get(op.name, ())) * len(op.dtypes) for op in suite.ops)
         print(f"suite {suite.name} ({suite.path}): {counted(len(suite.ops), 'op')}, {counted(rows, 'row')}"
               + (f"; {len(suite.dismissed)} inventory ops dismissed ({suite.dismiss})" if suite.dismissed else ""))

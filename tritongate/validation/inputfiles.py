@@ -7,15 +7,29 @@ import datetime as dt
 import re
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import (BeforeValidator, ConfigDict, Field, PrivateAttr, RootModel, StringConstraints,
+from pydantic import (AfterValidator, BeforeValidator, ConfigDict, Field, PrivateAttr, RootModel, StringConstraints,
                       field_validator, model_validator)
 
 from tritongate.validation.core import HandWritten
 
+def _listed_once(values: list[Any]) -> list[Any]:
+    """A dtype or shape listed twice would be one row key measured twice: refused here, where
+    the file is named, not when the second row is written."""
+    seen: list[Any] = []
+    for v in values:
+        if v in seen:
+            raise ValueError(f"{v!r} is listed twice; list each once")
+        seen.append(v)
+    return values
+
+
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
-Dim = Annotated[int, Field(ge=1)]
-ShapeList = Annotated[list[Annotated[list[Dim], Field(min_length=1)]], Field(min_length=1)]
-DtypeList = Annotated[list[Name], Field(min_length=1)]
+# 2**34 elements along one dimension is 32 GiB at 2 bytes: past any GPU's memory as one tensor
+MAX_DIM = 2**34
+Dim = Annotated[int, Field(ge=1, le=MAX_DIM)]
+ShapeList = Annotated[list[Annotated[list[Dim], Field(min_length=1)]], Field(min_length=1),
+                      AfterValidator(_listed_once)]
+DtypeList = Annotated[list[Name], Field(min_length=1), AfterValidator(_listed_once)]
 ModuleName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$",
                                               max_length=200)]
 
