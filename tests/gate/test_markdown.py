@@ -94,6 +94,25 @@ def test_rows_short_of_their_target_are_listed_and_regressed_rows_are_not(tmp_pa
     assert "reached" not in blind and "slow" not in blind
 
 
+def test_a_row_short_of_the_pairings_aim_is_judged_at_a_larger_minimum_effect_when_re_gated(tmp_path):
+    """A pair aimed at 1 % and could not reach it; gated again at 10 % the row resolves (its
+    precision is far finer than 10 %), and a row short even of that shows 10 % as its target,
+    not the pairing's 1 %."""
+    rows = [paired_run(row(case="short", round_sd=0.01, rounds=80), row(case="short", seed=1, round_sd=0.01, rounds=80)),
+            paired_run(row(case="wild", round_sd=0.15, rounds=80), row(case="wild", seed=1, round_sd=0.15, rounds=80))]
+    assert all(b.measurement.pairing.target_reached is False for b, _ in rows)
+    base, cand = pair(tmp_path, [b for b, _ in rows], [c for _, c in rows])
+    at_1 = {r.case: r.reached_target for r in run_gate(base, cand, GatePolicy()).rows}
+    regated = run_gate(base, cand, GatePolicy(min_effect=0.10))
+    got = {r.case: r for r in regated.rows}
+    assert at_1 == {"short": False, "wild": False}
+    assert got["short"].reached_target and got["short"].verdict is Verdict.UNCHANGED
+    assert not got["wild"].reached_target
+    text = render_markdown(regated)
+    blind = section(text, "Could not resolve 10 % (1)")
+    assert "| softmax · wild · float16 | no change found |" in blind and "| 10 % |" in blind and "short" not in blind
+
+
 def test_a_call_on_fewer_pairs_than_a_call_needs_is_unconfirmed(tmp_path):
     # early: 4 s a pair, so a 10 s run budget stops it after its first 5 pairs, called on them
     # (the row budget would not: a would-be call may pass it); confirmed: called on 20 pairs

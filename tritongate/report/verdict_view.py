@@ -25,9 +25,13 @@ def _get(row: Any, name: str) -> Any:
 
 
 def row_target(row: Any) -> float | None:
-    """The effect a row had to be able to resolve: its paired target, else the op's minimum."""
+    """The effect a row had to be able to resolve: its paired target, else the op's minimum; the
+    minimum where a gate asked for less than the pairing aimed at (re-judged with a larger one)."""
     target: float | None = _get(row, "target_effect")
-    return target if target is not None else _get(row, "min_effect")
+    minimum: float | None = _get(row, "min_effect")
+    if target is None or minimum is None:
+        return target if target is not None else minimum
+    return max(target, minimum)
 
 
 def unconfirmed(row: Any) -> bool:
