@@ -230,15 +230,20 @@ def check_version(path: Path, data: Mapping[str, Any], *, error: type[Exception]
     if not isinstance(version, int) or isinstance(version, bool):
         raise error(f"{path} has no integer schema_version; it was not written by tritongate")
     writer = terminal_safe(data.get("tool_version", "unknown"))
+    # a writer of this very version cannot have written another schema: the file was edited
+    other_writer = writer != __version__
     if version < MIN_READABLE_SCHEMA_VERSION:
         raise error(
             f"{path} uses schema {version} (tritongate {writer}); this tritongate "
             f"{__version__} reads schemas {MIN_READABLE_SCHEMA_VERSION}-{SCHEMA_VERSION}. Re-record the run with this "
-            f"version, or read it with tritongate {writer}")
+            + (f"version, or read it with tritongate {writer}" if other_writer else
+               "version (no tritongate writes that schema: the file was changed after it was written)"))
     if version > SCHEMA_VERSION:
         raise error(
             f"{path} uses schema {version} (tritongate {writer}), newer than this tritongate "
-            f"{__version__} (schema {SCHEMA_VERSION}); upgrade tritongate to read it")
+            f"{__version__} (schema {SCHEMA_VERSION}); "
+            + ("upgrade tritongate to read it" if other_writer else
+               "this version never writes it: the file was changed after it was written; re-record the run"))
 
 
 def terminal_safe(value: Any) -> str:
