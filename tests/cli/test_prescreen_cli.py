@@ -37,14 +37,14 @@ def _table_rows(stdout: str) -> list[tuple[str, str, str, str]]:
 
 def test_the_table_lists_exactly_the_changed_rows_then_the_count_and_the_paths(tmp_path, record, fake_builds,
                                                                              capsys) -> None:
-    out = tmp_path / "o"
+    out = tmp_path / "pre screen"  # the hint is a command to paste: a path with a space is quoted
     code = main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
                  "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(out)])
     assert code == 0
     stdout = capsys.readouterr().out
     assert _table_rows(stdout) == [("matmul", "64x64x64", "float16", "kernels changed: matmul_kernel (TTGIR +1 -1)")]
     lines = stdout.splitlines()
-    assert lines[-2] == f"1 of 2 rows can change under this PR; pair them with --changed-from {out / 'ir-diff'}"
+    assert lines[-2] == f"1 of 2 rows can change under this PR; pair them with --changed-from '{out / 'ir-diff'}'"
     assert lines[-1] == str(out / "prescreen.json")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -190,7 +191,7 @@ def print_result(result: Any) -> None:
     from tritongate.prescreen import PRESCREEN_JSON
     from tritongate.prescreen.rows import count_line
 
-    print(count_line(result.document, str(result.out / "ir-diff")))
+    print(count_line(result.document, shlex.quote(str(result.out / "ir-diff"))))  # copied into a shell
     if result.verdict_dir is not None:
         print(f"verdict: {result.verdict_dir}")
     print(result.out / PRESCREEN_JSON)
