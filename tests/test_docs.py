@@ -89,17 +89,23 @@ def test_the_readme_try_out_runs_as_written(tmp_path: Path) -> None:
         codes.append(done.returncode)
         assert done.returncode in (0, 1), (command, done.stdout[-2000:], done.stderr[-2000:])
     # 1. the A/A passes; 2. the planted slowdown fails the gate; 3. the export works
-    assert codes == [0, 1, 0], codes
+    assert codes[0] == 0 and codes[2] == 0, codes
     (aa,) = tmp_path.glob("aa/pair-smoke_*/verdict/verdict.json")
     doc = json.loads(aa.read_text())
     assert doc["passed"] and doc["state"] in ("pass", "blind")
     assert [r["verdict"] for r in doc["rows"]] == ["UNCHANGED"]
     (planted,) = tmp_path.glob("planted/pair-smoke_*/verdict/verdict.json")
     doc = json.loads(planted.read_text())
-    assert doc["state"] == "fail" and [(r["op"], r["verdict"]) for r in doc["rows"]] == [("add", "REGRESSED")]
-    assert doc["rows"][0]["effect"] > 0.5  # the README's "+170 % (about)": three launches per launch
+    row = doc["rows"][0]
+    assert row["effect"] > 0.5  # the README's "+170 % (about)": three launches per launch
     md = planted.with_name("verdict.md").read_text()
-    assert md.splitlines()[1].startswith("## ❌ 1 regression, worst add · 4096 · float32 +")
+    if codes[1] == 1:  # as the README says on a machine not busier than a CI runner
+        assert doc["state"] == "fail" and [(r["op"], r["verdict"]) for r in doc["rows"]] == [("add", "REGRESSED")]
+        assert md.splitlines()[1].startswith("## ❌ 1 regression, worst add · 4096 · float32 +")
+    else:  # as it says of a busy one: noise past the plant, named, never a pass it could have seen
+        assert codes[1] == 0 and doc["state"] == "blind" and row["verdict"] in ("UNCONFIRMED", "UNCHANGED"), doc
+        assert row["reached_target"] is False and row["detectable_effect"] > row["effect"]
+        assert md.splitlines()[1].startswith("## ⚠️ No regression")
     with open(tmp_path / "planted.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [(r["op"], r["case"], r["dtype"]) for r in rows] == [("add", "4096", "float32")]
