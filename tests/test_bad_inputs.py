@@ -487,6 +487,8 @@ add("gate-unknown-option", lambda x: x.gate(None, None, "--bogus"), 2, r"unrecog
 add("gate-missing-candidate", lambda x: ["gate", str(x.runs["base"]), "--out", str(x.tmp / "v")], 2,
     r"required: CAND_RUN")
 add("gate-missing-out", lambda x: ["gate", str(x.runs["base"]), str(x.runs["cand"])], 2, r"required: --out")
+add("gate-out-is-a-run-directory", lambda x: ["gate", str(x.runs["base"]), str(x.runs["cand"]), "--out", str(x.run_copy())],
+    2, r"--out \S+copy-cand is a run directory: a verdict written there would sit among the run's own files")
 add("gate-extra-positional", lambda x: x.gate(None, None, str(x.runs["base"])), 2, r"unrecognized arguments")
 add("gate-min-effect-negative", lambda x: x.gate(None, None, "--min-effect", "-1"), 2,
     r"--min-effect: expected a fraction: 0\.01 is 1 %, from 0 to below 1, got '-1'")

@@ -115,6 +115,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from tritongate.gate.pipeline import Citations, gate_runs
     from tritongate.report.verdict_terminal import summary_lines
 
+    out = Path(args.out)
+    if (out / "results.json").exists() or (out / "run_identity.json").exists():
+        raise UsageError(f"--out {out} is a run directory: a verdict written there would sit among the run's "
+                         "own files; pass a folder of its own (e.g. a new 'verdict' folder)")
     policy = gate_policy(args)
     calibration = calibration_option(args)
     template = verdict_template_option(args)
