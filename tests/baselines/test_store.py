@@ -369,7 +369,8 @@ def test_a_record_this_tritongate_cannot_read_is_mismatched_not_damaged(tmp_path
     store = tmp_path / "store"
     entry = publish(store, make_record(tmp_path / "r"), runner_class="h200")
     results = entry.path / "results.json"
-    results.write_text(re.sub(r'"schema_version": \d+', '"schema_version": 99', results.read_text(), count=1))
+    text = re.sub(r'"schema_version": \d+', '"schema_version": 99', results.read_text(), count=1)
+    results.write_text(re.sub(r'"tool_version": "[^"]*"', '"tool_version": "9.0.0"', text, count=1))  # a newer writer
     doc = json.loads((entry.path / MANIFEST).read_text())
     doc["files"]["results.json"] = hashlib.sha256(results.read_bytes()).hexdigest()
     (entry.path / MANIFEST).write_text(json.dumps(doc))

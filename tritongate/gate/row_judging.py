@@ -217,7 +217,8 @@ def _reached(timing: TimingDecision, verdict: Verdict, min_effect: float, pairin
     # the gate's own precision, and the pairing's where the run recorded one (it judged the
     # samples its workers kept) for a target at least this fine: a gate asking for less than
     # the pairing aimed at (another --min-effect) is not held to the pairing's aim
-    recorded = pairing is None or pairing.target_reached is not False or min_effect > pairing.target_effect + 1e-12
+    recorded = pairing is None or pairing.target_reached is not False or (
+        pairing.target_effect is not None and min_effect > pairing.target_effect + 1e-12)
     if timing.detectable is not None and timing.detectable <= min_effect and verdict is not Verdict.UNCONFIRMED \
             and recorded:
         return True, None
