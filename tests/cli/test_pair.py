@@ -84,10 +84,11 @@ def test_a_cross_backend_baseline_is_refused_by_the_workers(record, tmp_path, ca
                 (target / f.name).write_text(f.read_text())
         else:
             target.write_text(item.read_text())
-    meta = fake / "autotune_records" / "meta.json"
-    doc = json.loads(meta.read_text())
-    doc["backend"] = "cuda"
-    meta.write_text(json.dumps(doc))
+    for name in ("autotune_records/meta.json", "run_identity.json"):  # a record made on cuda says so in both
+        path = fake / name
+        doc = json.loads(path.read_text())
+        doc["backend"] = "cuda"
+        path.write_text(json.dumps(doc))
     assert main(["pair", str(fake), "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "o")]) == 3
     err = capsys.readouterr().err
     assert "PREFLIGHT_FAILED check=replay_backend" in err and "base build" in err
