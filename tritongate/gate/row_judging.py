@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from tritongate.gate.rule_rows import RowSamples, decide_rows
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.row_comparability import (identical_binaries, launch_state, launch_state_unknown, paired_rows,
                                                row_marker_reasons, row_mismatch, row_rounds, row_status_reasons)
@@ -30,12 +29,13 @@ def _short_call(pairing: PairInfo | None, rounds: int | None) -> bool:
 
 
 def judge_rows(pairs: Sequence[tuple[Row, Row]], policy: GatePolicy) -> list[RowVerdict]:
-    """The verdict of each (base, candidate) pair; the timed rows' decisions are made
-    together (``batch.decide_rows``: what rows share is computed once)."""
+    """The verdict of each (base, candidate) pair, each timed row decided by ``rule.decide``
+    (the floor's multiplier is cached by degrees of freedom, the samples' summaries are the
+    rows' own: at 10,000 rows as fast as the batched path this replaced)."""
     early = [_untimed(b, c, policy) for b, c in pairs]
     timed = [(i, _timed(b, c, policy)) for i, ((b, c), v) in enumerate(zip(pairs, early)) if v is None]
-    decisions = decide_rows([t.samples for _, t in timed], noise_z=policy.noise_z, min_samples=policy.min_samples,
-                            process_sd=policy.process_sd, pair_inflation=policy.pair_inflation)
+    decisions = [decide(**t.samples, noise_z=policy.noise_z, min_samples=policy.min_samples,
+                        process_sd=policy.process_sd, pair_inflation=policy.pair_inflation) for _, t in timed]
     out = list(early)
     for (i, t), timing in zip(timed, decisions):
         out[i] = _timed_verdict(pairs[i][0], pairs[i][1], t, timing, policy)
@@ -83,7 +83,7 @@ def _untimed(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict | None:
 class _Timed:
     """A row judged on its timings: what its decision takes, and its pairing."""
 
-    samples: RowSamples
+    samples: dict[str, Any]  # rule.decide's arguments of the row
     bp: PairInfo | None  # the base side's pairing, paired rows only
 
 
@@ -92,8 +92,8 @@ def _timed(base: Row, cand: Row, policy: GatePolicy) -> _Timed:
     bp = base.measurement.pairing if paired and base.measurement else None
     layout = PairLayout(base_first=bp.went_first, worker_pairs=bp.worker_pairs) if bp is not None else None
     # Row.summary is summarize(row.samples), made once when the row was loaded
-    return _Timed(RowSamples(
-        base.samples, cand.samples,
+    return _Timed(dict(
+        base=base.samples, cand=cand.samples,
         base_per_round=base.measurement.samples_per_round if base.measurement else len(base.samples),
         cand_per_round=cand.measurement.samples_per_round if cand.measurement else len(cand.samples),
         min_effect=policy.min_effect_for(base.op), paired=paired, layout=layout,
@@ -103,7 +103,7 @@ def _timed(base: Row, cand: Row, policy: GatePolicy) -> _Timed:
 def _timed_verdict(base: Row, cand: Row, t: _Timed, timing: TimingDecision, policy: GatePolicy) -> RowVerdict:
     common = _common(base, cand, policy)
     identical = identical_binaries(base, cand)
-    paired, bp = t.samples.paired, t.bp
+    paired, bp = t.samples["paired"], t.bp
     pairing = cand.measurement.pairing if paired and cand.measurement else None
     rounds = row_rounds(cand)
     extra: dict[str, Any] = dict(pairing=pairing, rounds=rounds)

@@ -43,7 +43,7 @@ import math
 import statistics
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -101,6 +101,7 @@ def _round_medians_of(samples: tuple[float, ...], per_round: int) -> tuple[float
     return tuple(_round_medians(samples, per_round))
 
 
+@functools.lru_cache(maxsize=None)  # a gate of thousands of rows shares a few degrees of freedom
 def floor_multiplier(noise_z: float, df: float) -> float:
     """How many standard errors the floor is: Student's t at the tail probability of noise_z."""
     if noise_z <= 0:
@@ -138,11 +139,8 @@ def paired_log_ratios(base: Sequence[float], cand: Sequence[float], *, base_per_
 
 
 def paired_estimate(ratios: Sequence[float], layout: PairLayout | None, process_sd: float,
-                    pair_inflation: float = 1.0,
-                    arrays: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None) -> PairedEstimate:
-    """``arrays``: the layout's (base first, worker pair) arrays for n pairs, where a caller
-    judging many rows of one layout shares them (default: made from ``layout``)."""
-    bf, wp = (arrays or (layout or PairLayout()).arrays)(len(ratios))
+                    pair_inflation: float = 1.0) -> PairedEstimate:
+    bf, wp = (layout or PairLayout()).arrays(len(ratios))
     return estimate(np.asarray(ratios, dtype=float), base_first=bf, groups=wp, process_sd=process_sd,
                     inflation=pair_inflation)
 
@@ -237,13 +235,12 @@ class _Evidence:
 
 
 def _evidence(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
-              paired: bool, layout: PairLayout | None, process_sd: float, pair_inflation: float = 1.0,
-              arrays: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None) -> _Evidence:
+              paired: bool, layout: PairLayout | None, process_sd: float, pair_inflation: float = 1.0) -> _Evidence:
     if paired:
         ratios = paired_log_ratios(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round)
         if not ratios:
             return _Evidence(math.inf, 0.0, None)
-        est = paired_estimate(ratios, layout, process_sd, pair_inflation, arrays)
+        est = paired_estimate(ratios, layout, process_sd, pair_inflation)
         se = float(est.se_measured)
         return _Evidence(se if math.isfinite(se) else math.inf, float(est.df), est, prior_se=float(est.se_prior))
     se, df = _unpaired_se_df(base, cand, base_per_round, cand_per_round)
@@ -253,10 +250,9 @@ def _evidence(base: Sequence[float], cand: Sequence[float], *, base_per_round: i
 
 def _precision_and_overlap(ev: _Evidence, base: Sequence[float], cand: Sequence[float], *, base_per_round: int,
                            cand_per_round: int, paired: bool, min_effect: float, noise_z: float,
-                           layout: PairLayout | None, mult: float | None = None) -> tuple[Precision, bool]:
-    """The row's precision and whether its IQRs overlap, from one set of log samples.
-    ``mult``: ``floor_multiplier(noise_z, ev.df)`` where the caller has it."""
-    mult = floor_multiplier(noise_z, ev.df) if mult is None else mult
+                           layout: PairLayout | None) -> tuple[Precision, bool]:
+    """The row's precision and whether its IQRs overlap, from one set of log samples."""
+    mult = floor_multiplier(noise_z, ev.df)
     floor_log = 0.0 if mult == 0 else math.hypot(mult * ev.se, noise_z * ev.prior_se)
     lb, lc = _log_samples(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired,
                           est=ev.est, layout=layout)
@@ -281,23 +277,23 @@ def precision(base: Sequence[float], cand: Sequence[float], *, base_per_round: i
 
 def decide(base: Sequence[float], cand: Sequence[float], *, base_per_round: int, cand_per_round: int,
            min_effect: float, noise_z: float, min_samples: int, paired: bool = False,
-           layout: PairLayout | None = None, process_sd: float = 0.0,
-           pair_inflation: float = 1.0) -> TimingDecision:
+           layout: PairLayout | None = None, process_sd: float = 0.0, pair_inflation: float = 1.0,
+           base_summary: Summary | None = None, cand_summary: Summary | None = None) -> TimingDecision:
+    """``base_summary``/``cand_summary``: the samples' summaries where the caller has them (``Row.summary``)."""
     ev = _evidence(base, cand, base_per_round=base_per_round, cand_per_round=cand_per_round, paired=paired,
                    layout=layout, process_sd=process_sd, pair_inflation=pair_inflation)
-    return judge(ev, base, cand, summarize(base), summarize(cand), base_per_round=base_per_round,
+    return judge(ev, base, cand, base_summary or summarize(base), cand_summary or summarize(cand), base_per_round=base_per_round,
                  cand_per_round=cand_per_round, paired=paired, layout=layout, min_effect=min_effect,
                  noise_z=noise_z, min_samples=min_samples)
 
 
 def judge(ev: _Evidence, base: Sequence[float], cand: Sequence[float], b: Summary, c: Summary, *,
           base_per_round: int, cand_per_round: int, paired: bool, layout: PairLayout | None,
-          min_effect: float, noise_z: float, min_samples: int, mult: float | None = None) -> TimingDecision:
-    """``decide`` from a row's evidence and its samples' summaries ``b``/``c`` (``mult``: the
-    floor's multiplier for ``ev.df`` where the caller shares it across rows)."""
+          min_effect: float, noise_z: float, min_samples: int) -> TimingDecision:
+    """``decide`` from a row's evidence and its samples' summaries ``b``/``c``."""
     prec, overlap = _precision_and_overlap(ev, base, cand, base_per_round=base_per_round,
                                            cand_per_round=cand_per_round, paired=paired, min_effect=min_effect,
-                                           noise_z=noise_z, layout=layout, mult=mult)
+                                           noise_z=noise_z, layout=layout)
     agree = 1.0
     one_way = False
     if paired and ev.est is not None:
