@@ -1,6 +1,6 @@
 """Judging (base, candidate) row pairs: the verdict of a row not judged on its timings
-(rejected, identical binaries, not comparable), the timing decision of the others (made
-together, ``batch.decide_rows``), a call's confirmation on fresh worker pairs, and whether
+(rejected, identical binaries, not comparable), the timing decision of the others
+(``rule.decide``), a call's confirmation on fresh worker pairs, and whether
 each timed row resolved its target or what stopped it."""
 
 from __future__ import annotations
