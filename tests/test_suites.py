@@ -111,3 +111,14 @@ def test_a_shape_file_listing_a_shape_twice_is_refused(tmp_path):
     with pytest.raises(PreflightError, match=r"shapes.yaml: add.shapes: \[16\] is listed twice") as info:
         load_suite(str(write_suite(tmp_path, "shapes: shapes.yaml\nops: {add: {}}\n", "add: {shapes: [[16], [16]]}\n")))
     assert info.value.check == "shape_file"
+
+
+@pytest.mark.slow
+def test_a_shape_file_of_many_shapes_is_checked_for_repeats_in_linear_time(tmp_path):
+    import time
+
+    shapes = ", ".join(f"[{i}, 8]" for i in range(1, 40_001))
+    t0 = time.process_time()
+    suite = load_suite(str(write_suite(tmp_path, "shapes: shapes.yaml\nops: {add: {}}\n", f"add: {{shapes: [{shapes}]}}\n")))
+    assert len(suite.shapes["add"]) == 40_000
+    assert time.process_time() - t0 < 20  # CPU seconds; a pairwise check would take minutes

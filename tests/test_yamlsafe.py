@@ -86,3 +86,9 @@ def test_a_few_alias_bomb_in_a_policy_is_a_usage_error(tmp_path, capsys):
     assert main(["gate", str(base.path), str(cand.path), "--out", str(tmp_path / "v"), "--policy", str(policy)]) == 2
     err = capsys.readouterr().err
     assert "alias bomb" in err and str(policy) in err
+
+
+@pytest.mark.parametrize("text", ["a: &a [*a]\n", "a: &a {x: [1, *a]}\n"])
+def test_an_alias_inside_what_it_names_is_refused(text):
+    with pytest.raises(YamlLimitError, match="inside the node it names"):
+        load_bounded(text)

@@ -99,6 +99,7 @@ def _expanded_size(root: yaml.Node) -> int:
     """Nodes in the document with every alias expanded, counted without expanding it: an alias
     is the node it names, so each node's size is computed once (the count can reach 3**100)."""
     sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()  # entered, not yet sized: met again, it contains itself
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:  # post-order without recursion: MAX_DEPTH bounds nesting, not alias chains
         node, children_done = stack.pop()
@@ -108,9 +109,13 @@ def _expanded_size(root: yaml.Node) -> int:
             list(node.value) if isinstance(node, yaml.SequenceNode) else []
         if children_done:
             sizes[id(node)] = 1 + sum(sizes[id(k)] for k in kids)
-        else:
-            stack.append((node, True))
-            stack.extend((k, False) for k in kids if id(k) not in sizes)
+            open_nodes.discard(id(node))
+            continue
+        if id(node) in open_nodes:  # `&a [*a]`: an alias inside what it names expands without end
+            raise YamlLimitError("an alias (*name) inside the node it names: it expands without end")
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        stack.extend((k, False) for k in kids if id(k) not in sizes)
     return sizes[id(root)]
 
 

@@ -15,11 +15,12 @@ from tritongate.validation.core import HandWritten
 def _listed_once(values: list[Any]) -> list[Any]:
     """A dtype or shape listed twice would be one row key measured twice: refused here, where
     the file is named, not when the second row is written."""
-    seen: list[Any] = []
+    seen: set[Any] = set()  # a set: a shape file may list tens of thousands
     for v in values:
-        if v in seen:
+        key = tuple(v) if isinstance(v, list) else v
+        if key in seen:
             raise ValueError(f"{v!r} is listed twice; list each once")
-        seen.append(v)
+        seen.add(key)
     return values
 
 
