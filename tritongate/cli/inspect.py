@@ -104,8 +104,9 @@ def _show_verdict(folder: Path, fmt: str, *, pair: Path | None = None) -> int:
         sys.stdout.write(json.dumps(verdict.doc.model_dump(mode="json"), indent=1, allow_nan=False) + "\n")
     elif fmt == "md":  # from the validated verdict.json, never the stored verdict.md (nothing checks it)
         from tritongate.github.trusted import render_comment_body
+        from tritongate.report.verdict_markdown import COMMENT_LIMIT
 
-        _write_document(render_comment_body(verdict.doc, limit=None), fmt)
+        _write_document(render_comment_body(verdict.doc, limit=COMMENT_LIMIT), fmt)  # as the gate writes it
     else:
         from tritongate.report.verdict_terminal import headline_text
 
@@ -143,7 +144,6 @@ def cmd_ops(args: argparse.Namespace) -> int:
             line(name, spec.shape_doc, ", ".join(spec.dtypes), spec.description)
     else:  # exactly what the suite runs: its ops, the dtypes and shape count it runs them with
         from tritongate.ops.user import registry_for
-
         from tritongate.preflight import check_suite_ops
 
         suite = load_suite(args.suite)

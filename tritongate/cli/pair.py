@@ -11,7 +11,7 @@ from typing import Any, Callable
 from tritongate.argtypes import nonempty_text as _text
 from tritongate.cli.common import (add_command, append_step_summary, counted, exit_codes, print_summary,
                                    progress_printer, split_values, want_color)
-from tritongate.cli.folders import load_run_dir, recorded_selection, suite_for_record
+from tritongate.cli.folders import Kind, kind_of, load_run_dir, recorded_selection, suite_for_record
 from tritongate.cli.options import (add_gate_options, add_pair_options, add_sample_time, artifact_url_option,
                                     baseline_state_option, calibration_option, changed_from_option, gate_policy, verdict_template_option)
 from tritongate.errors import MeasurementError, UsageError
@@ -116,7 +116,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from tritongate.report.verdict_terminal import summary_lines
 
     out = Path(args.out)
-    if (out / "results.json").exists() or (out / "run_identity.json").exists():
+    if kind_of(out) is Kind.RUN:
         raise UsageError(f"--out {out} is a run directory: a verdict written there would sit among the run's "
                          "own files; pass a folder of its own (e.g. a new 'verdict' folder)")
     policy = gate_policy(args)

@@ -6,7 +6,7 @@ each timed row resolved its target or what stopped it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.row_comparability import (identical_binaries, launch_state, launch_state_unknown, paired_rows,
@@ -16,7 +16,7 @@ from tritongate.model.verdict import Verdict
 from tritongate.gate.rule import PairLayout, TimingDecision, Why, decide
 from tritongate.model.verdict import SHOWN_NOT_FAILING
 from tritongate.schema import PairInfo, Row, RowStatus, SkipReason
-from tritongate.stats import Change
+from tritongate.stats import Change, Summary
 
 AHEAD_OF_TIME_REASON = ("every kernel it launched compiled byte-identical under both builds ahead of time "
                         "(pair --changed-from); not run on the GPU")
@@ -79,11 +79,25 @@ def _untimed(base: Row, cand: Row, policy: GatePolicy) -> RowVerdict | None:
     return None
 
 
+class _DecideArgs(TypedDict):
+    """One row's part of a ``rule.decide`` call (typed, so the call is checked)."""
+
+    base: Sequence[float]
+    cand: Sequence[float]
+    base_per_round: int
+    cand_per_round: int
+    min_effect: float
+    paired: bool
+    layout: PairLayout | None
+    base_summary: Summary | None
+    cand_summary: Summary | None
+
+
 @dataclass(frozen=True)
 class _Timed:
     """A row judged on its timings: what its decision takes, and its pairing."""
 
-    samples: dict[str, Any]  # rule.decide's arguments of the row
+    samples: _DecideArgs
     bp: PairInfo | None  # the base side's pairing, paired rows only
 
 
@@ -92,7 +106,7 @@ def _timed(base: Row, cand: Row, policy: GatePolicy) -> _Timed:
     bp = base.measurement.pairing if paired and base.measurement else None
     layout = PairLayout(base_first=bp.went_first, worker_pairs=bp.worker_pairs) if bp is not None else None
     # Row.summary is summarize(row.samples), made once when the row was loaded
-    return _Timed(dict(
+    return _Timed(_DecideArgs(
         base=base.samples, cand=cand.samples,
         base_per_round=base.measurement.samples_per_round if base.measurement else len(base.samples),
         cand_per_round=cand.measurement.samples_per_round if cand.measurement else len(cand.samples),

@@ -101,7 +101,7 @@ def _round_medians_of(samples: tuple[float, ...], per_round: int) -> tuple[float
     return tuple(_round_medians(samples, per_round))
 
 
-@functools.lru_cache(maxsize=None)  # a gate of thousands of rows shares a few degrees of freedom
+@functools.lru_cache(maxsize=4096)  # a gate of thousands of rows shares a few degrees of freedom
 def floor_multiplier(noise_z: float, df: float) -> float:
     """How many standard errors the floor is: Student's t at the tail probability of noise_z."""
     if noise_z <= 0:

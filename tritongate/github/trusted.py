@@ -134,13 +134,12 @@ def as_its_rows_say(doc: VerdictDoc) -> tuple[VerdictDoc, Optional[str]]:
     return doc.model_copy(update={"passed": j.passed, "state": state, "counts": j.counts}), problem
 
 
-def render_comment_body(doc: VerdictDoc, *, limit: int | None = MAX_BODY_CHARS) -> str:
+def render_comment_body(doc: VerdictDoc, *, limit: int = MAX_BODY_CHARS) -> str:
     """The sticky comment's Markdown for a validated verdict document (without the state line):
     the same text as the job's verdict.md (shipped layout) for a document whose pass/fail, counts
     and state agree with its rows; for any other, the document as its rows say, under a warning.
-    ``limit``: the comment's size cap; None, the gate's own (what it writes to verdict.md)."""
-    from tritongate.report.verdict_markdown import COMMENT_LIMIT, render_verdict
+    ``limit``: its size cap (the gate writes verdict.md at ``verdict_markdown.COMMENT_LIMIT``)."""
+    from tritongate.report.verdict_markdown import render_verdict
 
-    cap = COMMENT_LIMIT if limit is None else limit
     shown, problem = as_its_rows_say(doc)
-    return render_verdict(shown, limit=cap, warning=problem) if problem else render_verdict(doc, limit=cap)
+    return render_verdict(shown, limit=limit, warning=problem) if problem else render_verdict(doc, limit=limit)
