@@ -49,7 +49,9 @@ Versioned output (bump ``VERDICT_SCHEMA_VERSION`` on any change a reader must kn
       which it keeps); an UNCONFIRMED call that nothing cut short has ``stopped_by`` null.
       Since 2026-12-07, without a bump: ``calibration`` may hold ``scope`` ("one GPU" or "runner
       class (N GPUs)"), and a headline of calls between two builds timed on the interpreter ends
-      "(interpreter times, not the code a GPU would run)".
+      "(interpreter times, not the code a GPU would run)"; a row gated with a larger
+      ``min_effect`` than its pairing's ``target_effect`` has ``reached_target`` judged at
+      ``min_effect`` (it had kept the pairing's "not reached").
 """
 
 from __future__ import annotations
