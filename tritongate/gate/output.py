@@ -26,7 +26,6 @@ from tritongate.gate.verdict import VERDICT_SCHEMA_VERSION, GateResult, RowVerdi
 from tritongate.report.untrusted import safe_url
 from tritongate.report.verdict_markdown import COMMENT_LIMIT, render_verdict
 from tritongate.report.verdict_terminal import headline_text
-from tritongate.report.verdict_view import fallback_state
 from tritongate.rundir import gc_paused
 from tritongate.model.verdict import VerdictDoc
 
@@ -108,20 +107,13 @@ def _document(result: GateResult, ir: IREvidence | None, baseline: BaselineState
               calibration: CalibrationSummary | None, artifact_url: str | None) -> tuple[dict[str, Any], VerdictDoc]:
     """verdict.json's document, and the same validated (once: the renderers read that)."""
     rows = [_row(r, ir) for r in result.rows]
-    state = getattr(result, "state", None)  # the rule's three states, where it gives them
-    blind = getattr(result, "blind_rows", None)
-    if state is None:
-        state, blind_list = fallback_state(bool(result.failures), rows)
-        blind = len(blind_list)
-    elif blind is not None and not isinstance(blind, int):
-        blind = len(blind)
     interval = result.geomean_interval()
     cand_device, replayed = result.cand.identity.get("device"), result.cand.identity.get("replay_from")
     doc = {
         "schema_version": VERDICT_SCHEMA_VERSION, "tool_version": __version__,
         "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "passed": result.passed, "exit_code": result.exit_code, "headline": "",  # worded below from the validated document
-        "state": state, "blind_rows": blind, "blind": result.blind_text() or None,
+        "state": result.state, "blind_rows": len(result.blind_rows), "blind": result.blind_text() or None,
         "failures": result.failures, **dict(zip(("base", "candidate"), _sides(result.base, result.cand))),
         "policy": result.policy.to_dict(), "identity_mismatches": [str(m) for m in result.mismatches],
         "notes": result.notes + ([ir.note] if ir is not None and ir.note else []),
