@@ -11,11 +11,12 @@ import pytest
 
 from tests.gate.helpers import pair, row
 from tritongate.gate.ir_evidence import HEAD_LINES, IR_DIFF_DIR, collect
-from tritongate.gate.pipeline import write_result
+from tritongate.gate.pipeline import Citations, write_result
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import run_gate
 from tritongate.gate.verdict_file import load_verdict
-from tritongate.ir.diff import BINARY_CHANGED, IDENTICAL, diff_trees
+from tritongate.ir.diff import BINARY_CHANGED, IDENTICAL, diff_trees, variant_order
+from tritongate.ir.diff_dir import write_diff_dir
 from tritongate.ir.index import CompiledVariant, index_text
 
 MATMUL = "tritongate.ops.kernels.matmul.matmul_kernel"
@@ -125,6 +126,48 @@ def test_runs_without_ir_give_no_ir_and_no_note(tmp_path: Path) -> None:
     doc = json.loads(json_path.read_text())
     assert doc["ir"] == {"folder": None, "variants": {}, "note": None}
     assert all(r["ir"] is None for r in doc["rows"])
+
+
+def _ahead_of_time_folder(tmp_path: Path) -> Path:
+    """An ir-diff folder of the same kernels (as ``tritongate ir-diff`` writes one), made from
+    runs with IR; the runs then gated keep none, as interpreter runs do."""
+    with_ir, without = tmp_path / "with-ir", tmp_path / "without"
+    with_ir.mkdir(), without.mkdir()
+    base, cand = runs(with_ir)
+    return write_diff_dir(sorted(diff_trees(base.path, cand.path), key=variant_order), tmp_path / "aot-diff")
+
+
+def test_interpreter_runs_paired_with_an_ahead_of_time_diff_take_it_as_their_ir(tmp_path: Path) -> None:
+    # pair --changed-from on --backend cpu: the runs compile nothing, the pre-screen compiled both
+    # builds for the GPU; its diff is the verdict's IR evidence (it was dropped without a word)
+    folder = _ahead_of_time_folder(tmp_path)
+    base, cand = runs(tmp_path / "without", base_ir=False, cand_ir=False)
+    result = run_gate(base, cand, GatePolicy())
+    written = write_result(result, tmp_path / "verdict", Citations(ahead_of_time=folder))
+    doc = load_verdict(tmp_path / "verdict").doc
+    rows = {r.case: r for r in doc.rows}
+    assert rows["m512"].ir.changed == 1 and rows["m512"].ir.diff == f"{IR_DIFF_DIR}/m512/matmul_kernel/B64_w4.diff"
+    assert (tmp_path / "verdict" / rows["m512"].ir.diff).read_bytes() == \
+        (folder / "m512/matmul_kernel/B64_w4.diff").read_bytes()
+    assert rows["s1024"].ir.changed == 1 and rows["s2048"].ir.changed == 0
+    assert doc.ir.folder == IR_DIFF_DIR and doc.ir.variants["changed"] == 2
+    assert doc.ir.note.startswith(f"IR compared ahead of time ({folder}")
+    md = written.md_path.read_text()
+    assert "**🔎 IR changed, time unchanged (1)**" in md and "| softmax · s1024 · float16 |" in md
+    assert "-    %0 = ttng.warp_group_dot" in md
+
+
+def test_an_unreadable_ahead_of_time_diff_is_a_note(tmp_path: Path) -> None:
+    folder = _ahead_of_time_folder(tmp_path)
+    diff = folder / "m512/matmul_kernel/B64_w4.diff"
+    diff.unlink()
+    diff.symlink_to("/etc/passwd")  # never followed: the folder may come from a job that ran the PR's code
+    base, cand = runs(tmp_path / "without", base_ir=False, cand_ir=False)
+    ev = collect(base.path, cand.path, tmp_path / "verdict", folder)
+    assert ev.rows == {} and ev.note.startswith(f"no IR comparison: the runs kept no TTGIR and the ahead-of-time "
+                                                f"diff {folder} could not be read")
+    assert "root:" not in "".join(p.read_text(errors="replace") for p in (tmp_path / "verdict").rglob("*")
+                                  if p.is_file())
 
 
 def test_one_side_without_ir_is_a_note_not_a_failure(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 from tritongate.ir.diff import (BASE_ONLY, CAND_ONLY, CHANGED, IDENTICAL, STATUSES, VariantDiff, diff_paths,
                                 diff_trees, split_row, ttgir_root, variant_order)
 from tritongate.ir.diff_dir import write_diff_dir
+from tritongate.ir.diff_read import copy_folder, read_variants
 from tritongate.gate.ir_blame import read_blame
 from tritongate.ir.index import INDEX
 
@@ -122,10 +123,14 @@ def _rows(diffs: list[VariantDiff], paths: dict[int, PurePosixPath]) -> dict[Row
     return out
 
 
-def collect(base_run: Path, cand_run: Path, verdict_dir: Path) -> IREvidence:
-    """Compare the runs' TTGIR, write ``verdict_dir/ir-diff/``, and map it onto verdict rows."""
+def collect(base_run: Path, cand_run: Path, verdict_dir: Path, ahead_of_time: Path | None = None) -> IREvidence:
+    """Compare the runs' TTGIR, write ``verdict_dir/ir-diff/``, and map it onto verdict rows;
+    ``ahead_of_time``: the ir-diff folder the runs were paired with (``pair --changed-from``),
+    the evidence where neither run kept IR."""
     base_has, cand_has = _has_ir(Path(base_run)), _has_ir(Path(cand_run))
     if not base_has and not cand_has:
+        if ahead_of_time is not None:
+            return _from_folder(Path(ahead_of_time), Path(verdict_dir))
         return IREvidence()  # interpreter or pre-capture runs on both sides: nothing to compare
     if not (base_has and cand_has):
         missing = "base" if not base_has else "candidate"
@@ -138,9 +143,27 @@ def collect(base_run: Path, cand_run: Path, verdict_dir: Path) -> IREvidence:
         out = write_diff_dir(diffs, Path(verdict_dir) / IR_DIFF_DIR)
     except (OSError, ValueError) as exc:  # a damaged index or an unwritable folder: the verdict stands
         return IREvidence(note=f"no IR comparison: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+    return _evidence(diffs, diff_paths(diffs), out)
+
+
+def _evidence(diffs: list[VariantDiff], paths: dict[int, PurePosixPath], out: Path, note: str = "") -> IREvidence:
     counts = {s: 0 for s in STATUSES}
     for d in diffs:
         counts[d.status] = counts.get(d.status, 0) + 1
-    return IREvidence(rows=_rows(diffs, diff_paths(diffs)), counts=counts, folder=out.name,
+    return IREvidence(rows=_rows(diffs, paths), counts=counts, folder=out.name, note=note,
                       blame=read_blame(out, diffs, IR_DIFF_DIR))
+
+
+def _from_folder(source: Path, verdict_dir: Path) -> IREvidence:
+    """The ahead-of-time diff ``source`` copied into the verdict's ``ir-diff/`` and read as the
+    runs' own diff would be (the runs ran on the interpreter: it compiles nothing)."""
+    out = verdict_dir / IR_DIFF_DIR
+    try:
+        copy_folder(source, out)
+        diffs, paths = read_variants(out)
+    except (OSError, ValueError) as exc:
+        return IREvidence(note=f"no IR comparison: the runs kept no TTGIR and the ahead-of-time diff {source} "
+                               f"could not be read ({type(exc).__name__}: {' '.join(str(exc).split())[:300]})")
+    return _evidence(diffs, paths, out, note=f"IR compared ahead of time ({source}, pair --changed-from): "
+                                             "the runs themselves kept no TTGIR")
 

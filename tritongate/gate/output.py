@@ -189,15 +189,17 @@ class WrittenVerdict:
 def write_verdict_files(result: GateResult, out: Path, *, artifact_url: str | None = None,
                         baseline: BaselineState | None = None,
                         calibration: CalibrationSummary | None = None,
+                        ahead_of_time: Path | None = None,
                         template: Path | None = None) -> WrittenVerdict:
     """verdict.json, verdict.md and (when both runs kept TTGIR) ir-diff/ in ``out``, with the
     document written (for a summary without reading it back); ``baseline``: what the baseline
     lookup found, shown at the top; ``calibration``: the runner's latest ``tritongate
-    calibrate`` summary, cited in the footer; ``template``: verdict.md's layout, when not the
-    shipped one. Callers go through ``gate.pipeline``."""
+    calibrate`` summary, cited in the footer; ``ahead_of_time``: the ir-diff folder the runs
+    were paired with, their IR evidence where they kept none; ``template``: verdict.md's layout,
+    when not the shipped one. Callers go through ``gate.pipeline``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    ir = collect(Path(result.base.path), Path(result.cand.path), out)
+    ir = collect(Path(result.base.path), Path(result.cand.path), out, ahead_of_time)
     with gc_paused():
         doc, validated = _document(result, ir, baseline, calibration, artifact_url)
         markdown = render_verdict(validated, template=template)

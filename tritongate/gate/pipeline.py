@@ -28,11 +28,13 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Citations:
     """What a verdict cites beyond its two runs: the baseline lookup's outcome (shown at the
-    top), the runner's calibration (its footer) and where the artifact is (its link)."""
+    top), the runner's calibration (its footer), where the artifact is (its link) and the
+    ahead-of-time IR diff the runs were paired with (their IR evidence where they kept none)."""
 
     baseline: BaselineState | None = None
     calibration: CalibrationSummary | None = None
     artifact_url: str | None = None
+    ahead_of_time: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def write_result(result: GateResult, out: Path, cite: Citations = Citations(), *
     """``result`` as a verdict folder in ``out``; ``template``: verdict.md's jinja2 layout, when
     not the shipped one (verdict.json is the same either way)."""
     return write_verdict_files(result, Path(out), artifact_url=cite.artifact_url, baseline=cite.baseline,
-                               calibration=cite.calibration, template=template)
+                               calibration=cite.calibration, ahead_of_time=cite.ahead_of_time, template=template)
 
 
 def gate_runs(base: Run | Path, cand: Run | Path, out: Path, policy: GatePolicy, *, cite: Citations = Citations(),

@@ -19,7 +19,7 @@ from tritongate.schema import PairInfo, Row, RowStatus, SkipReason
 from tritongate.stats import Change, Summary
 
 AHEAD_OF_TIME_REASON = ("every kernel it launched compiled byte-identical under both builds ahead of time "
-                        "(pair --changed-from); not run on the GPU")
+                        "(pair --changed-from); not timed")
 # what stopped a pairing short (``PairInfo.stopped_by``), in the words of a row's reason
 _STOP_WORDS = {"row_budget": "row budget", "run_budget": "run budget", "round_cap": "round cap"}
 

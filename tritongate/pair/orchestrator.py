@@ -135,13 +135,15 @@ class PairRunner:
     def _gate(self, outcome: PairOutcome) -> None:
         from tritongate.gate.pipeline import Citations, gate_runs
 
+        changed = self.request.changed_from
         cite = Citations(baseline=self.request.baseline_state, calibration=self.request.calibration,
-                         artifact_url=self.request.artifact_url)
-        if self.request.changed_from is not None:  # the pre-screen's pass blame, for the rows timed here
+                         artifact_url=self.request.artifact_url,
+                         ahead_of_time=changed.source if changed is not None else None)
+        if changed is not None:  # the pre-screen's pass blame, for the rows timed here
             from tritongate.gate.ir_blame import carry_blame
             from tritongate.gate.ir_evidence import IR_DIFF_DIR
 
-            carry_blame(self.request.changed_from.source, self._pair_dir / "verdict", IR_DIFF_DIR)
+            carry_blame(changed.source, self._pair_dir / "verdict", IR_DIFF_DIR)
         gated = gate_runs(outcome.base_path, outcome.cand_path, self._pair_dir / "verdict", self.request.policy,
                           cite=cite, template=self.request.verdict_template)
         outcome.result = gated.result

@@ -113,3 +113,9 @@ def test_one_codegen_option_changes_exactly_the_dot_kernel_and_pair_skips_the_re
     doc = json.loads(outcome.verdict_md.with_name("verdict.json").read_text())
     (add,) = [r for r in doc["rows"] if r["op"] == "add"]
     assert add["verdict"] == "IDENTICAL_BINARY" and not add["timed"] and "ahead of time" in add["reasons"][0]
+    # the scripted runs keep no TTGIR (as interpreter runs): the ahead-of-time diff is the verdict's IR
+    (matmul,) = [r for r in doc["rows"] if r["op"] == "matmul"]
+    assert matmul["ir"]["changed"] == 1 and matmul["ir"]["diff"].startswith(f"ir-diff/{MATMUL_CASE}/")
+    assert (outcome.verdict_md.parent / matmul["ir"]["diff"]).is_file()
+    assert doc["ir"]["folder"] == "ir-diff" and doc["ir"]["note"].startswith("IR compared ahead of time")
+    assert "🔎 IR changed, time unchanged (1)" in outcome.verdict_md.read_text()
