@@ -272,7 +272,7 @@ def _estimate_line(rows: list[RowView]) -> str:
     unpaired = "candidate median / base median − 1"
     change = (f"paired rows: {paired}; unpaired rows: {unpaired}" if kinds == {True, False}
               else paired if True in kinds else unpaired)
-    return f"_change: {change}; interval: the change ± the row's noise floor._"
+    return f"_change: {change}; interval: the change ± the row's noise floor, on the log scale of the ratio (so not symmetric in %)._"
 
 
 def render_verdict(doc: VerdictDoc | Mapping[str, Any], *, limit: int = COMMENT_LIMIT,
