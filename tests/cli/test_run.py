@@ -24,6 +24,21 @@ def test_run_prints_the_run_dir_last(tmp_path, capsys):
     assert "it measured part of suite 'smoke' (--ops add,softmax, 3 rows)" in capsys.readouterr().err
 
 
+def test_an_ir_capture_prints_no_time_while_running_nor_in_show(tmp_path, capsys, monkeypatch):
+    # TRITONGATE_CAPTURE_ONLY=1 executes no kernel: a new user read its progress lines and `show`'s
+    # medians as the kernels' times
+    monkeypatch.setenv("TRITONGATE_CAPTURE_ONLY", "1")
+    assert main(["run", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path), "--ops", "add",
+                 "--dtypes", "float32", "--color", "never"]) == 0
+    ran = capsys.readouterr()
+    (run_dir,) = list(tmp_path.iterdir())
+    monkeypatch.delenv("TRITONGATE_CAPTURE_ONLY")
+    assert main(["show", str(run_dir), "--color", "never"]) == 0
+    shown = capsys.readouterr().out
+    for text in (ran.err, ran.out, shown):
+        assert "not executed (IR capture)" in text and "µs" not in text and " ms" not in text, text
+
+
 def test_ops_that_name_every_op_of_the_suite_are_the_whole_suite(tmp_path, capsys):
     suite = write_suite(tmp_path, "shapes: shapes.yaml\nops: {add: {dtypes: [float32]}}\n",
                         "add: {shapes: [[4096]]}\n")

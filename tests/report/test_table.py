@@ -112,3 +112,15 @@ def test_the_columns_every_row_shares_are_one_line_and_n_and_k_are_said_in_words
     assert lines[-1] == "n: samples; k: kernel launches a sample (its time is per launch)"
     alone = render_rows([row(case="a", median=20)], color=False, width=200).splitlines()  # one row: all columns
     assert not alone[0].startswith("every row") and alone[-1].startswith("n: samples; k: ")
+
+
+def test_an_ir_capture_shows_no_time_for_its_rows():
+    # TRITONGATE_CAPTURE_ONLY=1: launches indexed, not executed; its samples time no kernel, and
+    # a new user read them as the kernels' times
+    rows = [row(op="add", case="4096", median=14.08, seed=1), row(op="softmax", case="8x256", median=20.0, seed=2)]
+    text = render_rows(rows, color=False, capture_only=True)
+    assert "14.08" not in text and "20.0" not in text and "µs" not in text
+    assert text.count("not executed (IR capture)") == 2
+    cells = row_cells(rows[0], capture_only=True)
+    assert (cells["median"], cells["IQR"], cells["rel IQR"], cells["n"]) == ("not executed (IR capture)", "-", "-", "0")
+    assert "µs" in render_rows(rows, color=False)  # a timed run still shows its times

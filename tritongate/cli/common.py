@@ -108,6 +108,14 @@ def _run_row_text(ev: Any) -> str:
     return what + (f"  {'; '.join(r.markers)}" if r.markers else "")
 
 
+def captured_row_text(ev: Any) -> str:
+    """A finished row of an IR index capture: no time (nothing was executed), its markers."""
+    from tritongate.report.table import CAPTURED
+
+    r = ev.row
+    return CAPTURED + (f"  {'; '.join(r.markers)}" if r.markers else "")
+
+
 def progress_printer(color: bool, *, verb: str = "measuring", row_text: Callable[[Any], str] = _run_row_text,
                      flagged_only: bool = True) -> Callable[[Any], None]:
     """Progress on stderr: a live bar with an ETA on a terminal (finished rows above it, only

@@ -73,6 +73,7 @@ def _write_document(text: str, fmt: str) -> None:
 
 
 def _show_run(run: Any, args: argparse.Namespace) -> int:
+    from tritongate.backends import is_capture_only_run
     from tritongate.report.table import render_rows
 
     if args.format != "table":  # data for other tools: nothing but the document on stdout
@@ -81,7 +82,8 @@ def _show_run(run: Any, args: argparse.Namespace) -> int:
         _write_document(render_run(run, args.format), args.format)
         return ExitCode.OK
     print(neutralize(f"{run.path}  status={run.status.value}  mode={run.mode}  rows={len(run.rows)}"))
-    print(render_rows(run.rows, color=want_color(args.color, sys.stdout)), end="")
+    print(render_rows(run.rows, color=want_color(args.color, sys.stdout),
+                      capture_only=is_capture_only_run(run.identity)), end="")
     return ExitCode.OK
 
 

@@ -9,7 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from tritongate.argtypes import nonempty_text as _text
-from tritongate.cli.common import add_command, counted, exit_codes, progress_printer, split_values, want_color
+from tritongate.cli.common import (add_command, captured_row_text, counted, exit_codes, progress_printer, split_values,
+                                  want_color)
 from tritongate.cli.options import add_rows_and_sampling, add_sample_time
 from tritongate.errors import ExitCode, MeasurementError, UsageError
 from tritongate.schema import RowStatus
@@ -54,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from tritongate.autotune.parallel_sweep import requested_gpus
     from tritongate.autotune.tuner_cache import isolation_requested
-    from tritongate.backends import default_measure_config, resolve_backend
+    from tritongate.backends import capture_only_requested, default_measure_config, resolve_backend
     from tritongate.report.table import render_rows
     from tritongate.runner import RunRequest, run_suite
 
@@ -85,9 +86,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         only_rows=_only_rows(args.only_rows) if args.only_rows else None,
         sweep_gpus=requested_gpus(args.sweep_gpus),
     )
-    outcome = run_suite(request, progress_printer(want_color(args.color, sys.stderr)))
+    capture = capture_only_requested(backend.name)  # an IR index capture: its rows time no kernel
+    outcome = run_suite(request, progress_printer(want_color(args.color, sys.stderr),
+                                                  **({"row_text": captured_row_text} if capture else {})))
     title = f"{outcome.path.name}  ({backend.name}, {request.mode}, {counted(len(outcome.rows), 'row')})"
-    print(render_rows(outcome.rows, color=want_color(args.color, sys.stdout), title=title), end="")
+    print(render_rows(outcome.rows, color=want_color(args.color, sys.stdout), title=title, capture_only=capture),
+          end="")
     print(f"{counted(len(outcome.rows), 'row')} in {outcome.wall_s:.1f} s; "
           f"{len(outcome.flagged)} flagged (markers or errors; see run.log)")
     print(outcome.path)

@@ -22,6 +22,10 @@ NOT_TIMED = {
     SkipReason.OTHER_SIDE_FAILED: "not timed (other side failed)",
 }
 
+# What every row of an IR index capture (TRITONGATE_CAPTURE_ONLY=1) shows as its median: its
+# launches were indexed, not executed, so its samples time no kernel
+CAPTURED = "not executed (IR capture)"
+
 # Every row has these cells, in this order; throughput cells follow where they apply.
 COLUMNS = ("op", "case", "dtype", "timer", "status", "median", "IQR", "rel IQR", "n", "k", "markers")
 NUMERIC_COLUMNS = frozenset({"median", "IQR", "rel IQR", "n", "k", "TB/s", "TFLOP/s"})  # right-justified
@@ -40,11 +44,14 @@ def throughput(row: Row) -> tuple[float | None, float | None]:
             row.flops / seconds / 1e12 if row.flops else None)
 
 
-def row_cells(row: Row) -> dict[str, str]:
+def row_cells(row: Row, *, capture_only: bool = False) -> dict[str, str]:
     """One row's cells. A row without samples (an error, or a row deliberately not timed in
-    a paired run) shows why in place of its median; its other timing cells are "-"."""
-    s = row.summary
-    if s:
+    a paired run) shows why in place of its median; its other timing cells are "-", as are
+    those of a row of an IR index capture (``capture_only``)."""
+    s = None if capture_only else row.summary
+    if capture_only:
+        median = CAPTURED
+    elif s:
         median = format_time(s.median)
     elif row.skipped is not None:
         median = NOT_TIMED.get(row.skipped, f"not timed ({row.skipped.value.replace('_', ' ')})")
@@ -60,7 +67,7 @@ def row_cells(row: Row) -> dict[str, str]:
         "k": str(row.measurement.launches_per_sample) if row.measurement else "-",
         "markers": "; ".join(row.markers) if row.markers else "",
     }
-    tb_s, tflop_s = throughput(row)
+    tb_s, tflop_s = throughput(row) if s else (None, None)
     if tb_s is not None:
         cells["TB/s"] = f"{tb_s:.2f}"
     if tflop_s is not None:
@@ -89,8 +96,10 @@ def fold_constant_columns(records: Sequence[dict[str, str]],
     return shown, legend
 
 
-def render_rows(rows: Sequence[Row], *, color: bool, width: int = 160, title: str = "") -> str:
-    records = [row_cells(r) for r in rows]
+def render_rows(rows: Sequence[Row], *, color: bool, width: int = 160, title: str = "",
+                capture_only: bool = False) -> str:
+    """The rows as a table; ``capture_only``: the run is an IR index capture (no time shown)."""
+    records = [row_cells(r, capture_only=capture_only) for r in rows]
     columns, legend = fold_constant_columns(records)
     table = Table(title=terminal_text(title) if title else None, show_lines=False,
                   header_style="bold" if color else "")
