@@ -118,6 +118,22 @@ def test_a_path_overlay_is_not_called_a_code_generation_setting():
     assert "overlay DISABLE_MMA_V3=1 does nothing" in render_verdict(doc)
 
 
+def test_a_patched_build_on_the_interpreter_says_what_its_times_can_show():
+    """A codegen-only patch (drop-hopper-pipeline.patch) paired on `--backend cpu` read "⚠️ No
+    regression found" with only the generic interpreter note, where an environment knob is told
+    it does nothing there: a patch may change Triton's Python code, which the interpreter runs,
+    so the note says what can show and where the rest is seen."""
+    doc = golden_doc("planted")
+    assert "Patches applied" not in render_verdict(doc)
+    doc["candidate"]["patches"] = ["drop-hopper-pipeline.patch"]
+    text = render_verdict(doc)
+    assert ("Patches applied to the candidate's (drop-hopper-pipeline.patch) build: on the cpu backend only a change "
+            "to Triton's Python code (its interpreter, language or runtime) can show in these times") in text
+    assert "shows ahead of time in tritongate prescreen (or ir and ir-diff), and in time only on a GPU." in text
+    on_gpu = {**doc, "base": {**doc["base"], "backend": "cuda"}, "candidate": {**doc["candidate"], "backend": "cuda"}}
+    assert "Patches applied" not in render_verdict(on_gpu)
+
+
 def test_only_changed_rows_come_first_with_estimate_interval_and_labelled_medians():
     text = render_verdict(golden_doc("fail_regressions_ir"))
     top = text[: text.index("<details><summary>1 unchanged")]

@@ -328,6 +328,20 @@ def overlay_inert(doc: VerdictDoc) -> str:
             "This verdict says nothing about its effect; run the check on a GPU runner.")
 
 
+def patches_on_interpreter(doc: VerdictDoc) -> str:
+    """A note when a side of a cpu-backend verdict is an overlay build with patches: the
+    interpreter runs Triton's Python code and compiles nothing, so only a patch to that code
+    can show in its times ("" otherwise)."""
+    if "cpu" not in (doc.base.backend, doc.candidate.backend) or doc.base.patches == doc.candidate.patches:
+        return ""
+    sides = [(name, side.patches) for name, side in (("base", doc.base), ("candidate", doc.candidate)) if side.patches]
+    which = " and ".join(f"the {name}'s ({', '.join(patches)})" for name, patches in sides)
+    return (f"Patches applied to {which} build{'s' if len(sides) > 1 else ''}: on the cpu backend only a change "
+            "to Triton's Python code (its interpreter, language or runtime) can show in these times; a compiler "
+            "pass or code-generation change shows ahead of time in tritongate prescreen (or ir and ir-diff), "
+            "and in time only on a GPU.")
+
+
 def side_text(side: VerdictSideDoc) -> list[str]:
     """A build in a few words: compiler (version), commit, overlay, run mode."""
     parts = [side.compiler_ref or (f"triton {side.triton_version}" if side.triton_version else "unknown build")]
@@ -361,6 +375,5 @@ def notes(doc: VerdictDoc) -> list[str]:
     """The verdict's notes, each a sentence of its own; the overlays are on the where line."""
     out = [n[:1].upper() + n[1:] + ("" if n.rstrip().endswith((".", "!", "?", ")")) else ".") for n in doc.notes
            if not n.startswith(("base environment overlay:", "candidate environment overlay:"))]
-    if inert := overlay_inert(doc):
-        out.append(inert)
+    out += [note for note in (overlay_inert(doc), patches_on_interpreter(doc)) if note]
     return out
