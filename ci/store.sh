@@ -81,7 +81,13 @@ push() {
       return 0
     fi
     sleep $(( attempt * ${TG_RETRY_SECONDS:-5} ))
-    git fetch -q origin "$branch" && git rebase -q FETCH_HEAD || true
+    git fetch -q origin "$branch" || continue  # the network: try again
+    if ! git rebase -q FETCH_HEAD; then
+      # Only a publish of the same entry path conflicts. Left stopped, the rebase's HEAD was the
+      # branch without this entry: the next push sent nothing and said "pushed".
+      git rebase --abort 2> /dev/null || true
+      die "$entry is on $branch already, published by another job with other files; entries are never overwritten: not pushed (publish again for a new entry name)" 2
+    fi
   done
   die "could not push to $branch"
 }

@@ -806,7 +806,13 @@ POLICY_CASES: list[tuple[str, str | bytes, str]] = [  # id, policy text, pattern
     ("min-effect-bool", "min_effect: true\n", r"policy\.yaml: min_effect: expected a number, got true"),
     ("min-effect-nan", "min_effect: .nan\n", r"policy\.yaml: min_effect: expected a finite number"),
     ("min-effect-inf", "min_effect: .inf\n", r"policy\.yaml: min_effect: expected a finite number"),
-    ("min-effect-too-large", "min_effect: 11\n", r"policy\.yaml: min_effect: expected a number <= 10"),
+    ("min-effect-too-large", "min_effect: 11\n", r"policy\.yaml: min_effect: expected a fraction below 1"),
+    # "2" meant 2 %, as --min-effect 2 is refused with the fraction it probably meant: not a gate blind below 200 %
+    ("min-effect-per-cent", "min_effect: 2\n",
+     r"policy\.yaml: min_effect: expected a fraction below 1 \(0\.01 is 1 %\), got 2 \(that would be 200%\); "
+     r"for 2 % write 0\.02"),
+    ("op-min-effect-per-cent", "ops: {add: {min_effect: 1.5}}\n",
+     r"policy\.yaml: ops\.add\.min_effect: expected a fraction below 1 .*for 1\.5 % write 0\.015"),
     ("min-effect-list", "min_effect: [0.01]\n", r"policy\.yaml: min_effect: expected a number, got a list"),
     ("noise-z-negative", "noise_z: -4\n", r"policy\.yaml: noise_z: expected a number >= 0"),
     ("noise-z-bool", "noise_z: no\n", r"policy\.yaml: noise_z: expected a number, got false"),

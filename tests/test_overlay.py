@@ -151,3 +151,34 @@ def test_a_patch_that_repeats_an_earlier_one_says_so(tmp_path: Path) -> None:
                                          r".*rebase it on those, or give one --patch less"):
         make_overlay(sys.executable, [PATCHES / "drop-hopper-pipeline.patch"] * 2, tmp_path / "ov")
     assert not (tmp_path / "ov").exists()
+
+
+def test_a_renamed_file_maps_its_rename_lines_and_applies(tmp_path: Path) -> None:
+    """`git diff` detects renames by default (diff.renames): its `rename from/to` lines name the
+    repository's paths too. Left as they were, git apply refused the whole patch ("inconsistent
+    old filename") and the overlay said to rebase it on the base build's Triton version."""
+    body = "".join(f"line {i}\n" for i in range(1, 11))
+    text = ("diff --git a/python/triton/old_mod.py b/python/triton/new_mod.py\n"
+            "similarity index 90%\n"
+            "rename from python/triton/old_mod.py\n"
+            "rename to python/triton/new_mod.py\n"
+            "index 1111111..2222222 100644\n"
+            "--- a/python/triton/old_mod.py\n+++ b/python/triton/new_mod.py\n"
+            "@@ -4,3 +4,3 @@ line 3\n line 4\n-line 5\n+line five\n line 6\n")
+    mapped, files = map_patch(text, "p")
+    assert "rename from triton/old_mod.py\nrename to triton/new_mod.py\n" in mapped
+    assert "python/" not in mapped and "triton/new_mod.py" in files
+    site = tmp_path / "site"
+    (site / "triton").mkdir(parents=True)
+    (site / "triton" / "old_mod.py").write_text(body)
+    subprocess.run(["git", "apply", "-"], input=mapped, text=True, cwd=site, check=True,
+                   env={"GIT_CEILING_DIRECTORIES": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert not (site / "triton" / "old_mod.py").exists()
+    assert (site / "triton" / "new_mod.py").read_text() == body.replace("line 5\n", "line five\n")
+
+
+def test_a_rename_out_of_the_package_is_refused() -> None:
+    text = ("diff --git a/python/triton/tools/x.py b/python/triton/tools/y.py\n"
+            "similarity index 100%\nrename from python/triton/tools/x.py\nrename to python/test/y.py\n")
+    with pytest.raises(OverlayError, match=r"python/test/y\.py"):
+        map_patch(text, "p")

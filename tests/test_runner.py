@@ -205,3 +205,26 @@ def test_an_ops_own_sample_length_reaches_its_rows_measurement(tmp_path, monkeyp
                          config=config))
     recorded = {r.op: r.measurement.launches_per_sample for r in load_run(record.path).rows}
     assert [(op, k) for op, _, k in calls] == [("add", recorded["add"]), ("softmax", recorded["softmax"])]
+
+
+@pytest.mark.parametrize("code", [0, None, 1, "the compiler gave up"])
+def test_a_row_whose_code_calls_sys_exit_is_an_error_row_not_the_end_of_the_run(tmp_path, monkeypatch, capsys, code):
+    # The op's (or the compiler's) code is the code under test: sys.exit in it is that row's
+    # failure, as an exception is; before, it left the run "failed" and `tritongate run`
+    # exited 0 (sys.exit(0)) or 1 (the gate-failed code), with no partial-run note.
+    import sys
+
+    from tritongate.cli import main
+
+    def quits(shape, dtype, device, gen):
+        sys.exit(code)
+
+    _register(monkeypatch, "t_quits", quits)
+    suite = write_suite(tmp_path, "shapes: shapes.yaml\ndtypes: [float32]\nops: {t_quits: {}, add: {}}\n",
+                        "t_quits: {shapes: [[8]]}\nadd: {shapes: [[64]]}\n")
+    assert main(["run", "--suite", str(suite), "--backend", "cpu", "--out", str(tmp_path / "runs")]) == 0
+    (path,) = (tmp_path / "runs").iterdir()
+    run = load_run(path)  # complete: the run went on past the row
+    rows = {r.op: r for r in run.rows}
+    assert rows["t_quits"].status is RowStatus.ERROR and "SystemExit" in rows["t_quits"].error
+    assert rows["add"].status is RowStatus.OK

@@ -40,6 +40,9 @@ _TEXT_SUFFIXES = (".py", ".pyi", ".c", ".h", ".json", ".txt", ".typed")
 # A file header: `diff --git a/X b/Y`, or a `--- X` line directly followed by `+++ Y` (alone,
 # `--- ` also starts a removed line that began with `-- `, which is hunk content, not a header).
 _HEADER = re.compile(r"^(?:diff --git a/(\S+) b/(\S+)|--- (?:a/)?(\S+)(.*)\n\+\+\+ (?:b/)?(\S+))", re.M)
+# git's extended header lines of a rename or copy (`git diff` finds renames by default) name the
+# repository's paths as well; a hunk line always starts with ' ', '+', '-' or '\', never these.
+_MOVE = re.compile(r"^(rename|copy) (from|to) (\S+)$", re.M)
 
 
 class OverlayError(GateError):
@@ -110,7 +113,16 @@ def map_patch(text: str, patch_name: str) -> tuple[str, tuple[str, ...]]:
             return m.group(0)
         return f"--- {old}{m.group(4)}\n+++ {new}"
 
-    mapped_text = _HEADER.sub(rewrite, text)
+    def move(m: re.Match[str]) -> str:
+        mapped = installed_path(m.group(3))
+        if mapped is None or mapped == "/dev/null":
+            refused.append(m.group(3))
+            return m.group(0)
+        if m.group(2) == "to" and mapped not in files:
+            files.append(mapped)
+        return f"{m.group(1)} {m.group(2)} {mapped}"
+
+    mapped_text = _MOVE.sub(move, _HEADER.sub(rewrite, text))
     if refused:
         kinds = "compiled code" if any(_compiled(p) for p in refused) else "files outside the Python package"
         raise OverlayError(

@@ -317,6 +317,11 @@ class Runner:
             raise
         except Exception as exc:  # noqa: BLE001 - a failing row is data, not a crash
             return error_row(item, backend, describe(exc, 500))
+        except SystemExit as exc:  # the op's or the compiler's code called sys.exit: that row failed, as
+            # a worker of a paired run that exits fails its row; left to rise, it ended the command with
+            # the code it chose (0: "done", 1: "gate failed") over a run marked failed
+            return error_row(item, backend, f"the measured code called sys.exit({exc.code!r}) "
+                                            f"({describe(exc, 200)})")
         return finish_row(prepared, m)
 
 

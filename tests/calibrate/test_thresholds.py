@@ -125,3 +125,25 @@ def test_a_rewrite_that_changes_anything_but_the_ops_entries_is_refused(tmp_path
     with pytest.raises(UsageError, match=r"did not read back as written.*noise_z"):
         write_thresholds(CAL, path, allow_loosen=True)
     assert path.read_text() == before
+
+
+def test_an_aa_effect_no_threshold_can_hold_is_refused_naming_the_row_not_a_crash(tmp_path):
+    # a hand-edited or damaged calibration.json: 1e306 * MARGIN / STEP overflowed in math.ceil
+    # (OverflowError, exit 4, `calibrate --from`)
+    wild = Calibration(created_utc=CAL.created_utc, suite="pr", runner=CAL.runner, fractions=(0.02,), steps=(),
+                       rows=(row("add", (1e306,)),))
+    with pytest.raises(UsageError, match=r"add 4096 float16.*A/A effect"):
+        derive(wild, 0.01)
+    # a policy holds fractions below 1: an op noisier than that (the interpreter's ±100 %) is named, not
+    # written as a policy no gate can read back
+    for effect, refused in ((0.66, False), (0.667, True), (1.5, True)):
+        noisy = Calibration(created_utc=CAL.created_utc, suite="pr", runner=CAL.runner, fractions=(0.02,), steps=(),
+                            rows=(row("add", (effect,)),))
+        if refused:
+            with pytest.raises(UsageError, match=r"add 4096 float16: A/A effect .* 100 % or more"):
+                derive(noisy, 0.01)
+        else:
+            assert derive(noisy, 0.01)["add"][0] == 0.99
+    path = _policy(tmp_path)
+    wild.write(tmp_path / "calibration.json")
+    assert main(["calibrate", "--from", str(tmp_path), "--write-thresholds", str(path), "--allow-loosen"]) == 2

@@ -423,3 +423,23 @@ def test_an_entry_recorded_in_the_future_is_skipped_with_a_note(tmp_path):
     assert [e.commit for e in h.entries] == [commit(0), commit(1)]
     assert any(n.startswith("skipped ") and "after now (2026-11-01T05:00:00+00:00)" in n for n in h.notes)
     assert len(load_history(store, "h200", "pr", now=T0 + 2 * DAY).entries) == 3
+
+
+def test_an_entry_dated_before_any_runner_clock_is_skipped_with_a_note_not_a_crash(tmp_path):
+    """A hand-edited (or clock-reset) manifest dated year 1: the history took it as a night and
+    matplotlib, drawing the op's axis from year 1, raised ValueError (exit 4, no history.md)."""
+    from tritongate.cli import main
+
+    store = tmp_path / "store"
+    entries = publish_nights(store, tmp_path / "runs", [[row(median=20.0, seed=i)] for i in range(3)])
+    manifest = entries[1] / "manifest.json"
+    doc = json.loads(manifest.read_text())
+    doc["recorded_utc"] = doc["created_utc"] = "0001-01-01T00:00:00+00:00"
+    manifest.write_text(json.dumps(doc))
+    h = load_history(store, "h200", "pr")
+    assert [e.commit for e in h.entries] == [commit(0), commit(2)]
+    (note,) = h.notes
+    assert note.startswith(f"skipped {entries[1]}") and "expected a time after 1970" in note and "0001-01-01" in note
+    assert main(["history", "--store", str(store), "--runner-class", "h200", "--suite", "pr",
+                 "--out", str(tmp_path / "hist")]) == 0
+    assert (tmp_path / "hist" / "history.md").is_file()

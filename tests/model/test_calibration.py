@@ -110,6 +110,7 @@ def test_a_written_calibration_reads_back_as_its_summary(tmp_path):
     (None, UsageError, "cannot read the calibration"),
     ("{", UsageError, "not JSON"),
     (json.dumps({"schema": 1}), UsageError, "not a tritongate calibration"),
+    ('{"summary": ' + "[" * 100_000 + "]" * 100_000 + "}", UsageError, "not JSON"),  # was RecursionError, exit 4
     (json.dumps({"schema": 0, "kind": "tritongate-calibration"}), SchemaVersionError, "calibrate again"),
     (json.dumps({"schema": 3, "kind": "tritongate-calibration"}), SchemaVersionError, "upgrade tritongate"),
     (json.dumps({"schema": 1, "kind": "tritongate-calibration"}), UsageError, "summary"),

@@ -23,6 +23,9 @@ from tritongate.validation.core import StrictDoc
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA_VERSION = 1
 MAX_MANIFEST_BYTES = 1 * 2**20  # a manifest is a few KB; anything larger is not ours
+# Times before the Unix epoch are no runner's clock; year 1 made history's plot axis start before
+# what matplotlib draws (an internal error, no history.md)
+EARLIEST_YEAR = 1970
 
 # A path component of the store: no separators, no dot names, nothing a shell or a
 # GitHub output line could trip on.
@@ -73,6 +76,8 @@ def _utc(value: str) -> str:
         raise ValueError(f"expected an ISO 8601 time, got {value[:40]!r}") from None
     if when.utcoffset() != dt.timedelta(0):
         raise ValueError(f"expected a UTC time (+00:00), got {value[:40]!r}")
+    if when.year < EARLIEST_YEAR:  # no runner's clock reads that: a hand edit, or a damaged file
+        raise ValueError(f"expected a time after {EARLIEST_YEAR} (when a record was measured), got {value[:40]!r}")
     return value
 
 

@@ -25,6 +25,8 @@ from tritongate.yamlsafe import comment_text, flow_scalar, load_bounded
 
 MARGIN = 1.5
 STEP = 0.005  # thresholds are whole half per cents
+# a policy's min_effect is a fraction below 1 (validation.inputfiles.MinEffect): an op whose A/A
+# noise needs more than that cannot be gated on this runner at all
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,22 @@ def derive(cal: Calibration, default: float) -> dict[str, tuple[float, str]]:
     for r in cal.rows:
         for effect in r.aa_effects:
             if effect is not None and math.isfinite(effect) and abs(effect) > worst[r.op][0]:
+                if _threshold(abs(effect)) >= 1:  # no policy holds it (checked first: 1e306 overflowed math.ceil)
+                    raise UsageError(f"{r.op} {r.case} {r.dtype}: A/A effect {effect:+.3g} would need a minimum "
+                                     "effect of 100 % or more, which no policy holds: the op is too noisy to "
+                                     "gate on this runner (a calibration on the interpreter?), or the "
+                                     "calibration is damaged or edited; calibrate again on the GPU runner")
                 worst[r.op] = (abs(effect), f"A/A {effect:+.2%} on {r.case} {r.dtype}")
-    values = {op: (math.ceil(round(effect * MARGIN / STEP, 9)) * STEP, why) for op, (effect, why) in worst.items()}
+    values = {op: (_threshold(effect), why) for op, (effect, why) in worst.items()}
     return {op: (round(value, 4), why) if value > default + 1e-12 else (default, f"{why} (the default is enough)")
             for op, (value, why) in values.items()}
+
+
+def _threshold(effect: float) -> float:
+    """The A/A effect with the margin, rounded up to a whole step."""
+    if effect * MARGIN >= 1:
+        return effect * MARGIN
+    return math.ceil(round(effect * MARGIN / STEP, 9)) * STEP
 
 
 def plan_changes(derived: Mapping[str, tuple[float, str]], current: Mapping[str, float],

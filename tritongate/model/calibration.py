@@ -310,7 +310,7 @@ def load_summary(path: Path) -> CalibrationSummary:
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the calibration ({exc.strerror or exc}); pass the calibration.json "
                          "(or its folder) that `tritongate calibrate` wrote on this runner") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply for json
         raise UsageError(f"{path}: not JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise UsageError(f"{path}: not a tritongate calibration (no \"kind\": \"{KIND}\")")

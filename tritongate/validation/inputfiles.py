@@ -47,6 +47,18 @@ YamlFloat = Annotated[float, BeforeValidator(_yaml_number)]
 Effect = Annotated[YamlFloat, Field(ge=0, le=10)]
 
 
+def _fraction_below_one(value: float) -> float:
+    # --min-effect refuses 2 with the fraction it probably meant (argtypes.fraction); a policy
+    # file, the same setting, took `min_effect: 2` ("2 %") as 200 %: a gate blind to any change
+    if value >= 1:
+        raise ValueError(f"expected a fraction below 1 (0.01 is 1 %), got {value:g} (that would be {value:.0%}); "
+                         f"for {value:g} % write {value / 100:g}")
+    return value
+
+
+MinEffect = Annotated[YamlFloat, Field(ge=0), AfterValidator(_fraction_below_one)]
+
+
 class SuiteOpDoc(HandWritten):
     dtypes: Optional[DtypeList] = None
     shapes: Optional[ShapeList] = None  # inline shapes: win over the shape file's for this op
@@ -148,11 +160,11 @@ class ShapeFileDoc(RootModel[dict[Name, ShapeEntryDoc]]):
 
 
 class OpPolicyDoc(HandWritten):
-    min_effect: Optional[Effect] = None
+    min_effect: Optional[MinEffect] = None
 
 
 class PolicyDoc(HandWritten):
-    min_effect: Optional[Effect] = None
+    min_effect: Optional[MinEffect] = None
     noise_z: Optional[Annotated[YamlFloat, Field(ge=0, le=100)]] = None
     min_samples: Optional[Annotated[int, Field(ge=1, le=1_000_000)]] = None
     max_missing: Optional[Annotated[int, Field(ge=0)]] = None
