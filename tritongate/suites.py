@@ -95,7 +95,9 @@ def resolve_suite_path(suite: str) -> Path:
         if not candidate.exists():  # a path with a typo, or a builtin's name written as a file
             raise PreflightError("suite_file", f"suite file {suite} does not exist; pass the path of a suite YAML, "
                                  f"or a builtin suite by its name ({_builtin_names()})")
-        return candidate
+        # absolute: the run identity and a batch plan keep it, and a merge or a resume run from another
+        # folder reads the suite again (a relative path made a whole merged suite read as part of it)
+        return candidate.absolute()
     path = ops_dir() / "suites" / f"{suite}.yaml"
     if not path.is_file():
         env = os.environ.get("TRITONGATE_OPS_DIR")
