@@ -44,6 +44,13 @@ def test_show_a_verdict_folder_as_a_table_and_as_data(pair_dir, capsys):
     assert main(["show", str(verdict)]) == 0
     out = capsys.readouterr().out
     assert "REGRESSED" in out and "+25.00%" in out and out.rstrip().endswith("2 rows")
+    # the least change each row could call, beside its change (a new user saw only "IQRs overlap")
+    doc = json.loads((verdict / "verdict.json").read_text())
+    header, *lines = out.splitlines()[1:]
+    assert header.split()[4:7] == ["change", "resolves", "why"]
+    for r in doc["rows"]:
+        (line,) = [x for x in lines if x.startswith(r["op"] + " ")]
+        assert f"±{r['detectable_effect']:.2%}" in line
     assert main(["show", str(verdict), "--format", "csv"]) == 0
     recs = {r["op"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
     assert recs["softmax"]["verdict"] == "REGRESSED" and abs(float(recs["softmax"]["effect"]) - 0.25) < 0.01

@@ -110,24 +110,13 @@ def _show_verdict(folder: Path, fmt: str, *, pair: Path | None = None) -> int:
 
         _write_document(render_comment_body(verdict.doc, limit=COMMENT_LIMIT), fmt)  # as the gate writes it
     else:
-        from tritongate.report.verdict_terminal import headline_text
+        from tritongate.report.verdict_terminal import headline_text, verdict_table
 
         # worded now, as the renderers word it: a file's stored headline may predate a wording
         headline = "⚠️ contradicts itself (see stderr)" if problem else headline_text(verdict.doc)
         print(neutralize(f"{folder}  {headline}"))
         print(verdict_table(verdict.rows), end="")
     return ExitCode.USAGE if problem else ExitCode.OK
-
-
-def verdict_table(rows: Any) -> str:
-    """One line per row: key, verdict, the paired change and why, for a terminal."""
-    lines = [f"{'op':<18} {'case':<18} {'dtype':<9} {'verdict':<16} {'change':>8}  why"]
-    for r in rows:  # each name made safe first: padding a name must not be undone
-        op, case, dtype, why = (neutralize(v) for v in (r.op, r.case, r.dtype, "; ".join(r.reasons)))
-        change = f"{r.effect:+.2%}" if r.effect is not None else ""
-        lines.append(f"{op:<18} {case:<18} {dtype:<9} {r.verdict:<16} {change:>8}  {why}")
-    lines.append(counted(len(rows), "row"))
-    return "\n".join(lines) + "\n"
 
 
 def cmd_ops(args: argparse.Namespace) -> int:

@@ -1,5 +1,6 @@
 """The verdict on the terminal: the lines ``gate``, ``pair`` and ``merge`` print, saying what
-the comment says (``verdict_view`` works it out once for both), as plain text.
+the comment says (``verdict_view`` works it out once for both), as plain text; and ``show``'s
+table of a verdict's rows.
 
 Every string from the document passes through ``report.untrusted.neutralize`` (control and
 bidi characters shown as escapes). The lines are returned, never printed: the CLI prints.
@@ -11,7 +12,7 @@ from typing import Any, Callable, Mapping
 
 from tritongate.model.verdict import Verdict, VerdictDoc
 from tritongate.report.blame_view import terminal_block
-from tritongate.report.units import format_time
+from tritongate.report.units import counted, format_time
 from tritongate.report.untrusted import neutralize
 from tritongate.report.verdict_view import (RowView, VerdictView, build_view, count_parts, geomean_text, headline_parts,
                                             interval_text, notes, pct, row_target, side_text, target_text,
@@ -84,3 +85,16 @@ def summary_lines(doc: VerdictDoc | Mapping[str, Any]) -> list[str]:
                  + f"; candidate: {' '.join(neutralize(p) for p in side_text(doc.candidate))}")
     lines += [f"note: {neutralize(n)}" for n in notes(doc)]
     return lines
+
+
+def verdict_table(rows: Any) -> str:
+    """One line per row: key, verdict, the paired change, the least change the row could call
+    (its detectable effect) and why, for a terminal."""
+    lines = [f"{'op':<18} {'case':<18} {'dtype':<9} {'verdict':<16} {'change':>8} {'resolves':>9}  why"]
+    for r in rows:  # each name made safe first: padding a name must not be undone
+        op, case, dtype, why = (neutralize(v) for v in (r.op, r.case, r.dtype, "; ".join(r.reasons)))
+        change, res = (f"{r.effect:+.2%}" if r.effect is not None else ""), \
+            (f"±{r.detectable_effect:.2%}" if r.detectable_effect is not None else "")
+        lines.append(f"{op:<18} {case:<18} {dtype:<9} {r.verdict:<16} {change:>8} {res:>9}  {why}")
+    lines.append(counted(len(rows), "row"))
+    return "\n".join(lines) + "\n"
