@@ -118,3 +118,31 @@ def test_blame_names_the_side_whose_interpreter_is_not_here(tmp_path, monkeypatc
     (tmp_path / "out").mkdir()
     inspect._blame([], tmp_path / "base", tmp_path / "cand", tmp_path / "out", 4)
     assert json.loads((tmp_path / "out" / "blame.json").read_text())["variants"] == []
+
+
+def test_each_blame_is_announced_before_its_compiles(tmp_path, monkeypatch, capsys) -> None:
+    """A blame takes seconds to a minute a kernel: a line says which one starts, before it does."""
+    from types import SimpleNamespace
+
+    from tritongate.cli import inspect
+    from tritongate.ir import index, passblame, provenance
+
+    aot = {"python": sys.executable, "target": "cuda:90", "codegen_env": {}}
+    monkeypatch.setattr(provenance, "read_aot", lambda root: aot)
+    names = ("w4", "w8", "w16")
+    monkeypatch.setattr(index, "read_index", lambda path: [
+        CompiledVariant(case="4096", kernel="m.k", signature={}, constexprs={}, specialization={}, options={},
+                        compile_hash=name, name=name) for name in names])
+
+    def fake_blame(base_python, cand_python, variant, target, out, **kw):
+        print(f"<compiling {variant.name}>")
+        return passblame.Blame(passblame.NONE)
+
+    monkeypatch.setattr(passblame, "blame_variant", fake_blame)
+    changed = [SimpleNamespace(status="changed", case="4096", kernel="m.k", name=name) for name in names]
+    (tmp_path / "out").mkdir()
+    inspect._blame(changed, tmp_path / "base", tmp_path / "cand", tmp_path / "out", 2)
+    assert capsys.readouterr().out.splitlines() == [
+        "  blaming 1 of 2: 4096  m.k  w4 ...", "<compiling w4>", "  blame    4096  m.k  w4: no difference",
+        "  blaming 2 of 2: 4096  m.k  w8 ...", "<compiling w8>", "  blame    4096  m.k  w8: no difference",
+        "  (1 more changed variants not blamed: --blame N for more)"]

@@ -153,6 +153,9 @@ def test_blame_writes_ir_diff_blame_json_and_lists_kernels_past_n(tmp_path, reco
     # each build blamed with the overlay it was screened with
     assert calls == [("base", "newer", "m.add_kernel", "cuda:90", {}, {"DISABLE_MMA_V3": "1"})]
     assert "  blame  4096  m.add_kernel  " in stdout
+    # a line before the blame's compiles start (seconds to a minute), then the blame's own
+    starting = stdout.index("  blaming 1 of 1: 4096  m.add_kernel  ")
+    assert stdout[starting:].splitlines()[0].endswith(" ...") and starting < stdout.index("  blame  4096")
     assert "first differs after `tritongpu-coalesce` (ttgir, input equal)" in stdout
     assert "  not blamed  64x64x64  m.matmul_kernel  " in stdout
     assert f"blame: {out / 'ir-diff' / 'blame.json'}" in stdout

@@ -16,7 +16,7 @@ import triton.language as tl
 
 from tritongate.errors import UsageError
 from tritongate.ir.index import CompiledVariant
-from tritongate.ir.passblame import BELOW, INPUT, NONE, PASS, PIPELINE, first_difference
+from tritongate.ir.passblame import BELOW, INPUT, NONE, PASS, PIPELINE, blame_variant, first_difference
 from tritongate.ir.passdumps import (PassDump, PassDumps, _stage_hook, canonical_names, compile_with_dumps,
                                      load_dumps, normalize_pass_text, parse_dump_stream)
 
@@ -136,6 +136,23 @@ def test_fp_fusion_off_first_changes_instruction_selection_below_llvm_ir(compile
     assert "FMA_F32" in fused and "FMA_F32" not in unfused and "FMUL" in unfused
     assert blame.excerpt.startswith("--- base/nvptx-isel@ptx\n+++ cand/nvptx-isel@ptx\n")
     json.dumps(blame.to_dict())
+
+
+@pytest.mark.slow
+def test_a_side_s_fusion_setting_overrides_the_recorded_option_as_in_ir(tmp_path) -> None:
+    """A GPU run's index records enable_fp_fusion; `tritongate ir` under TRITON_DEFAULT_FP_FUSION=0
+    leaves it to the setting, and so must the blame's compile of that side (ir-diff passes the
+    side's aot.json settings, the pre-screen its --cand-env): else both fuse, "no difference"."""
+    recorded = variant(num_warps=4, enable_fp_fusion=True)
+    blame = blame_variant(sys.executable, sys.executable, recorded, "cuda:90", tmp_path,
+                          cand_env={"TRITON_DEFAULT_FP_FUSION": "0"})
+    assert (blame.kind, blame.pass_name, blame.stage) == (PASS, "nvptx-isel", "ptx"), blame.summary()
+    assert dict(blame.levels)["ptx"] is True
+    base, cand = (json.loads((tmp_path / side / "compiled.json").read_text()) for side in ("base", "cand"))
+    assert base["options"]["enable_fp_fusion"] is True and "enable_fp_fusion" not in cand["options"]
+    assert "fma.rn.f32" in (tmp_path / "base" / "final.ptx").read_text()
+    assert "fma.rn.f32" not in (tmp_path / "cand" / "final.ptx").read_text()
+    assert json.loads((tmp_path / "cand" / "spec.json").read_text())["drop_options"] == ["enable_fp_fusion"]
 
 
 # ----------------------------------------------------------------------------- the parser
@@ -317,3 +334,30 @@ def test_dumps_go_into_a_fresh_folder_only(tmp_path) -> None:
     (tmp_path / "old.log").write_text("x")
     with pytest.raises(UsageError, match="fresh folder"):
         compile_with_dumps(sys.executable, variant(), "cuda:90", tmp_path)
+
+
+@pytest.mark.parametrize("overlay, parent, dropped", [
+    ({}, {}, []),
+    ({"TRITON_DEFAULT_FP_FUSION": "0"}, {}, ["enable_fp_fusion"]),  # a side's setting (--cand-env, aot.json)
+    ({}, {"TRITON_DEFAULT_FP_FUSION": "1"}, ["enable_fp_fusion"]),  # inherited, as `ir`'s process inherits it
+])
+def test_the_child_leaves_to_a_setting_the_option_it_overrides(tmp_path, monkeypatch, overlay, parent,
+                                                               dropped) -> None:
+    """The options a compile with dumps drops follow the child's environment by `ir`'s rule
+    (``aot.options_overridden_by``), the ones the caller drops kept first."""
+    from tritongate.ir import passdumps
+    from tritongate.ir.aot import options_overridden_by
+
+    monkeypatch.delenv("TRITON_DEFAULT_FP_FUSION", raising=False)
+    for k, v in parent.items():
+        monkeypatch.setenv(k, v)
+
+    def stop(cmd, **kw):  # nothing compiled: the spec is written before the child starts
+        assert options_overridden_by(kw["env"]) == tuple(dropped)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(passdumps.subprocess, "run", stop)
+    with pytest.raises(RuntimeError, match="stop here"):
+        compile_with_dumps(sys.executable, variant(enable_fp_fusion=True), "cuda:90", tmp_path / "d", env=overlay,
+                           drop_options=("maxnreg",))
+    assert json.loads((tmp_path / "d" / "spec.json").read_text())["drop_options"] == ["maxnreg", *dropped]

@@ -165,6 +165,12 @@ def progress_printer(color: bool, *, verb: str = "measuring", row_text: Callable
     return show_plain
 
 
+def blaming_line(i: int, n: int, case: str, kernel: str, variant: str) -> str:
+    """The line printed as the ``i``-th (from 0) of ``n`` blames starts: its compiles with every
+    pass dumped take seconds to a minute, and the blame's own line comes only after them."""
+    return f"  blaming {i + 1} of {n}: {neutralize(case)}  {neutralize(kernel)}  {neutralize(variant)} ..."
+
+
 def append_step_summary(markdown_path: Path) -> None:
     """verdict.md appended to ``$GITHUB_STEP_SUMMARY`` when a workflow step sets it."""
     if os.environ.get("GITHUB_STEP_SUMMARY"):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tritongate.argtypes import nonempty_text as _text
-from tritongate.cli.common import DEFAULT_BLAME, add_command, counted, exit_codes, want_color
+from tritongate.cli.common import DEFAULT_BLAME, add_command, blaming_line, counted, exit_codes, want_color
 from tritongate.cli.folders import Kind, kind_of, load_run_dir
 from tritongate.errors import ExitCode, UsageError
 from tritongate.report.untrusted import neutralize
@@ -288,17 +288,19 @@ def _blame(diffs: list[Any], base_root: Path, cand_root: Path, out: Path, limit:
                              f"installed, or compile the {side} folder again with `tritongate ir` under a build "
                              f"you have")
     found: list[dict[str, Any]] = []
-    for i, d in enumerate(changed[:limit]):
+    blamed = changed[:limit]
+    for i, d in enumerate(blamed):
         v = variants.get((d.case, d.kernel, d.name))
         if v is None:
             continue
+        print(blaming_line(i, len(blamed), d.case, d.kernel, d.name), flush=True)
         # each side compiled again with the settings its folder was compiled with (a knob it screened)
         blame = blame_variant(str(aots[0]["python"]), str(aots[1]["python"]), v, str(aots[0]["target"]),
                               out / BLAME_DIR / f"{i:03d}", base_env=aots[0].get("codegen_env") or {},
                               cand_env=aots[1].get("codegen_env") or {})
         found.append({"case": d.case, "kernel": d.kernel, "variant": d.name, **blame.to_dict()})
         print(f"  blame    {neutralize(d.case)}  {neutralize(d.kernel)}  {neutralize(d.name)}: "
-              f"{neutralize(blame.summary())}")
+              f"{neutralize(blame.summary())}", flush=True)
     if len(changed) > limit:
         print(f"  ({len(changed) - limit} more changed variants not blamed: --blame N for more)")
     write_json_atomic(out / BLAME_JSON, {"schema_version": 1, "target": aots[0]["target"], "variants": found})

@@ -14,7 +14,7 @@ from typing import Any
 
 from tritongate.argtypes import nonempty_text as _text
 from tritongate.cli.common import (DEFAULT_BLAME, add_command, append_step_summary, append_step_summary_text,
-                                   exit_codes)
+                                   blaming_line, exit_codes)
 from tritongate.errors import ExitCode, PreflightError, UsageError
 from tritongate.report.untrusted import neutralize
 
@@ -177,8 +177,11 @@ def _blame(result: Any, args: argparse.Namespace, envs: dict[str, dict[str, str]
         print(f"  blame  {neutralize(k.case)}  {neutralize(k.kernel)}  {neutralize(k.variant)}: {neutralize(what)}",
               flush=True)
 
+    def starting(i: int, n: int, k: Any) -> None:
+        print(blaming_line(i, n, k.case, k.kernel, k.variant), flush=True)
+
     outcome = blame_prescreen(result.out, result.document, args.base_python, args.cand_python, args.blame,
-                              progress=show, envs=envs)
+                              starting=starting, progress=show, envs=envs)
     for k in outcome.not_blamed:
         print(f"  not blamed  {neutralize(k['case'])}  {neutralize(k['kernel'])}  {neutralize(k['variant'])}")
     if outcome.not_blamed:

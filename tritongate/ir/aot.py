@@ -25,6 +25,10 @@ from tritongate.ir.store import IRStore
 # the run's values (TRITON_DISABLE_LINE_INFO=1 on GPU runs: IR without source paths) unless
 # this process sets them itself, which is how one asks "what does this setting change?"
 CODEGEN_ENV = CODEGEN_SETTINGS
+# a recorded option whose default one of those settings gives: the record's value was its own
+# run's setting, so a compile under the setting leaves the option to it (an option passed to
+# triton.compile wins over the setting, and TRITON_DEFAULT_FP_FUSION=0 would change nothing)
+OPTION_SETTINGS = {"enable_fp_fusion": "TRITON_DEFAULT_FP_FUSION"}
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,13 @@ class AotOutcome:
     store: IRStore | None = None
     codegen_env: dict[str, str] = field(default_factory=dict)  # the code-affecting settings it compiled with
     levels: dict[str, int] = field(default_factory=dict)  # level kept -> variants that have it (ttgir too)
+
+
+def options_overridden_by(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The recorded options a compile in ``env`` (its process's environment) leaves to the
+    build's default, because ``env`` sets the setting they follow: ``recompile`` and the
+    pass-dump compiles of a blame (``passdumps.compile_with_dumps``) both decide by it."""
+    return tuple(option for option, setting in OPTION_SETTINGS.items() if setting in env)
 
 
 def resolve_kernel(kernel_id: str) -> Any:
@@ -122,9 +133,9 @@ def recompile(variants: list[CompiledVariant], target: Target, out: Path, *,
     outcome = AotOutcome(store=IRStore(out))
     launched = [v for v in variants if not v.sweep_loser]
     saved = {k: os.environ.get(k) for k in CODEGEN_ENV}
-    # set in this process on purpose: a GPU run under it compiles with fp fusion as it says (the
-    # record's enable_fp_fusion option was its own run's setting), so the option gives way
-    fusion_asked = "TRITON_DEFAULT_FP_FUSION" in os.environ
+    # set in this process on purpose (decided before the record's settings are applied): a GPU
+    # run under it compiles with fp fusion as it says, so the record's option gives way
+    overridden = options_overridden_by(os.environ)
     pool = ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) if sass else None
     pending: list[tuple[CompiledVariant, str, dict[str, str], Future[dict[str, str]] | None]] = []
     try:
@@ -141,8 +152,7 @@ def recompile(variants: list[CompiledVariant], target: Target, out: Path, *,
                 progress(i, len(launched), v)
             try:
                 fn = resolve_kernel(v.kernel)
-                options = {k: val for k, val in v.options.items()
-                           if val is not None and not (fusion_asked and k == "enable_fp_fusion")}
+                options = {k: val for k, val in v.options.items() if val is not None and k not in overridden}
                 compiled = triton.compile(source_for(fn, v), target=gpu, options=options)
                 text = ttgir_of(compiled)
                 if text is None:

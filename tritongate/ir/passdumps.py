@@ -268,17 +268,25 @@ def compile_with_dumps(python: str, variant: CompiledVariant, target: str, out: 
     """Compile ``variant`` for ``target`` (``cuda:90``) under ``python`` (a build's interpreter)
     with every pass dumped into ``out`` (a fresh folder), and parse the dumps. ``env``: extra
     settings for the child (``TRITON_DEFAULT_FP_FUSION``); ``drop_options``: recorded options
-    left to the build's default; ``identity``: the run's, for its suite's op modules."""
+    left to the build's default, besides those a setting in the child's environment overrides
+    (``aot.options_overridden_by``: as ``tritongate ir`` compiles); ``identity``: the run's, for
+    its suite's op modules."""
+    from tritongate.ir.aot import options_overridden_by
+
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out}: not empty; pass dumps go into a fresh folder")
     out.mkdir(parents=True, exist_ok=True)
-    spec = {"variant": asdict(variant), "target": target, "drop_options": list(drop_options),
-            "suite": (identity or {}).get("suite")}
-    (out / "spec.json").write_text(json.dumps(spec, indent=1, default=list) + "\n", encoding="utf-8")
-    lead = package_link_dir(out / PATH_DIR)  # a link to this tritongate, never its parent folder
+    lead = out / PATH_DIR  # a link to this tritongate, never its parent folder (made below, once the spec is)
     child = with_overlay(child_env(os.environ, llvm=llvm), env, lead=str(lead))
     child["TRITON_CACHE_DIR"] = str(out / "triton-cache")
+    # by the child's own environment, as `ir` decides by its process's: else the record's
+    # enable_fp_fusion would win over a side's TRITON_DEFAULT_FP_FUSION=0 here and not in `ir`
+    drop = list(dict.fromkeys((*drop_options, *options_overridden_by(child))))
+    spec = {"variant": asdict(variant), "target": target, "drop_options": drop,
+            "suite": (identity or {}).get("suite")}
+    (out / "spec.json").write_text(json.dumps(spec, indent=1, default=list) + "\n", encoding="utf-8")
+    package_link_dir(lead)
     t0 = time.monotonic()
     try:
         with open(out / DUMP_LOG, "wb") as log:

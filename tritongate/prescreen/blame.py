@@ -46,11 +46,14 @@ def _ident(k: Mapping[str, Any]) -> dict[str, str]:
 
 
 def blame_prescreen(out: Path, doc: Mapping[str, Any], base_python: str, cand_python: str, limit: int, *,
+                    starting: Callable[[int, int, BlamedKernel], None] | None = None,
                     progress: Callable[[BlamedKernel], None] | None = None,
                     envs: Mapping[str, Mapping[str, str]] | None = None) -> BlameOutcome:
     """Blame up to ``limit`` changed kernels of the pre-screen in ``out`` (``doc``: its
     prescreen.json) under the two builds it screened (``envs``: each side's environment overlay,
-    as it screened them); ``progress`` is told of each one done."""
+    as it screened them); ``starting`` is told of each one before its compiles (its place from 0,
+    how many, the kernel without a summary: they take seconds to a minute), ``progress`` of each
+    one done."""
     from tritongate.ir.index import INDEX, read_index
     from tritongate.ir.passblame import blame_variant
 
@@ -72,13 +75,16 @@ def blame_prescreen(out: Path, doc: Mapping[str, Any], base_python: str, cand_py
     result = BlameOutcome(diff_dir / BLAME_JSON, not_blamed=[_ident(k) for k in changed[limit:]])
     found: list[dict[str, Any]] = []
     failed: list[dict[str, str]] = []
-    for i, k in enumerate(changed[:limit]):
+    blamed = changed[:limit]
+    for i, k in enumerate(blamed):
         ident = _ident(k)
         v = variants.get((ident["case"], ident["kernel"], ident["variant"]))
         if v is None:  # only the candidate compiled it: nothing to compile under the base
             failed.append(ident | {"error": "not in the base build's AOT index"})
             done = BlamedKernel(**ident, error=failed[-1]["error"])
         else:
+            if starting is not None:
+                starting(i, len(blamed), BlamedKernel(**ident))
             try:
                 blame = blame_variant(base_python, cand_python, v, target, dumps / f"{i:03d}",
                                       base_env=(envs or {}).get("base"), cand_env=(envs or {}).get("cand"))
