@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,11 @@ def screen(args: argparse.Namespace) -> Any:
     if args.blame and (args.side or args.judge):
         raise UsageError("--blame compiles under both builds: run it without --side/--judge")
     envs = _env_overlays(args)
+    # the recompile and the captures take tens of seconds before the first line of the table
+    doing = f"comparing the two halves in {args.out}" if args.judge else (
+        f"recompiling its launched kernels for its GPU target and capturing its rows under the "
+        f"{'base' if args.side == 'base' else 'candidate' if args.side else 'two'} build{'' if args.side else 's'}")
+    print(neutralize(f"screening {args.baseline}: {doing} ..."), file=sys.stderr, flush=True)
     if args.side:
         from tritongate.prescreen import prepare_side
 
