@@ -124,10 +124,15 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """GPU tests are deselected by default (pyproject's ``-m "not gpu"``); a run that picks its
-    own ``-m`` (the fast loop's ``-m "not slow"``) still must not fail them for want of a GPU."""
+    own ``-m`` (the fast loop's ``-m "not slow"``) deselects them too without a GPU, and one that
+    asks for them (``-m gpu``) there has them skipped, saying why."""
     if torch.cuda.is_available():
         return
+    gpu = [item for item in items if "gpu" in item.keywords]
+    if "gpu" not in (config.getoption("markexpr", "") or "").replace("not gpu", ""):
+        config.hook.pytest_deselected(items=gpu)
+        items[:] = [item for item in items if "gpu" not in item.keywords]
+        return
     skip = pytest.mark.skip(reason="needs a CUDA device; run with -m gpu on the GPU machine")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+    for item in gpu:
+        item.add_marker(skip)
