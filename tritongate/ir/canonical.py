@@ -15,10 +15,14 @@ symbols (``@kernel``), attribute aliases (``#blocked1``), PTX register declarati
 - PTX (after ``normalize_ptx``): comments dropped; virtual registers of each declared class
   (``%r``, ``%rd``, ``%p``, ...) renumbered per class; special registers (``%tid.x``,
   ``%envreg3``) are not declared and stay.
+
+``renumbered_names`` gives a diff the names a level's canonical form renumbered (``ir.diff``
+aligns lines that differ only in them).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 from tritongate.ir.normalize import _normalize_lines, normalize_ptx, normalize_ttgir, strip_abs_paths
@@ -26,7 +30,7 @@ from tritongate.ir.normalize import _normalize_lines, normalize_ptx, normalize_t
 # --------------------------------------------------------------------------- TTGIR (MLIR)
 
 # a string literal (copied whole), or an SSA value / block name not inside a longer word
-_MLIR_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|(?<![\w$.@%#^-])([%^])([\w$.-]+)')
+_MLIR_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|(?<![\w$.@%#^-])(?P<ns>[%^])(?P<name>[\w$.-]+)')
 
 
 def canonical_mlir_names(text: str) -> str:
@@ -137,6 +141,37 @@ def canonical_sass(text: str) -> str:
     """SASS as ``triton.tools.disasm`` prints it (no addresses, no registers to rename:
     they are allocated); trailing blanks normalized only."""
     return _normalize_lines(text.replace("\r\n", "\n"))
+
+
+# --------------------------------------------------------------------------- names, for a diff
+
+# the numbered names of canonical LLVM IR as ``_LLVM_TOKEN`` finds them, a label (``12:``) in the
+# values' numbering (no ``ns``), strings and comments matched whole
+_LLVM_NAMES = re.compile(r'"[^"\n]*"|;.*$|(?:(?<![\w$.-])(?:%|(?P<ns>[!#]))|^(?=\d+:))(?P<name>\d+)(?![\w$.-])')
+
+
+@functools.lru_cache(maxsize=64)
+def _ptx_names(classes: frozenset[str]) -> re.Pattern[str]:
+    """``_PTX_REG`` limited to ``classes`` (longest first; each class its own numbering)."""
+    alternatives = "|".join(sorted(map(re.escape, classes), key=lambda c: (-len(c), c)))
+    return re.compile(rf"(?<![\w$.%])%(?P<ns>{alternatives})(?P<name>\d+)(?![\w$.])")
+
+
+def renumbered_names(level: str, base: str, cand: str) -> re.Pattern[str] | None:
+    """The names ``level``'s canonical form renumbered, as a pattern over a line of the canonical
+    texts ``base`` and ``cand``: group ``name`` is a renumbered name, ``ns`` (when matched) the
+    numbering it belongs to; a match without ``name`` (a string literal) is text. The tokens are
+    those the canonicaliser renames, so a line that matches another except in them differs only
+    by numbering. PTX: the register classes both texts declare (a class one side lacks names a
+    special register there, a fixed name). None: the level renames nothing (SASS)."""
+    if level == "ttgir":
+        return _MLIR_TOKEN
+    if level == "llir":
+        return _LLVM_NAMES
+    if level == "ptx":
+        classes = frozenset(_PTX_REG_DECL.findall(base)) & frozenset(_PTX_REG_DECL.findall(cand))
+        return _ptx_names(classes) if classes else None
+    return None
 
 
 CANONICAL = {"ttgir": canonical_ttgir, "llir": canonical_llir, "ptx": canonical_ptx, "sass": canonical_sass}
