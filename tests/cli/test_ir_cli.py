@@ -135,14 +135,16 @@ def test_each_blame_is_announced_before_its_compiles(tmp_path, monkeypatch, caps
                         compile_hash=name, name=name) for name in names])
 
     def fake_blame(base_python, cand_python, variant, target, out, **kw):
-        print(f"<compiling {variant.name}>")
+        print(f"<compiling {variant.name}>", file=sys.stderr)
         return passblame.Blame(passblame.NONE)
 
     monkeypatch.setattr(passblame, "blame_variant", fake_blame)
     changed = [SimpleNamespace(status="changed", case="4096", kernel="m.k", name=name) for name in names]
     (tmp_path / "out").mkdir()
     inspect._blame(changed, tmp_path / "base", tmp_path / "cand", tmp_path / "out", 2)
-    assert capsys.readouterr().out.splitlines() == [
-        "  blaming 1 of 2: 4096  m.k  w4 ...", "<compiling w4>", "  blame    4096  m.k  w4: no difference",
-        "  blaming 2 of 2: 4096  m.k  w8 ...", "<compiling w8>", "  blame    4096  m.k  w8: no difference",
-        "  (1 more changed variants not blamed: --blame N for more)"]
+    out, err = capsys.readouterr()
+    # progress on stderr, each line before its compiles; the results on stdout
+    assert err.splitlines() == ["  blaming 1 of 2: 4096  m.k  w4 ...", "<compiling w4>",
+                                "  blaming 2 of 2: 4096  m.k  w8 ...", "<compiling w8>"]
+    assert out.splitlines() == ["  blame    4096  m.k  w4: no difference", "  blame    4096  m.k  w8: no difference",
+                                "  (1 more changed variants not blamed: --blame N for more)"]

@@ -152,13 +152,14 @@ def test_blame_writes_ir_diff_blame_json_and_lists_kernels_past_n(tmp_path, reco
     assert main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
                  "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(out), "--blame", "1",
                  "--cand-env", "DISABLE_MMA_V3=1"]) == 0
-    stdout = capsys.readouterr().out
+    stdout, stderr = capsys.readouterr()
     # each build blamed with the overlay it was screened with
     assert calls == [("base", "newer", "m.add_kernel", "cuda:90", {}, {"DISABLE_MMA_V3": "1"})]
     assert "  blame  4096  m.add_kernel  " in stdout
-    # a line before the blame's compiles start (seconds to a minute), then the blame's own
-    starting = stdout.index("  blaming 1 of 1: 4096  m.add_kernel  ")
-    assert stdout[starting:].splitlines()[0].endswith(" ...") and starting < stdout.index("  blame  4096")
+    # a line before the blame's compiles start (seconds to a minute), on stderr with the other progress
+    (starting,) = [line for line in stderr.splitlines() if line.startswith("  blaming ")]
+    assert starting.startswith("  blaming 1 of 1: 4096  m.add_kernel  ") and starting.endswith(" ...")
+    assert "blaming" not in stdout
     assert "first differs after `tritongpu-coalesce` (ttgir, input equal)" in stdout
     assert "  not blamed  64x64x64  m.matmul_kernel  " in stdout
     assert f"blame: {out / 'ir-diff' / 'blame.json'}" in stdout

@@ -166,8 +166,9 @@ def progress_printer(color: bool, *, verb: str = "measuring", row_text: Callable
 
 
 def blaming_line(i: int, n: int, case: str, kernel: str, variant: str) -> str:
-    """The line printed as the ``i``-th (from 0) of ``n`` blames starts: its compiles with every
-    pass dumped take seconds to a minute, and the blame's own line comes only after them."""
+    """The line printed (on stderr, as progress: stdout keeps the results) as the ``i``-th (from 0)
+    of ``n`` blames starts: its compiles with every pass dumped take seconds to a minute, and the
+    blame's own line comes only after them."""
     return f"  blaming {i + 1} of {n}: {neutralize(case)}  {neutralize(kernel)}  {neutralize(variant)} ..."
 
 

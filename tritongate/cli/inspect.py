@@ -293,7 +293,7 @@ def _blame(diffs: list[Any], base_root: Path, cand_root: Path, out: Path, limit:
         v = variants.get((d.case, d.kernel, d.name))
         if v is None:
             continue
-        print(blaming_line(i, len(blamed), d.case, d.kernel, d.name), flush=True)
+        print(blaming_line(i, len(blamed), d.case, d.kernel, d.name), file=sys.stderr, flush=True)
         # each side compiled again with the settings its folder was compiled with (a knob it screened)
         blame = blame_variant(str(aots[0]["python"]), str(aots[1]["python"]), v, str(aots[0]["target"]),
                               out / BLAME_DIR / f"{i:03d}", base_env=aots[0].get("codegen_env") or {},

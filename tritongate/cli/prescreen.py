@@ -184,7 +184,7 @@ def _blame(result: Any, args: argparse.Namespace, envs: dict[str, dict[str, str]
               flush=True)
 
     def starting(i: int, n: int, k: Any) -> None:
-        print(blaming_line(i, n, k.case, k.kernel, k.variant), flush=True)
+        print(blaming_line(i, n, k.case, k.kernel, k.variant), file=sys.stderr, flush=True)
 
     outcome = blame_prescreen(result.out, result.document, args.base_python, args.cand_python, args.blame,
                               starting=starting, progress=show, envs=envs)
