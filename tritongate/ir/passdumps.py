@@ -10,7 +10,6 @@ passes (``# *** IR Dump After ... (nvptx-isel) ***:``). All go to stderr, unbuff
 it is left unset, so the stage markers this module's child writes between Triton's stages
 (``knobs.runtime.add_stages_inspection_hook``) land in order. After a stage the child prints
 the MLIR module as the stage left it: the last MLIR pass of a stage has no dump of its own.
-
 A pass's output is the next dump (or the stage's module); its input the dump before it.
 Everything is normalised (``normalize_pass_text``) so two compiles of one kernel are equal.
 """
@@ -267,24 +266,21 @@ def compile_with_dumps(python: str, variant: CompiledVariant, target: str, out: 
                        timeout_s: float = 900.0) -> PassDumps:
     """Compile ``variant`` for ``target`` (``cuda:90``) under ``python`` (a build's interpreter)
     with every pass dumped into ``out`` (a fresh folder), and parse the dumps. ``env``: extra
-    settings for the child (``TRITON_DEFAULT_FP_FUSION``); ``drop_options``: recorded options
-    left to the build's default, besides those a setting in the child's environment overrides
-    (``aot.options_overridden_by``: as ``tritongate ir`` compiles); ``identity``: the run's, for
-    its suite's op modules."""
+    settings for the child (``TRITON_DEFAULT_FP_FUSION``); ``drop_options``: recorded options left
+    to the build's default, with those the child's settings override (as ``tritongate ir``
+    compiles: ``aot.options_overridden_by``); ``identity``: the run's, for its op modules."""
     from tritongate.ir.aot import options_overridden_by
 
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out}: not empty; pass dumps go into a fresh folder")
     out.mkdir(parents=True, exist_ok=True)
-    lead = out / PATH_DIR  # a link to this tritongate, never its parent folder (made below, once the spec is)
+    lead = out / PATH_DIR  # a link to this tritongate, never its parent folder (made once the spec is)
     child = with_overlay(child_env(os.environ, llvm=llvm), env, lead=str(lead))
     child["TRITON_CACHE_DIR"] = str(out / "triton-cache")
-    # by the child's own environment, as `ir` decides by its process's: else the record's
-    # enable_fp_fusion would win over a side's TRITON_DEFAULT_FP_FUSION=0 here and not in `ir`
+    # decided by the child's environment, as `ir` by its own (the recorded enable_fp_fusion won)
     drop = list(dict.fromkeys((*drop_options, *options_overridden_by(child))))
-    spec = {"variant": asdict(variant), "target": target, "drop_options": drop,
-            "suite": (identity or {}).get("suite")}
+    spec = {"variant": asdict(variant), "target": target, "drop_options": drop, "suite": (identity or {}).get("suite")}
     (out / "spec.json").write_text(json.dumps(spec, indent=1, default=list) + "\n", encoding="utf-8")
     package_link_dir(lead)
     t0 = time.monotonic()
