@@ -86,3 +86,15 @@ def test_the_cycle_finder_finds_a_cycle(monkeypatch) -> None:
     graph = {"tritongate.ir.a": {"tritongate.autotune.b"}, "tritongate.autotune.b": {"tritongate.ir.c"}}
     monkeypatch.setattr(layers, "import_graph", lambda: graph)
     assert layers.package_cycles() == [["autotune", "ir"]]
+
+
+MAX_MODULE_LINES = 400  # past it a module does two things: split it by responsibility
+
+
+def test_no_module_is_past_its_line_limit() -> None:
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1] / "tritongate"
+    long = {str(p.relative_to(package)): n for p in sorted(package.rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}, f"split these modules (lines each, at most {MAX_MODULE_LINES}): {long}"
