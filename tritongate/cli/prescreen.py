@@ -94,17 +94,17 @@ def screen(args: argparse.Namespace) -> Any:
     if args.blame and (args.side or args.judge):
         raise UsageError("--blame compiles under both builds: run it without --side/--judge")
     envs = _env_overlays(args)
-    # the recompile and the captures take tens of seconds before the first line of the table
-    doing = f"comparing the two halves in {args.out}" if args.judge else (
-        f"recompiling its launched kernels for its GPU target and capturing its rows under the "
-        f"{'base' if args.side == 'base' else 'candidate' if args.side else 'two'} build{'' if args.side else 's'}")
-    print(neutralize(f"screening {args.baseline}: {doing} ..."), file=sys.stderr, flush=True)
+    def started() -> None:  # the inputs are checked: the compiles and captures take tens of seconds
+        which = {"base": "the base build", "cand": "the candidate build"}.get(args.side or "", "the two builds")
+        print(neutralize(f"screening {args.baseline}: recompiling its launched kernels for its GPU target and "
+                         f"capturing its rows under {which} ..."), file=sys.stderr, flush=True)
+
     if args.side:
         from tritongate.prescreen import prepare_side
 
         python = args.base_python if args.side == "base" else args.cand_python
         prepare_side(Path(args.baseline), {args.side: python}, Path(args.out), suite=args.suite,
-                     envs={args.side: envs[args.side]})
+                     envs={args.side: envs[args.side]}, started=started)
         from tritongate.prescreen.side import side_json
 
         print(Path(args.out) / side_json(args.side))  # what the judge's job downloads
@@ -115,7 +115,7 @@ def screen(args: argparse.Namespace) -> Any:
         result = judge(Path(args.baseline), Path(args.out), suite=args.suite)
     else:
         result = run_prescreen(Path(args.baseline), args.base_python, args.cand_python, Path(args.out),
-                               suite=args.suite, envs=envs)
+                               suite=args.suite, envs=envs, started=started)
     print(changed_table(changed_rows(result.document)), end="", flush=True)
     for note in notes(result.document):
         print(f"note: {neutralize(note)}")

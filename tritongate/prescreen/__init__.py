@@ -25,7 +25,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from tritongate import __version__, safefs
 from tritongate.atomicio import write_json_atomic
@@ -122,12 +122,14 @@ def _target(record: Path) -> Any:
 
 
 def run_prescreen(record: Path, base_python: str, cand_python: str, out: Path, *,
-                  suite: str | None = None, envs: Mapping[str, Mapping[str, str]] | None = None) -> PrescreenResult:
+                  suite: str | None = None, envs: Mapping[str, Mapping[str, str]] | None = None,
+                  started: Callable[[], None] | None = None) -> PrescreenResult:
     """Both sides at once (``prepare_side``), then the judge: writes ``out/{ir-base,ir-cand,ir-diff}/``,
     ``out/capture-{base,cand}/``, ``out/side-{base,cand}.json`` and ``out/prescreen.json`` (and
     ``out/verdict/`` when no row changed). ``suite``: the one the baseline was recorded with
-    (default: the name it gives); ``envs``: each side's environment overlay."""
-    prepare_side(record, {"base": base_python, "cand": cand_python}, out, suite=suite, envs=envs)
+    (default: the name it gives); ``envs``: each side's environment overlay; ``started``: called
+    once the inputs are checked, before the compiles."""
+    prepare_side(record, {"base": base_python, "cand": cand_python}, out, suite=suite, envs=envs, started=started)
     return judge(record, out, suite=suite)
 
 
@@ -141,8 +143,9 @@ def _refuse_earlier(out: Path, names: list[str], step: str) -> None:
 
 
 def prepare_side(record: Path, pythons: Mapping[str, str], out: Path, *, suite: str | None = None,
-                 envs: Mapping[str, Mapping[str, str]] | None = None) -> None:
-    """One build's half (or both, given both): runs that build's code, writes what ``judge`` reads."""
+                 envs: Mapping[str, Mapping[str, str]] | None = None, started: Callable[[], None] | None = None) -> None:
+    """One build's half (or both, given both): runs that build's code, writes what ``judge`` reads;
+    ``started``: called once the inputs are checked (a bad one is refused before it)."""
     from tritongate.rundir import load_run
 
     record, out = Path(record), Path(out)
@@ -154,8 +157,8 @@ def prepare_side(record: Path, pythons: Mapping[str, str], out: Path, *, suite: 
     _refuse_earlier(out, [n for side in pythons for n in (f"ir-{side}", f"capture-{side}", side_json(side))],
                     "--side" if len(pythons) == 1 else "--out")
     run = load_run(record)
-    prepare_sides(record, pythons, out, suite=_suite_of(run.identity, suite),
-                  rows=_rows_of(record, run), target=_target(record).target, envs=envs)
+    prepare_sides(record, pythons, out, suite=_suite_of(run.identity, suite), rows=_rows_of(record, run),
+                  target=_target(record).target, envs=envs, started=started)
 
 
 def judge(record: Path, out: Path, *, suite: str | None = None) -> PrescreenResult:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal, Mapping, cast
+from typing import Any, Callable, Literal, Mapping, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -98,10 +98,12 @@ def _capture_both(pythons: Mapping[str, str], record: Path, suite: str, rows: li
 
 
 def prepare_sides(record: Path, pythons: Mapping[str, str], out: Path, *, suite: str, rows: list[RowKey],
-                  target: str | None, envs: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, SideDoc]:
+                  target: str | None, envs: Mapping[str, Mapping[str, str]] | None = None,
+                  started: Callable[[], None] | None = None) -> dict[str, SideDoc]:
     """Each side of ``pythons`` (``base``/``cand`` -> interpreter) at once: its recompile, capture
     and launch-path hashes into ``out``, and its ``side-<side>.json``; ``envs``: a side's
-    environment overlay, in its identity too."""
+    environment overlay, in its identity too; ``started``: called once the interpreters are
+    known to be builds and ``out`` is made, before the compiles."""
     record, out = Path(record), Path(out)
     out.mkdir(parents=True, exist_ok=True)
     envs = {side: dict((envs or {}).get(side) or {}) for side in pythons}
@@ -109,6 +111,8 @@ def prepare_sides(record: Path, pythons: Mapping[str, str], out: Path, *, suite:
               for side, py in pythons.items()}
     walls: dict[str, float] = {}
     captures: dict[str, Path | None] = {side: None for side in pythons}
+    if started is not None:
+        started()
     if target is not None:
         walls = _aot_both(pythons, record, out, target, envs)
         captures, capture_walls = _capture_both(pythons, record, suite, rows, out, target, envs)
