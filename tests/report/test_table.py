@@ -124,3 +124,16 @@ def test_an_ir_capture_shows_no_time_for_its_rows():
     cells = row_cells(rows[0], capture_only=True)
     assert (cells["median"], cells["IQR"], cells["rel IQR"], cells["n"]) == ("not executed (IR capture)", "-", "-", "0")
     assert "µs" in render_rows(rows, color=False)  # a timed run still shows its times
+
+
+def test_an_ir_capture_row_that_failed_says_error_not_not_executed():
+    # a row whose capture raised indexed nothing: "not executed (IR capture)" read as a capture
+    # like the others, in the table and in run's progress line
+    from types import SimpleNamespace
+
+    from tritongate.cli.common import captured_row_text
+
+    failed = row(op="add", case="4096", status="error", error="RuntimeError: boom")
+    assert row_cells(failed, capture_only=True)["median"] != "not executed (IR capture)"
+    assert "error" in captured_row_text(SimpleNamespace(row=failed))
+    assert captured_row_text(SimpleNamespace(row=row(op="add", case="4096"))) == "not executed (IR capture)"

@@ -113,7 +113,8 @@ def captured_row_text(ev: Any) -> str:
     from tritongate.report.table import CAPTURED
 
     r = ev.row
-    return CAPTURED + (f"  {'; '.join(r.markers)}" if r.markers else "")
+    what = "     error" if r.status.value == "error" else CAPTURED  # its capture failed: nothing indexed
+    return what + (f"  {'; '.join(r.markers)}" if r.markers else "")
 
 
 def progress_printer(color: bool, *, verb: str = "measuring", row_text: Callable[[Any], str] = _run_row_text,

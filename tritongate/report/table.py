@@ -14,7 +14,7 @@ from rich.table import Table
 
 from tritongate.report.units import format_time, format_time_range
 from tritongate.report.untrusted import terminal_text
-from tritongate.schema import Row, SkipReason
+from tritongate.schema import Row, RowStatus, SkipReason
 
 # What a row that was deliberately not timed shows where its median would be.
 NOT_TIMED = {
@@ -49,7 +49,7 @@ def row_cells(row: Row, *, capture_only: bool = False) -> dict[str, str]:
     a paired run) shows why in place of its median; its other timing cells are "-", as are
     those of a row of an IR index capture (``capture_only``)."""
     s = None if capture_only else row.summary
-    if capture_only:
+    if capture_only and row.status is not RowStatus.ERROR:  # a row whose capture failed says so
         median = CAPTURED
     elif s:
         median = format_time(s.median)
