@@ -301,3 +301,20 @@ def test_context_is_the_base_renamed_one_to_one_and_every_difference_shows(edit:
     if edit[2]:  # operands swapped only: each op whose operands now differ is a change
         swapped = sum(x != y for x, y in zip(edit[0], edit[1]))
         assert (added, removed) == (swapped, swapped)
+
+
+def test_an_operand_swap_between_values_that_changed_lines_define_still_shows() -> None:
+    """Two ops edited in place, then their results swapped in a non-commutative use: the use's
+    canonical text reads the same, but it subtracts the other way round. Paired at the use (the
+    first line both names appear on together) the swap read as context."""
+    base = ("tt.func @k(%a: f32, %b: f32) {\n    %x = arith.mulf %a, %b : f32\n    %y = arith.addf %a, %b : f32\n"
+            "    %z = arith.subf %x, %y : f32\n    tt.return %z : f32\n}\n")
+    cand = (base.replace("arith.mulf", "arith.divf").replace("arith.addf", "arith.maxnumf")
+            .replace("arith.subf %x, %y", "arith.subf %y, %x"))
+    text, added, removed = ttgir_diff(base, cand)
+    assert "-    %4 = arith.subf %2, %3 : f32" in changes(text)
+    assert "+    %4 = arith.subf %3, %2 : f32" in changes(text)
+    assert (added, removed) == (3, 3)
+    # edited in place without a swap: the use is context, as before
+    text, added, removed = ttgir_diff(base, base.replace("arith.mulf", "arith.divf").replace("arith.addf", "arith.maxnumf"))
+    assert (added, removed) == (2, 2) and "     %4 = arith.subf %2, %3 : f32" in text.splitlines()

@@ -189,6 +189,8 @@ def renumbering_opcodes(base: Sequence[str], cand: Sequence[str], names: re.Patt
     out: list[Opcode] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
+            for k in range(i2 - i1 if i2 - i1 == j2 - j1 else 0):  # lines edited in place
+                _pair_new(b_split[i1 + k][1], c_split[j1 + k][1], to_cand, to_base)
             _extend(out, "replace", i1, i2, j1, j2)
             continue
         for i, j in zip(range(i1, i2), range(j1, j2)):
@@ -224,6 +226,16 @@ def _correspond(base_names: tuple[str, ...], cand_names: tuple[str, ...], to_can
         elif to_cand.get(b) != c:
             same = False
     return same
+
+
+def _pair_new(base: tuple[str, ...], cand: tuple[str, ...], to_cand: dict[str, str], to_base: dict[str, str]) -> None:
+    """The names a changed line pair brings in, paired in order within each numbering: left to a
+    later line's first use, values changed lines define could pair crosswise (a swap as context)."""
+    fresh = [c for c in dict.fromkeys(cand) if c not in to_base]
+    for b in (b for b in dict.fromkeys(base) if b not in to_cand):
+        if (c := next((c for c in fresh if c.rstrip("0123456789") == b.rstrip("0123456789")), None)) is not None:
+            fresh.remove(c)
+            to_cand[b], to_base[c] = c, b
 
 
 def _extend(out: list[Opcode], tag: Literal["equal", "replace"], i1: int, i2: int, j1: int, j2: int) -> None:
