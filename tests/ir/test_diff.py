@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tritongate.ir.canonical import canonical_llir, canonical_ptx, canonical_ttgir, renumbered_names
-from tritongate.ir.diff import CHANGED, IDENTICAL, diff_trees, renumbering_opcodes, unified_diff
+from tritongate.ir.align import renumbering_opcodes, unified_diff
+from tritongate.ir.diff import CHANGED, IDENTICAL, diff_trees
 from tritongate.ir.index import CompiledVariant, index_text, level_file
 
 KERNEL = textwrap.dedent('''\
@@ -318,3 +319,18 @@ def test_an_operand_swap_between_values_that_changed_lines_define_still_shows() 
     # edited in place without a swap: the use is context, as before
     text, added, removed = ttgir_diff(base, base.replace("arith.mulf", "arith.divf").replace("arith.addf", "arith.maxnumf"))
     assert (added, removed) == (2, 2) and "     %4 = arith.subf %2, %3 : f32" in text.splitlines()
+
+
+def test_edits_apart_in_a_long_run_of_lines_alike_are_each_one_line() -> None:
+    """Past MAX_ALIKE_PAIRS the alignment keeps difflib's autojunk, which cannot anchor on a
+    line alike to hundreds of others: two one-op edits far apart in 3,000 such lines read as
+    every line between them removed and added again (+1001 -1001) where the plain diff shows
+    the two lines. The alignment never shows more changed lines than the plain diff."""
+    lines = [f"    %v{i} = arith.addi %a, %b : i32\n" for i in range(3_000)]
+    cand = list(lines)
+    cand[1_000], cand[2_000] = (cand[i].replace("addi", "muli") for i in (1_000, 2_000))
+    text, added, removed = ttgir_diff(*(f"tt.func @k(%a: i32, %b: i32) {{\n{''.join(body)}    tt.return\n}}\n"
+                                        for body in (lines, cand)))
+    assert (added, removed) == (2, 2)
+    assert sorted(x for x in changes(text) if x[0] == "+") == ["+    %1002 = arith.muli %0, %1 : i32",
+                                                              "+    %2002 = arith.muli %0, %1 : i32"]
