@@ -63,8 +63,9 @@ class Suite:
     shape_sources: dict[str, str] = field(default_factory=dict)  # op -> "<file>:<key>", "suite", "default:<class>"
 
     def shapes_document(self) -> dict[str, Any]:
-        """The shapes actually used, in the shape-file format (for shapes.yaml)."""
-        return {op.name: {"shapes": [list(s) for s in self.shapes.get(op.name, ())]} for op in self.ops}
+        """The shapes actually used, in the shape-file format (for shapes.yaml: a valid shape file,
+        which ``pair`` replays a record with); an op a shape file gave none is left out."""
+        return {op.name: {"shapes": [list(s) for s in self.shapes[op.name]]} for op in self.ops if self.shapes.get(op.name)}
 
 
 def _read_yaml(path: Path, check: str) -> tuple[Any, bytes]:

@@ -152,3 +152,35 @@ def test_a_record_of_part_of_its_suite_is_paired_on_its_own_rows(tmp_path, capsy
     assert "records only part of its suite (ops add; dtypes float32): pairing those rows" in capsys.readouterr().err
     (verdict,) = (tmp_path / "p").glob("pair-*/verdict/verdict.json")
     assert [(r["op"], r["dtype"]) for r in json.loads(verdict.read_text())["rows"]] == [("add", "float32")]
+
+
+@pytest.mark.slow
+def test_a_record_is_paired_on_its_own_shapes_and_dtypes(tmp_path, capsys):
+    """A record made with its own --shape-file was paired on the suite's shapes (its 65536 row left
+    out without a word), and `--ops` given alone dropped the record's dtypes (rows it never
+    measured, NOT JUDGED)."""
+    (tmp_path / "deep.yaml").write_text("add: {shapes: [[4096], [65536]]}\n")
+    rec = tmp_path / "rec"
+    assert main(["run", "--suite", "smoke", "--backend", "cpu", "--ops", "add", "--dtypes", "float32", "--rounds", "2",
+                 "--shape-file", str(tmp_path / "deep.yaml"), "--out", str(rec), "--color", "never"]) == 0
+    (path,) = rec.glob("smoke_*")
+    capsys.readouterr()
+    main(["pair", str(path), "--backend", "cpu", "--ops", "add", "--out", str(tmp_path / "p"), "--color", "never",
+          "--rounds", "2"])
+    assert "records only part of its suite (dtypes float32)" in capsys.readouterr().err
+    (verdict,) = (tmp_path / "p").glob("pair-*/verdict/verdict.json")
+    rows = json.loads(verdict.read_text())["rows"]
+    assert sorted((r["case"], r["dtype"]) for r in rows) == [("4096", "float32"), ("65536", "float32")]
+    assert all(r["verdict"] != "REJECTED" for r in rows)
+
+
+def test_a_record_s_shapes_are_its_shape_file_unless_it_lists_an_op_without_shapes(tmp_path):
+    from tritongate.cli.folders import recorded_shapes
+
+    (tmp_path / "shapes.yaml").write_text("add: {shapes: [[16]]}\n")
+    assert recorded_shapes(tmp_path) == str(tmp_path / "shapes.yaml")
+    (tmp_path / "shapes.yaml").write_text("add: {shapes: [[16]]}\nsoftmax: {shapes: []}\n")  # written before 2026-12-07
+    assert recorded_shapes(tmp_path) is None
+    (tmp_path / "shapes.yaml").write_text("[unclosed\n")
+    assert recorded_shapes(tmp_path) is None
+    assert recorded_shapes(tmp_path / "none") is None

@@ -11,7 +11,8 @@ from typing import Any, Callable
 from tritongate.argtypes import nonempty_text as _text
 from tritongate.cli.common import (add_command, append_step_summary, counted, exit_codes, print_summary,
                                    progress_printer, split_values, want_color)
-from tritongate.cli.folders import Kind, kind_of, load_run_dir, recorded_selection, suite_for_record
+from tritongate.cli.folders import (Kind, kind_of, load_run_dir, recorded_selection, recorded_shapes,
+                                    suite_for_record)
 from tritongate.cli.options import (add_gate_options, add_pair_options, add_sample_time, artifact_url_option,
                                     baseline_state_option, calibration_option, changed_from_option, gate_policy, verdict_template_option)
 from tritongate.errors import MeasurementError, UsageError
@@ -141,12 +142,17 @@ def cmd_pair(args: argparse.Namespace) -> int:
         raise UsageError("--sample-ms: a pair measures each row with its record's launches per sample; record the "
                          "baseline with --sample-ms (or give the op sample_ms in its suite) instead")
     args.suite = suite_for_record(Path(args.baseline), args.suite)
+    # the rows the record has, not the whole suite's: its ops, dtypes and shapes where not given
     ops, dtypes = recorded_selection(Path(args.baseline))
-    if (ops or dtypes) and not (args.ops or args.dtypes):  # the rows the record has, not the whole suite's
-        args.ops, args.dtypes = [",".join(ops)] if ops else None, [",".join(dtypes)] if dtypes else None
+    ops, dtypes = ([] if args.ops else ops), ([] if args.dtypes else dtypes)
+    args.ops, args.dtypes = args.ops or ([",".join(ops)] if ops else None), args.dtypes or ([",".join(dtypes)]
+                                                                                            if dtypes else None)
+    if ops or dtypes:
         part = "; ".join(f"{what} {','.join(names)}" for what, names in (("ops", ops), ("dtypes", dtypes)) if names)
         print(f"note: {args.baseline} records only part of its suite ({part}): pairing those rows (--ops/--dtypes "
               "choose others)", file=sys.stderr)
+    if args.shape_file is None:
+        args.shape_file = recorded_shapes(Path(args.baseline))
     request = pair_request(args, Path(args.baseline), Path(args.out), gate_policy(args), calibration_option(args))
     return _run_pair(request, want_color(args.color, sys.stderr))
 
