@@ -125,7 +125,7 @@ def test_the_new_section_alone(report):
 def test_no_change_points_says_so():
     quiet = build_report(history_of(series(noisy([1.0] * 12, 0.004, seed=0))))
     md = render_markdown(quiet)
-    assert "No change points: no series moved by 2.0% or more beyond its noise." in md
+    assert "No change points: no shift of 2.0% or more was confirmed at p < 0.01" in md
     assert "No new change points in the last entry." in md and "## Notes" not in md
 
 
@@ -200,3 +200,20 @@ def test_a_failed_write_leaves_the_old_history_json(tmp_path, report, monkeypatc
         write_report(report, tmp_path)
     assert json_path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [HISTORY_JSON, HISTORY_MD]  # no temp file left
+
+
+def test_a_step_too_new_to_confirm_is_not_called_no_movement():
+    """Six nights, then three at +220 %: history.md said "no series moved by 2.0% or more beyond
+    its noise". A two-sided Mann–Whitney U of 6 and 3 nights gives at best p = 2/84 = 0.024."""
+    from tritongate.history.report import confirmable_sides
+
+    step = series(noisy([1.0] * 6 + [3.2] * 3, 0.004, seed=5), op="mine")
+    text = render_markdown(build_report(history_of(step), Detection(), new_last=1))
+    assert "moved by" not in text
+    assert ("No change points: no shift of 2.0% or more was confirmed at p < 0.01, which takes enough nights on "
+            "both sides of it (at the least 9 and 3, 6 and 4 or 5 and 5).") in text
+    assert confirmable_sides(Detection()) == [(9, 3), (6, 4), (5, 5)]
+    four_after = series(noisy([1.0] * 6 + [3.2] * 4, 0.004, seed=5), op="mine")
+    found = build_report(history_of(four_after), Detection(), new_last=1)
+    (cp,) = [c for a in found.analyses for c in a.change_points]
+    assert cp.p_value < 0.01 and "| 0.0095 |" in render_markdown(found)  # not "0.010": it passed p < 0.01

@@ -9,6 +9,7 @@ break a table nor make a link or a mention.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -156,8 +157,27 @@ def _between(cp: ChangePoint) -> str:
     return f"{commits} ({cp.before.recorded:%Y-%m-%d} → {cp.after.recorded:%Y-%m-%d})"
 
 
+def confirmable_sides(rule: Detection, most: int = 3) -> list[tuple[int, int]]:
+    """The fewest nights on the two sides of a shift that the rule's test can confirm, smallest
+    side first (``most`` of them): a two-sided Mann–Whitney U of sides a and b gives at best
+    p = 2 / C(a + b, a), so a step three nights old needs nine before it at p < 0.01."""
+    out: list[tuple[int, int]] = []
+    small = rule.min_points
+    while len(out) < most:
+        big = small
+        while 2 / math.comb(small + big, small) >= rule.p_value and big < 10_000:
+            big += 1
+        if big < small:
+            break
+        out.append((big, small))
+        small += 1
+        if big <= small:
+            break
+    return out
+
+
 def _p(p: float) -> str:
-    return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
+    return f"{p:.1e}" if p < 0.001 else f"{p:.2g}"  # 0.0095, not 0.010 (read as failing p < 0.01)
 
 
 def _table(report: HistoryReport, cps: list[ChangePoint], *, flag: bool) -> list[str]:
@@ -213,7 +233,10 @@ def render_markdown(report: HistoryReport, plots: Mapping[str, str] | None = Non
     elif not any(a.note is None for a in report.analyses):
         lines.append(f"No change points looked for: no series has the {rule.min_length} valued points it takes.")
     else:
-        lines.append(f"No change points: no series moved by {rule.min_effect:.1%} or more beyond its noise.")
+        pairs = [f"{a} and {b}" for a, b in confirmable_sides(rule)]
+        sides = ", ".join(pairs[:-1]) + (" or " if len(pairs) > 1 else "") + pairs[-1]
+        lines.append(f"No change points: no shift of {rule.min_effect:.1%} or more was confirmed at p < "
+                     f"{rule.p_value:g}, which takes enough nights on both sides of it (at the least {sides}).")
     notes = report.notes
     if notes:
         lines += ["", "## Notes", "", *(f"- {markdown_cell(n, max_chars=1000)}" for n in notes[:MAX_NOTES])]
