@@ -20,3 +20,16 @@ def test_the_plot_is_a_png_and_is_skipped_without_detectable_effects(tmp_path):
     assert plot(c, tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     none = cal([])
     assert plot(none, tmp_path / "none.png") is None and not (tmp_path / "none.png").exists()
+
+
+def test_a_calibration_on_the_interpreter_says_what_its_plant_and_rates_are():
+    # every size "not plantable", both goals MISSED, exit 0: a new user could not tell that the
+    # interpreter's plant is a host busy-wait and its rates nothing a GPU runner uses
+    from dataclasses import replace
+
+    gpu = cal([row("a", 20.0, {"0.02": True})])
+    assert "On the Triton interpreter" not in render(gpu)
+    interp = replace(gpu, runner={**gpu.runner, "timer": "host-wall", "gpus": ["host:vm"]})
+    text = render(interp)
+    assert "⚠️ **On the Triton interpreter** (timer host-wall): the plant is a busy-wait on the host" in text
+    assert "Every step on one host (host:vm)." in text and "one GPU" not in text

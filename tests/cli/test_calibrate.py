@@ -91,8 +91,31 @@ def test_a_real_calibration_on_the_interpreter_then_resumed(tmp_path, capsys):
     effects = [e for _spin, e, _n in row["aim"]["points"]]
     assert max(effects) >= 0.05 and min(effects) < max(effects)
     assert f"calibration: {cal / 'calibration.json'}" in out
+    assert "note: on the Triton interpreter: the plant is a host busy-wait after each launch" in out
     assert main(["calibrate", "--resume", str(cal), "--backend", "cpu", "--max-rounds", "6", "--color", "never"]) == 0
     err = capsys.readouterr().err
     assert "aa-1: finished before, read back from" in err and "aim: finished before, read back from aim.json" in err
     assert "pairing" not in err  # nothing measured again
     assert json.loads((cal / "calibration.json").read_text())["rows"][0]["aa_verdicts"] == row["aa_verdicts"]
+
+
+def test_an_interrupted_calibration_says_how_to_go_on(tmp_path, capsys, monkeypatch):
+    """Ctrl-C printed only "interrupted": the finished steps are kept, and the line says how to resume."""
+    import tritongate.calibrate.run as calibrate_run
+
+    rec = tmp_path / "rec"
+    assert main(["run", "--suite", "smoke", "--backend", "cpu", "--ops", "add", "--dtypes", "float32", "--rounds", "2",
+                 "--out", str(rec), "--color", "never"]) == 0
+    (record,) = rec.glob("smoke_*")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(calibrate_run, "run_calibration", interrupted)
+    capsys.readouterr()
+    code = main(["calibrate", "--baseline", str(record), "--suite", "smoke", "--backend", "cpu",
+                 "--out", str(tmp_path / "cals"), "--color", "never"])
+    err = capsys.readouterr().err.splitlines()
+    (cal,) = (tmp_path / "cals").glob("calibrate-smoke_*")
+    assert code == 130 and err[-2:] == ["interrupted", f"the steps finished so far are kept in {cal}; go on with "
+                                                       f"`tritongate calibrate --resume {cal}`"]

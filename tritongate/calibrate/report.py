@@ -25,13 +25,24 @@ def _rate(rate: Rate) -> str:
     return "–" if rate.rows == 0 else f"{rate.caught}/{rate.rows} ({rate.caught / rate.rows:.0%})"
 
 
+# A calibration on the interpreter: what its plant and its rates are (a new user could not tell)
+INTERPRETER_NOTE = ("⚠️ **On the Triton interpreter** (timer host-wall): the plant is a busy-wait on the host after "
+                    "each launch (`tritongate/ops/planting.py`), not the in-kernel spin described below, and the "
+                    "rates are of the interpreter on this host: nothing a GPU runner's gate uses. Calibrate on "
+                    "the GPU runner.")
+
+
+def _interpreted(cal: Calibration) -> bool:
+    return cal.runner.get("timer") == "host-wall"
+
+
 def _scope(cal: Calibration) -> str:
     """Where the steps ran: one GPU, or (several physical GPUs) the class of runner PRs meet."""
     gpus = [markdown_cell(str(g)) for g in cal.runner.get("gpus") or ()]
     if not gpus:
         return " The steps' GPUs were not recorded."
     if len(gpus) == 1:
-        return f" Every step on one GPU ({gpus[0]})."
+        return f" Every step on one {'host' if _interpreted(cal) else 'GPU'} ({gpus[0]})."
     return (f" The steps ran on {len(gpus)} physical GPUs ({', '.join(gpus)}): a calibration of the runner "
             "class, not of one GPU (each step's GPU is in calibration.json's `steps`).")
 
@@ -41,6 +52,7 @@ def render(cal: Calibration) -> str:
     lines = [f"# Calibration of `{markdown_cell(suite_folder(cal.suite))}` ({cal.created_utc[:10]})", "",
              f"{r.get('device', 'n/a')}, driver {r.get('driver', 'n/a')}, torch {r.get('torch', 'n/a')}, triton "
              f"{r.get('triton', 'n/a')}, timer {r.get('timer', 'n/a')}." + _scope(cal), "",
+             *([INTERPRETER_NOTE, ""] if _interpreted(cal) else []),
              f"**A/A: {false_verdicts(cal.aa_false)} in {cal.aa_rows} rows** (the build against itself, every row "
              "timed; every REGRESSED or IMPROVED is false).", ""]
     goals = [f"- {'✅' if g.met else '❌' if g.met is False else '–'} {g.text()}" for g in cal.goals()]

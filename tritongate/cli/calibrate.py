@@ -174,11 +174,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         dataclasses.replace(settings, record=str(record.resolve())).write(out)
     template = pair_request(args, record, out, policy)
     steps, done = args.aa_runs + 1 + len(settings.fractions), itertools.count(1)
-    cal, md, png = run_calibration(
-        template, suite=args.suite, out=out, fractions=settings.fractions, aa_runs=args.aa_runs, plantable=plantable,
-        run=lambda request: run_pair(request, pair_progress(color)),
-        log=lambda text: print(f"[{next(done)}/{steps}] {text}", file=sys.stderr, flush=True),
-        detail=lambda text: print(f"  {text}", file=sys.stderr, flush=True))
+    try:
+        cal, md, png = run_calibration(
+            template, suite=args.suite, out=out, fractions=settings.fractions, aa_runs=args.aa_runs,
+            plantable=plantable, run=lambda request: run_pair(request, pair_progress(color)),
+            log=lambda text: print(f"[{next(done)}/{steps}] {text}", file=sys.stderr, flush=True),
+            detail=lambda text: print(f"  {text}", file=sys.stderr, flush=True))
+    except KeyboardInterrupt as exc:  # the finished steps are kept: say how to go on
+        exc.add_note(f"the steps finished so far are kept in {out}; go on with `tritongate calibrate --resume {out}`")
+        raise
     print_outcome(cal, out, md, png)
     return _write_thresholds(cal, args) if args.write_thresholds else ExitCode.OK
 
@@ -202,6 +206,9 @@ def print_outcome(cal: Calibration, out: Path, md: Path, png: Path | None) -> No
         print(f"planted {f:.0%}: caught on {rate.caught} of {counted(rate.rows, 'row')}")
     for g in cal.goals():
         print(f"goal {'met' if g.met else 'MISSED' if g.met is False else 'n/a'}: {g.text()}")
+    if cal.runner.get("timer") == "host-wall":
+        print("note: on the Triton interpreter: the plant is a host busy-wait after each launch and the rates are "
+              "the interpreter's on this host, nothing a GPU runner's gate uses; calibrate on the GPU runner")
     print(f"calibration: {out / CALIBRATION_JSON}")
     if png is not None:
         print(f"plot:        {png}")
