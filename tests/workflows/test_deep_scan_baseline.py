@@ -59,3 +59,18 @@ def test_a_scan_of_other_rows_records_them(tmp_path: Path, selection: dict[str, 
     (key, value), = selection.items()
     flag = {"TG_SHAPE_FILE": "--shape-file", "TG_OPS": "--ops", "TG_DTYPES": "--dtypes"}[key]
     assert argv[argv.index(flag) + 1].endswith(value)
+
+
+def test_the_deep_scan_builds_its_candidate_outside_the_trusted_cache() -> None:
+    """Any ref may be dispatched as the candidate: its build must not write the shared cache whose
+    venvs PR jobs reuse as trusted (it did: build-compiler always built trusted)."""
+    steps = load_yaml(GITHUB / "workflows" / "deep-scan.yml")["jobs"]
+    builds = {s["name"]: s["with"] for job in steps.values() for s in job.get("steps", [])
+              if str(s.get("uses", "")).endswith("actions/build-compiler")}
+    assert builds["Build the candidate compiler"]["trusted"] == "false"
+    assert all("trusted" not in w for name, w in builds.items() if "candidate" not in name)  # the base: trusted
+    action = load_yaml(GITHUB / "actions" / "build-compiler" / "action.yml")
+    assert action["inputs"]["trusted"]["default"] == "true"
+    for step in action["runs"]["steps"]:  # every step that runs build.sh gets the setting
+        if "build.sh" in str(step.get("run", "")):
+            assert step["env"]["TG_CACHE_WRITE"] == "${{ inputs.trusted == 'false' && 'false' || 'true' }}"

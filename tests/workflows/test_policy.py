@@ -208,7 +208,7 @@ def test_concurrency_everywhere() -> None:
 def test_composite_actions_take_inputs_through_env_only() -> None:
     action = load(GITHUB / "actions" / "build-compiler" / "action.yml")
     assert set(action["inputs"]) == {"repo", "ref", "mode", "wheel", "cache-root", "python", "patch", "patch-from",
-                                     "base-commit", "overlay-base", "flagtree-backend"}
+                                     "base-commit", "overlay-base", "flagtree-backend", "trusted"}
     assert set(action["outputs"]) == {"python", "commit", "built", "patch-sha256", "wheel"}
     for path in ACTION_FILES:
         for step in load(path)["runs"]["steps"]:
