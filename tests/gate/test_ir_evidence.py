@@ -249,3 +249,16 @@ def test_shortened_comments_drop_inline_diffs_first(tmp_path: Path, limit: int) 
     assert short.count("smallest changed diff") < full.count("smallest changed diff")
     assert "1 of 2 kernels changed" in short
     assert len(render_markdown(result, ir=ev, limit=limit)) <= limit
+
+
+def test_an_ahead_of_time_diff_past_its_total_bound_is_a_note_and_nothing_copied(tmp_path: Path, monkeypatch) -> None:
+    # bounded per file and in count, it was not in total: 20,000 files of 2 MiB into the artifact
+    from tritongate.ir import diff_read
+
+    folder = _ahead_of_time_folder(tmp_path)
+    total = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    monkeypatch.setattr(diff_read, "MAX_TOTAL_BYTES", total // 2)
+    base, cand = runs(tmp_path / "without", base_ir=False, cand_ir=False)
+    ev = collect(base.path, cand.path, tmp_path / "verdict", folder)
+    assert ev.rows == {} and "over" in ev.note and "in all" in ev.note
+    assert not (tmp_path / "verdict" / IR_DIFF_DIR).exists()

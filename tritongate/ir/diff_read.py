@@ -22,6 +22,7 @@ from tritongate.ir.levels import LEVELS_FILE, listed_diffs
 
 MAX_INDEX_BYTES = 16 * 2**20  # an index line per variant: a deep scan's is well under this
 MAX_FILES = 20_000  # diff files copied from one folder
+MAX_TOTAL_BYTES = 256 * 2**20  # all of them: the copy lands in the verdict's artifact
 
 
 def _tsv(folder: Path, name: str) -> str:
@@ -86,8 +87,13 @@ def copy_folder(source: Path, dest: Path) -> None:
     if len(listed) > MAX_FILES:
         raise ValueError(f"{source}: lists {len(listed)} diff files, over {MAX_FILES}")
     wanted += [_inside(rel) for rel in listed]
-    for rel in dict.fromkeys(wanted):
-        limit = MAX_INDEX_BYTES if rel.suffix in (".tsv", ".md", ".json") else max(MAX_DIFF_BYTES, LOWER_DIFF_BYTES)
+    limits = {rel: MAX_INDEX_BYTES if rel.suffix in (".tsv", ".md", ".json") else max(MAX_DIFF_BYTES, LOWER_DIFF_BYTES)
+              for rel in wanted}
+    # sized before anything is written (a link's own size: reading it is refused below)
+    total = sum(min((source / rel).lstat().st_size, limit) for rel, limit in limits.items())
+    if total > MAX_TOTAL_BYTES:
+        raise ValueError(f"{source}: its listed files hold {total} bytes, over {MAX_TOTAL_BYTES} in all")
+    for rel, limit in limits.items():
         raw = safefs.read_bytes(source, rel, limit=limit)
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         write_bytes_atomic(dest / rel, raw[:limit])
