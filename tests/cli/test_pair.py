@@ -177,8 +177,13 @@ def test_a_record_is_paired_on_its_own_shapes_and_dtypes(tmp_path, capsys):
 def test_a_record_s_shapes_are_its_shape_file_unless_it_lists_an_op_without_shapes(tmp_path):
     from tritongate.cli.folders import recorded_shapes
 
+    (tmp_path / "run_identity.json").write_text(json.dumps({"suite": {"name": "smoke"}}))
     (tmp_path / "shapes.yaml").write_text("add: {shapes: [[16]]}\n")
     assert recorded_shapes(tmp_path) == str(tmp_path / "shapes.yaml")
+    # a provider's suite keys its shape file by the provider's ops: its suite's own is used
+    (tmp_path / "run_identity.json").write_text(json.dumps({"suite": {"name": "fg", "provider": "flaggems"}}))
+    assert recorded_shapes(tmp_path) is None
+    (tmp_path / "run_identity.json").write_text(json.dumps({"suite": {"name": "smoke"}}))
     (tmp_path / "shapes.yaml").write_text("add: {shapes: [[16]]}\nsoftmax: {shapes: []}\n")  # written before 2026-12-07
     assert recorded_shapes(tmp_path) is None
     (tmp_path / "shapes.yaml").write_text("[unclosed\n")
