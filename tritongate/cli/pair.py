@@ -144,9 +144,11 @@ def cmd_pair(args: argparse.Namespace) -> int:
     args.suite = suite_for_record(Path(args.baseline), args.suite)
     # the rows the record has, not the whole suite's: its ops, dtypes and shapes where not given
     ops, dtypes = recorded_selection(Path(args.baseline))
-    ops, dtypes = ([] if args.ops else ops), ([] if args.dtypes else dtypes)
-    args.ops, args.dtypes = args.ops or ([",".join(ops)] if ops else None), args.dtypes or ([",".join(dtypes)]
-                                                                                            if dtypes else None)
+    ops, dtypes = ([] if args.ops else ops), ([] if args.dtypes else dtypes)  # what the options leave to it
+    if ops:
+        args.ops = [",".join(ops)]
+    if dtypes:
+        args.dtypes = [",".join(dtypes)]
     if ops or dtypes:
         part = "; ".join(f"{what} {','.join(names)}" for what, names in (("ops", ops), ("dtypes", dtypes)) if names)
         print(f"note: {args.baseline} records only part of its suite ({part}): pairing those rows (--ops/--dtypes "
