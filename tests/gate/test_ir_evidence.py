@@ -262,3 +262,14 @@ def test_an_ahead_of_time_diff_past_its_total_bound_is_a_note_and_nothing_copied
     ev = collect(base.path, cand.path, tmp_path / "verdict", folder)
     assert ev.rows == {} and "over" in ev.note and "in all" in ev.note
     assert not (tmp_path / "verdict" / IR_DIFF_DIR).exists()
+
+
+def test_an_ahead_of_time_index_the_csv_reader_refuses_is_a_note(tmp_path: Path) -> None:
+    # a field past csv's own limit (131,072 characters) raised csv.Error while the folder was
+    # copied, outside what the verdict's writer catches: the gate crashed on a PR's artifact
+    folder = _ahead_of_time_folder(tmp_path)
+    index = folder / "index.tsv"
+    index.write_text(index.read_text() + "c\tk\t" + "n" * 200_000 + "\tchanged\t1\t1\t\tadd/float16\t\n")
+    base, cand = runs(tmp_path / "without", base_ir=False, cand_ir=False)
+    ev = collect(base.path, cand.path, tmp_path / "verdict", folder)
+    assert ev.rows == {} and ev.note.startswith("no IR comparison: the runs kept no TTGIR") and "field" in ev.note

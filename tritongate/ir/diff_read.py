@@ -39,23 +39,29 @@ def _inside(rel: str) -> PurePosixPath:
     return safe
 
 
-def read_variants(folder: Path) -> tuple[list[VariantDiff], dict[int, PurePosixPath]]:
-    """The folder's variants in its index's order (each changed one with its diff text) and,
-    by position, the path of each variant's diff inside the folder. ``ValueError`` or
-    ``OSError`` (a link included) when the index is not an ir-diff's or a listed file is unreadable."""
-    folder = Path(folder)
+def _records(folder: Path) -> list[dict[str, str]]:
+    """``folder``'s index lines, each checked to be an ir-diff's; ``ValueError`` otherwise."""
     try:
         reader = csv.DictReader(io.StringIO(_tsv(folder, INDEX), newline=""), delimiter="\t")
         if tuple(reader.fieldnames or ()) != DIFF_COLUMNS:
             raise ValueError(f"{folder / INDEX}: not an ir-diff index (columns {', '.join(DIFF_COLUMNS)} expected)")
         records = list(reader)
-    except csv.Error as exc:
+    except csv.Error as exc:  # a field past csv's own limit, a stray quote
         raise ValueError(f"{folder / INDEX}: {exc}") from None
-    diffs: list[VariantDiff] = []
-    paths: dict[int, PurePosixPath] = {}
     for line, rec in enumerate(records, start=2):
         if None in rec or None in rec.values() or rec["status"] not in STATUSES:
             raise ValueError(f"{folder / INDEX} line {line}: not a line of an ir-diff index")
+    return records
+
+
+def read_variants(folder: Path) -> tuple[list[VariantDiff], dict[int, PurePosixPath]]:
+    """The folder's variants in its index's order (each changed one with its diff text) and,
+    by position, the path of each variant's diff inside the folder. ``ValueError`` or
+    ``OSError`` (a link included) when the index is not an ir-diff's or a listed file is unreadable."""
+    folder = Path(folder)
+    diffs: list[VariantDiff] = []
+    paths: dict[int, PurePosixPath] = {}
+    for rec in _records(folder):
         text = ""
         if rec["diff"]:
             paths[len(diffs)] = rel = _inside(rec["diff"])
@@ -80,8 +86,7 @@ def copy_folder(source: Path, dest: Path) -> None:
     for name in (LEVELS_FILE, "summary.md"):
         if safefs.kind(source, name) == "file":
             wanted.append(PurePosixPath(name))
-    listed = [rec["diff"] for rec in csv.DictReader(io.StringIO(_tsv(source, INDEX), newline=""), delimiter="\t")
-              if rec.get("diff")]
+    listed = [rec["diff"] for rec in _records(source) if rec["diff"]]
     if LEVELS_FILE in {str(w) for w in wanted}:
         listed += listed_diffs(_tsv(source, LEVELS_FILE))
     if len(listed) > MAX_FILES:
