@@ -5,13 +5,7 @@ paths removed, SSA values and blocks renumbered by first appearance), so a non-e
 means the compiler emitted different code. Where both sides kept the levels below TTGIR
 (``tritongate ir``: LLVM IR, PTX, SASS), those are compared too (``ir.levels``) and each
 variant says at which level it first differs. The diff texts and counts set renumbering aside
-(``ir.align``): a line shifted by an op added earlier is context.
-
-The diffs (text and counts) align lines with the renumbered names set aside: one op added
-shifts every later ``%N``, and a line that differs from its counterpart only by that shift is
-context, not a change. A line whose names break the correspondence the lines before it set up
-(an operand rewired to another value) is still a change, even where its text reads the same.
-Context lines show the candidate's text; removed lines the base's, added lines the candidate's.
+(``ir.align``): a line shifted by an op added earlier is context, a rewired operand a change.
 
 ```
 <out>/<case_dir>/<kernel_dir>/<name>.diff          one per changed variant (the ttgir file's folder)
