@@ -94,6 +94,7 @@ def screen(args: argparse.Namespace) -> Any:
     if args.blame and (args.side or args.judge):
         raise UsageError("--blame compiles under both builds: run it without --side/--judge")
     envs = _env_overlays(args)
+
     def started() -> None:  # the inputs are checked: the compiles and captures take tens of seconds
         which = {"base": "the base build", "cand": "the candidate build"}.get(args.side or "", "the two builds")
         print(neutralize(f"screening {args.baseline}: recompiling its launched kernels for its GPU target and "
