@@ -32,7 +32,8 @@ INTERPRETER_NOTE = ("⚠️ **On the Triton interpreter** (timer host-wall): the
                     "the GPU runner.")
 
 
-def _interpreted(cal: Calibration) -> bool:
+def on_interpreter(cal: Calibration) -> bool:
+    """Whether the calibration timed the Triton interpreter (its timer is the host's wall clock)."""
     return cal.runner.get("timer") == "host-wall"
 
 
@@ -42,7 +43,7 @@ def _scope(cal: Calibration) -> str:
     if not gpus:
         return " The steps' GPUs were not recorded."
     if len(gpus) == 1:
-        return f" Every step on one {'host' if _interpreted(cal) else 'GPU'} ({gpus[0]})."
+        return f" Every step on one {'host' if on_interpreter(cal) else 'GPU'} ({gpus[0]})."
     return (f" The steps ran on {len(gpus)} physical GPUs ({', '.join(gpus)}): a calibration of the runner "
             "class, not of one GPU (each step's GPU is in calibration.json's `steps`).")
 
@@ -52,7 +53,7 @@ def render(cal: Calibration) -> str:
     lines = [f"# Calibration of `{markdown_cell(suite_folder(cal.suite))}` ({cal.created_utc[:10]})", "",
              f"{r.get('device', 'n/a')}, driver {r.get('driver', 'n/a')}, torch {r.get('torch', 'n/a')}, triton "
              f"{r.get('triton', 'n/a')}, timer {r.get('timer', 'n/a')}." + _scope(cal), "",
-             *([INTERPRETER_NOTE, ""] if _interpreted(cal) else []),
+             *([INTERPRETER_NOTE, ""] if on_interpreter(cal) else []),
              f"**A/A: {false_verdicts(cal.aa_false)} in {cal.aa_rows} rows** (the build against itself, every row "
              "timed; every REGRESSED or IMPROVED is false).", ""]
     goals = [f"- {'✅' if g.met else '❌' if g.met is False else '–'} {g.text()}" for g in cal.goals()]

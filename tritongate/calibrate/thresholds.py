@@ -25,8 +25,6 @@ from tritongate.yamlsafe import comment_text, flow_scalar, load_bounded
 
 MARGIN = 1.5
 STEP = 0.005  # thresholds are whole half per cents
-# a policy's min_effect is a fraction below 1 (validation.inputfiles.MinEffect): an op whose A/A
-# noise needs more than that cannot be gated on this runner at all
 
 
 @dataclass(frozen=True)
@@ -52,7 +50,9 @@ def derive(cal: Calibration, default: float) -> dict[str, tuple[float, str]]:
     for r in cal.rows:
         for effect in r.aa_effects:
             if effect is not None and math.isfinite(effect) and abs(effect) > worst[r.op][0]:
-                if _threshold(abs(effect)) >= 1:  # no policy holds it (checked first: 1e306 overflowed math.ceil)
+                # a policy's min_effect is a fraction below 1 (validation.inputfiles.MinEffect): an op
+                # noisier than that cannot be gated here (checked first: 1e306 overflowed math.ceil)
+                if _threshold(abs(effect)) >= 1:
                     raise UsageError(f"{r.op} {r.case} {r.dtype}: A/A effect {effect:+.3g} would need a minimum "
                                      "effect of 100 % or more, which no policy holds: the op is too noisy to "
                                      "gate on this runner (a calibration on the interpreter?), or the "

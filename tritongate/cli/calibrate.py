@@ -206,7 +206,9 @@ def print_outcome(cal: Calibration, out: Path, md: Path, png: Path | None) -> No
         print(f"planted {f:.0%}: caught on {rate.caught} of {counted(rate.rows, 'row')}")
     for g in cal.goals():
         print(f"goal {'met' if g.met else 'MISSED' if g.met is False else 'n/a'}: {g.text()}")
-    if cal.runner.get("timer") == "host-wall":
+    from tritongate.calibrate.report import on_interpreter
+
+    if on_interpreter(cal):
         print("note: on the Triton interpreter: the plant is a host busy-wait after each launch and the rates are "
               "the interpreter's on this host, nothing a GPU runner's gate uses; calibrate on the GPU runner")
     print(f"calibration: {out / CALIBRATION_JSON}")

@@ -167,11 +167,9 @@ def confirmable_sides(rule: Detection, most: int = 3) -> list[tuple[int, int]]:
         big = small
         while 2 / math.comb(small + big, small) >= rule.p_value and big < 10_000:
             big += 1
-        if big < small:
-            break
         out.append((big, small))
         small += 1
-        if big <= small:
+        if big <= small:  # the sides have met: a larger small side only repeats them
             break
     return out
 

@@ -93,8 +93,8 @@ def verdict_table(rows: Any) -> str:
     lines = [f"{'op':<18} {'case':<18} {'dtype':<9} {'verdict':<16} {'change':>8} {'resolves':>9}  why"]
     for r in rows:  # each name made safe first: padding a name must not be undone
         op, case, dtype, why = (neutralize(v) for v in (r.op, r.case, r.dtype, "; ".join(r.reasons)))
-        change, res = (f"{r.effect:+.2%}" if r.effect is not None else ""), \
-            (f"±{r.detectable_effect:.2%}" if r.detectable_effect is not None else "")
+        change = f"{r.effect:+.2%}" if r.effect is not None else ""
+        res = f"±{r.detectable_effect:.2%}" if r.detectable_effect is not None else ""
         lines.append(f"{op:<18} {case:<18} {dtype:<9} {r.verdict:<16} {change:>8} {res:>9}  {why}")
     lines.append(counted(len(rows), "row"))
     return "\n".join(lines) + "\n"
