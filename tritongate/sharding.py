@@ -1,12 +1,21 @@
-"""Which shards of one split run were given: the same cut, each index once, and which are
-missing. Shared by ``tritongate merge`` (paired runs) and ``batch-merge`` (batches)."""
+"""How a split run is cut into shards, and which shards of it were given: the same cut, each
+index once, and which are missing. Shared by ``tritongate merge`` (paired runs) and ``batch-merge`` (batches)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Sequence, TypeVar
 
 from tritongate.errors import UsageError
+
+T = TypeVar("T")
+
+
+def shard_of(planned: Sequence[T], index: int, count: int) -> list[T]:
+    """Shard ``index`` of ``count`` (1-based) of a plan: every ``count``-th item from the
+    ``index``-th, so each shard gets every op's mix of sizes. ``pair --shard`` runs these rows,
+    and a merge missing that shard names them."""
+    return list(planned[index - 1::count])
 
 
 def check_shard_set(shards: Sequence[tuple[int, int, Path]], *, allow_partial: bool, lost: str,

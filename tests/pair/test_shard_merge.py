@@ -37,7 +37,9 @@ def test_shards_split_the_rows_and_merge_into_one_paired_verdict(tmp_path: Path,
     one, two = shard(tmp_path, 1, 2, cand_env={"TG_FACTOR": "1.05"}), shard(tmp_path, 2, 2, cand_env={"TG_FACTOR": "1.05"})
     ops = [sorted(r.op for r in load_run(p / "base").rows) for p in (one, two)]
     assert ops == [["add", "matmul"], ["softmax"]]  # every 2nd row of the plan, from the 1st / the 2nd
-    assert load_run(one / "base").identity["pair"]["shard"] == {"index": 1, "count": 2, "planned_rows": 3}
+    assert load_run(one / "base").identity["pair"]["shard"] == {
+        "index": 1, "count": 2, "planned_rows": 3,
+        "plan": [["add", "4096", "float16"], ["softmax", "64x512", "float16"], ["matmul", "64x64x64", "float16"]]}
 
     code = main(["merge", str(two), str(one), "--out", str(tmp_path / "m")])
     out = capsys.readouterr().out
@@ -53,10 +55,40 @@ def test_a_missing_shard_is_refused_unless_partial_is_allowed(tmp_path: Path, ca
     one = shard(tmp_path, 1, 2)
     with pytest.raises(UsageError, match=r"shard\(s\) 2/2 missing: their rows would be absent"):
         merge_shards([one], tmp_path / "m")
-    assert main(["merge", str(one), "--out", str(tmp_path / "p"), "--allow-partial"]) == 0
+    # allowed, the missing shard's row is in the verdict as MISSING, and a partial merge never passes
+    assert main(["merge", str(one), "--out", str(tmp_path / "p"), "--allow-partial"]) == 1
+    doc = json.loads((tmp_path / "p" / "verdict" / "verdict.json").read_text())
+    missing = [(r["op"], r["case"], r["reasons"]) for r in doc["rows"] if r["verdict"] == "MISSING"]
+    assert missing == [("softmax", "64x512", ["its shard 2/2 was not given to the merge"])]
+    assert doc["passed"] is False and doc["counts"]["MISSING"] == 1
     md = (tmp_path / "p" / "verdict" / "verdict.md").read_text()
-    assert "**Note:** Partial: shard(s) 2/2 missing; their rows are not in this verdict." in md  # from verdict.json's notes
+    assert "**Note:** Partial: shard(s) 2/2 missing; 1 row not measured, listed MISSING." in md  # from verdict.json's notes
     capsys.readouterr()
+
+
+def test_the_trusted_comment_reads_a_partial_merge_as_its_rows_say(tmp_path: Path, capsys) -> None:
+    from tritongate.github.trusted import as_its_rows_say, parse_verdict_doc
+
+    one, three = shard(tmp_path, 1, 3), shard(tmp_path, 3, 3)
+    assert main(["merge", str(one), str(three), "--out", str(tmp_path / "p"), "--allow-partial"]) == 1
+    path = tmp_path / "p" / "verdict" / "verdict.json"
+    doc = parse_verdict_doc(path.read_bytes(), str(path))
+    assert as_its_rows_say(doc)[1] is None  # no contradiction: its rows fail it
+    assert [r.op for r in doc.rows if r.verdict is Verdict.MISSING] == ["softmax"]
+    capsys.readouterr()
+
+
+def test_a_missing_shard_of_shards_that_kept_no_plan_is_refused(tmp_path: Path) -> None:
+    """Shards written before they kept their plan cannot say what a missing one held."""
+    one = shard(tmp_path, 1, 2)
+    for side in ("base", "candidate"):
+        path = one / side / "run_identity.json"
+        identity = json.loads(path.read_text())
+        del identity["pair"]["shard"]["plan"]
+        path.write_text(json.dumps(identity))
+    with pytest.raises(UsageError, match="does not keep the plan it was cut from"):
+        merge_shards([one], tmp_path / "m", allow_partial=True)
+    assert merge_shards([one, shard(tmp_path, 2, 2)], tmp_path / "w").absent == {}  # whole: nothing to name
 
 
 def test_shards_that_do_not_belong_together_are_named(tmp_path: Path, capsys) -> None:

@@ -89,7 +89,7 @@ def add_merge_parser(sub: argparse._SubParsersAction) -> None:
                        help="the pair-<suite>_<UTC> directories the shards printed")
     merge.add_argument("--out", type=_text, required=True, metavar="DIR", help="an empty directory for the merged run")
     merge.add_argument("--allow-partial", action="store_true",
-                       help="gate the shards given even when some are missing (the verdict says which)")
+                       help="gate the shards given even when some are missing: their rows are listed MISSING, which fails the gate")
     add_gate_options(merge)
 
 
@@ -302,16 +302,17 @@ def cmd_merge(args: argparse.Namespace) -> int:
                      artifact_url=artifact_url_option(args))
     out = Path(args.out)
     merged = merge_shards([Path(p) for p in args.shards], out, allow_partial=args.allow_partial)
-    partial = ([f"partial: shard(s) {', '.join(f'{i}/{merged.count}' for i in merged.missing)} missing; their "
-                "rows are not in this verdict"] if merged.missing else [])
+    partial = ([f"partial: shard(s) {', '.join(f'{i}/{merged.count}' for i in merged.missing)} missing; "
+                f"{counted(len(merged.absent), 'row')} not measured, listed MISSING"] if merged.missing else [])
     from tritongate.gate.ir_blame import carry_blame
     from tritongate.gate.ir_evidence import IR_DIFF_DIR
 
     for shard in args.shards:  # every shard carried the same pre-screen's blame: the first found will do
         if carry_blame(Path(shard) / "verdict" / IR_DIFF_DIR, out / "verdict", IR_DIFF_DIR):
             break
+    absent = {key: f"its shard {index}/{merged.count} was not given to the merge" for key, index in merged.absent.items()}
     gated = gate_runs(merged.base, merged.candidate, out / "verdict", policy, cite=cite, notes=partial,
-                      template=template)
+                      template=template, absent=absent)
     append_step_summary(gated.written.md_path)
     print(f"merged {len(merged.shards)} of {counted(merged.count, 'shard')}, {counted(merged.rows, 'row')}")
     print_summary(gated.written.json_path)

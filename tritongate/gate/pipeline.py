@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from tritongate.gate.output import WrittenVerdict, write_verdict_files
 from tritongate.gate.policy import GatePolicy
+from tritongate.gate.row_verdict import RowVerdict
 from tritongate.gate.verdict import GateResult, run_gate
+from tritongate.model.verdict import Verdict
 from tritongate.rundir import Run, load_run
 
 if TYPE_CHECKING:
@@ -44,13 +46,15 @@ class GatedRuns:
 
 
 def judge_runs(base: Run | Path, cand: Run | Path, policy: GatePolicy, *, allow_mismatch: bool = False,
-               notes: Sequence[str] = ()) -> GateResult:
+               notes: Sequence[str] = (), absent: Mapping[tuple[str, str, str], str] | None = None) -> GateResult:
     """Every row of ``cand`` judged against ``base`` (run directories are loaded and validated
-    here); ``notes`` lead the verdict's own."""
+    here); ``notes`` lead the verdict's own; ``absent``: rows neither run holds that were meant
+    to be measured (a merge's missing shard), each with why, listed MISSING."""
     base_run = base if isinstance(base, Run) else load_run(base)
     cand_run = cand if isinstance(cand, Run) else load_run(cand)
     result = run_gate(base_run, cand_run, policy, allow_mismatch=allow_mismatch)
     result.notes[:0] = list(notes)
+    result.rows += [RowVerdict(*key, verdict=Verdict.MISSING, reasons=(why,)) for key, why in (absent or {}).items()]
     return result
 
 
@@ -63,7 +67,8 @@ def write_result(result: GateResult, out: Path, cite: Citations = Citations(), *
 
 
 def gate_runs(base: Run | Path, cand: Run | Path, out: Path, policy: GatePolicy, *, cite: Citations = Citations(),
-              allow_mismatch: bool = False, notes: Sequence[str] = (), template: Path | None = None) -> GatedRuns:
+              allow_mismatch: bool = False, notes: Sequence[str] = (), template: Path | None = None,
+              absent: Mapping[tuple[str, str, str], str] | None = None) -> GatedRuns:
     """Two run directories judged and written as a verdict folder in ``out``."""
-    result = judge_runs(base, cand, policy, allow_mismatch=allow_mismatch, notes=notes)
+    result = judge_runs(base, cand, policy, allow_mismatch=allow_mismatch, notes=notes, absent=absent)
     return GatedRuns(result=result, written=write_result(result, out, cite, template=template))

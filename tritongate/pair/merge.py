@@ -5,7 +5,8 @@ merge checks that the shards belong together (one suite, one shard count, each i
 rows disjoint, measured alike), writes ``OUT/base`` and ``OUT/candidate`` as ordinary run
 directories holding every shard's rows (their pairing kept, so each row is still judged
 from its own alternating rounds) and TTGIR, and returns them for the gate. A missing shard
-is refused unless ``allow_partial``: its rows would silently be absent from the verdict.
+is refused unless ``allow_partial``; then its rows, cut from the plan every shard keeps, are
+returned as ``absent`` for the verdict to list as MISSING, so a partial merge never reads as whole.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from tritongate.errors import UsageError
 from tritongate.gate.comparability import identity_mismatches
 from tritongate.ir.store import merge_ttgir
 from tritongate.rundir import Run, RunWriter, load_run
-from tritongate.sharding import check_shard_set
+from tritongate.sharding import check_shard_set, shard_of
 
 SIDES = ("base", "candidate")
+RowKey = tuple[str, str, str]
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class MergeOutcome:
     count: int
     missing: tuple[int, ...]
     rows: int
+    absent: dict[RowKey, int]  # a missing shard's rows -> that shard's index
 
 
 def _shard_of(run: Run) -> tuple[int, int]:
@@ -111,6 +114,31 @@ def _check(shards: Sequence[Shard], allow_partial: bool) -> tuple[int, tuple[int
     return count, missing
 
 
+def _absent_rows(shards: Sequence[Shard], count: int, missing: Sequence[int]) -> dict[RowKey, int]:
+    """The rows the missing shards would have measured, from the plan each shard keeps."""
+    if not missing:
+        return {}
+    plans = []
+    for s in shards:
+        shard = (s.runs["base"].identity.get("pair") or {}).get("shard")
+        plan = shard.get("plan") if isinstance(shard, Mapping) else None
+        if not isinstance(plan, list):
+            raise UsageError(f"shard(s) {', '.join(f'{i}/{count}' for i in missing)} missing, and {s.path} "
+                             "does not keep the plan it was cut from (an older tritongate wrote it), so the "
+                             "verdict could not name their rows; pass every shard, or pair the shards again")
+        plans.append(plan)
+    if any(p != plans[0] for p in plans[1:]):
+        raise UsageError(f"the shards were cut from different plans ({shards[0].path}, ...); merge the "
+                         "shards of one paired run")
+    only = (shards[0].runs["base"].identity.get("pair") or {}).get("only_rows")
+    out: dict[RowKey, int] = {}
+    for index in missing:
+        for key in shard_of(plans[0], index, count):
+            if only is None or "/".join(key) in only:
+                out[(str(key[0]), str(key[1]), str(key[2]))] = index
+    return out
+
+
 def _merge_ir(shards: Sequence[Shard], side: str, out: Path) -> None:
     """Every shard's TTGIR into one folder, renamed as one run would have named it."""
     merge_ttgir((s.path / side for s in shards), out)
@@ -122,6 +150,7 @@ def merge_shards(paths: Sequence[Path], out: Path, *, allow_partial: bool = Fals
         raise UsageError("no shard directories given")
     shards = sorted((load_shard(Path(p)) for p in paths), key=lambda s: s.index)
     count, missing = _check(shards, allow_partial)
+    absent = _absent_rows(shards, count, missing)
     out = Path(out)
     if (out / "base").exists() or (out / "candidate").exists():
         raise UsageError(f"{out} already holds a merged run; choose an empty --out")
@@ -142,4 +171,4 @@ def merge_shards(paths: Sequence[Path], out: Path, *, allow_partial: bool = Fals
         writer.finish()
         _merge_ir(shards, side, out / side)
     return MergeOutcome(base=out / "base", candidate=out / "candidate", shards=tuple(s.index for s in shards),
-                        count=count, missing=missing, rows=len(keys))
+                        count=count, missing=missing, rows=len(keys), absent=absent)

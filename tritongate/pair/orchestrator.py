@@ -36,6 +36,7 @@ from tritongate.preflight import PlannedRow, check_out_dir
 from tritongate.progress import Progress, ProgressFn
 from tritongate.rowcase import describe
 from tritongate.rundir import new_run_dir
+from tritongate.sharding import shard_of
 
 
 class PairRunner:
@@ -95,9 +96,8 @@ class PairRunner:
                   outcome: PairOutcome) -> None:
         pool, sides = self._pool, self._pool.sides
         rows = [PlannedRow(op=r["op"], shape=tuple(r["shape"]), dtype=r["dtype"]) for r in plan["rows"]]
-        if self.request.shard is not None:  # round robin: each shard gets every op's mix of sizes
-            index, count = self.request.shard
-            rows = rows[index - 1::count]
+        if self.request.shard is not None:
+            rows = shard_of(rows, *self.request.shard)
         if self.request.only_rows is not None:  # a calibration's paired check: its unsure rows alone
             rows = [r for r in rows if (r.op, r.case, r.dtype) in self.request.only_rows]
         open_sides(self.request, sides.values(), self._pair_dir, plan, len(rows), gpu_before, schedule,

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable
 import yaml
 
 from tritongate.atomicio import write_text_atomic
+from tritongate.ops.registry import case_id
 from tritongate.pair.pool import Side
 from tritongate.pair.request import PairRequest
 from tritongate.pair.schedule import PairSchedule
@@ -23,6 +24,11 @@ from tritongate.progress import row_line
 from tritongate.rundir import LOG, RunWriter
 from tritongate.runlog import RunLog
 from tritongate.schema import Row, RowStatus
+
+
+def plan_keys(plan: dict[str, Any]) -> list[list[str]]:
+    """The plan's rows as [op, case, dtype], in the order shards are cut from."""
+    return [[r["op"], case_id(tuple(r["shape"])), r["dtype"]] for r in plan["rows"]]
 
 
 def run_identity(request: PairRequest, side: Side, plan: dict[str, Any], gpu_before: Any, schedule: PairSchedule,
@@ -46,8 +52,9 @@ def run_identity(request: PairRequest, side: Side, plan: dict[str, Any], gpu_bef
                  # asked for and possible (CUDA); rows that could not say so in run.log (INPUTS_OWN)
                  "share_inputs": request.share_inputs and h.get("backend") == "cuda",
                  "changed_from": request.changed_from.to_dict() if request.changed_from else None,
+                 # the whole plan, so a merge missing a shard can name the rows it took with it
                  "shard": {"index": request.shard[0], "count": request.shard[1],
-                           "planned_rows": len(plan["rows"])} if request.shard else None,
+                           "planned_rows": len(plan["rows"]), "plan": plan_keys(plan)} if request.shard else None,
                  "only_rows": sorted("/".join(k) for k in request.only_rows)
                  if request.only_rows is not None else None,
                  "schedule": {"min_rounds": schedule.min_rounds, "max_rounds": schedule.max_rounds,
