@@ -10,7 +10,9 @@ each night's commit and entry are written once per page, not once per row.
 The drift over the window is the change of level since the window's start: the last change
 point's median after over the median before the window's first change point, minus one (the
 segments between change points are contiguous, so this is the last level over the level in
-force when the window started); 0 without a change point in the window.
+force when the window started). Without a change point (in the window) there is no drift to
+give: the history confirmed no shift, which is not a measured 0 (a step of the last nights has
+too few nights after it to be confirmed yet); the row's ``dn`` (``dwn``) says which instead.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from urllib.parse import quote
 
 from tritongate.baselines.repo import GITHUB, Repo
 from tritongate.dashboard.reading import Group
-from tritongate.history.changepoints import ChangePoint, SeriesAnalysis
-from tritongate.history.report import HistoryReport
+from tritongate.history.changepoints import ChangePoint, Detection, SeriesAnalysis
+from tritongate.history.report import HistoryReport, confirmable_sides
 from tritongate.report.untrusted import neutralize
 
 _HEX = re.compile(r"^[0-9a-fA-F]{7,64}$")
@@ -44,10 +46,32 @@ def compare_url(repo: Repo | None, before: str | None, after: str | None) -> str
     return f"https://github.com/{quote(repo.path)}/compare/{before}...{after}"
 
 
-def window_drift(cps: Sequence[ChangePoint], start: dt.datetime) -> float:
-    """The change of level since ``start`` (see the module docstring)."""
+def window_drift(cps: Sequence[ChangePoint], start: dt.datetime) -> float | None:
+    """The change of level since ``start`` (see the module docstring); None without a change
+    point after ``start``: no shift confirmed, not a measured 0."""
     inside = [c for c in cps if c.after.recorded > start]
-    return inside[-1].median_after_us / inside[0].median_before_us - 1.0 if inside else 0.0
+    return inside[-1].median_after_us / inside[0].median_before_us - 1.0 if inside else None
+
+
+def no_drift(a: SeriesAnalysis, rule: Detection, *, window: bool = False) -> str:
+    """What a row without a (window's) change point shows in place of a drift, and why."""
+    if a.note:  # too short to look at
+        return f"too few nights: {a.note}"
+    pairs = [f"{x} and {y}" for x, y in confirmable_sides(rule)]
+    sides = ", ".join(pairs[:-1]) + (" or " if len(pairs) > 1 else "") + pairs[-1]
+    where = "in the window" if window and a.change_points else "so far"
+    return (f"no shift confirmed {where}: a shift of {rule.min_effect:.1%} or more is confirmed only with "
+            f"enough nights on both sides of it (at the least {sides}), so a step of the last nights is not "
+            "one yet")
+
+
+def drifts(a: SeriesAnalysis, rule: Detection, window_start: dt.datetime) -> dict[str, Any]:
+    """A row's drift over the window (``dw``) and over its history (``dt``), each None with the
+    reason (``dwn``, ``dn``) where no change point gives one."""
+    dw = window_drift(a.change_points, window_start)
+    dt_ = a.drift if a.change_points else None
+    return {"dw": dw, "dt": dt_, "dwn": None if dw is not None else no_drift(a, rule, window=True),
+            "dn": None if dt_ is not None else no_drift(a, rule)}
 
 
 def group_label(group: Group) -> dict[str, Any]:
@@ -90,8 +114,8 @@ def index_rows(g: int, report: HistoryReport, page: OpPage, window_start: dt.dat
         tail = s.points[-1]
         rows_out.append({**names, "last": last.median_us if last else None, "lt": _t(last.recorded) if last else None,
                          "gone": entry_pos[tail.entry] < len(entry_pos) - 1,  # not in the group's latest entry
-                         "gap": tail.gap if tail.is_gap else None, "dw": window_drift(a.change_points, window_start),
-                         "dt": a.drift, "nc": len(a.change_points),
+                         "gap": tail.gap if tail.is_gap else None, **drifts(a, report.rule, window_start),
+                         "nc": len(a.change_points),
                          "nw": sum(c.after.recorded > window_start for c in a.change_points), "href": href})
         cps_out += [{**_cp(report, c, repo, entry_pos), **names, "href": href} for c in a.change_points]
 
@@ -115,8 +139,8 @@ def op_document(site: dict[str, Any], group: Group, report: HistoryReport, page:
             "q": [None if q is None else float(f"{q:.4g}") for q in iqr],
             "gaps": [[j, reasons.setdefault(neutralize(p.gap), len(reasons))] for j, p in enumerate(pts) if p.gap],
             "cps": [_cp(report, c, group.key.repo, entry_pos) for c in a.change_points],
-            "drift": a.drift, "dw": window_drift(a.change_points, window_start), "noise": a.noise,
-            "note": a.note})
+            **{k: v for k, v in drifts(a, report.rule, window_start).items() if k != "dt"},
+            "drift": a.drift if a.change_points else None, "noise": a.noise, "note": a.note})
     return {
         **site, "group": group_label(group), "op": neutralize(page.op), "index": "../index.html",
         "window_start": _t(window_start), "store": store_href, "prefix": quote(prefix),

@@ -94,6 +94,11 @@
     return cell;
   }
   function sign(x) { return x > 0 ? "slower" : (x < 0 ? "faster" : ""); }
+  /* a drift, or (none confirmed: not a measured 0) why there is none, in short with the whole reason as its title */
+  function drift(tr, x, why) {
+    if (x === null || x === undefined) return td(tr, String(why).split(":")[0], "none", why);
+    return td(tr, TG.pct(x), "num " + sign(x));
+  }
 
   var cpTable = document.getElementById("cps");
   head(cpTable, ["night", "op", "case", "dtype", "change", "before → after", "between commits", "p", "", "group"]);
@@ -133,8 +138,8 @@
     if (r.gap) td(tr, "gap: " + r.gap, "gap", "last value " + TG.us(r.last) + " on " + TG.date(r.lt));
     else td(tr, TG.us(r.last) + (r.gone ? " (" + TG.date(r.lt) + ", not in the latest entry)" : ""),
             "num" + (r.gone ? " gone" : ""), TG.dateTime(r.lt));
-    td(tr, TG.pct(r.dw), "num " + sign(r.dw));
-    td(tr, TG.pct(r.dt), "num " + sign(r.dt));
+    drift(tr, r.dw, r.dwn);
+    drift(tr, r.dt, r.dn);
     td(tr, r.nw + " / " + r.nc, "num");
     rowTable.tBodies[0].appendChild(tr);
     return {row: r, tr: tr};
@@ -152,9 +157,9 @@
       var abs = key === "dw" || key === "dt";
       rowItems.sort(function (a, b) {
         var x = a.row[key], y = b.row[key];
-        if (abs) { x = Math.abs(x); y = Math.abs(y); }
-        if (x === null) return 1;
+        if (x === null) return y === null ? 0 : 1;  // no value (no drift confirmed, no latest) sorts last
         if (y === null) return -1;
+        if (abs) { x = Math.abs(x); y = Math.abs(y); }
         return (x < y ? -1 : (x > y ? 1 : 0)) * order.dir;
       });
       var body = rowTable.tBodies[0];

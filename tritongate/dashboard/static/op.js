@@ -115,10 +115,11 @@
     section.appendChild(el("h2", null, row.case + " · " + row.dtype));
     var valued = row.v.filter(function (v) { return v !== null; });
     var last = valued.length ? valued[valued.length - 1] : null;
-    section.appendChild(el("p", {"class": "meta"}, "latest " + TG.us(last) + " · drift over the window " +
-      TG.pct(row.dw) + " · over the whole history " + TG.pct(row.drift) + " · noise " +
-      (100 * row.noise).toFixed(1) + " % · " + valued.length + " of " + n + " nights with a value" +
-      (row.note ? " · " + row.note : "")));
+    var drifts = row.drift === null ? "drift: " + row.dn
+      : (row.dw === null ? row.dwn.split(":")[0] : "drift over the window " + TG.pct(row.dw)) +
+        " · over the whole history " + TG.pct(row.drift);
+    section.appendChild(el("p", {"class": "meta"}, "latest " + TG.us(last) + " · " + drifts + " · noise " +
+      (100 * row.noise).toFixed(1) + " % · " + valued.length + " of " + n + " nights with a value"));
     var holder = el("div", {"class": "chart"});
     section.appendChild(holder);
     var panel = el("p", {"class": "point"}, "Hover a point to see its night; click to pin it.");
