@@ -443,3 +443,15 @@ def test_an_entry_dated_before_any_runner_clock_is_skipped_with_a_note_not_a_cra
     assert main(["history", "--store", str(store), "--runner-class", "h200", "--suite", "pr",
                  "--out", str(tmp_path / "hist")]) == 0
     assert (tmp_path / "hist" / "history.md").is_file()
+
+
+def test_nightlies_run_twice_a_night_miss_no_nightly():
+    """Each night published twice an hour apart (a rerun): the usual spacing was read as the hour
+    between a night's two entries, and history.md listed "about 22 nightlies missing" between every
+    two nights (242 over 12 nights)."""
+    twice = sorted(T0 + i * DAY + h for i in range(12) for h in (dt.timedelta(0), dt.timedelta(hours=1)))
+    assert missing_nightlies(twice) == []
+    (hole,) = missing_nightlies([t for t in twice if not T0 + 5 * DAY <= t < T0 + 8 * DAY])
+    assert hole.missing == 3 and hole.after == T0 + 4 * DAY + dt.timedelta(hours=1) and hole.spacing_days > 0.9
+    thrice = sorted(T0 + i * DAY + dt.timedelta(minutes=m) for i in range(12) for m in (0, 40, 80))
+    assert missing_nightlies(thrice) == []

@@ -114,16 +114,25 @@ class History:
 
 
 MIN_MISSING_DAYS = 1 / 24  # a gap must be this much longer than the usual spacing to miss anything
+RERUN_FRACTION = 0.25  # an interval under this fraction of the upper quartile's is a night's rerun
+
+
+def usual_spacing(gaps: Sequence[float]) -> float:
+    """The median interval between nights: intervals shorter than ``RERUN_FRACTION`` of the
+    upper quartile are a night's reruns (a nightly run again, or published twice), not a spacing;
+    where every night has one, the median of all intervals is the hour between a night's two."""
+    upper = statistics.quantiles(gaps, n=4, method="inclusive")[2]
+    return statistics.median([g for g in gaps if g >= RERUN_FRACTION * upper])
 
 
 def missing_nightlies(times: Sequence[dt.datetime], factor: float = MISSING_FACTOR) -> list[MissingNightly]:
-    """Intervals longer than ``factor`` times the median interval. Needs three entries (two
-    intervals): with fewer there is no usual spacing to compare with."""
+    """Intervals longer than ``factor`` times the usual spacing (``usual_spacing``). Needs three
+    entries (two intervals): with fewer there is no usual spacing to compare with."""
     ordered = sorted(as_utc(t, "an entry time") for t in times)
     gaps = [(b - a).total_seconds() / 86400.0 for a, b in zip(ordered, ordered[1:])]
     if len(gaps) < 2:
         return []
-    usual = statistics.median(gaps)
+    usual = usual_spacing(gaps)
     if usual <= 0:
         return []
     # and at least an hour longer than usual: entries published minutes apart (a test, a rerun)
