@@ -195,3 +195,18 @@ def test_detect_many_is_detect_of_each_sequence():
     assert any(s.shifts for s in detect_many(seqs))
     with pytest.raises(ValueError, match="finite numbers > 0"):
         detect_many([[1.0, 2.0], [1.0, -1.0]])
+
+
+@pytest.mark.parametrize("before", [20, 40])
+def test_a_step_two_nights_old_is_not_confirmed_a_night_early(before):
+    """Two nights at +30 % after 20 (or 40) quiet ones: the shortest segment the rule allows (3)
+    took the last quiet night with them, and where that night happened to be the quiet nights'
+    slowest, the step was confirmed between the wrong nights, its commits one night early."""
+    for seed in range(12):
+        early = analyse(series(noisy([1.0] * before + [1.3] * 2, 0.004, seed=seed)))
+        assert early.change_points == (), (seed, [(c.index, c.p_value) for c in early.change_points])
+        (cp,) = analyse(series(noisy([1.0] * before + [1.3] * 3, 0.004, seed=seed))).change_points
+        assert cp.index == before and cp.rel_change == pytest.approx(0.3, abs=0.01)
+    # a step its two sides confirm at their shortest is kept: the rule's 9 and 3, 6 and 4
+    for values, at in (([1.0] * 9 + [1.3] * 3, 9), ([1.0] * 3 + [1.3] * 9, 3), ([1.0] * 6 + [1.3] * 4, 6)):
+        assert [c.index for c in analyse(series(noisy(values, 0.004, seed=1))).change_points] == [at]

@@ -10,7 +10,8 @@ are skipped, never imputed):
    ``beta * log(n)`` per change: BIC for a shift of the mean, generous on purpose.
 3. Confirmation, until every candidate passes: the neighbouring segments' medians differ by
    ``min_effect`` or more AND a two-sided Mann–Whitney U test gives ``p < p_value``, with at
-   least ``min_points`` a side. The failing candidate with the largest p-value is dropped and
+   least ``min_points`` a side (and a side of just ``min_points`` starts at its own level:
+   ``_edges_in_place``). The failing candidate with the largest p-value is dropped and
    its segments merged (a ramp cut into small steps ends as a few steps that pass); each round
    first moves every candidate to the least-squares best split of its neighbouring segments.
 
@@ -138,7 +139,20 @@ def _judge(values: np.ndarray, bounds: list[int], i: int, rule: Detection) -> tu
 
     p = float(mannwhitneyu(before, after, alternative="two-sided").pvalue)
     shift = replace(shift, p_value=p if math.isfinite(p) else 1.0)
-    return shift, abs(shift.rel_change) >= rule.min_effect and shift.p_value < rule.p_value
+    return shift, (abs(shift.rel_change) >= rule.min_effect and shift.p_value < rule.p_value
+                   and _edges_in_place(before, after, shift, rule))
+
+
+def _edges_in_place(before: np.ndarray, after: np.ndarray, shift: Shift, rule: Detection) -> bool:
+    """A side of the fewest points the rule allows is where ``_refine`` could not move the cut
+    further into it: its point next to the cut must lie nearer its own side's median than the
+    other's. If it does not, the shift lies further in (a step two nights old, cut three from
+    the end with the last night before it), so that side has too few nights to confirm it yet,
+    and the place found would name the wrong nights and commits."""
+    lb, la = math.log(shift.median_before), math.log(shift.median_after)
+    if len(after) == rule.min_points and abs(math.log(after[0]) - la) > abs(math.log(after[0]) - lb):
+        return False
+    return not (len(before) == rule.min_points and abs(math.log(before[-1]) - lb) > abs(math.log(before[-1]) - la))
 
 
 def pelt_many(zs: np.ndarray, min_size: int, pen: float) -> list[list[int]]:
