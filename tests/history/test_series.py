@@ -455,3 +455,24 @@ def test_nightlies_run_twice_a_night_miss_no_nightly():
     assert hole.missing == 3 and hole.after == T0 + 4 * DAY + dt.timedelta(hours=1) and hole.spacing_days > 0.9
     thrice = sorted(T0 + i * DAY + dt.timedelta(minutes=m) for i in range(12) for m in (0, 40, 80))
     assert missing_nightlies(thrice) == []
+
+
+def test_a_night_of_another_backend_is_named(tmp_path):
+    """Nights recorded by another backend on the same GPU (and runner class, suite, repository)
+    joined the series without a word: the step at the switch read as the compiler's, between
+    two commits."""
+    from tritongate.baselines.publishing import publish
+    from tests.baselines.test_store import make_record
+
+    store = tmp_path / "store"
+    for i in range(24):
+        run = make_record(tmp_path / "w" / f"pr_{i:02d}", started=T0 + i * DAY, commit=commit(i),
+                          rows=[row(median=20.0 if i < 12 else 26.0, seed=i)], backend="cuda" if i < 12 else "hip")
+        publish(store, run, runner_class="h200", compiler_repo="org/triton", now=T0 + i * DAY + dt.timedelta(hours=2))
+    h = load_history(store, "h200", "pr")
+    (note,) = [n for n in h.notes if "backend" in n]
+    assert note.startswith("the backend differs between the nights of 2026-11-12 03:00 and 2026-11-13 03:00 UTC "
+                           "(cuda -> hip)") and "a step there may be that" in note
+    same = tmp_path / "same"
+    publish_nights(same, tmp_path / "v", [[row(seed=i)] for i in range(3)])
+    assert not [n for n in load_history(same, "h200", "pr").notes if "backend" in n]

@@ -201,6 +201,7 @@ def load_history(store: Path, runner_class: str, suite: str, gpu: str | None = N
     missing = missing_nightlies([info.recorded for info in infos])
     notes += suite_changes(suite, infos, {e.manifest.record_path: e.manifest.suite_digest for e in found})
     notes += sample_length_changes(infos, {e.manifest.record_path: sample_lengths(e) for e in found})
+    notes += backend_changes(infos, {e.manifest.record_path: e.manifest.backend for e in found})
     return History(store=store, runner_class=runner_class, suite=suite, gpu_slug=infos[0].gpu_slug,
                    entries=tuple(infos), series=tuple(_series(loaded)),
                    missing=tuple(missing), notes=tuple(notes) + tuple(m.note for m in missing))
@@ -213,6 +214,13 @@ def suite_changes(suite: str, entries: Sequence[EntryInfo], digests: Mapping[str
                           lambda a, b: f"digest {a[:8]} -> {b[:8]}",
                           "an edited suite or another file of that name; rows only one of them measures start or "
                           "end there")
+
+
+def backend_changes(entries: Sequence[EntryInfo], backends: Mapping[str, str]) -> list[str]:
+    """A note at each night recorded by another backend than the night before on the same GPU:
+    its launch path and timer are another's, so a step there need not be the compiler's."""
+    return _nights_differ(entries, backends, "the backend", lambda a, b: a != b, lambda a, b: f"{a} -> {b}",
+                          "another backend launches and times the kernels; a step there may be that, not a commit")
 
 
 def sample_length_changes(entries: Sequence[EntryInfo], lengths: Mapping[str, SampleLengths | None]) -> list[str]:
