@@ -210,3 +210,16 @@ def test_a_step_two_nights_old_is_not_confirmed_a_night_early(before):
     # a step its two sides confirm at their shortest is kept: the rule's 9 and 3, 6 and 4
     for values, at in (([1.0] * 9 + [1.3] * 3, 9), ([1.0] * 3 + [1.3] * 9, 3), ([1.0] * 6 + [1.3] * 4, 6)):
         assert [c.index for c in analyse(series(noisy(values, 0.004, seed=1))).change_points] == [at]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_step_three_nights_after_the_first_is_confirmed_though_its_third_night_was_noisy(seed):
+    """The series' first side never grows: a +4 % step after its first three nights, the third
+    of them the slowest (nearer the level after than its own), was never confirmed, however many
+    nights followed it; the row read 'no shift confirmed' for good."""
+    first = [0.99 * 20, 1.0 * 20, 1.021 * 20]
+    values = first + noisy([1.04] * 362, 0.01, seed=seed)
+    assert abs(math.log(first[2] / 20)) > abs(math.log(first[2] / float(np.median(values[3:]))))  # the case
+    (cp,) = analyse(series(values)).change_points
+    assert (cp.index, cp.n_before, cp.n_after) == (3, 3, 362) and cp.p_value < 1e-4
+    assert cp.rel_change == pytest.approx(0.04, abs=0.005)

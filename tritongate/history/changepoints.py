@@ -10,10 +10,11 @@ are skipped, never imputed):
    ``beta * log(n)`` per change: BIC for a shift of the mean, generous on purpose.
 3. Confirmation, until every candidate passes: the neighbouring segments' medians differ by
    ``min_effect`` or more AND a two-sided Mann–Whitney U test gives ``p < p_value``, with at
-   least ``min_points`` a side (and a side of just ``min_points`` starts at its own level:
-   ``_edges_in_place``). The failing candidate with the largest p-value is dropped and
-   its segments merged (a ramp cut into small steps ends as a few steps that pass); each round
-   first moves every candidate to the least-squares best split of its neighbouring segments.
+   least ``min_points`` a side (and a side of just ``min_points``, but the series' first,
+   starts at its own level: ``_edges_in_place``). The failing candidate with the largest
+   p-value is dropped and its segments merged (a ramp cut into small steps ends as a few
+   steps that pass); each round first moves every candidate to the least-squares best split
+   of its neighbouring segments.
 
 So a slow ramp gives at least one change point, and ``drift`` (the last segment's median over
 the first's, minus one) is its total change. PELT is done in numpy, batched (``pelt_many``;
@@ -140,19 +141,24 @@ def _judge(values: np.ndarray, bounds: list[int], i: int, rule: Detection) -> tu
     p = float(mannwhitneyu(before, after, alternative="two-sided").pvalue)
     shift = replace(shift, p_value=p if math.isfinite(p) else 1.0)
     return shift, (abs(shift.rel_change) >= rule.min_effect and shift.p_value < rule.p_value
-                   and _edges_in_place(before, after, shift, rule))
+                   and _edges_in_place(before, after, shift, rule, first=bounds[i] == 0))
 
 
-def _edges_in_place(before: np.ndarray, after: np.ndarray, shift: Shift, rule: Detection) -> bool:
+def _edges_in_place(before: np.ndarray, after: np.ndarray, shift: Shift, rule: Detection, *, first: bool) -> bool:
     """A side of the fewest points the rule allows is where ``_refine`` could not move the cut
     further into it: its point next to the cut must lie nearer its own side's median than the
     other's. If it does not, the shift lies further in (a step two nights old, cut three from
-    the end with the last night before it), so that side has too few nights to confirm it yet,
-    and the place found would name the wrong nights and commits."""
+    the end with the last night before it; a level of two nights between two others), so that
+    side has too few nights to confirm it (the newest side: yet; the next night gives it a
+    fourth), and the place found would name the wrong nights and commits. Not the series'
+    first side (``first``): it never grows, and merging its step away would leave no change at
+    all, so a step three nights after the first whose third night was noisy would never be
+    confirmed however many nights followed it."""
     lb, la = math.log(shift.median_before), math.log(shift.median_after)
     if len(after) == rule.min_points and abs(math.log(after[0]) - la) > abs(math.log(after[0]) - lb):
         return False
-    return not (len(before) == rule.min_points and abs(math.log(before[-1]) - lb) > abs(math.log(before[-1]) - la))
+    return first or not (len(before) == rule.min_points
+                         and abs(math.log(before[-1]) - lb) > abs(math.log(before[-1]) - la))
 
 
 def pelt_many(zs: np.ndarray, min_size: int, pen: float) -> list[list[int]]:
