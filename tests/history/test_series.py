@@ -476,3 +476,18 @@ def test_a_night_of_another_backend_is_named(tmp_path):
     same = tmp_path / "same"
     publish_nights(same, tmp_path / "v", [[row(seed=i)] for i in range(3)])
     assert not [n for n in load_history(same, "h200", "pr").notes if "backend" in n]
+
+
+def test_outages_a_quarter_of_the_intervals_are_nightlies_missing_not_the_spacing():
+    """The upper quartile alone took the nights between outages for reruns: a runner up 3 nights
+    and down 5 (or a young store with three week-long outages) read as spaced a week apart, with
+    no nightly missing."""
+    on_off = [T0 + (8 * w + k) * DAY for w in range(7) for k in range(3)]
+    holes = missing_nightlies(on_off)
+    assert len(holes) == 6 and sum(h.missing for h in holes) == 30 and {h.spacing_days for h in holes} == {1.0}
+    young = [T0 + d * DAY for d in (0, 1, 2, 10, 11, 20, 21, 30, 31, 32)]
+    assert [h.missing for h in missing_nightlies(young)] == [7, 8, 8]
+    # reruns an hour apart are still a night's, with a week off among the nights
+    twice = sorted(T0 + d * DAY + h for d in [*range(10), *range(17, 27)] for h in (dt.timedelta(0), dt.timedelta(hours=1)))
+    (week,) = missing_nightlies(twice)
+    assert week.missing == 7 and week.spacing_days > 0.9

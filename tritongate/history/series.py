@@ -115,14 +115,19 @@ class History:
 
 MIN_MISSING_DAYS = 1 / 24  # a gap must be this much longer than the usual spacing to miss anything
 RERUN_FRACTION = 0.25  # an interval under this fraction of the upper quartile's is a night's rerun
+RERUN_MAX_DAYS = 0.25  # ... if it is also under six hours: a night's reruns are hours apart, nights a day
 
 
 def usual_spacing(gaps: Sequence[float]) -> float:
     """The median interval between nights: intervals shorter than ``RERUN_FRACTION`` of the
-    upper quartile are a night's reruns (a nightly run again, or published twice), not a spacing;
-    where every night has one, the median of all intervals is the hour between a night's two."""
+    upper quartile, and than ``RERUN_MAX_DAYS``, are a night's reruns (a nightly run again, or
+    published twice), not a spacing; where every night has one, the median of all intervals is
+    the hour between a night's two. The upper quartile alone cannot tell reruns from nights: where
+    a quarter of the intervals are outages of a week, it is a week, and the nights between them
+    would be taken for reruns, the week for the spacing, and no nightly missing."""
     upper = statistics.quantiles(gaps, n=4, method="inclusive")[2]
-    return statistics.median([g for g in gaps if g >= RERUN_FRACTION * upper])
+    rerun = min(RERUN_FRACTION * upper, RERUN_MAX_DAYS)
+    return statistics.median([g for g in gaps if g >= rerun])
 
 
 def missing_nightlies(times: Sequence[dt.datetime], factor: float = MISSING_FACTOR) -> list[MissingNightly]:
