@@ -153,3 +153,17 @@ def test_shards_of_other_builds_or_records_are_refused_by_name(tmp_path: Path) -
         merge_shards([one, other_record], tmp_path / "m2")
     same = shard(tmp_path / "d", 2, 2, cand_env={"TG_FACTOR": "1.05"})
     assert merge_shards([one, same], tmp_path / "m3").rows == 3
+
+
+def test_a_partial_merge_fails_unless_max_missing_tolerates_its_rows_and_the_help_says_so(tmp_path: Path,
+                                                                                           capsys) -> None:
+    """--allow-partial's help said a missing shard's rows fail the gate; under --max-missing N
+    (a policy's max_missing) N of them pass, like any MISSING row, and the help now says so."""
+    one = shard(tmp_path, 1, 2)
+    assert main(["merge", str(one), "--out", str(tmp_path / "p"), "--allow-partial", "--max-missing", "1"]) == 0
+    doc = json.loads((tmp_path / "p" / "verdict" / "verdict.json").read_text())
+    assert doc["counts"]["MISSING"] == 1 and doc["passed"] is True
+    capsys.readouterr()
+    assert main(["merge", "--help"]) == 0
+    helptext = " ".join(capsys.readouterr().out.split())
+    assert "listed MISSING, which fails the gate unless --max-missing tolerates that many" in helptext

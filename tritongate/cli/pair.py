@@ -89,7 +89,8 @@ def add_merge_parser(sub: argparse._SubParsersAction) -> None:
                        help="the pair-<suite>_<UTC> directories the shards printed")
     merge.add_argument("--out", type=_text, required=True, metavar="DIR", help="an empty directory for the merged run")
     merge.add_argument("--allow-partial", action="store_true",
-                       help="gate the shards given even when some are missing: their rows are listed MISSING, which fails the gate")
+                       help="gate the shards given even when some are missing: their rows are listed MISSING, which "
+                            "fails the gate unless --max-missing tolerates that many")
     add_gate_options(merge)
 
 
