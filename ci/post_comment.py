@@ -2,7 +2,7 @@
 """CI entry point: post a verdict folder as the sticky PR comment.
 
     python ci/post_comment.py --verdict-dir DIR --repo OWNER/NAME (--pr N | --head-repo OWNER/NAME
-        --head-branch BRANCH) --head-sha SHA [--key KEY] [--api-url URL] [--bot-login LOGIN] [--dry-run]
+        --head-branch BRANCH) --head-sha SHA [--run-id ID] [--key KEY] [--api-url URL] [--bot-login LOGIN] [--dry-run]
 
 Runs in the `workflow_run` job on a GitHub-hosted runner with pydantic, rich, numpy, scipy and
 pyyaml installed; the verdict folder is an untrusted artifact whose verdict.md is never posted
@@ -11,6 +11,8 @@ pyyaml installed; the verdict folder is an untrusted artifact whose verdict.md i
 event lists no PR: then the open PR whose head is ``--head-repo``:``--head-branch`` at
 ``--head-sha`` (the event's ``head_repository`` and ``head_branch``) is looked up, never a
 number from the artifact.
+The comment links the gate's run only where verdict.json's link is a run page of ``--repo``
+on ``GITHUB_SERVER_URL`` (of run ``--run-id``, when given); any other link is dropped.
 The token is env ``GITHUB_TOKEN`` (never printed); the API base is ``--api-url``, else env
 ``GITHUB_API_URL``, else https://api.github.com.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import secrets
 import sys
 import time
@@ -34,8 +37,8 @@ from typing import Any, Callable, Mapping, NoReturn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tritongate.github.comment import (
-    DEFAULT_BOT_LOGIN, Outcome, Target, VerdictInputError, post_verdict, pr_of_head, read_verdict, validate_login,
-    validate_key, validate_pr, validate_repo, validate_sha)
+    DEFAULT_BOT_LOGIN, DEFAULT_SERVER_URL, Outcome, Target, VerdictInputError, post_verdict, pr_of_head, read_verdict,
+    validate_login, validate_key, validate_pr, validate_repo, validate_sha)
 from tritongate.github.rest import DEFAULT_API_URL, GitHubClient, GitHubError, validate_api_url
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_GITHUB = 0, 2, 4, 5
@@ -52,6 +55,7 @@ exit codes:
 environment:
   GITHUB_TOKEN    the token (required unless --dry-run; never printed)
   GITHUB_API_URL  API base when --api-url is not given (default https://api.github.com)
+  GITHUB_SERVER_URL  the server whose run pages the comment may link (default https://github.com)
 """
 
 
@@ -73,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--head-repo", default="", help="without --pr: the event's head repository (OWNER/NAME)")
     p.add_argument("--head-branch", default="", help="without --pr: the event's head branch")
     p.add_argument("--head-sha", required=True, help="the PR head commit the verdict is for (40 hex digits)")
+    p.add_argument("--run-id", default="", help="the gate run (workflow_run.id): the only run the comment links")
     p.add_argument("--api-url", help="GitHub API base (default: env GITHUB_API_URL, else https://api.github.com)")
     p.add_argument("--bot-login", default=DEFAULT_BOT_LOGIN,
                    help=f"author of the sticky comment (default {DEFAULT_BOT_LOGIN})")
@@ -97,14 +102,21 @@ def _token(env: Mapping[str, str], dry_run: bool) -> str:
     return token
 
 
-def _read_verdict(folder: Path) -> Any:
+def _run_id(value: str) -> int | None:
+    text = value.strip()
+    if text and not re.fullmatch(r"[1-9][0-9]{0,19}", text):
+        raise VerdictInputError(f"--run-id {text[:40]!r} is not a run id (github.event.workflow_run.id)")
+    return int(text) if text else None
+
+
+def _read_verdict(folder: Path, **link: Any) -> Any:
     """``read_verdict``, with the bad folders it lets through refused as such: a link to nothing (or
     a link loop), and a verdict.json that cannot be read as a file (a folder of that name)."""
     if folder.is_symlink() and not folder.exists():
         raise VerdictInputError(f"--verdict-dir {folder}: a symbolic link to nothing (or a link loop); pass the "
                                 "verdict folder the gate job uploaded")
     try:
-        return read_verdict(folder)
+        return read_verdict(folder, **link)
     except OSError as exc:
         raise VerdictInputError(f"--verdict-dir {folder}: its verdict.json cannot be read ({exc.strerror or exc}); "
                                 "the verdict folder must hold a plain verdict.json") from None
@@ -145,7 +157,9 @@ def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
             api = validate_api_url(args.api_url or env.get("GITHUB_API_URL") or DEFAULT_API_URL)
         except ValueError as exc:
             raise VerdictInputError(str(exc)) from None
-        verdict = _read_verdict(args.verdict_dir)
+        run_id = _run_id(args.run_id)
+        server = env.get("GITHUB_SERVER_URL") or DEFAULT_SERVER_URL
+        verdict = _read_verdict(args.verdict_dir, repo=f"{owner}/{name}", server=server, run_id=run_id)
         client = GitHubClient(api_url=api, token=token, sleep=sleep)
         pr = validate_pr(args.pr) if args.pr else pr_of_head(client, f"{owner}/{name}", args.head_repo,
                                                               args.head_branch, head_sha)

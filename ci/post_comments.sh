@@ -7,8 +7,9 @@
 # artifact, download-artifact unpacks it there without its folder), REPO, HEAD_SHA (from the
 # workflow_run event), EVENT_PR (the event's PR number; empty for fork PRs, whose PR is then
 # looked up from HEAD_REPO and HEAD_BRANCH, the event's head repository and branch, at
-# HEAD_SHA; never a number from the artifact), GITHUB_TOKEN. Everything read from the
-# artifacts is untrusted data: pr.json gives only the sticky key (one comment per runner
+# HEAD_SHA; never a number from the artifact), RUN_ID (the gate run, workflow_run.id: the only
+# run the comment links; unset, a link to any run page of REPO is kept), GITHUB_TOKEN.
+# Everything read from the artifacts is untrusted data: pr.json gives only the sticky key (one comment per runner
 # class and suite, on the PR resolved here), and where the run uploaded several verdicts the
 # key must be the one in its artifact's name, so one class's verdict cannot replace another's.
 set -euo pipefail
@@ -80,7 +81,7 @@ PY
     which=(--head-repo "${HEAD_REPO:-}" --head-branch "${HEAD_BRANCH:-}")
   fi
   if ! python -I "$here/post_comment.py" --verdict-dir "$dir" --repo "$REPO" "${which[@]}" --head-sha "$HEAD_SHA" \
-    --key "$key"; then
+    --key "$key" --run-id "${RUN_ID:-}"; then
     echo "::error::${name}: its comment could not be posted (the step's log above says why)"
     failed+=("$name")
   fi

@@ -380,7 +380,7 @@ def test_dry_run_without_a_sticky_would_create(capsys, stub, tmp_path):
 
 @pytest.mark.parametrize("case", ["symlink", "fifo", "no json", "json not json", "json list", "not utf-8",
                                   "passed string", "schema too new", "no schema", "unknown verdict", "rows missing",
-                                  "median a string"])
+                                  "median a string", "median negative", "median -1e308", "effect a huge int"])
 def test_a_malformed_verdict_folder_exits_2_before_any_request(capsys, stub, tmp_path, case):
     folder = verdict_dir(tmp_path)
     js = folder / "verdict.json"
@@ -414,6 +414,12 @@ def test_a_malformed_verdict_folder_exits_2_before_any_request(capsys, stub, tmp
             del doc["rows"]
         elif case == "median a string":
             doc["rows"][0]["base_median_us"] = "10"
+        elif case == "median negative":  # valid to the model, refused by the renderer: input, not a bug
+            doc["rows"][0]["base_median_us"] = -5.0
+        elif case == "median -1e308":
+            doc["rows"][0]["cand_median_us"] = -1e308
+        elif case == "effect a huge int":
+            doc["rows"][0]["effect"] = 10**400
         js.write_text(json.dumps(doc))
     code, out, err = run(capsys, stub, folder)
     assert code == 2, (out, err)
@@ -438,12 +444,42 @@ def test_verdict_md_is_never_posted(capsys, stub, tmp_path):
     assert body.startswith(STICKY_MARKER + "\n## ") and "✅" in body.splitlines()[1]  # the shared renderer's headline
 
 
+RUN_PAGE = "https://github.com/o/r/actions/runs/99"
+
+
+@pytest.mark.parametrize("url, extra, env, linked", [
+    (RUN_PAGE, [], {}, True),                                   # what gate_steps.sh pair writes
+    (RUN_PAGE + "/artifacts/5", ["--run-id", "99"], {}, True),
+    ("https://evil.example/o/r/actions/runs/99", [], {}, False),  # the PR's own site, posted by the bot
+    ("https://github.com/evil/r/actions/runs/99", [], {}, False),  # another repository's run
+    ("https://github.com/o/r/actions/runs/99.evil.example/x", [], {}, False),
+    ("https://github.com/o/r/pull/7/files", [], {}, False),
+    (RUN_PAGE, ["--run-id", "100"], {}, False),                 # not the run that is being posted
+    ("https://ghes.acme.example/o/r/actions/runs/99", [], {"GITHUB_SERVER_URL": "https://ghes.acme.example"}, True),
+    (RUN_PAGE, [], {"GITHUB_SERVER_URL": "https://ghes.acme.example"}, False),
+    ("javascript:alert(1)", [], {}, False),                     # not even https: dropped, not a crash (exit 4)
+])
+def test_the_comment_links_only_a_run_page_of_the_repository(capsys, stub, tmp_path, url, extra, env, linked):
+    """verdict.json comes from a job that ran the PR's code: its artifact_url would be a link
+    the bot posts, so only a run page of --repo (of --run-id, when given) is kept."""
+    folder = verdict_dir(tmp_path)
+    js = folder / "verdict.json"
+    js.write_text(json.dumps({**json.loads(js.read_text()), "artifact_url": url}))
+    code, out, err = run(capsys, stub, folder, *extra, env={"GITHUB_TOKEN": TOKEN, **env})
+    assert code == 0, (out, err)
+    body = stub.writes[0].body["body"]
+    assert ("Run directories" in body and f"]({url})" in body) is linked
+    if not linked:
+        assert "evil" not in body and "javascript" not in body and "](http" not in body
+
+
 @pytest.mark.parametrize("args, env, needle", [
     (["--pr", "0"], None, "PR number '0' is not a positive integer"),
     (["--pr", "7; rm -rf /"], None, "is not a positive integer"),
     (["--head-sha", "abc"], None, "is not 40 hex digits"),
     (["--repo", "o"], None, "is not OWNER/NAME"),
     (["--api-url", "http://example.com"], None, "plain http"),
+    (["--run-id", "12; ls"], None, "is not a run id"),
     ([], {}, "GITHUB_TOKEN is not set"),
     ([], {"GITHUB_TOKEN": "two words"}, "GITHUB_TOKEN holds whitespace"),
     (["--bogus"], None, "unrecognized arguments: --bogus"),

@@ -203,7 +203,7 @@ def _run_step(step: dict, env: dict, cwd: Path) -> subprocess.CompletedProcess:
                           env={**base, **env}, capture_output=True, text=True, timeout=60)
 
 
-def _post_comments(tmp_path: Path, verdicts: Path, event_pr: str) -> subprocess.CompletedProcess:
+def _post_comments(tmp_path: Path, verdicts: Path, event_pr: str, **extra: str) -> subprocess.CompletedProcess:
     """ci/post_comments.sh beside a stand-in post_comment.py that prints what it was asked."""
     fake_ci = tmp_path / "fake-ci"
     fake_ci.mkdir(exist_ok=True)
@@ -212,7 +212,7 @@ def _post_comments(tmp_path: Path, verdicts: Path, event_pr: str) -> subprocess.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
     env.update(PATH=f"{Path(sys.executable).parent}:{env['PATH']}", GITHUB_TOKEN="t", REPO="acme/triton",
                EVENT_PR=event_pr, HEAD_SHA=SHA_HEAD, VERDICTS=str(verdicts), HEAD_REPO="someone/triton",
-               HEAD_BRANCH="fix-1")
+               HEAD_BRANCH="fix-1", **extra)
     return subprocess.run(["bash", str(fake_ci / "post_comments.sh")], env=env, capture_output=True, text=True,
                           timeout=60)
 
@@ -246,6 +246,17 @@ def test_comment_step_takes_the_pr_number_safely(tmp_path: Path, event_pr: str, 
     else:
         assert proc.returncode == 0, proc.stderr
         assert f"{posted_pr}, '--head-sha', '{SHA_HEAD}'" in proc.stdout and "'42'" not in proc.stdout
+
+
+@pytest.mark.parametrize("run_id, expected", [("4242", "'--run-id', '4242'"), (None, "'--run-id', ''")])
+def test_comment_step_names_the_gate_run_the_comment_may_link(tmp_path: Path, run_id: str | None,
+                                                              expected: str) -> None:
+    """RUN_ID (workflow_run.id): post_comment.py links that run only, never verdict.json's own link."""
+    verdicts = tmp_path / "verdicts"
+    _verdict(verdicts, '{"pr": 7, "key": "h200-pr"}')
+    proc = _post_comments(tmp_path, verdicts, "7", **({"RUN_ID": run_id} if run_id else {}))
+    assert proc.returncode == 0, proc.stderr
+    assert expected in proc.stdout
 
 
 def test_comment_step_posts_one_sticky_per_runner_class_and_suite(tmp_path: Path) -> None:

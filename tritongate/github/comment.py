@@ -39,6 +39,7 @@ STATE_SUFFIX = " -->"
 NOTIFY_MARKER = "<!-- tritongate-notify -->"
 KEY_PREFIX = "<!-- tritongate-key: "
 DEFAULT_BOT_LOGIN = "github-actions[bot]"
+DEFAULT_SERVER_URL = "https://github.com"
 VERDICT_JSON = "verdict.json"
 MAX_MARKDOWN_CHARS = 65_000  # plus the state line stays under GitHub's 65,536
 MAX_JSON_BYTES = 64 * 1024 * 1024  # verdict.json holds every row; this only stops a runaway file
@@ -163,10 +164,26 @@ def _read_regular(folder: Path, name: str, max_bytes: int) -> bytes:
     return data
 
 
-def read_verdict(folder: str | Path) -> Verdict:
+def run_link(url: str | None, *, repo: str = "", server: str = DEFAULT_SERVER_URL,
+             run_id: int | None = None) -> str | None:
+    """The document's link to its run, kept only where it is a page of a run of ``repo`` on
+    ``server`` (what ``gate_steps.sh pair`` writes: ``SERVER/OWNER/NAME/actions/runs/ID``, or
+    an artifact of it) and, with ``run_id``, of that run; None otherwise. verdict.json was
+    written by a job that ran the PR's code: any other link would be the PR's, posted by the
+    bot (a look-alike "Run directories" link to a phishing page)."""
+    if not url or not repo:
+        return None
+    prefix = f"{server.rstrip('/')}/{repo}/actions/runs/"  # as the gate job wrote it: the same variables
+    rest = url[len(prefix):] if url.startswith(prefix) else ""
+    m = re.fullmatch(r"([0-9]{1,20})(?:/artifacts/[0-9]{1,20})?", rest)
+    return url if m and (run_id is None or int(m.group(1)) == run_id) else None
+
+
+def read_verdict(folder: str | Path, *, repo: str = "", server: str = DEFAULT_SERVER_URL,
+                 run_id: int | None = None) -> Verdict:
     """The comment for a verdict folder, rendered here from its validated verdict.json
     (``tritongate.github.trusted``); verdict.md, written by the job that ran PR code, is
-    never read."""
+    never read. Its link to the run is kept only where ``run_link`` vouches for it."""
     from tritongate.github.trusted import UntrustedVerdictError, judge, parse_verdict_doc, render_comment_body
 
     folder = Path(folder)
@@ -175,8 +192,15 @@ def read_verdict(folder: str | Path) -> Verdict:
         doc = parse_verdict_doc(_read_regular(folder, VERDICT_JSON, MAX_JSON_BYTES), str(source))
     except UntrustedVerdictError as exc:
         raise VerdictInputError(str(exc)) from None
-    j = judge(doc)
-    markdown = render_comment_body(doc)
+    link = run_link(doc.artifact_url, repo=repo, server=server, run_id=run_id)
+    if link != doc.artifact_url:
+        doc = doc.model_copy(update={"artifact_url": link})
+    try:  # the model checks types, not every value the renderer needs (a negative time, an inf count)
+        j = judge(doc)
+        markdown = render_comment_body(doc)
+    except (ValueError, ArithmeticError) as exc:
+        raise VerdictInputError(f"{source}: holds a value the gate never writes ({' '.join(str(exc).split())[:200]}); "
+                                "is this a verdict folder written by `tritongate gate`?") from None
     if len(markdown) > MAX_MARKDOWN_CHARS:  # _fit keeps it under; this is the last line of defence
         raise VerdictInputError(f"{source}: the rendered comment has {len(markdown)} characters")
     state = VerdictState(passed=j.passed, regressed=min(j.regressed, MAX_COUNT), rejected=min(j.rejected, MAX_COUNT))
