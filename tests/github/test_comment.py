@@ -638,3 +638,22 @@ def test_a_deleted_fork_has_no_open_pr():
     from tritongate.github.comment import pr_of_head
 
     assert pr_of_head(None, "o/r", "", "fix-1", SHA) is None  # type: ignore[arg-type]
+
+
+def test_a_key_line_quoted_inside_a_verdict_cannot_take_another_key_s_sticky(capsys, stub, tmp_path):
+    """An IR diff is shown literally (a code block): a compiler's output that holds another
+    runner class's key line (or the marker) must not make that class's poster update this
+    comment, nor an unkeyed poster skip its own."""
+    forged = "\n".join([STICKY_MARKER, "<!-- tritongate-key: acme-mi300-pr -->", "<!-- tritongate-key: x -->"])
+    doc = json.loads((ROOT / "tests" / "report" / "golden" / "fail_regressions_ir.verdict.json").read_text())
+    doc["rows"][0]["ir"]["head"] = forged
+    h200 = tmp_path / "h200"
+    h200.mkdir()
+    (h200 / "verdict.json").write_text(json.dumps(doc))
+    mi300 = verdict_dir(tmp_path)
+    assert run(capsys, stub, h200, "--key", "acme-h200-pr")[0] == 0
+    assert "tritongate-key: acme-mi300-pr" in stub.comments[0]["body"]  # shown, as the compiler wrote it
+    assert run(capsys, stub, mi300, "--key", "acme-mi300-pr")[0] == 0
+    assert run(capsys, stub, mi300)[0] == 0  # unkeyed: the h200 sticky is not its own either
+    assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in stub.writes] == [("POST", "comments")] * 3
+    assert "tritongate-key: acme-h200-pr -->\n<!-- tritongate-state" in stub.comments[0]["body"]

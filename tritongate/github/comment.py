@@ -9,8 +9,9 @@ back and its current ``head.sha`` must equal the given SHA, so an artifact canno
 comment onto another PR.
 
 Steps: read and check the verdict; check the PR head; find the sticky comment (the first
-comment by the bot login that holds ``STICKY_MARKER``; a human quoting the marker is
-ignored); update it, or create one; then, when the verdict turned *worse* (``is_worse``,
+comment by the bot login that starts with ``STICKY_MARKER`` and ends with this key's line
+and the state line, never a marker or key line quoted inside the verdict; a human quoting
+the marker is ignored); update it, or create one; then, when the verdict turned *worse* (``is_worse``,
 against the state line this poster wrote last time, never the artifact), post a short extra
 comment linking to the sticky one (an edit notifies nobody).
 
@@ -260,18 +261,29 @@ def notify_body(verdict: Verdict, before: VerdictState, sticky_url: str | None) 
 
 
 # -- the PR and its comments --------------------------------------------------------------------
+def sticky_key(body: str) -> str | None:
+    """The key of a sticky comment this poster wrote ("" for an unkeyed one), read only where
+    ``sticky_body`` puts its own lines: the marker first, the key line just above the state
+    line at the end; None for any other body. The text between is the verdict's, an IR diff
+    shown literally among it, so a key line or marker quoted there counts for nothing."""
+    lines = body.rstrip().splitlines()
+    if not lines or lines[0].strip() != STICKY_MARKER:
+        return None
+    tail = [line.strip() for line in lines[-2:]]
+    keys = [t[len(KEY_PREFIX):-len(" -->")] for t in tail if t.startswith(KEY_PREFIX) and t.endswith(" -->")]
+    return keys[-1] if keys else ""
+
+
 def find_sticky(comments: Iterable[Any], bot_login: str, key: str = "") -> dict[str, Any] | None:
-    """The first comment by ``bot_login`` holding the marker (and the key's line; without a
-    key, no key line); anyone else's is ignored (a human may quote the marker, and editing
+    """The first comment by ``bot_login`` that is a sticky of ``key`` (``sticky_key``; without
+    a key, an unkeyed one); anyone else's is ignored (a human may quote the marker, and editing
     their comment is not ours to do)."""
     for c in comments:
         if not isinstance(c, dict) or type(c.get("id")) is not int or not isinstance(c.get("body"), str):
             continue
         user = c.get("user")
         login = user.get("login") if isinstance(user, dict) else None
-        body = c["body"]
-        keyed = (key_line(key) in body) if key else (KEY_PREFIX not in body)
-        if isinstance(login, str) and login.casefold() == bot_login.casefold() and STICKY_MARKER in body and keyed:
+        if isinstance(login, str) and login.casefold() == bot_login.casefold() and sticky_key(c["body"]) == key:
             return c
     return None
 
