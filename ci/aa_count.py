@@ -19,6 +19,8 @@ from pathlib import Path
 
 def count(verdict: dict) -> tuple[int, int, int, int, int]:
     rows = verdict["rows"]
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise ValueError("'rows' is not a list of row objects; pass the A/A run's verdict.json")
     calls = [row.get("timing_change") for row in rows]
     slower, faster = calls.count("slower"), calls.count("faster")
     timed = sum(1 for row in rows if row.get("timed"))

@@ -88,6 +88,15 @@ def test_aa_count_exit_codes(tmp_path):
     assert _ci("aa_count.py", str(verdict), "0").returncode == 2
 
 
+@pytest.mark.parametrize("doc", ['{"rows": [1, 2]}', '{"rows": {"a": {}}}', '{"rows": "slower"}', '{"rows": null}'])
+def test_aa_count_a_verdict_it_cannot_read_is_2_never_1(tmp_path, doc):
+    """Exit 1 means false alarms tonight: a verdict.json without a list of row objects is exit 2, one line."""
+    verdict = tmp_path / "verdict.json"
+    verdict.write_text(doc)
+    proc = _ci("aa_count.py", str(verdict), "0")
+    assert proc.returncode == 2 and proc.stderr.startswith("error: aa_count.py:") and proc.stderr.count("\n") == 1
+
+
 def _find_baseline_args(tmp_path, days):
     fake = tmp_path / "py"
     fake.write_text('#!/bin/sh\necho "ARGS $*"\n')
