@@ -49,13 +49,19 @@ WHEN = "2026-12-05T10:00:00Z"
     (_comment("/perf full"), Command(42, True, "maintainer", WHEN)),
     (_comment("/perf", "COLLABORATOR"), Command(42, False, "maintainer", WHEN)),
     (_comment("/perf full 111111111111"), Command(42, True, "maintainer", WHEN, sha="111111111111")),
-    (_comment("/perf 1111111"), "ignored"),                # a SHA prefix is 12 characters or more
+    (_comment("/perf 1111111"), Command(42, False, "maintainer", malformed=True)),  # a SHA prefix is 12 or more
+    (_comment("/perf full ABCDEF012345"), Command(42, True, "maintainer", WHEN, sha="abcdef012345")),
+    (_comment("/perf\r\n"), Command(42, False, "maintainer", WHEN)),
     # whatever the association (a private org member reads as CONTRIBUTOR): the API decides
     (_comment("/perf", "CONTRIBUTOR"), Command(42, False, "maintainer", WHEN)),
     (_comment("/perf", "NONE"), Command(42, False, "maintainer", WHEN)),
     (_comment("/perfect"), "ignored"),
     (_comment("please /perf"), "ignored"),
-    (_comment("/perf full; rm -rf /"), "ignored"),
+    (_comment("/perf full; rm -rf /"), Command(42, False, "maintainer", malformed=True)),  # answered, not run
+    (_comment("/perf please\n\nthanks @everyone"), Command(42, False, "maintainer", malformed=True)),
+    (_comment("> /perf\n\nlgtm"), "ignored"),             # a quoted reply
+    (_comment("```\n/perf\n```"), "ignored"),             # a code block
+    (_comment("/performance looks fine"), "ignored"),
     (_comment("/perf", on_pr=False), "ignored"),          # an issue, not a PR
 ])
 def test_parse_command(event: dict, expected: Any) -> None:
@@ -109,6 +115,15 @@ def test_a_writer_s_command_labels_and_re_runs_the_heads_gate_run() -> None:
         ("POST", "/repos/acme/triton/issues/42/labels", {"labels": ["perf-full"]}),
         ("POST", "/repos/acme/triton/actions/runs/77/rerun", {})]
     assert "re-running run 77" in out.line and out.reply is None
+
+
+def test_a_malformed_command_is_answered_with_the_forms_and_runs_nothing() -> None:
+    """`/perf` followed by something else was meant as the command: it gets a reply naming the
+    forms (never echoing the comment), before any permission is asked, and nothing is labelled or re-run."""
+    client = FakeClient([DONE])
+    out = run_command(client, "acme/triton", Command(42, False, "someone", malformed=True), "pr-gate.yml")
+    assert client.calls == [] and out.line.startswith("refused:")
+    assert out.reply and out.reply.startswith("@someone: nothing was run") and "`/perf full`" in out.reply
 
 
 @pytest.mark.parametrize("permission", ["read", "none", None])  # triage reads as read; None: 404, no collaborator

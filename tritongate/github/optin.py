@@ -110,6 +110,7 @@ class Command:
     created_at: str = ""  # the comment's ISO time; "" for a label
     sha: str = ""  # the head the command names: a prefix from the comment, the full SHA of a label event
     via_label: bool = False
+    malformed: bool = False  # starts with `/perf` but is not one of its forms: answered with them, nothing run
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,10 @@ class Outcome:
 # (a fork PR's is read-only), so a label it added was added by a workflow of this repository.
 ACTIONS_BOT = "github-actions[bot]"
 WRITE_PERMISSIONS = frozenset({"admin", "write"})  # the API maps maintain to write, triage to read
-_COMMAND = re.compile(r"\A/perf(?:\s+(full))?(?:\s+([0-9a-f]{12,40}))?\s*\Z")
+_COMMAND = re.compile(r"\A/perf(?:\s+(full))?(?:\s+([0-9a-fA-F]{12,40}))?\s*\Z")
+_ATTEMPT = re.compile(r"\A/perf(?:\s|\Z)")  # `/perf` as the first word: meant as the command
+USAGE = ("the whole comment must be the command: `/perf`, `/perf full` (every row), or either followed by "
+         "12 or more hex digits of the head you reviewed (`/perf full 1a2b3c4d5e6f`)")
 
 
 def _login(event: dict[str, Any], key: str) -> str:
@@ -142,12 +146,16 @@ def parse_command(event: dict[str, Any]) -> Command | Literal["ignored"]:
     if (event.get("action") != "created" or not isinstance(issue, dict) or not isinstance(comment, dict)
             or not isinstance(issue.get("pull_request"), dict) or type(issue.get("number")) is not int):
         return "ignored"  # not a new comment, or one on an issue rather than a PR
-    m = _COMMAND.match(comment.get("body") or "") if isinstance(comment.get("body"), str) else None
+    text = comment.get("body")
+    body = text if isinstance(text, str) else ""
+    m = _COMMAND.match(body)
     login, created = _login(event, "comment"), comment.get("created_at")
-    if not m or not login:
+    if not login or not (m or _ATTEMPT.match(body)):
         return "ignored"
+    if not m:  # `/perf` with text after it, a SHA too short: say what the forms are, run nothing
+        return Command(pr=issue["number"], full=False, login=login, malformed=True)
     return Command(pr=issue["number"], full=m.group(1) == "full", login=login,
-                   created_at=created if isinstance(created, str) else "", sha=m.group(2) or "")
+                   created_at=created if isinstance(created, str) else "", sha=(m.group(2) or "").lower())
 
 
 def parse_label(event: dict[str, Any]) -> Command | Literal["ignored"]:
@@ -183,6 +191,8 @@ def run_command(client: GitHubClient, repo: str, command: Command, workflow: str
     re-run the latest run of ``workflow`` for that head."""
     asked = "the perf label" if command.via_label else "/perf"
     label = FULL_LABEL if command.full else LABEL
+    if command.malformed:  # nothing is asked of the API: the reply names no one's access
+        return Outcome("refused: not one of the /perf forms", f"@{command.login}: nothing was run: {USAGE}.")
     allowed, permission = can_write(client, repo, command.login)
     if not allowed:
         if command.via_label:  # left on, the opt-in job would count it on the next push
