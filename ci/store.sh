@@ -13,7 +13,7 @@
 # http.extraheader), never on git's command line, where any process could read it.
 set -euo pipefail
 
-die() { echo "::error title=baseline store::$*" >&2; exit "${2:-1}"; }
+die() { echo "::error title=baseline store::$1" >&2; exit "${2:-1}"; }  # die MESSAGE [EXIT]
 # shellcheck source=ci/outputs.sh
 source "$(dirname "${BASH_SOURCE[0]}")/outputs.sh"  # out NAME VALUE
 

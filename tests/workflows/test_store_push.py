@@ -53,3 +53,18 @@ def test_a_push_that_loses_a_race_for_its_entry_path_fails_instead_of_saying_pus
     check = tmp_path / "check"
     _git("clone", "-q", "-b", BRANCH, str(origin), str(check))
     assert (check / ENTRY / "manifest.json").read_text() == '{"job": "a"}\n'  # the first publish, untouched
+
+
+def test_an_entry_path_that_is_not_four_plain_names_is_refused_before_any_git(tmp_path: Path) -> None:
+    """TG_ENTRY comes from the record job's output: `..`, a leading `-` or a fifth level is exit 2,
+    one ::error line that is the message alone (not the exit code appended to it)."""
+    src = tmp_path / "entry"
+    src.mkdir()
+    for entry in ("../../etc/x", "h200/pr/gpu/-rf", "a/b/c/d/e", "h200/pr/gpu/$(touch pwned)"):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GITHUB_"))}
+        env.update(TG_STORE_REPO="acme/triton", TG_ENTRY=entry, TG_ENTRY_SRC=str(src))
+        proc = subprocess.run(["bash", str(ROOT / "ci" / "store.sh"), "push"], cwd=tmp_path, env=env, text=True,
+                              capture_output=True)
+        assert proc.returncode == 2, (entry, proc.stderr)
+        assert proc.stderr == "::error title=baseline store::unexpected entry path\n", proc.stderr
+        assert not (tmp_path / "baseline-store").exists() and not (tmp_path / "pwned").exists()
