@@ -8,7 +8,8 @@
 # workflow_run event), EVENT_PR (the event's PR number; empty for fork PRs, whose PR is then
 # looked up from HEAD_REPO and HEAD_BRANCH, the event's head repository and branch, at
 # HEAD_SHA; never a number from the artifact), RUN_ID (the gate run, workflow_run.id: the only
-# run the comment links; unset, a link to any run page of REPO is kept), GITHUB_TOKEN.
+# run the comment links; unset, a link to any run page of REPO is kept), GITHUB_TOKEN, BOT_LOGIN
+# (the login that token comments as, whose comments hold the sticky; empty: github-actions[bot]).
 # Everything read from the artifacts is untrusted data: pr.json gives only the sticky key (one comment per runner
 # class and suite, on the PR resolved here), and where the run uploaded several verdicts the
 # key must be the one in its artifact's name, so one class's verdict cannot replace another's.
@@ -80,8 +81,10 @@ PY
   else
     which=(--head-repo "${HEAD_REPO:-}" --head-branch "${HEAD_BRANCH:-}")
   fi
+  bot=()
+  if [[ -n "${BOT_LOGIN:-}" ]]; then bot=(--bot-login "$BOT_LOGIN"); fi
   if ! python -I "$here/post_comment.py" --verdict-dir "$dir" --repo "$REPO" "${which[@]}" --head-sha "$HEAD_SHA" \
-    --key "$key" --run-id "${RUN_ID:-}"; then
+    --key "$key" --run-id "${RUN_ID:-}" "${bot[@]}"; then
     echo "::error::${name}: its comment could not be posted (the step's log above says why)"
     failed+=("$name")
   fi

@@ -310,6 +310,8 @@ def test_comment_job_runs_default_branch_code_on_a_github_hosted_runner() -> Non
     assert str(download["with"]["path"]).startswith("${{ runner.temp }}"), "untrusted data stays out of the workspace"
     posting = next(s for s in action["runs"]["steps"] if "post_comments.sh" in s.get("run", ""))
     assert posting["env"]["HEAD_SHA"] == "${{ inputs.head-sha }}"
+    assert posting["env"]["RUN_ID"] == "${{ inputs.run-id }}"  # the only run page the comment links
+    assert posting["env"]["BOT_LOGIN"] == "${{ inputs.bot-login }}"
 
 
 def test_the_comment_renderer_imports_no_compiler_and_no_pandas() -> None:

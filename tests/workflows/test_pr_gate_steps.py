@@ -259,6 +259,20 @@ def test_comment_step_names_the_gate_run_the_comment_may_link(tmp_path: Path, ru
     assert expected in proc.stdout
 
 
+@pytest.mark.parametrize("login, expected", [("acme-perf[bot]", "'--bot-login', 'acme-perf[bot]'"), ("", None)])
+def test_comment_step_looks_for_the_sticky_among_the_token_s_own_comments(tmp_path: Path, login: str,
+                                                                       expected: str | None) -> None:
+    """A GitHub App's token comments as <slug>[bot]: without its login every run posted a new sticky."""
+    verdicts = tmp_path / "verdicts"
+    _verdict(verdicts, '{"pr": 7, "key": "h200-pr"}')
+    proc = _post_comments(tmp_path, verdicts, "7", BOT_LOGIN=login)
+    assert proc.returncode == 0, proc.stderr
+    if expected is None:
+        assert "--bot-login" not in proc.stdout  # post_comment.py's default, github-actions[bot]
+    else:
+        assert expected in proc.stdout
+
+
 def test_comment_step_posts_one_sticky_per_runner_class_and_suite(tmp_path: Path) -> None:
     verdicts = tmp_path / "verdicts"  # two artifacts: each in its own folder
     _verdict(verdicts / "tritongate-verdict-acme-h200-pr", '{"pr": 7, "key": "acme-h200-pr"}')
