@@ -212,7 +212,7 @@ FILE_WORDS = {"FILE", "YAML", "JSON", "J2", "PY", "PATH", "CALIBRATION"}
 VALUE_WORDS = {"NAME", "A", "B", "D", "E", "K", "V", "RC", "REPO", "OWNER", "URL", "SHA", "SLUG", "AUTO", "NONE",
                "HEX", "BACKEND", "ARCH"}
 # an option without a metavar: its dest says it is a value when it holds one of these
-VALUE_DEST_WORDS = {"NAME", "REPO", "URL", "SHA", "REF", "LOGIN", "KEY", "BRANCH", "CLASS", "PR", "WORKFLOW"}
+VALUE_DEST_WORDS = {"NAME", "REPO", "URL", "SHA", "REF", "LOGIN", "KEY", "BRANCH", "CLASS", "PR", "WORKFLOW", "ID"}
 
 # (entry point, option or positional dest) -> (kind, form) or NOT_PATH, where the words do not tell.
 # kind: "file" / "dir" (read), "out-file" / "out-dir" (written). Keep it short: every line is a
