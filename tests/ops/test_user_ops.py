@@ -301,3 +301,67 @@ def test_what_bytes_and_flops_return_is_checked_when_called(tmp_path, make_modul
     for call in (lambda: spec.bytes((4,), 4), lambda: spec.flops((4,))):
         with pytest.raises(ValueError, match=r"op 'count_op' .* must return a finite number >= 0"):
             call()
+
+
+@pytest.mark.parametrize("field,value,fragment", [
+    ("ranks", "1", "ranks must be a tuple, e.g. ranks=(1, 2), got int 1"),  # was an internal error (exit 4)
+    ("dtypes", "'float32'", "dtypes must be a tuple, e.g. dtypes=('float32', 'float16'), got str 'float32'"),
+    ("description", "None", "description must be text"),  # `tritongate ops` failed on it (exit 4)
+    ("shape_doc", "None", "shape_doc must be text"),
+])
+def test_opspec_fields_of_the_wrong_type_are_named(tmp_path, make_module, field, value, fragment):
+    _fails([make_module(f"TRITONGATE_OPS = [spec('t_typed', {field}={value})]\n")], tmp_path, "op 't_typed'", fragment)
+
+
+@pytest.mark.parametrize("case,error,fragment", [
+    ("42", TypeError, "build returned int, not a Case"),
+    ("Case(launch=1, output=lambda: y, reference=lambda: y)", TypeError, "the Case's launch is a int"),
+    # a paired round's shared inputs took tuple(y): y's rows, views the launch never reads
+    ("Case(launch=lambda: None, output=lambda: y, reference=lambda: y, tensors=y)", TypeError,
+     "the Case's tensors must be a tuple of the tensors launch uses, e.g. tensors=(x, y), got Tensor"),
+    ("Case(launch=lambda: None, output=lambda: None, reference=lambda: y)", TypeError,
+     "the Case's output() returned NoneType, not a torch.Tensor"),
+    ("Case(launch=lambda: None, output=lambda: y, reference=lambda: [1.0])", TypeError,
+     "the Case's reference() returned list, not a torch.Tensor"),
+    # a NaN or inf reference was a pydantic "1 validation error for Correctness" in the row
+    ("Case(launch=lambda: None, output=lambda: y, reference=lambda: y * float('nan'))", ValueError,
+     "reference() has NaN or infinite values"),
+    ("Case(launch=lambda: None, output=lambda: y, reference=lambda: y + float('inf'))", ValueError,
+     "reference() has NaN or infinite values"),
+])
+def test_what_build_returns_is_checked_when_a_row_builds(tmp_path, make_module, case, error, fragment):
+    import torch
+
+    name = make_module(f"""
+        import torch
+
+        def _bad(shape, dtype, device, gen):
+            y = torch.ones(shape, dtype=dtype, device=device)
+            return {case}
+
+        TRITONGATE_OPS = [spec('built_op', build=_bad)]
+        """)
+    spec = registry_for([name], search_dir=tmp_path).get("built_op")
+    with pytest.raises(error, match=r"op 'built_op' of module .*: ") as caught:
+        made = spec.build((4,), torch.float32, torch.device("cpu"), torch.Generator())
+        made.output()
+        made.reference()
+    assert fragment in str(caught.value)
+
+
+def test_a_good_case_passes_the_checks_unchanged(tmp_path, make_module):
+    import torch
+
+    name = make_module("""
+        import torch
+
+        def _good(shape, dtype, device, gen):
+            y = torch.full(shape, 2.0, dtype=dtype, device=device)
+            return Case(launch=lambda: None, output=lambda: y, reference=lambda: y * 1, tensors=(y,))
+
+        TRITONGATE_OPS = [spec('good_op', build=_good)]
+        """)
+    made = registry_for([name], search_dir=tmp_path).get("good_op").build((3,), torch.float32, torch.device("cpu"),
+                                                                         torch.Generator())
+    assert made.output().tolist() == [2.0] * 3 and made.reference().tolist() == [2.0] * 3
+    assert made.tensors[0] is made.output()

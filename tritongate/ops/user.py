@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any, Iterator, NoReturn, Sequence
 
 from tritongate.errors import PreflightError
-from tritongate.ops.registry import OpSpec, Registry
+from tritongate.ops.registry import Case, OpSpec, Registry
 
 CHECK = "user_ops"
 ATTRIBUTE = "TRITONGATE_OPS"
@@ -217,8 +217,9 @@ def _finite(value: Any) -> bool:
 
 
 def _counted(spec: OpSpec, module_name: str) -> OpSpec:
-    """``spec`` whose ``bytes``/``flops`` results are checked when a row calls them: a NaN or
-    negative count would be written into the run as a throughput."""
+    """``spec`` whose ``bytes``/``flops`` results are checked when a row calls them (a NaN or
+    negative count would be written into the run as a throughput), and whose ``build`` must give a
+    ``Case`` whose ``output`` and ``reference`` give tensors, the reference a finite one."""
     label = f"op {spec.name!r} of module {module_name!r}"
 
     def checked(fn: Any, what: str) -> Any:
@@ -230,8 +231,42 @@ def _counted(spec: OpSpec, module_name: str) -> OpSpec:
             return float(value)
         return call
 
-    return dataclasses.replace(spec, bytes=checked(spec.bytes, "bytes"),
+    def built(*args: Any) -> Case:
+        # what build returns is read far from the op (the row's correctness check, the timer):
+        # a wrong type there was an AttributeError naming neither the op nor the fix
+        case = spec.build(*args)
+        if not isinstance(case, Case):
+            raise TypeError(f"{label}: build returned {type(case).__name__}, not a Case; return "
+                            "Case(launch=..., output=..., reference=..., tensors=...) (see ops/README.md, 'Your own ops')")
+        for name in ("launch", "output", "reference"):
+            if not callable(getattr(case, name)):
+                raise TypeError(f"{label}: the Case's {name} is a {type(getattr(case, name)).__name__}, not a "
+                                "function of no arguments (see ops/README.md, 'Your own ops')")
+        if not isinstance(case.tensors, (tuple, list)):  # tensors=x: tuple(x) is x's rows, views launch never reads
+            raise TypeError(f"{label}: the Case's tensors must be a tuple of the tensors launch uses, e.g. "
+                            f"tensors=(x, y), got {type(case.tensors).__name__} (see ops/README.md, 'Your own ops')")
+        return dataclasses.replace(case, output=_tensor_of(case.output, label, "output"),
+                                   reference=_tensor_of(case.reference, label, "reference"))
+
+    return dataclasses.replace(spec, build=built, bytes=checked(spec.bytes, "bytes"),
                                flops=checked(spec.flops, "flops") if spec.flops is not None else None)
+
+
+def _tensor_of(fn: Any, label: str, what: str) -> Any:
+    """``fn`` (a Case's ``output`` or ``reference``) checked when called: it must give a tensor,
+    and a reference with NaN or inf can never be matched (it was a validation error of the row)."""
+    import torch
+
+    def call() -> Any:
+        value = fn()
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{label}: the Case's {what}() returned {type(value).__name__}, not a torch.Tensor "
+                            "(see ops/README.md, 'Your own ops')")
+        if what == "reference" and not bool(torch.isfinite(value).all()):
+            raise ValueError(f"{label}: the Case's reference() has NaN or infinite values, so no output can match "
+                             "it; fix the reference (or the inputs build makes)")
+        return value
+    return call
 
 
 def _check_spec(spec: OpSpec, module_name: str) -> None:
@@ -240,6 +275,14 @@ def _check_spec(spec: OpSpec, module_name: str) -> None:
     label = f"op {spec.name!r} of module {module_name!r}"
     if not isinstance(spec.name, str) or not _OP_NAME.fullmatch(spec.name):
         _fail(f"{label}: an op name may use only letters, digits, '_', '.' and '-' (it names rows and files)")
+    for field_name, example in (("description", "'what it computes'"), ("shape_doc", "'[rows, cols]'")):
+        if not isinstance(getattr(spec, field_name), str):
+            _fail(f"{label}: {field_name} must be text, e.g. {field_name}={example}, got "
+                  f"{type(getattr(spec, field_name)).__name__}")
+    for field_name, example in (("dtypes", "('float32', 'float16')"), ("ranks", "(1, 2)")):
+        if not isinstance(getattr(spec, field_name), (tuple, list)):  # 'float32' would read as 7 dtypes
+            _fail(f"{label}: {field_name} must be a tuple, e.g. {field_name}={example}, got "
+                  f"{type(getattr(spec, field_name)).__name__} {getattr(spec, field_name)!r}")
     if not spec.dtypes:
         _fail(f"{label} has empty dtypes; list the dtypes it runs, e.g. dtypes=('float32', 'float16')")
     bad = [d for d in spec.dtypes if not isinstance(d, str) or not isinstance(getattr(torch, d, None), torch.dtype)]
