@@ -70,3 +70,21 @@ def test_a_dimension_below_one_is_refused_when_the_shape_file_is_read(tmp_path):
     with pytest.raises(PreflightError, match=r"shapes.yaml: add.shapes\[0\]\[0\]: expected a number >= 1, got 0") as info:
         _suite(tmp_path, "{add: {}}", "add: {shapes: [[0]]}")
     assert info.value.check == "shape_file"
+
+
+def test_a_wrong_inline_shape_names_the_suite_not_a_shape_file(tmp_path):
+    # with every shape inline there is no shape file: the message said "None: add takes shapes ..."
+    path = tmp_path / "inline.yaml"
+    path.write_text("ops: {add: {shapes: [[4, 4, 4]]}}\n")
+    with pytest.raises(PreflightError) as info:
+        plan_rows(load_suite(str(path)), REGISTRY, CPU)
+    assert info.value.check == "shape_arity"
+    assert str(info.value).startswith(f"{path} (ops.add.shapes): add takes shapes"), str(info.value)
+    assert "None" not in str(info.value)
+
+
+def test_a_wrong_shape_from_the_shape_file_names_the_shape_file(tmp_path):
+    s = _suite(tmp_path, "{add: {}, softmax: {shapes: [[4, 4]]}}", "add: {shapes: [[2, 2, 2]]}")
+    with pytest.raises(PreflightError) as info:
+        plan_rows(s, REGISTRY, CPU)
+    assert str(info.value).startswith(f"{tmp_path / 'shapes.yaml'}: add takes shapes"), str(info.value)

@@ -122,3 +122,18 @@ def test_a_shape_file_of_many_shapes_is_checked_for_repeats_in_linear_time(tmp_p
     suite = load_suite(str(write_suite(tmp_path, "shapes: shapes.yaml\nops: {add: {}}\n", f"add: {{shapes: [{shapes}]}}\n")))
     assert len(suite.shapes["add"]) == 40_000
     assert time.process_time() - t0 < 20  # CPU seconds; a pairwise check would take minutes
+
+
+@pytest.mark.parametrize("stem,ok", [("s" * 200, True), ("s" * 201, False), ("é" * 101, False)])
+def test_a_suite_file_name_too_long_for_its_run_folders_is_refused(tmp_path, stem, ok):
+    # `run` recorded a 235-character suite, then `pair` could not make pair-<name>_<UTC> ("File name too long")
+    path = tmp_path / f"{stem}.yaml"
+    path.write_text("ops: {add: {shapes: [[16]]}}\n")
+    if ok:
+        assert load_suite(str(path)).name == stem
+        return
+    with pytest.raises(PreflightError) as info:
+        load_suite(str(path))
+    assert info.value.check == "suite_file"
+    assert "it names the run folders, so it may be at most 200" in str(info.value)
+    assert "rename the file" in str(info.value)

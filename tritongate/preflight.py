@@ -87,17 +87,26 @@ def _check_op(suite: Suite, op: SuiteOp, registry: Registry) -> tuple[Shape, ...
     spec = registry.get(op.name)
     shapes = suite.shapes.get(op.name)
     if not shapes:
-        raise PreflightError("missing_shapes", f"{suite.shape_file} has no shapes for {op.name!r}; "
+        where = suite.shape_file or suite.path  # None: every op's shapes are the suite's own
+        raise PreflightError("missing_shapes", f"{where} has no shapes for {op.name!r}; "
                              f"add `{op.name}: {{shapes: [{spec.shape_doc}]}}`")
     for shape in shapes:
         problem = spec.check_shape(shape)
         if problem:
-            raise PreflightError("shape_arity", f"{suite.shape_file}: {problem}")
+            raise PreflightError("shape_arity", f"{_shapes_from(suite, op.name)}: {problem}")
     for dtype in op.dtypes:
         if dtype not in spec.dtypes:
             raise PreflightError("dtype", f"{suite.path}: {op.name} does not support {dtype!r} "
                                  f"(supported: {', '.join(spec.dtypes)})")
     return shapes
+
+
+def _shapes_from(suite: Suite, op: str) -> str:
+    """Where ``op``'s shapes were written: the suite's own ``ops.<op>.shapes``, or the shape file."""
+    source = suite.shape_sources.get(op)  # a provider suite's
+    if op in suite.inline_shapes or source == "suite":
+        return f"{suite.path} (ops.{op}.shapes)"
+    return source or str(suite.shape_file or suite.path)
 
 
 def check_out_dir(out: Path) -> None:

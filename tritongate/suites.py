@@ -61,6 +61,7 @@ class Suite:
     dismiss: Path | None = None
     dismissed: tuple[str, ...] = ()  # inventory ops that `ops: inventory` left out
     shape_sources: dict[str, str] = field(default_factory=dict)  # op -> "<file>:<key>", "suite", "default:<class>"
+    inline_shapes: frozenset[str] = frozenset()  # a plain suite's ops whose shapes it writes itself
 
     def shapes_document(self) -> dict[str, Any]:
         """The shapes actually used, in the shape-file format (for shapes.yaml: a valid shape file,
@@ -127,9 +128,18 @@ def _shape_error(message: str) -> PreflightError:
     return PreflightError("shape_file", message)
 
 
+# The suite's file name (less .yaml) names every folder made of it, `pair-<name>_<UTC>-N` and
+# `batch-<name>-shardIofN_<UTC>-N` the longest: within a file system's 255 bytes with room to spare.
+MAX_NAME_BYTES = 200
+
+
 def load_suite(suite: str, *, shape_file: str | Path | None = None) -> Suite:
     """A suite and its shapes, validated: every problem names the file, the key and the fix."""
     path = resolve_suite_path(suite)
+    if len(path.stem.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:  # a run recorded, its pair refused
+        raise _suite_error(f"{path}: the suite's file name is {len(path.stem.encode('utf-8', 'surrogateescape'))} "
+                           f"bytes long; it names the run folders, so it may be at most {MAX_NAME_BYTES}: "
+                           "rename the file")
     raw_doc, raw = _read_yaml(path, "suite_file")
     if isinstance(raw_doc, dict) and not raw_doc.get("ops") and "provider" not in raw_doc:
         validate(SuiteDoc, raw_doc, source=path, error=_suite_error)  # `opz:` is named, not "no ops"
@@ -162,7 +172,8 @@ def load_suite(suite: str, *, shape_file: str | Path | None = None) -> Suite:
     shapes.update(inline)  # a suite's own shapes win over the shape file's
     digest = hashlib.sha256(raw + b"\0" + shapes_raw).hexdigest()
     return Suite(name=path.stem, path=path, description=doc.description, ops=ops,
-                 shape_file=shapes_path, shapes=shapes, digest=digest, modules=tuple(doc.modules))
+                 shape_file=shapes_path, shapes=shapes, digest=digest, modules=tuple(doc.modules),
+                 inline_shapes=frozenset(inline))
 
 
 def _sample_s(entry: SuiteOpDoc | None) -> float | None:
