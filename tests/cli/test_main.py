@@ -42,6 +42,16 @@ def test_show_incomplete_is_exit_2_with_fix(tmp_path, capsys):
     assert "\x1b[" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("fmt", ["csv", "md"])
+def test_show_incomplete_as_a_document_says_it_is_incomplete(tmp_path, capsys, fmt):
+    w = RunWriter(tmp_path / "r", {"backend": "cpu"})
+    w.add(make_row())
+    assert main(["show", str(tmp_path / "r"), "--allow-incomplete", "--format", fmt]) == 0
+    captured = capsys.readouterr()
+    assert "is incomplete (running, 1 rows so far)" in captured.err
+    assert ("run_status" in captured.out.splitlines()[0]) if fmt == "csv" else ("Incomplete run" in captured.out)
+
+
 def test_show_newer_schema_is_exit_2(tmp_path, capsys):
     w = RunWriter(tmp_path / "r", {})
     w.finish()

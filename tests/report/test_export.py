@@ -11,7 +11,7 @@ from tritongate.gate.output import verdict_document
 from tritongate.schema import ResultsDoc
 from tritongate.gate.policy import GatePolicy
 from tritongate.gate.verdict import Verdict, run_gate
-from tritongate.report.export import (FORMATS, RUN_COLUMNS, VERDICT_COLUMNS, render_run, run_frame,
+from tritongate.report.export import (FORMATS, RUN_COLUMNS, VERDICT_COLUMNS, render_run, run_frame, verdict_csv,
                                       verdict_frame)
 from tritongate.rundir import Run
 from tritongate.schema import SCHEMA_VERSION, PairInfo, Row, RunStatus, SkipReason
@@ -214,6 +214,19 @@ def test_md_escapes_a_hostile_op_name_in_every_cell():
     assert "&lt;script&gt;" in lines[2] and "&#92;u202e" in lines[2]  # shown, not obeyed
 
 
+@pytest.mark.parametrize("status", [RunStatus.FAILED, RunStatus.RUNNING])
+def test_csv_and_md_of_an_incomplete_run_say_so(status):
+    # `show --allow-incomplete --format csv|md` printed the rows so far as a complete run's
+    text = render_run(a_run([timed()], status=status), "csv")
+    back = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
+    assert list(back.columns) == ["run_status", *RUN_COLUMNS] and back["run_status"].tolist() == [status.value]
+    assert render_run(a_run([], status=status), "csv").startswith("run_status,op,")
+    md = render_run(a_run([timed()], status=status), "md")
+    assert md.endswith(f"**Incomplete run ({status.value}): 1 rows so far, not the whole suite.**\n")
+    complete = render_run(a_run([timed()]), "csv")  # a complete run's layout is unchanged
+    assert complete.splitlines()[0] == ",".join(RUN_COLUMNS) and "Incomplete" not in render_run(a_run([]), "md")
+
+
 def test_md_of_an_empty_run_is_just_the_header():
     lines = render_run(a_run([]), "md").splitlines()
     assert len(lines) == 2 and md_cells(lines[0])[:2] == ["op", "case"]
@@ -247,6 +260,22 @@ def test_verdict_frame_flattens_every_row_result(tmp_path):
     assert reg["why"] == "called" and not reg["paired"]
     assert recs["bad"]["reasons"] == "; ".join(raw["bad"]["reasons"]) and "boom|<b>" in recs["bad"]["reasons"]
     assert recs["bad"]["fails_policy"]
+
+
+@pytest.mark.parametrize("name", ["-A1", "=HYPERLINK(\"https://evil.example\")", "+1+cmd", "@SUM(A1)"])
+def test_verdict_csv_never_starts_a_cell_with_a_formula(tmp_path, name):
+    # a user op may be named "-A1" ("letters, digits, _, . and -"): the run's csv quoted it, the verdict's did not
+    doc = verdict_doc(tmp_path)
+    for r in doc["rows"]:
+        r["op"] = name
+    back = pd.read_csv(io.StringIO(verdict_csv(doc)), keep_default_na=False, na_values=[""])
+    assert back["op"].tolist() == ["'" + name] * len(doc["rows"])
+    assert back["effect"].notna().any()  # numbers stay numbers
+
+
+def test_verdict_csv_is_the_frame_as_csv_when_nothing_needs_quoting(tmp_path):
+    doc = verdict_doc(tmp_path)
+    assert verdict_csv(doc) == verdict_frame(doc).to_csv(index=False, lineterminator="\n")
 
 
 def test_rows_that_were_not_timed_have_na_timings(tmp_path):

@@ -78,7 +78,11 @@ def _show_run(run: Any, args: argparse.Namespace) -> int:
 
     if args.format != "table":  # data for other tools: nothing but the document on stdout
         from tritongate.report.export import render_run
+        from tritongate.schema import RunStatus
 
+        if run.status is not RunStatus.COMPLETE:  # --allow-incomplete: the document says so too
+            print(neutralize(f"warning: {run.path} is incomplete ({run.status.value}, {len(run.rows)} rows so far); "
+                             "the document holds only the rows written before it stopped"), file=sys.stderr)
         _write_document(render_run(run, args.format), args.format)
         return ExitCode.OK
     print(neutralize(f"{run.path}  status={run.status.value}  mode={run.mode}  rows={len(run.rows)}"))
@@ -101,7 +105,9 @@ def _show_verdict(folder: Path, fmt: str, *, pair: Path | None = None) -> int:
     if problem:  # printed as it stands (it is what the file says), flagged, and not a success
         print(neutralize(f"warning: {verdict.path} contradicts itself: {problem}"), file=sys.stderr)
     if fmt == "csv":
-        _write_document(verdict.to_pandas().to_csv(index=False, lineterminator="\n"), fmt)
+        from tritongate.report.export import verdict_csv
+
+        _write_document(verdict_csv(verdict.doc.model_dump()), fmt)  # text cells never a spreadsheet formula
     elif fmt == "json":  # ASCII: a hostile name's controls stay \u escapes
         sys.stdout.write(json.dumps(verdict.doc.model_dump(mode="json"), indent=1, allow_nan=False) + "\n")
     elif fmt == "md":  # from the validated verdict.json, never the stored verdict.md (nothing checks it)

@@ -158,8 +158,19 @@ def verdict_frame(doc: Mapping[str, Any]) -> pd.DataFrame:
     return _frame(records, VERDICT_COLUMNS)
 
 
+def verdict_csv(doc: Mapping[str, Any]) -> str:
+    """``verdict_frame(doc)`` as CSV (``tritongate show --format csv`` of a verdict): its text cells
+    (op and case names, reasons, markers) pass through ``csv_cell`` as a run's do."""
+    frame = verdict_frame(doc)
+    for column in frame.columns:
+        frame[column] = frame[column].map(csv_cell, na_action="ignore")
+    return str(frame.to_csv(index=False, lineterminator="\n"))
+
+
 def _csv(run: Run) -> str:
     frame = run_frame(run)
+    if run.status is not RunStatus.COMPLETE:  # rows so far: each says so, never read as a whole run
+        frame.insert(0, "run_status", run.status.value)
     # one cell per row: the samples space-separated, each as the shortest text that reads back exact
     frame["samples_us"] = frame["samples_us"].map(lambda xs: " ".join(repr(x) for x in xs))
     for column in frame.columns:  # text from the run: never a spreadsheet formula, never a line break
@@ -180,6 +191,8 @@ def _md(run: Run) -> str:
     lines = ["| " + " | ".join(markdown_cell(c) for c in columns) + " |",
              "|" + "|".join("---:" if c in NUMERIC_COLUMNS else "---" for c in columns) + "|"]
     lines += ["| " + " | ".join(markdown_cell(rec.get(c, "")) for c in columns) + " |" for rec in records]
+    if run.status is not RunStatus.COMPLETE:  # rows so far: never read as a whole run
+        lines += ["", f"**Incomplete run ({run.status.value}): {len(records)} rows so far, not the whole suite.**"]
     return "\n".join(lines) + "\n"
 
 
@@ -188,7 +201,8 @@ _RENDERERS: dict[str, Callable[[Run], str]] = {"csv": _csv, "json": _json, "md":
 
 def render_run(run: Run, fmt: str) -> str:
     """``run`` as csv (one line per row, times in µs), json (a versioned document of the rows
-    as results.json stores them) or md (a GitHub Markdown table, times formatted)."""
+    as results.json stores them) or md (a GitHub Markdown table, times formatted). A run that
+    did not complete says so in each: csv in a first column ``run_status``, md below the table."""
     try:
         render = _RENDERERS[fmt]
     except KeyError:
