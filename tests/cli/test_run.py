@@ -107,3 +107,12 @@ def test_sample_ms_sets_a_records_sample_length_and_a_replay_refuses_it(tmp_path
         assert main(["run", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path / "b"),
                      "--sample-ms", bad]) == 2
         assert "--sample-ms: must be" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option,value", [("--ops", ","), ("--ops", " , "), ("--dtypes", ",,")])
+def test_a_filter_that_names_nothing_is_refused_not_the_whole_suite(tmp_path, capsys, option, value):
+    # `--ops ,` measured every row of the suite, as if no filter had been given
+    assert main(["run", "--suite", "smoke", "--backend", "cpu", "--out", str(tmp_path), option, value]) == 2
+    err = capsys.readouterr().err
+    assert f"{option} {value!r} names nothing" in err
+    assert not list(tmp_path.iterdir())
