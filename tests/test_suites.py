@@ -137,3 +137,22 @@ def test_a_suite_file_name_too_long_for_its_run_folders_is_refused(tmp_path, ste
     assert info.value.check == "suite_file"
     assert "it names the run folders, so it may be at most 200" in str(info.value)
     assert "rename the file" in str(info.value)
+
+
+@pytest.mark.parametrize("stem", ["nl\nname", "cr\rname", "tab\tname", "bidi\u202ename", "esc\x1b[31m"])
+def test_a_suite_file_name_with_a_control_character_is_refused(tmp_path, stem):
+    # run's last line of stdout is the run folder: "nl\nname.yaml" printed it as two lines
+    path = tmp_path / f"{stem}.yaml"
+    path.write_text("ops: {add: {shapes: [[16]]}}\n")
+    with pytest.raises(PreflightError) as info:
+        load_suite(str(path))
+    assert info.value.check == "suite_file"
+    assert "holds control characters" in str(info.value) and "rename the file" in str(info.value)
+    assert "\n" not in str(info.value) and "\x1b" not in str(info.value)
+
+
+@pytest.mark.parametrize("stem", ["ü 🚀 spaced", "-dash", "a.b..c"])
+def test_a_suite_file_name_with_spaces_or_unicode_loads(tmp_path, stem):
+    path = tmp_path / f"{stem}.yaml"
+    path.write_text("ops: {add: {shapes: [[16]]}}\n")
+    assert load_suite(str(path)).name == stem

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,10 +137,7 @@ MAX_NAME_BYTES = 200
 def load_suite(suite: str, *, shape_file: str | Path | None = None) -> Suite:
     """A suite and its shapes, validated: every problem names the file, the key and the fix."""
     path = resolve_suite_path(suite)
-    if len(path.stem.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:  # a run recorded, its pair refused
-        raise _suite_error(f"{path}: the suite's file name is {len(path.stem.encode('utf-8', 'surrogateescape'))} "
-                           f"bytes long; it names the run folders, so it may be at most {MAX_NAME_BYTES}: "
-                           "rename the file")
+    _check_name(path)
     raw_doc, raw = _read_yaml(path, "suite_file")
     if isinstance(raw_doc, dict) and not raw_doc.get("ops") and "provider" not in raw_doc:
         validate(SuiteDoc, raw_doc, source=path, error=_suite_error)  # `opz:` is named, not "no ops"
@@ -174,6 +172,20 @@ def load_suite(suite: str, *, shape_file: str | Path | None = None) -> Suite:
     return Suite(name=path.stem, path=path, description=doc.description, ops=ops,
                  shape_file=shapes_path, shapes=shapes, digest=digest, modules=tuple(doc.modules),
                  inline_shapes=frozenset(inline))
+
+
+def _check_name(path: Path) -> None:
+    """The suite's name (its file name less .yaml) names its run folders, and ``run`` prints the
+    run folder as its last line of stdout: a name too long for them, or with a line break or
+    another control character in it, is refused here, where the fix is plain."""
+    size = len(path.stem.encode("utf-8", "surrogateescape"))
+    if size > MAX_NAME_BYTES:  # a run recorded, its pair refused ("File name too long")
+        raise _suite_error(f"{path}: the suite's file name is {size} bytes long; it names the run folders, "
+                           f"so it may be at most {MAX_NAME_BYTES}: rename the file")
+    controls = sorted({c for c in path.stem if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp")})
+    if controls:  # "a\nb.yaml": the path `run` prints last would read as two lines
+        raise _suite_error(f"{ascii(str(path))}: the suite's file name holds control characters "
+                           f"({', '.join(ascii(c) for c in controls)}); it names the run folders: rename the file")
 
 
 def _sample_s(entry: SuiteOpDoc | None) -> float | None:
