@@ -135,10 +135,16 @@ def test_a_dtype_torch_does_not_know(tmp_path, make_module):
            "dtypes ['fp16'] are not torch dtype names")
 
 
-@pytest.mark.parametrize("op_name", ["has space", "a/b", "", "ünï", "x\n"])
+# "." and "..": batch's ops/<op>/ folder was the batch folder itself; "-A1": batch ran `run --ops -A1`, an option
+@pytest.mark.parametrize("op_name", ["has space", "a/b", "", "ünï", "x\n", ".", "..", ".hidden", "-A1", "--ops"])
 def test_a_bad_op_name(tmp_path, make_module, op_name):
     _fails([make_module(f"TRITONGATE_OPS = [spec({op_name!r})]\n")], tmp_path,
-           "an op name may use only letters, digits")
+           "an op name may use only letters, digits", "starts with a letter, digit or '_'")
+
+
+@pytest.mark.parametrize("op_name", ["mymodule.add", "0day", "_x-y.z", "a..b"])
+def test_a_good_op_name(tmp_path, make_module, op_name):
+    assert op_name in registry_for([make_module(f"TRITONGATE_OPS = [spec({op_name!r})]\n")], search_dir=tmp_path)
 
 
 @pytest.mark.parametrize("module,hint", [

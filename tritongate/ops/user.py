@@ -28,8 +28,9 @@ from tritongate.ops.registry import Case, OpSpec, Registry
 
 CHECK = "user_ops"
 ATTRIBUTE = "TRITONGATE_OPS"
-# Op names end up in row keys, file names and logs.
-_OP_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+# Op names end up in row keys, file names, command lines and logs: not "." or ".." (batch's
+# ops/<op>/ was the batch folder itself), nor a leading "-" (batch's `--ops -x` read it as an option).
+_OP_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -274,7 +275,8 @@ def _check_spec(spec: OpSpec, module_name: str) -> None:
 
     label = f"op {spec.name!r} of module {module_name!r}"
     if not isinstance(spec.name, str) or not _OP_NAME.fullmatch(spec.name):
-        _fail(f"{label}: an op name may use only letters, digits, '_', '.' and '-' (it names rows and files)")
+        _fail(f"{label}: an op name may use only letters, digits, '_', '.' and '-', and starts with a letter, "
+              "digit or '_' (it names rows, files and command-line values)")
     for field_name, example in (("description", "'what it computes'"), ("shape_doc", "'[rows, cols]'")):
         if not isinstance(getattr(spec, field_name), str):
             _fail(f"{label}: {field_name} must be text, e.g. {field_name}={example}, got "
