@@ -371,3 +371,21 @@ def test_a_good_case_passes_the_checks_unchanged(tmp_path, make_module):
                                                                          torch.Generator())
     assert made.output().tolist() == [2.0] * 3 and made.reference().tolist() == [2.0] * 3
     assert made.tensors[0] is made.output()
+
+
+@pytest.mark.parametrize("how", [
+    "REGISTRY.register(spec('..'))",  # an op that passed none of the checks, listed as builtin
+    "REGISTRY._ops['add'] = spec('add')",  # a builtin op replaced
+])
+def test_a_module_that_changes_the_builtin_registry_is_refused(tmp_path, make_module, how):
+    from tritongate.ops.builtin import REGISTRY
+
+    before = {n: REGISTRY.get(n) for n in REGISTRY.names()}
+    name = make_module(f"from tritongate.ops.builtin import REGISTRY\n{how}\nTRITONGATE_OPS = []\n")
+    try:
+        _fails([name], tmp_path, "changed tritongate's builtin ops", "list your ops in the module's TRITONGATE_OPS")
+        # a second run in the same process (a batch worker) imports nothing anew: still refused
+        _fails([name], tmp_path, "changed tritongate's builtin ops")
+    finally:
+        REGISTRY._ops.clear()
+        REGISTRY._ops.update(before)

@@ -38,7 +38,7 @@ def registry_for(modules: Sequence[str], *, search_dir: Path | None, probe: bool
     """The builtin ops plus every op of ``modules`` (imported with ``search_dir`` first on
     ``sys.path``). With no modules this is the builtin registry itself. ``probe=False`` skips
     the child import (a worker process whose parent already checks that it came back)."""
-    from tritongate.ops.builtin import REGISTRY  # the kernels: after the backend's environment is set
+    from tritongate.ops.builtin import DEFINED, REGISTRY  # the kernels: after the backend's environment is set
 
     names = _module_names(modules)
     if not names:
@@ -48,6 +48,11 @@ def registry_for(modules: Sequence[str], *, search_dir: Path | None, probe: bool
     with _on_path(search_dir) as entry:
         importlib.invalidate_caches()  # a file written since the directory was last listed
         loaded = [(name, _import(name, entry)) for name in names]
+    changed = sorted(set(REGISTRY.names()) ^ set(DEFINED) | {n for n in DEFINED if n in REGISTRY
+                                                              and REGISTRY.get(n) is not DEFINED[n]})
+    if changed:  # such an op passed none of the checks below, and stayed "builtin" for the process
+        _fail(f"importing modules {names!r} changed tritongate's builtin ops ({', '.join(map(repr, changed))}); "
+              f"list your ops in the module's {ATTRIBUTE} instead of registering them")
     registry = Registry()
     for name in REGISTRY.names():
         registry.register(REGISTRY.get(name))
