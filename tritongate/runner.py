@@ -100,7 +100,7 @@ class Runner:
         planned = plan_rows(suite, self._registry, req.backend, only_ops=req.only_ops or None,
                             only_dtypes=req.only_dtypes or None)
         if req.only_rows is not None:
-            planned = [p for p in planned if (p.op, p.case, p.dtype) in req.only_rows]
+            planned = _only_rows(planned, req.only_rows, suite.path)
         self._partial = self._part_of_suite(suite, planned)
         records = load_records(req.replay_from, backend=req.backend.name) if req.replay_from else None
         check_out_dir(req.out)
@@ -323,6 +323,19 @@ class Runner:
             return error_row(item, backend, f"the measured code called sys.exit({exc.code!r}) "
                                             f"({describe(exc, 200)})")
         return finish_row(prepared, m)
+
+
+def _only_rows(planned: list[PlannedRow], only: frozenset[tuple[str, str, str]], suite_path: Path) -> list[PlannedRow]:
+    """The planned rows ``--only-rows`` names; a row it names that the selection lacks is refused
+    (a run of none of them completed with 0 rows and exit 0, the help's "measured at least one")."""
+    keys = {(p.op, p.case, p.dtype) for p in planned}
+    unknown = sorted(only - keys)
+    if unknown:
+        shown = ", ".join(" ".join(k) for k in unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
+        raise PreflightError("suite_empty", f"--only-rows names {len(unknown)} row(s) that {suite_path} (with --ops/"
+                             f"--dtypes) does not have: {shown}; name rows as [op, case, dtype] of the suite "
+                             "(case like '4096' or '8x512')")
+    return [p for p in planned if (p.op, p.case, p.dtype) in only]
 
 
 def run_suite(request: RunRequest, progress: ProgressFn | None = None) -> RunOutcome:

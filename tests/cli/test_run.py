@@ -116,3 +116,17 @@ def test_a_filter_that_names_nothing_is_refused_not_the_whole_suite(tmp_path, ca
     err = capsys.readouterr().err
     assert f"{option} {value!r} names nothing" in err
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("rows,fragment", [
+    ([["add", "999", "float32"]], "names 1 row(s) that"),  # none of the suite's: was a complete run of 0 rows, exit 0
+    ([["add", "999", "float32"], ["nosuch", "1", "float32"]], "names 2 row(s) that"),
+])
+def test_only_rows_that_the_suite_lacks_are_refused(tmp_path, capsys, rows, fragment):
+    listed = tmp_path / "rows.json"
+    listed.write_text(json.dumps(rows))
+    out = tmp_path / "out"
+    assert main(["run", "--suite", "smoke", "--backend", "cpu", "--out", str(out), "--only-rows", str(listed)]) == 3
+    err = capsys.readouterr().err
+    assert "check=suite_empty" in err and fragment in err and "add 999 float32" in err
+    assert not out.exists() or not [p for p in out.iterdir() if not p.name.startswith(".")]
