@@ -300,13 +300,36 @@ def test_an_ops_tolerance_must_be_finite_and_bounded(tmp_path, make_module, tole
     _fails([name], tmp_path, "op 'tol_op'", fragment)
 
 
-@pytest.mark.parametrize("value", ["float('nan')", "-1.0", "'many'", "float('inf')"])
+@pytest.mark.parametrize("value", ["float('nan')", "-1.0", "'many'", "float('inf')", "sys.exit(0)"])
 def test_what_bytes_and_flops_return_is_checked_when_called(tmp_path, make_module, value):
-    name = make_module(f"TRITONGATE_OPS = [spec('count_op', bytes=lambda s, e: {value}, flops=lambda s: {value})]\n")
+    name = make_module(f"import sys\nTRITONGATE_OPS = [spec('count_op', bytes=lambda s, e: {value}, "
+                       f"flops=lambda s: {value})]\n")
     spec = registry_for([name], search_dir=tmp_path).get("count_op")
     for call in (lambda: spec.bytes((4,), 4), lambda: spec.flops((4,))):
-        with pytest.raises(ValueError, match=r"op 'count_op' .* must return a finite number >= 0"):
+        with pytest.raises(ValueError, match=r"op 'count_op' .* (must return a finite number >= 0|called sys.exit)"):
             call()
+
+
+def test_a_bytes_that_calls_sys_exit_fails_its_row_not_the_command(tmp_path, make_module, capsys):
+    # on the interpreter bytes() is first called for the slow-row estimate, outside any row: `run` exited 0,
+    # printed no run folder and left it "running"
+    from tritongate.cli import main
+
+    name = make_module("""
+        import sys, torch
+
+        def _build(shape, dtype, device, gen):
+            y = torch.ones(shape, dtype=dtype, device=device)
+            return Case(launch=lambda: None, output=lambda: y, reference=lambda: y, tensors=(y,))
+
+        TRITONGATE_OPS = [spec('exit_op', build=_build, bytes=lambda s, e: sys.exit(0))]
+        """)
+    (tmp_path / "s.yaml").write_text(f"modules: [{name}]\nops: {{exit_op: {{shapes: [[8]]}}}}\n")
+    assert main(["run", "--suite", str(tmp_path / "s.yaml"), "--backend", "cpu", "--out", str(tmp_path / "o")]) == 2
+    captured = capsys.readouterr()
+    assert "bytes((8,), 4) called sys.exit(0)" in captured.err and "no row of the run was measured" in captured.err
+    run_dir = captured.out.splitlines()[-1]
+    assert json.loads((Path(run_dir) / "results.json").read_text())["status"] == "complete"
 
 
 @pytest.mark.parametrize("field,value,fragment", [

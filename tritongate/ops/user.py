@@ -230,7 +230,12 @@ def _counted(spec: OpSpec, module_name: str) -> OpSpec:
 
     def checked(fn: Any, what: str) -> Any:
         def call(*args: Any) -> float:
-            value = fn(*args)
+            try:
+                value = fn(*args)
+            except SystemExit as exc:  # the interpreter's slow-row estimate calls it outside any row:
+                # left to rise, `run` ended with the code the op chose (0) and a run folder left "running"
+                raise ValueError(f"{label}: {what}{tuple(args)!r} called sys.exit({exc.code!r}); it must return "
+                                 "a number (see ops/README.md, 'Your own ops')") from None
             if not _finite(value):
                 raise ValueError(f"{label}: {what}{tuple(args)!r} returned {value!r}; it must return a finite "
                                  "number >= 0 (see ops/README.md, 'Your own ops')")
