@@ -16,6 +16,14 @@ def nonempty_text(value: str) -> str:
     return value
 
 
+def name_list(value: str) -> str:
+    """A comma- or space-separated list of names (``--ops``, ``--dtypes``): one that names
+    nothing (``--ops "$A,$B"`` with both unset) is an error, never "every one of the suite"."""
+    if not value.replace(",", " ").split():
+        raise argparse.ArgumentTypeError(f"{value!r} names nothing; name one or more, or leave the option out")
+    return value
+
+
 def finite_number(value: str) -> float:
     try:
         number = float(value)

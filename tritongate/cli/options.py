@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from tritongate.argtypes import (FRACTION_HINT, effect_size, finite_number as _finite, nonempty_text as _text,
-                                 whole_number)
+from tritongate.argtypes import (FRACTION_HINT, effect_size, finite_number as _finite, name_list,
+                                 nonempty_text as _text, whole_number)
 from tritongate.cli.common import shard_arg, url_arg
 from tritongate.errors import GateError, UsageError
 from tritongate.harness.measure import MeasureConfig
@@ -27,8 +27,8 @@ def add_rows_and_sampling(g: argparse._ArgumentGroup | argparse.ArgumentParser) 
 
     gpu, cpu = MeasureConfig(), CPU_MEASURE
     g.add_argument("--shape-file", type=_text, metavar="YAML", help="shapes keyed by op name; overrides the suite's")
-    g.add_argument("--ops", type=_text, action="append", metavar="A,B", help="only these ops of the suite")
-    g.add_argument("--dtypes", type=_text, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
+    g.add_argument("--ops", type=name_list, action="append", metavar="A,B", help="only these ops of the suite")
+    g.add_argument("--dtypes", type=name_list, action="append", metavar="D,E", help="only these dtypes (e.g. float16)")
     g.add_argument("--rounds", type=whole_number, metavar="N",
                    help=f"rounds per row; in a paired run a round times both sides, in alternating order "
                         f"(default {gpu.rounds}; {cpu.rounds} on cpu)")

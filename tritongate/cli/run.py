@@ -76,10 +76,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = replace(config, **overrides)
     except ValueError as exc:
         raise UsageError(f"bad measurement option: {exc}") from exc
-    for option, given in (("--ops", args.ops), ("--dtypes", args.dtypes)):
-        if given and not split_values(given):  # `--ops "$A,$B"` with both unset: never "the whole suite"
-            raise UsageError(f"{option} {','.join(given)!r} names nothing; name one or more (e.g. {option} "
-                             f"{'add,softmax' if option == '--ops' else 'float32'}), or leave the option out")
     request = RunRequest(
         suite=args.suite, backend=backend, out=Path(args.out),
         shape_file=Path(args.shape_file) if args.shape_file else None,
