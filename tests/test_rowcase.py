@@ -38,3 +38,26 @@ def test_each_build_is_a_launch_with_its_own_tensors():
     assert launched[-1] is first.tensors[0]
     # on the host there is nothing to share with another worker's device memory
     assert prepared.unshareable == "inputs on cpu"
+
+
+def test_a_non_finite_reference_is_named_not_a_validation_error() -> None:
+    """A reference of NaN or inf (an op's reference() or inputs gone wrong) fails the row's check
+    with what is wrong; it made a pydantic error about max_abs_err before."""
+    import torch
+
+    from tritongate.rowcase import check_output
+
+    class Case:
+        def __init__(self, want: torch.Tensor) -> None:
+            self.want = want
+
+        def output(self) -> torch.Tensor:
+            return torch.ones(4)
+
+        def reference(self) -> torch.Tensor:
+            return self.want
+
+    for bad in (float("nan"), float("inf")):
+        got = check_output(Case(torch.tensor([1.0, 1.0, bad, 1.0])), (1e-5, 1e-5))
+        assert not got.ok and got.max_abs_err is None and "non-finite values in the reference" in got.detail
+    assert check_output(Case(torch.ones(4)), (1e-5, 1e-5)).ok
