@@ -112,7 +112,7 @@ def test_identical_builds_write_a_zero_verdict_and_no_gpu_job(tmp_path, record, 
                               "--cand-python", fake_builds(tmp_path, "same"), "--out", str(tmp_path / "o")])
     assert code == 0
     verdict = json.loads((tmp_path / "o" / "verdict" / "verdict.json").read_text())
-    assert verdict["headline"] == "✅ 0 of 2 rows' kernels changed under this change; no GPU time used"
+    assert verdict["headline"] == "✅ 0 of 2 rows' kernels changed between the two builds; no GPU time used"
     assert [r["verdict"] for r in verdict["rows"]] == ["IDENTICAL_BINARY"] * 2
     assert not any(r["timed"] for r in verdict["rows"])
     md = (tmp_path / "o" / "verdict" / "verdict.md").read_text()

@@ -120,5 +120,5 @@ def test_a_pr_that_changed_no_kernel_still_passes(tmp_path: Path) -> None:
     proc, outputs = _pair_step(tmp_path, FAKE_ALL_UNCHANGED="1")
     assert outputs["exit-code"] == "0", proc.stdout + proc.stderr
     verdict = _verdict(outputs)
-    assert verdict["headline"] == "✅ 0 of 3 rows' kernels changed under this change; no GPU time used"
+    assert verdict["headline"] == "✅ 0 of 3 rows' kernels changed between the two builds; no GPU time used"
     assert _gate_result(outputs["exit-code"]).returncode == 0

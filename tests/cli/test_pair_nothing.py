@@ -116,7 +116,7 @@ def test_a_pr_whose_kernels_are_all_unchanged_ahead_of_time_passes_without_timin
     assert "error" not in capsys.readouterr().err
     doc, _ = _verdict(tmp_path)
     assert {r["verdict"] for r in doc["rows"]} == {"IDENTICAL_BINARY"} and not any(r["timed"] for r in doc["rows"])
-    assert doc["headline"] == "✅ 0 of 3 rows' kernels changed under this change; no GPU time used"
+    assert doc["headline"] == "✅ 0 of 3 rows' kernels changed between the two builds; no GPU time used"
 
 
 def test_a_merge_of_shards_that_judged_no_row_exits_2(scripted, tmp_path: Path, capsys) -> None:

@@ -47,7 +47,7 @@ def test_the_table_lists_exactly_the_changed_rows_then_the_count_and_the_paths(t
                                       "capturing its rows under the two builds ...")
     assert _table_rows(stdout) == [("matmul", "64x64x64", "float16", "kernels changed: matmul_kernel (TTGIR +1 -1)")]
     lines = stdout.splitlines()
-    assert lines[-2] == f"1 of 2 rows can change under this change; pair them with --changed-from '{out / 'ir-diff'}'"
+    assert lines[-2] == f"1 of 2 rows can change between the two builds; pair them with --changed-from '{out / 'ir-diff'}'"
     assert lines[-1] == str(out / "prescreen.json")
 
 
@@ -64,7 +64,7 @@ def test_no_changed_row_prints_no_table_and_names_the_verdict(tmp_path, record, 
     out = tmp_path / "o"
     assert main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
                  "--cand-python", fake_builds(tmp_path, "same"), "--out", str(out)]) == 0
-    assert capsys.readouterr().out.splitlines() == ["0 of 2 rows can change under this change; no GPU time needed",
+    assert capsys.readouterr().out.splitlines() == ["0 of 2 rows can change between the two builds; no GPU time needed",
                                                     f"verdict: {out / 'verdict'}", str(out / "prescreen.json")]
 
 
@@ -87,7 +87,7 @@ def test_a_launch_path_change_names_its_files_once(tmp_path, record, fake_builds
     assert main(["prescreen", "--baseline", str(record), "--base-python", fake_builds(tmp_path, "base"),
                  "--cand-python", fake_builds(tmp_path, "newer"), "--out", str(tmp_path / "o2")]) == 0
     assert summary.read_text().splitlines()[2:-1] == [
-        "2 of 2 rows can change under this change; pair them with --changed-from the pre-screen's ir-diff",
+        "2 of 2 rows can change between the two builds; pair them with --changed-from the pre-screen's ir-diff",
         "- the PR changes Triton's launch path (runtime/jit.py), so every row is timed"]
 
 
@@ -109,7 +109,7 @@ def test_a_bad_input_is_exit_2_naming_it(tmp_path, record, fake_builds, capsys, 
 
 
 def test_one_build_on_both_sides_is_called_an_a_a_check(tmp_path, record, fake_builds, capsys) -> None:
-    """As `pair` says of the same case: "0 changed under this change" of one build against itself
+    """As `pair` says of the same case: "0 changed between the two builds" of one build against itself
     says nothing of a compiler change; an overlay on one side is a real comparison."""
     base = fake_builds(tmp_path, "base")
     assert main(["prescreen", "--baseline", str(record), "--base-python", base, "--cand-python", base,

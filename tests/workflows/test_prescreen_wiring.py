@@ -65,7 +65,7 @@ changed, total = int(os.environ["FAKE_CHANGED"]), 5
 if changed == 0:
     (out / "verdict").mkdir()
     (out / "verdict" / "verdict.json").write_text(json.dumps({"passed": True}))
-    (out / "verdict" / "verdict.md").write_text(f"0 of {total} rows' kernels changed under this change; no GPU time used\\n")
+    (out / "verdict" / "verdict.md").write_text(f"0 of {total} rows' kernels changed between the two builds; no GPU time used\\n")
 with open(os.environ["GITHUB_OUTPUT"], "a") as f:
     f.write(f"rows_changed={changed}\\nrows_total={total}\\n")
 print("judged", a.baseline, "suite", a.suite)

@@ -255,7 +255,7 @@ def _evidence(diffs: list[Any]) -> list[dict[str, Any]]:
 
 
 def zero_headline(total: int) -> str:
-    return f"0 of {total} rows' kernels changed under this change; no GPU time used"
+    return f"0 of {total} rows' kernels changed between the two builds; no GPU time used"
 
 
 def _as_built(identity: Mapping[str, Any], build: Mapping[str, Any], target: str) -> dict[str, Any]:

@@ -115,5 +115,5 @@ def count_line(doc: Mapping[str, Any], ir_diff: str) -> str:
     timed = doc.get("timed_without_ir_change") or {}
     if isinstance(timed, Mapping) and isinstance(timed.get("why"), str):
         return f"{n} of {total} rows timed: {timed['why']}"
-    return (f"{n} of {total} rows can change under this change"
+    return (f"{n} of {total} rows can change between the two builds"
             + ("; no GPU time needed" if n == 0 else f"; pair them with --changed-from {ir_diff}"))

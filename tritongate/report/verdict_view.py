@@ -282,7 +282,7 @@ def _headline_parts(view: VerdictView) -> tuple[str, list[str]]:
     if rows and all(r.verdict == Verdict.IDENTICAL_BINARY and not r.timed and any(AHEAD_OF_TIME in x for x in r.reasons)
                     for r in d.rows):
         # every row's kernels compiled byte-identical ahead of time: nothing ran (the pre-screen)
-        return "✅", [f"0 of {rows} rows' kernels changed under this change; no GPU time used"]
+        return "✅", [f"0 of {rows} rows' kernels changed between the two builds; no GPU time used"]
     return "✅", [f"No regression in {rows} row{'' if rows == 1 else 's'}{extra}"]
 
 
