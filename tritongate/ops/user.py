@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import importlib
 import json
@@ -225,7 +226,7 @@ def _finite(value: Any) -> bool:
 def _counted(spec: OpSpec, module_name: str) -> OpSpec:
     """``spec`` whose ``bytes``/``flops`` results are checked when a row calls them (a NaN or
     negative count would be written into the run as a throughput), and whose ``build`` must give a
-    ``Case`` whose ``output`` and ``reference`` give tensors, the reference a finite one."""
+    ``Case`` whose ``output`` and ``reference`` give tensors."""
     label = f"op {spec.name!r} of module {module_name!r}"
 
     def checked(fn: Any, what: str) -> Any:
@@ -259,13 +260,16 @@ def _counted(spec: OpSpec, module_name: str) -> OpSpec:
         return dataclasses.replace(case, output=_tensor_of(case.output, label, "output"),
                                    reference=_tensor_of(case.reference, label, "reference"))
 
+    # still the op's own function to whoever reads it (`tritongate ops --suite` names its module)
+    functools.update_wrapper(built, spec.build, updated=())
     return dataclasses.replace(spec, build=built, bytes=checked(spec.bytes, "bytes"),
                                flops=checked(spec.flops, "flops") if spec.flops is not None else None)
 
 
 def _tensor_of(fn: Any, label: str, what: str) -> Any:
-    """``fn`` (a Case's ``output`` or ``reference``) checked when called: it must give a tensor,
-    and a reference with NaN or inf can never be matched (it was a validation error of the row)."""
+    """``fn`` (a Case's ``output`` or ``reference``) checked when called: it must give a tensor.
+    A reference with NaN or inf fails the row's check (``rowcase.check_output``, for every op):
+    not scanned here too, a second pass over the whole tensor on every row."""
     import torch
 
     def call() -> Any:
@@ -273,9 +277,6 @@ def _tensor_of(fn: Any, label: str, what: str) -> Any:
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"{label}: the Case's {what}() returned {type(value).__name__}, not a torch.Tensor "
                             "(see ops/README.md, 'Your own ops')")
-        if what == "reference" and not bool(torch.isfinite(value).all()):
-            raise ValueError(f"{label}: the Case's reference() has NaN or infinite values, so no output can match "
-                             "it; fix the reference (or the inputs build makes)")
         return value
     return call
 
