@@ -450,6 +450,14 @@ RUN_PAGE = "https://github.com/o/r/actions/runs/99"
 @pytest.mark.parametrize("url, extra, env, linked", [
     (RUN_PAGE, [], {}, True),                                   # what gate_steps.sh pair writes
     (RUN_PAGE + "/artifacts/5", ["--run-id", "99"], {}, True),
+    (RUN_PAGE + "/attempts/2", ["--run-id", "99"], {}, True),  # a re-run's page (github.run_attempt)
+    (RUN_PAGE + "/attempts/2/x", [], {}, False),
+    ("https://github.com/o/r/actions/runs/100/attempts/2", ["--run-id", "99"], {}, False),
+    ("https://ghes.acme.example/git/o/r/actions/runs/99", [], {"GITHUB_SERVER_URL": "https://ghes.acme.example/git"},
+     True),                                                     # an Enterprise Server under a path prefix
+    ("https://ghes.acme.example//o/r/actions/runs/99", [], {"GITHUB_SERVER_URL": "https://ghes.acme.example/"},
+     True),                                                     # "$GITHUB_SERVER_URL/..." with its trailing '/'
+    ("https://ghes.acme.example/o/r/actions/runs/99", [], {"GITHUB_SERVER_URL": "https://ghes.acme.example/"}, True),
     ("https://evil.example/o/r/actions/runs/99", [], {}, False),  # the PR's own site, posted by the bot
     ("https://github.com/evil/r/actions/runs/99", [], {}, False),  # another repository's run
     ("https://github.com/o/r/actions/runs/99.evil.example/x", [], {}, False),

@@ -169,14 +169,16 @@ def run_link(url: str | None, *, repo: str = "", server: str = DEFAULT_SERVER_UR
              run_id: int | None = None) -> str | None:
     """The document's link to its run, kept only where it is a page of a run of ``repo`` on
     ``server`` (what ``gate_steps.sh pair`` writes: ``SERVER/OWNER/NAME/actions/runs/ID``, or
-    an artifact of it) and, with ``run_id``, of that run; None otherwise. verdict.json was
+    an attempt or an artifact of it) and, with ``run_id``, of that run; None otherwise. verdict.json was
     written by a job that ran the PR's code: any other link would be the PR's, posted by the
     bot (a look-alike "Run directories" link to a phishing page)."""
     if not url or not repo:
         return None
-    prefix = f"{server.rstrip('/')}/{repo}/actions/runs/"  # as the gate job wrote it: the same variables
-    rest = url[len(prefix):] if url.startswith(prefix) else ""
-    m = re.fullmatch(r"([0-9]{1,20})(?:/artifacts/[0-9]{1,20})?", rest)
+    # as the gate job wrote it, `$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID`
+    # (the variable as it is, or without a trailing '/'); a re-run's page adds /attempts/N
+    prefixes = {f"{base}/{repo}/actions/runs/" for base in (server, server.rstrip("/"))}
+    rest = next((url[len(p):] for p in prefixes if url.startswith(p)), "")
+    m = re.fullmatch(r"([0-9]{1,20})(?:/attempts/[0-9]{1,10}|/artifacts/[0-9]{1,20})?", rest)
     return url if m and (run_id is None or int(m.group(1)) == run_id) else None
 
 
