@@ -175,7 +175,7 @@ def test_a_record_is_paired_on_its_own_shapes_and_dtypes(tmp_path, capsys):
 
 
 def test_a_record_s_shapes_are_its_shape_file_unless_it_lists_an_op_without_shapes(tmp_path):
-    from tritongate.cli.folders import recorded_shapes
+    from tritongate.recorded import recorded_shapes
 
     (tmp_path / "run_identity.json").write_text(json.dumps({"suite": {"name": "smoke"}}))
     (tmp_path / "shapes.yaml").write_text("add: {shapes: [[16]]}\n")

@@ -31,6 +31,7 @@ from tritongate.ir.index import INDEX, CompiledVariant, read_index
 from tritongate.ir.specialize import CAPTURE_TARGET_ENV
 from tritongate.prescreen.provider_capture import CAPTURE_JSON, read_not_capturable
 from tritongate.prescreen.sides import run_both
+from tritongate.recorded import recorded_shapes
 
 RowKey = tuple[str, str, str]
 VariantKey = tuple[str, str, str, str, str, str]
@@ -76,6 +77,13 @@ def capture_cmd(python: str, record: Path, suite: str, rows: list[RowKey], out: 
     cmd = [python, "-m", "tritongate", "run", "--suite", suite, "--backend", "cpu", "--replay-from", str(record),
            "--only-rows", str(rows_file), "--rounds", "1", "--samples-per-round", "1", "--out", str(out),
            "--color", "never"]
+    # the record's shapes (a --shape-file of its own included), as pair replays them, planned for
+    # the ops and dtypes of the rows asked for (the record's shapes.yaml has no others)
+    shapes = recorded_shapes(record)
+    if shapes:
+        cmd += ["--shape-file", shapes]
+    if rows:
+        cmd += ["--ops", ",".join(sorted({op for op, _, _ in rows})), "--dtypes", ",".join(sorted({d for _, _, d in rows}))]
     return cmd, env
 
 
