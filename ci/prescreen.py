@@ -20,7 +20,7 @@ builds' launch-path files, and writes:
 - DIR/ir-diff/         the diff with its provenance: `tritongate pair --changed-from DIR/ir-diff`;
                        rows timed for a reason the IR does not show are its `launch_changed` entries
 - DIR/verdict/         only when no row changed: verdict.json + verdict.md, every row
-                       IDENTICAL_BINARY ("0 of M rows' kernels changed under this change; no GPU time used")
+                       IDENTICAL_BINARY ("0 of M rows' kernels changed between the two builds; no GPU time used")
 
 Split (a verdict no build's code can write): `--side base|cand` runs one build's half into DIR
 (its recompile, capture and launch-path hashes, DIR/side-SIDE.json) and writes no output;
