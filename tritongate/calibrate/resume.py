@@ -3,6 +3,9 @@
 A calibration of ``pr`` runs for over ten minutes. ``settings.json`` (written first) holds what
 it was started with, so ``--resume`` goes on with exactly that; each finished paired run leaves
 ``step.json`` (written last, atomically: a step without it is run again), the aim ``aim.json``.
+``measure.json`` holds the options every step is measured and judged with (``--max-rounds``,
+``--rounds``, ``--min-effect`` ...): a resume given other ones is refused, so that no calibration
+mixes steps measured two ways.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from tritongate.errors import GateError, UsageError
 SETTINGS = "settings.json"
 STEP_DONE = "step.json"
 AIM_DONE = "aim.json"
+MEASURE = "measure.json"
+MEASURE_KIND = "tritongate-calibration-measurement"
 KIND = "tritongate-calibration-settings"
 AIM_KIND = "tritongate-calibration-aim"  # schema 1; since 2026-12-07 also "gpus" (absent: none known)
 
@@ -91,6 +96,62 @@ def check_same(settings: Settings, given: Mapping[str, Any]) -> None:
         if value is not None and value != getattr(settings, name):
             raise UsageError(f"--resume: this calibration was started with {name} {getattr(settings, name)!r}, "
                              f"not {value!r}; drop the option to go on with it, or start a new calibration")
+
+
+# a field of ``measurement_of`` and the option that sets it, for the refusal's message
+_OPTIONS = {"config_overrides.rounds": "--rounds", "config_overrides.samples_per_round": "--samples-per-round",
+            "config_overrides.l2": "--l2", "schedule_overrides.max_rounds": "--max-rounds",
+            "schedule_overrides.row_budget_s": "--row-budget", "schedule_overrides.run_budget_s": "--run-budget",
+            "row_timeout_s": "--row-timeout", "share_inputs": "--inputs", "allow_busy_gpu": "--allow-busy-gpu",
+            "isolate_tuner_cache": "--isolate-tuner-cache", "policy.min_effect": "--min-effect",
+            "policy.noise_z": "--noise-z", "policy.min_samples": "--min-samples",
+            "policy.process_sd": "--process-sd"}
+
+
+def measurement_of(request: Any) -> dict[str, Any]:
+    """What a step's paired run is measured and judged with beyond ``settings.json``, as JSON."""
+    from tritongate.atomicio import jsonable
+
+    schedule = request.schedule
+    doc = {"config_overrides": dict(request.config_overrides), "schedule_overrides": dict(request.schedule_overrides),
+           "schedule": asdict(schedule) if schedule is not None else None, "schedule_scale": request.schedule_scale,
+           "share_inputs": request.share_inputs, "row_timeout_s": request.row_timeout_s,
+           "allow_busy_gpu": request.allow_busy_gpu, "isolate_tuner_cache": request.isolate_tuner_cache,
+           "worker_pool": request.worker_pool, "policy": asdict(request.policy)}
+    return json.loads(json.dumps(jsonable(doc), allow_nan=False))  # as it reads back from the file
+
+
+def _flat(doc: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        if isinstance(value, dict):  # an empty one adds nothing: {} and absent are alike
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def keep_measurement(folder: Path, request: Any) -> None:
+    """Write ``measure.json`` on a calibration's first start; on a resume, ``UsageError`` unless
+    ``request`` measures as the steps before it did (a folder from before the file: written now)."""
+    path = Path(folder) / MEASURE
+    now = measurement_of(request)
+    if not path.is_file():
+        write_json_atomic(path, {"kind": MEASURE_KIND, "schema": 1, "measurement": now})
+        return
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(raw, dict) or raw.get("kind") != MEASURE_KIND or raw.get("schema") != 1 \
+                or not isinstance(raw.get("measurement"), dict):
+            raise ValueError(f"not {MEASURE_KIND} schema 1")
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--resume {folder}: {MEASURE} is damaged ({exc}); start a new calibration") from None
+    before, given = _flat(raw["measurement"]), _flat(now)
+    changed = [k for k in sorted(set(before) | set(given)) if before.get(k) != given.get(k)]
+    if changed:
+        said = "; ".join(f"{_OPTIONS.get(k, k)}: {before.get(k)!r} then, {given.get(k)!r} now" for k in changed[:5])
+        raise UsageError(f"--resume {folder}: its steps were measured with other options ({said}); pass the options "
+                         f"it was started with (kept in {path}), or start a new calibration")
 
 
 def resumable(run: Callable[[Any], Any], regate: Callable[[Any, Path], Any],

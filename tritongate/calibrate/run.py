@@ -49,7 +49,7 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
     every row timed; then the reports. ``log`` gets a line per step, ``detail`` (default ``log``)
     one per row of the aim step; ``spawn`` starts the aim's worker (default: a process)."""
     from tritongate.calibrate.aim_worker import AimWorker, aim_rows
-    from tritongate.calibrate.resume import AimProgress, load_aims, resumable, save_aims
+    from tritongate.calibrate.resume import AimProgress, keep_measurement, load_aims, resumable, save_aims
     from tritongate.pair.build import CompilerBuild
     from tritongate.pair.spawn import spawn_process
 
@@ -58,6 +58,7 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
                        base=CompilerBuild("base", template.base.python, {**template.base.env, **base_env}),
                        cand=CompilerBuild("candidate", template.cand.python, {**template.cand.env, **cand_env}))
 
+    keep_measurement(out, template)  # a resume measures the remaining steps as the first ones were
     plan = CalibrationPlan(suite=suite, out=out, fractions=tuple(fractions), aa_runs=aa_runs, plantable=plantable)
     say = detail or log
 
