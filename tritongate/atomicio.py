@@ -58,11 +58,13 @@ def _replace(path: Path, chunks: Iterable[bytes], *, durable: bool) -> None:
             if durable:
                 os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.filename is None:  # a write or fsync names no file: name it
+            raise type(exc)(exc.errno, exc.strerror or str(exc), str(path)) from exc
         raise
 
 
