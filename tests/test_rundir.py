@@ -161,3 +161,21 @@ def test_a_loaded_row_is_summarised_once_however_often_it_is_read(tmp_path, monk
     run = load_run(tmp_path / "run")  # the stored summary is checked against the samples: one summary a row
     medians = [r.summary.median for r in run.rows for _ in range(4)]
     assert len(calls) == 3 and medians[:4] == [1.0] * 4
+
+
+def test_a_run_whose_folder_is_removed_mid_run_is_never_finished_in_a_folder_made_again(tmp_path):
+    """The out folder deleted while the run wrote it, and made again by a later write (the
+    run's IR): every row is still in memory, so a finish would write a complete results.json
+    beside no run.log and no earlier files. The next write is an error naming the folder."""
+    import shutil
+
+    w = RunWriter(tmp_path / "run", {"backend": "cpu", "timer": "host-wall"})
+    w.add(make_row(op="add", case="1"))
+    shutil.rmtree(tmp_path / "run")
+    (tmp_path / "run" / "ttgir").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError) as caught:
+        w.add(make_row(op="add", case="2"))
+    assert caught.value.filename == str(tmp_path / "run") and "removed or replaced" in caught.value.strerror
+    with pytest.raises(FileNotFoundError):
+        w.finish()
+    assert not (tmp_path / "run" / RESULTS).exists()

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import gc
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
@@ -69,6 +71,8 @@ class RunWriter:
         if (self.path / RESULTS).exists():
             raise UsageError(f"{self.path} already holds a run; refusing to overwrite it")
         self.path.mkdir(parents=True, exist_ok=True)
+        # the folder this run writes, held open (its inode cannot be reused): one removed mid-run is an error
+        self._dir_fd: int | None = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
         self._rows: list[Row] = []
         self._row_json: list[str] = []  # serialised once: a rewrite per row must stay cheap
         self._keys: set[tuple[str, str, str]] = set()
@@ -89,6 +93,7 @@ class RunWriter:
         before it is written: an identity the tool's own readers would refuse is a bug here,
         not an unreadable run later."""
         validate(IdentityDoc, self._identity, source=self.path / IDENTITY, error=ValueError)
+        self._check_dir()
         write_json_atomic(self.path / IDENTITY, self._identity)
 
     @property
@@ -114,11 +119,40 @@ class RunWriter:
 
     def finish(self) -> None:
         self._flush(RunStatus.COMPLETE)
+        self._close()
 
     def fail(self, reason: str) -> None:
-        self._flush(RunStatus.FAILED, reason)
+        try:
+            self._flush(RunStatus.FAILED, reason)
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        fd, self._dir_fd = getattr(self, "_dir_fd", None), None  # None: __init__ stopped before opening it
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self._close()
+
+    def _check_dir(self) -> None:
+        """The run's folder, removed (or removed and made again: by a write of its IR) while the
+        run wrote it, has lost run.log and what else was written once; never finish it as a run."""
+        if self._dir_fd is None:
+            return
+        held = os.fstat(self._dir_fd)
+        try:
+            now = os.stat(self.path)
+            same = held.st_nlink > 0 and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+        except OSError:
+            same = False
+        if not same:
+            raise FileNotFoundError(errno.ENOENT, "the run directory was removed or replaced while the run was "
+                                    "writing it (its run.log and files written earlier are gone); measure again "
+                                    "into a folder nothing else removes", str(self.path))
 
     def _flush(self, status: RunStatus, reason: str = "") -> None:
+        self._check_dir()
         doc: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "tool_version": __version__,
