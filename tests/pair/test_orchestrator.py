@@ -335,3 +335,27 @@ def test_a_stretched_check_spreads_its_rows_over_that_many_times_the_worker_pair
     assert pool > GPU_POOL_PAIRS and len(made) == 2 * pool
     r = outcome.result.rows[0]
     assert r.reached_target is False and len(set(r.pairing.worker_pairs)) == pool
+
+
+def test_a_pair_directory_removed_mid_run_is_named_not_blamed_on_the_build(tmp_path):
+    """The out folder deleted while the pair ran takes the workers' package link with it: a
+    worker started then fails its preflight ("no suite named ...", "cannot import ...; install
+    torch ..."), which would send the user to fix the build. The error names the folder."""
+    import shutil
+
+    from tritongate.errors import PreflightError
+
+    inner = _spawner(World())
+
+    def vanished(settings):
+        shutil.rmtree(next((tmp_path / "out").glob("pair-*")))
+        raise PreflightError("suite_file", "no suite named 'scripted' in .../workers/pythonpath")
+
+    def spawn(spec):  # the candidate's worker starts after its folder went
+        return InProcessWorker(spec.side, vanished) if spec.side == "candidate" else inner(spec)
+
+    with pytest.raises(FileNotFoundError) as caught:
+        run_pair(_request(tmp_path), spawn=spawn)
+    assert "the pair directory was removed while the paired run used it" in caught.value.strerror
+    assert "no suite named 'scripted'" in caught.value.strerror
+    assert Path(caught.value.filename).parent == tmp_path / "out"

@@ -19,6 +19,8 @@ This module only drives the run, in order; the parts live in their own modules: 
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 import time
 from pathlib import Path
@@ -52,6 +54,14 @@ class PairRunner:
         check_out_dir(Path(req.out))
         stem = Path(req.suite).stem if req.suite.endswith((".yaml", ".yml")) else req.suite
         self._pair_dir = new_run_dir(Path(req.out), f"pair-{stem}")
+        held = os.open(self._pair_dir, os.O_RDONLY | os.O_DIRECTORY)  # to tell its removal from a worker's error
+        try:
+            return self._run(held)
+        finally:
+            os.close(held)
+
+    def _run(self, held: int) -> PairOutcome:
+        req = self.request
         self._pair_id = self._pair_dir.name
         outcome = PairOutcome(path=self._pair_dir, base_path=self._pair_dir / "base",
                               cand_path=self._pair_dir / "candidate")
@@ -74,6 +84,12 @@ class PairRunner:
         except BaseException as exc:
             why = "interrupted" if isinstance(exc, KeyboardInterrupt) else describe(exc)
             pool.stop(kill=True)  # first: a worker may hold the GPU mid-kernel
+            if not isinstance(exc, KeyboardInterrupt) and _removed(held, self._pair_dir):
+                # the workers' package link and logs went with it: what they then said is its consequence
+                then = "" if isinstance(exc, OSError) else f" (then: {' '.join(why.split())[:200]})"
+                raise FileNotFoundError(errno.ENOENT, f"the pair directory was removed while the paired run used "
+                                        f"it{then}; pair again into a folder nothing else removes",
+                                        str(self._pair_dir)) from exc
             if fail_sides(pool.sides.values(), why):
                 exc.add_note(f"partial run directories (load as incomplete): {outcome.base_path} "
                              f"{outcome.cand_path}")
@@ -148,6 +164,16 @@ class PairRunner:
                           cite=cite, template=self.request.verdict_template)
         outcome.result = gated.result
         outcome.verdict_json, outcome.verdict_md = gated.written.json_path, gated.written.md_path
+
+
+def _removed(held: int, path: Path) -> bool:
+    """Whether the folder open as ``held`` is no longer at ``path`` (removed, or replaced)."""
+    mine = os.fstat(held)
+    try:
+        now = os.stat(path)
+    except OSError:
+        return True
+    return mine.st_nlink == 0 or (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino)
 
 
 def run_pair(request: PairRequest, progress: ProgressFn | None = None, *,
