@@ -57,3 +57,23 @@ def test_the_measurement_file_reads_back_equal_and_a_damaged_one_is_named(tmp_pa
     (tmp_path / MEASURE).write_text("{", encoding="utf-8")
     with pytest.raises(UsageError, match=r"measure\.json is damaged"):
         keep_measurement(tmp_path, template)
+
+
+def test_a_second_calibrate_in_the_same_folder_is_refused_while_the_first_works(tmp_path):
+    """Two `--resume` of one folder would run the same steps at once, timing each other's rows
+    on one device; the second is refused before it measures anything."""
+    import fcntl
+    import os
+
+    from tritongate.calibrate.resume import LOCK
+
+    out = tmp_path / "cal"
+    out.mkdir()
+    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the first calibrate, still working
+        with pytest.raises(UsageError, match="another tritongate calibrate process is working in"):
+            _stopped(tmp_path, out, _template(tmp_path))
+    finally:
+        os.close(fd)
+    assert _stopped(tmp_path, out, _template(tmp_path)) == ["aa-1"]  # once it has stopped

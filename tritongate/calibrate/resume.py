@@ -10,12 +10,14 @@ mixes steps measured two ways.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any, Callable, Mapping
+from typing import Annotated, Any, Callable, Iterator, Mapping
 
 from tritongate.atomicio import write_json_atomic
 from tritongate.calibrate.aim import RowAim
@@ -25,6 +27,7 @@ SETTINGS = "settings.json"
 STEP_DONE = "step.json"
 AIM_DONE = "aim.json"
 MEASURE = "measure.json"
+LOCK = ".lock"  # held while a calibrate process works in the folder
 MEASURE_KIND = "tritongate-calibration-measurement"
 KIND = "tritongate-calibration-settings"
 AIM_KIND = "tritongate-calibration-aim"  # schema 1; since 2026-12-07 also "gpus" (absent: none known)
@@ -96,6 +99,22 @@ def check_same(settings: Settings, given: Mapping[str, Any]) -> None:
         if value is not None and value != getattr(settings, name):
             raise UsageError(f"--resume: this calibration was started with {name} {getattr(settings, name)!r}, "
                              f"not {value!r}; drop the option to go on with it, or start a new calibration")
+
+
+@contextlib.contextmanager
+def locked(folder: Path) -> Iterator[None]:
+    """The folder for this process alone: a second ``calibrate`` (two ``--resume`` of one folder)
+    would run the same steps at once, each timing its rows beside the other's on one device."""
+    fd = os.open(Path(folder) / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(f"another tritongate calibrate process is working in {folder}; wait for it, or stop "
+                             "it first (then go on with --resume)") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 # a field of ``measurement_of`` and the option that sets it, for the refusal's message

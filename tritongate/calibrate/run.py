@@ -48,8 +48,20 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
     """Every step as ``template`` (a PairRequest) with its own directory and environment overlays,
     every row timed; then the reports. ``log`` gets a line per step, ``detail`` (default ``log``)
     one per row of the aim step; ``spawn`` starts the aim's worker (default: a process)."""
+    from tritongate.calibrate.resume import keep_measurement, locked
+
+    with locked(out):
+        keep_measurement(out, template)  # a resume measures the remaining steps as the first ones were
+        return _calibrate(template, out=out, suite=suite, fractions=fractions, aa_runs=aa_runs, run=run, log=log,
+                          plantable=plantable, spawn=spawn, detail=detail)
+
+
+def _calibrate(template: Any, *, suite: str, out: Path, fractions: Sequence[float], aa_runs: int,
+               run: Callable[[Any], Any], log: Callable[[str], None], plantable: frozenset[str],
+               spawn: Callable[[Any], Any] | None, detail: Callable[[str], None] | None,
+               ) -> tuple[Calibration, Path, Path | None]:
     from tritongate.calibrate.aim_worker import AimWorker, aim_rows
-    from tritongate.calibrate.resume import AimProgress, keep_measurement, load_aims, resumable, save_aims
+    from tritongate.calibrate.resume import AimProgress, load_aims, resumable, save_aims
     from tritongate.pair.build import CompilerBuild
     from tritongate.pair.spawn import spawn_process
 
@@ -58,7 +70,6 @@ def run_calibration(template: Any, *, suite: str, out: Path, fractions: Sequence
                        base=CompilerBuild("base", template.base.python, {**template.base.env, **base_env}),
                        cand=CompilerBuild("candidate", template.cand.python, {**template.cand.env, **cand_env}))
 
-    keep_measurement(out, template)  # a resume measures the remaining steps as the first ones were
     plan = CalibrationPlan(suite=suite, out=out, fractions=tuple(fractions), aa_runs=aa_runs, plantable=plantable)
     say = detail or log
 
