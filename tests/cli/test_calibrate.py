@@ -118,4 +118,5 @@ def test_an_interrupted_calibration_says_how_to_go_on(tmp_path, capsys, monkeypa
     err = capsys.readouterr().err.splitlines()
     (cal,) = (tmp_path / "cals").glob("calibrate-smoke_*")
     assert code == 130 and err[-2:] == ["interrupted", f"the steps finished so far are kept in {cal}; go on with "
-                                                       f"`tritongate calibrate --resume {cal}`"]
+                                                       f"`tritongate calibrate --resume {cal}`, adding the measurement options it "
+                                                       f"was started with, if any ({cal / 'measure.json'} keeps them)"]

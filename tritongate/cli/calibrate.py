@@ -107,7 +107,7 @@ def _absolute(path: Path, option: str) -> str:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """A/A and planted-slowdown paired runs on this machine: calibration.json, .md, .png."""
-    from tritongate.calibrate.resume import Settings, check_same, load_settings
+    from tritongate.calibrate.resume import MEASURE, Settings, check_same, load_settings
     from tritongate.calibrate.run import calibration_dir, plantable_ops, run_calibration
     from tritongate.gate.policy import load_policy
     from tritongate.pair.orchestrator import run_pair
@@ -181,7 +181,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             log=lambda text: print(f"[{next(done)}/{steps}] {text}", file=sys.stderr, flush=True),
             detail=lambda text: print(f"  {text}", file=sys.stderr, flush=True))
     except KeyboardInterrupt as exc:  # the finished steps are kept: say how to go on
-        exc.add_note(f"the steps finished so far are kept in {out}; go on with `tritongate calibrate --resume {out}`")
+        exc.add_note(f"the steps finished so far are kept in {out}; go on with `tritongate calibrate --resume {out}`, "
+                     f"adding the measurement options it was started with, if any ({out / MEASURE} keeps them)")
         raise
     print_outcome(cal, out, md, png)
     return _write_thresholds(cal, args) if args.write_thresholds else ExitCode.OK
