@@ -15,7 +15,7 @@ from tests.test_import_cycles import cycles, import_graph
 LAYERS: list[tuple[str, set[str]]] = [
     ("documents", {"errors", "stats", "schema", "model", "validation", "markers", "atomicio"}),
     ("files and text", {"safefs", "yamlsafe", "rundir", "runlog", "argtypes", "sharding", "report", "overlay",
-                        "identity", "childenv", "linepipe", "recorded"}),
+                        "identity", "childenv", "linepipe", "recorded", "workdir"}),
     ("measuring", {"harness", "ops", "suites", "autotune", "ir", "rowcase", "backends",
                    "preflight", "interpreter_cost", "progress", "runner"}),
     ("judging and the gate pipeline", {"gate"}),

@@ -30,6 +30,7 @@ from tritongate.errors import IncompleteRunError, RunDirError, SchemaVersionErro
 from tritongate.schema import MIN_READABLE_SCHEMA_VERSION, SCHEMA_VERSION, ResultsDoc, Row, RunStatus
 from tritongate.validation import describe, validate
 from tritongate.validation.runfiles import IdentityDoc
+from tritongate.workdir import still_there
 
 if TYPE_CHECKING:
     import pandas
@@ -140,13 +141,7 @@ class RunWriter:
         run wrote it, has lost run.log and what else was written once; never finish it as a run."""
         if self._dir_fd is None:
             return
-        held = os.fstat(self._dir_fd)
-        try:
-            now = os.stat(self.path)
-            same = held.st_nlink > 0 and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
-        except OSError:
-            same = False
-        if not same:
+        if not still_there(self._dir_fd, self.path):
             raise FileNotFoundError(errno.ENOENT, "the run directory was removed or replaced while the run was "
                                     "writing it (its run.log and files written earlier are gone); measure again "
                                     "into a folder nothing else removes", str(self.path))

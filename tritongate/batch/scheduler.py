@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import fcntl
 import os
 import shutil
 import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from tritongate.batch.lane import RUNNING, Lane, reap_orphan
 from tritongate.batch.opflow import OpRunner
@@ -28,6 +27,7 @@ from tritongate.batch.status import (COMPLETE, RESULT, Attempt, OpResult, OpStat
 from tritongate.errors import GateError, UsageError
 from tritongate.rundir import load_run, new_run_dir
 from tritongate.schema import Row
+from tritongate.workdir import held_alone
 
 LOCK = ".lock"
 
@@ -102,18 +102,9 @@ class _Board:
             self.event("reused" if reused else "op_done", op=result.op, device=result.device, result=result)
 
 
-@contextlib.contextmanager
-def _locked(batch_dir: Path) -> Iterator[None]:
-    fd = os.open(batch_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UsageError(f"another tritongate batch process is running in {batch_dir}; wait for it, "
-                             "or stop it first") from None
-        yield
-    finally:
-        os.close(fd)
+def _locked(batch_dir: Path) -> contextlib.AbstractContextManager[None]:
+    return held_alone(batch_dir / LOCK, f"another tritongate batch process is running in {batch_dir}; wait for "
+                      "it, or stop it first")
 
 
 def run_batch(request: BatchRequest, progress: BatchProgress | None = None) -> BatchOutcome:

@@ -11,17 +11,17 @@ mixes steps measured two ways.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any, Callable, Iterator, Mapping
+from typing import Annotated, Any, Callable, Mapping
 
 from tritongate.atomicio import write_json_atomic
 from tritongate.calibrate.aim import RowAim
 from tritongate.errors import GateError, UsageError
+from tritongate.workdir import held_alone
 
 SETTINGS = "settings.json"
 STEP_DONE = "step.json"
@@ -101,20 +101,11 @@ def check_same(settings: Settings, given: Mapping[str, Any]) -> None:
                              f"not {value!r}; drop the option to go on with it, or start a new calibration")
 
 
-@contextlib.contextmanager
-def locked(folder: Path) -> Iterator[None]:
+def locked(folder: Path) -> contextlib.AbstractContextManager[None]:
     """The folder for this process alone: a second ``calibrate`` (two ``--resume`` of one folder)
     would run the same steps at once, each timing its rows beside the other's on one device."""
-    fd = os.open(Path(folder) / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UsageError(f"another tritongate calibrate process is working in {folder}; wait for it, or stop "
-                             "it first (then go on with --resume)") from None
-        yield
-    finally:
-        os.close(fd)
+    return held_alone(Path(folder) / LOCK, f"another tritongate calibrate process is working in {folder}; wait "
+                      "for it, or stop it first (then go on with --resume)")
 
 
 # a field of ``measurement_of`` and the option that sets it, for the refusal's message

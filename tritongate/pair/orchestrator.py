@@ -39,6 +39,7 @@ from tritongate.progress import Progress, ProgressFn
 from tritongate.rowcase import describe
 from tritongate.rundir import new_run_dir
 from tritongate.sharding import shard_of
+from tritongate.workdir import still_there
 
 
 class PairRunner:
@@ -84,7 +85,7 @@ class PairRunner:
         except BaseException as exc:
             why = "interrupted" if isinstance(exc, KeyboardInterrupt) else describe(exc)
             pool.stop(kill=True)  # first: a worker may hold the GPU mid-kernel
-            if not isinstance(exc, KeyboardInterrupt) and _removed(held, self._pair_dir):
+            if not isinstance(exc, KeyboardInterrupt) and not still_there(held, self._pair_dir):
                 # the workers' package link and logs went with it: what they then said is its consequence
                 then = "" if isinstance(exc, OSError) else f" (then: {' '.join(why.split())[:200]})"
                 raise FileNotFoundError(errno.ENOENT, f"the pair directory was removed while the paired run used "
@@ -164,16 +165,6 @@ class PairRunner:
                           cite=cite, template=self.request.verdict_template)
         outcome.result = gated.result
         outcome.verdict_json, outcome.verdict_md = gated.written.json_path, gated.written.md_path
-
-
-def _removed(held: int, path: Path) -> bool:
-    """Whether the folder open as ``held`` is no longer at ``path`` (removed, or replaced)."""
-    mine = os.fstat(held)
-    try:
-        now = os.stat(path)
-    except OSError:
-        return True
-    return mine.st_nlink == 0 or (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino)
 
 
 def run_pair(request: PairRequest, progress: ProgressFn | None = None, *,
