@@ -26,7 +26,7 @@ from urllib.parse import quote
 from tritongate.baselines.repo import GITHUB, Repo
 from tritongate.dashboard.reading import Group
 from tritongate.history.changepoints import ChangePoint, Detection, SeriesAnalysis
-from tritongate.history.report import HistoryReport, confirmable_sides
+from tritongate.history.report import HistoryReport, confirmable_text
 from tritongate.report.untrusted import neutralize
 
 _HEX = re.compile(r"^[0-9a-fA-F]{7,64}$")
@@ -57,8 +57,7 @@ def no_drift(a: SeriesAnalysis, rule: Detection, *, window: bool = False) -> str
     """What a row without a (window's) change point shows in place of a drift, and why."""
     if a.note:  # too short to look at
         return f"too few nights: {a.note}"
-    pairs = [f"{x} and {y}" for x, y in confirmable_sides(rule)]
-    sides = ", ".join(pairs[:-1]) + (" or " if len(pairs) > 1 else "") + pairs[-1]
+    sides = confirmable_text(rule)
     where = "in the window" if window and a.change_points else "so far"
     return (f"no shift confirmed {where}: a shift of {rule.min_effect:.1%} or more is confirmed only with "
             f"enough nights on both sides of it (at the least {sides}), so a step of the last nights is not "

@@ -9,6 +9,7 @@ break a table nor make a link or a mention.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -174,6 +175,14 @@ def confirmable_sides(rule: Detection, most: int = 3) -> list[tuple[int, int]]:
     return out
 
 
+@functools.lru_cache(maxsize=8)
+def confirmable_text(rule: Detection) -> str:
+    """``confirmable_sides`` as words ("9 and 3, 6 and 4 or 5 and 5"), for history.md and the
+    nightly page (once per rule, not once per row)."""
+    pairs = [f"{a} and {b}" for a, b in confirmable_sides(rule)]
+    return ", ".join(pairs[:-1]) + (" or " if len(pairs) > 1 else "") + pairs[-1]
+
+
 def _p(p: float) -> str:
     return f"{p:.1e}" if p < 0.001 else f"{p:.2g}"  # 0.0095, not 0.010 (read as failing p < 0.01)
 
@@ -231,8 +240,7 @@ def render_markdown(report: HistoryReport, plots: Mapping[str, str] | None = Non
     elif not any(a.note is None for a in report.analyses):
         lines.append(f"No change points looked for: no series has the {rule.min_length} valued points it takes.")
     else:
-        pairs = [f"{a} and {b}" for a, b in confirmable_sides(rule)]
-        sides = ", ".join(pairs[:-1]) + (" or " if len(pairs) > 1 else "") + pairs[-1]
+        sides = confirmable_text(rule)
         lines.append(f"No change points: no shift of {rule.min_effect:.1%} or more was confirmed at p < "
                      f"{rule.p_value:g}, which takes enough nights on both sides of it (at the least {sides}).")
     notes = report.notes
