@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tritongate.errors import UsageError
-
-IDENTITY = "run_identity.json"
+from tritongate.rundir import IDENTITY, read_json_object
 
 
 def recorded_shapes(record: Path) -> str | None:
@@ -18,7 +17,6 @@ def recorded_shapes(record: Path) -> str | None:
     provider's suite (its shape file is keyed by the provider's ops, shapes.yaml by rows)."""
     import yaml
 
-    from tritongate.rundir import read_json_object
     from tritongate.yamlsafe import YamlLimitError, load_bounded
 
     try:

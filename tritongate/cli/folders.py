@@ -148,7 +148,6 @@ def recorded_selection(record: Path) -> tuple[list[str], list[str]]:
     return names("ops"), names("dtypes")
 
 
-
 def suite_for_record(record: Path, explicit: str | None, *, option: str = "BASELINE_RECORD") -> str:
     """The suite to replay ``record`` with: its own, or ``explicit`` naming the same one (another suite's
     rows would not be in the record, and would tune live instead of replaying)."""

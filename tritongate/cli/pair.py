@@ -11,8 +11,7 @@ from typing import Any, Callable
 from tritongate.argtypes import nonempty_text as _text
 from tritongate.cli.common import (add_command, append_step_summary, counted, exit_codes, print_summary,
                                    progress_printer, split_values, want_color)
-from tritongate.cli.folders import (Kind, kind_of, load_run_dir, recorded_selection,
-                                    suite_for_record)
+from tritongate.cli.folders import Kind, kind_of, load_run_dir, recorded_selection, suite_for_record
 from tritongate.cli.options import (add_gate_options, add_pair_options, add_sample_time, artifact_url_option,
                                     baseline_state_option, calibration_option, changed_from_option, gate_policy, verdict_template_option)
 from tritongate.errors import MeasurementError, UsageError
