@@ -16,10 +16,15 @@ def nonempty_text(value: str) -> str:
     return value
 
 
+def names_in(value: str) -> list[str]:
+    """The names of a comma- or space-separated list."""
+    return value.replace(",", " ").split()
+
+
 def name_list(value: str) -> str:
     """A comma- or space-separated list of names (``--ops``, ``--dtypes``): one that names
     nothing (``--ops "$A,$B"`` with both unset) is an error, never "every one of the suite"."""
-    if not value.replace(",", " ").split():
+    if not names_in(value):
         raise argparse.ArgumentTypeError(f"{value!r} names nothing; name one or more, or leave the option out")
     return value
 

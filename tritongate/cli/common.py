@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from tritongate.argtypes import shard_spec
+from tritongate.argtypes import names_in, shard_spec
 from tritongate.errors import ExitCode, GateError, PreflightError, UsageError
 from tritongate.report.units import counted as counted, format_time  # counted re-exported: every command counts
 from tritongate.report.untrusted import neutralize, safe_url
@@ -218,7 +218,7 @@ url_arg = argtype(safe_url)  # a link the verdict may show (http/https, no contr
 
 def split_values(values: list[str] | None) -> list[str]:
     """Repeated options whose values may also be comma- or space-separated lists."""
-    return [v for item in values or [] for v in item.replace(",", " ").split() if v]
+    return [v for item in values or [] for v in names_in(item)]
 
 
 @contextlib.contextmanager
